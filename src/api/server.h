@@ -1,0 +1,67 @@
+// The daemon's HTTP/1.1 API (docs/api.md) on a unix socket. Runs on its own io_context thread:
+// queries read through the server's own read-only store connection, so they never wait for
+// the queue actor; commands (submit, cancel) are handed to the actor's io_context and the
+// answer comes back when the actor has committed them. Long-polls for events are woken by
+// notify_events(), which the actor calls after each commit.
+// Thread rules: construct and listen() on any thread before running the api io_context;
+// notify_events() is thread-safe; everything else runs on the api io_context.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "api/http.h"
+#include "base/paths.h"
+#include "daemon/queue.h"
+#include "store/store.h"
+
+namespace gpuq::api {
+
+struct ServerContext {
+  boost::asio::io_context& api_ioc;
+  boost::asio::io_context& actor_ioc;
+  daemon::Queue& queue;
+  HomeLayout layout;
+  std::string version;
+};
+
+class Server {
+ public:
+  Server(ServerContext context, std::unique_ptr<store::Store> read_store);
+  ~Server();
+
+  // Binds the unix socket at `path` (replacing a stale one), mode 0600, and starts accepting.
+  Status listen_unix(const std::string& path);
+  // Wakes event long-polls. Thread-safe.
+  void notify_events(int64_t last_seq);
+  // Stops accepting; open long-polls answer at once.
+  void close();
+
+  // Answers one request (also used by tests without a socket).
+  boost::asio::awaitable<Response> handle(const Request& request);
+
+ private:
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> session(boost::asio::local::stream_protocol::socket socket);
+
+  boost::asio::awaitable<Response> submit(const Request& request);
+  boost::asio::awaitable<Response> cancel(const std::string& ref);
+  boost::asio::awaitable<Response> events(const Target& target);
+  Response show(const std::string& ref);
+  Response status(const Target& target);
+  Response gpus();
+  Response health();
+  Response log(const std::string& ref, const Target& target);
+  Result<int64_t> resolve(const std::string& ref);
+  std::vector<nlohmann::json> resource_objects(const std::vector<Resource>& resources);
+  void attach_reasons(std::vector<Job>& jobs);
+
+  ServerContext context_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  std::set<boost::asio::steady_timer*> waiters_;
+  bool closed_ = false;
+};
+
+}  // namespace gpuq::api

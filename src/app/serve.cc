@@ -1,0 +1,158 @@
+#include "app/serve.h"
+
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "api/server.h"
+#include "base/asio.h"
+#include "base/paths.h"
+#include "daemon/instance_lock.h"
+#include "daemon/queue.h"
+#include "gpu/discovery.h"
+#include "os/process.h"
+#include "store/store.h"
+
+#ifndef GPUQ_VERSION
+#define GPUQ_VERSION "0.0.0"
+#endif
+
+namespace gpuq::app {
+namespace {
+
+namespace asio = boost::asio;
+
+// Forks into the background. The parent waits for the child's first line on a pipe and
+// returns its exit status; the child returns -1 and keeps the pipe's write end in `ready_fd`.
+int detach(const HomeLayout& layout, int& ready_fd) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    std::perror("gpuq daemon: pipe");
+    return 1;
+  }
+  pid_t child = ::fork();
+  if (child < 0) {
+    std::perror("gpuq daemon: fork");
+    return 1;
+  }
+  if (child > 0) {
+    ::close(fds[1]);
+    std::string message;
+    char buffer[512];
+    ssize_t n;
+    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) message.append(buffer, static_cast<size_t>(n));
+    if (message.rfind("ok ", 0) == 0) {
+      std::fputs(message.substr(3).c_str(), stdout);
+      return 0;
+    }
+    std::fputs(message.empty() ? fmt::format("gpuq daemon: failed to start; see {}\n", layout.daemon_log()).c_str()
+                               : message.c_str(),
+               stderr);
+    return 1;
+  }
+  ::close(fds[0]);
+  ::setsid();
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  ::dup2(null_fd, 0);
+  int log_fd = ::open(layout.daemon_log().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd >= 0) {
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+  }
+  ready_fd = fds[1];
+  return -1;
+}
+
+void say(int ready_fd, const std::string& message) {
+  if (ready_fd >= 0) {
+    (void)!::write(ready_fd, message.data(), message.size());
+  } else {
+    std::fputs(message.c_str() + (message.rfind("ok ", 0) == 0 ? 3 : 0), message.rfind("ok ", 0) == 0 ? stdout : stderr);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int serve(const cli::DaemonFlags& flags) {
+  auto home = resolve_home(flags.home);
+  if (!home) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());
+    return 1;
+  }
+  HomeLayout layout{*home};
+  if (auto made = os::make_dirs(layout.home, 0700); !made) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", made.error().message.c_str());
+    return 1;
+  }
+  auto lock = daemon::InstanceLock::acquire(layout.lock(), layout.home);
+  if (!lock) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", lock.error().message.c_str());
+    return 1;
+  }
+  auto inventory = gpu::discover(flags.gpus);
+  if (!inventory) {
+    std::fprintf(stderr, "gpuq daemon: --gpus %s: %s\n", flags.gpus.c_str(),
+                 inventory.error().message.c_str());
+    return 1;
+  }
+  auto executable = os::self_executable();
+  if (!executable) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", executable.error().message.c_str());
+    return 1;
+  }
+  int ready_fd = -1;
+  if (flags.detach) {
+    int parent_status = detach(layout, ready_fd);
+    if (parent_status >= 0) return parent_status;
+    lock->write_pid();
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  auto fail_start = [&](const std::string& what) {
+    say(ready_fd, fmt::format("gpuq daemon: {}\n", what));
+    return 1;
+  };
+  auto store = store::Store::open(layout.database(), false);
+  if (!store) return fail_start(store.error().message);
+  auto read_store = store::Store::open(layout.database(), true);
+  if (!read_store) return fail_start(read_store.error().message);
+
+  asio::io_context actor_ioc(1);
+  asio::io_context api_ioc(1);
+  daemon::QueueOptions options{layout, *executable};
+  daemon::Queue queue(actor_ioc, **store, *inventory, options);
+  api::Server server({api_ioc, actor_ioc, queue, layout, GPUQ_VERSION}, std::move(*read_store));
+  queue.set_event_listener([&server](int64_t seq) { server.notify_events(seq); });
+  if (auto started = queue.start(); !started) return fail_start(started.error().message);
+  if (auto listening = server.listen_unix(layout.socket()); !listening) {
+    return fail_start(listening.error().message);
+  }
+
+  asio::signal_set signals(actor_ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    queue.stop();
+    server.close();
+    api_ioc.stop();
+    actor_ioc.stop();
+  });
+  auto api_guard = asio::make_work_guard(api_ioc);
+  std::thread api_thread([&] { api_ioc.run(); });
+  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n  gpus: {}\n",
+                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), inventory->note));
+  if (ready_fd >= 0) ::close(ready_fd);
+  auto actor_guard = asio::make_work_guard(actor_ioc);
+  actor_ioc.run();
+  api_ioc.stop();
+  api_thread.join();
+  ::unlink(layout.socket().c_str());
+  std::fprintf(stderr, "gpuq daemon: stopped; runs keep going and will be adopted at the next start\n");
+  return 0;
+}
+
+}  // namespace gpuq::app

@@ -1,0 +1,71 @@
+#include "base/duration.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace gpuq {
+namespace {
+
+constexpr std::string_view kForms = "use forms like 250ms, 45s, 3m12s, 2h30m, 1d or a number of seconds";
+
+// Returns the length of a unit in milliseconds, or 0 when `unit` is not a unit.
+int64_t unit_millis(std::string_view unit) {
+  if (unit == "ms") return 1;
+  if (unit == "s") return 1000;
+  if (unit == "m") return 60'000;
+  if (unit == "h") return 3'600'000;
+  if (unit == "d") return 86'400'000;
+  return 0;
+}
+
+}  // namespace
+
+Result<Millis> parse_duration(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("bad duration '{}': {}; {}", text, why, kForms));
+  };
+  if (text.empty()) return bad("it is empty");
+  bool all_digits = true;
+  for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
+  if (all_digits) {
+    if (text.size() > 12) return bad("it is too large");
+    return Millis(std::strtoll(std::string(text).c_str(), nullptr, 10) * 1000);
+  }
+  int64_t total = 0;
+  size_t i = 0;
+  int64_t last_unit = INT64_MAX;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    if (i == start) return bad("expected a number");
+    if (i - start > 12) return bad("a number is too large");
+    int64_t value = std::strtoll(std::string(text.substr(start, i - start)).c_str(), nullptr, 10);
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    if (unit.empty()) return bad("a number has no unit");
+    int64_t millis = unit_millis(unit);
+    if (millis == 0) return bad(fmt::format("unknown unit '{}'", unit));
+    if (millis >= last_unit) return bad("units must go from largest to smallest");
+    last_unit = millis;
+    total += value * millis;
+  }
+  return Millis(total);
+}
+
+std::string format_duration(Millis duration) {
+  int64_t ms = duration.count();
+  if (ms < 0) return "-" + format_duration(Millis(-ms));
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  int64_t s = ms / 1000;
+  if (s < 60) return fmt::format("{}s", s);
+  int64_t m = s / 60;
+  if (m < 60) return fmt::format("{}m{:02}s", m, s % 60);
+  int64_t h = m / 60;
+  if (h < 24) return fmt::format("{}h{:02}m", h, m % 60);
+  return fmt::format("{}d{:02}h", h / 24, h % 24);
+}
+
+}  // namespace gpuq

@@ -1,0 +1,24 @@
+// Durations as people write and read them: "90s", "3m12s", "2h30m", "1d", "250ms".
+// Parsing is strict (an unknown unit or trailing text is an error that says the accepted
+// forms); formatting keeps the two most significant units ("3m12s", "1h05m", "2d03h").
+// Pure functions, thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace gpuq {
+
+using Millis = std::chrono::milliseconds;
+
+// Parses "250ms", "45s", "3m", "3m12s", "2h30m", "1d12h" or a bare number of seconds.
+Result<Millis> parse_duration(std::string_view text);
+
+// Formats a non-negative duration for people; negative values are shown as "-" + magnitude.
+std::string format_duration(Millis duration);
+
+}  // namespace gpuq

@@ -1,0 +1,38 @@
+#include "base/duration.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuq {
+namespace {
+
+TEST(ParseDuration, AcceptsTheDocumentedForms) {
+  struct Case { const char* text; int64_t ms; };
+  for (Case c : {Case{"250ms", 250}, Case{"45s", 45'000}, Case{"3m12s", 192'000},
+                 Case{"2h30m", 9'000'000}, Case{"1d", 86'400'000}, Case{"90", 90'000},
+                 Case{"1h0m5s", 3'605'000}}) {
+    auto parsed = parse_duration(c.text);
+    ASSERT_TRUE(parsed.has_value()) << c.text << ": " << parsed.error().message;
+    EXPECT_EQ(parsed->count(), c.ms) << c.text;
+  }
+}
+
+TEST(ParseDuration, RejectsWithAnActionableMessage) {
+  for (const char* text : {"", "3x", "m", "5m3h", "1.5h", "3m 2s", "-5s"}) {
+    auto parsed = parse_duration(text);
+    ASSERT_FALSE(parsed.has_value()) << text;
+    EXPECT_EQ(parsed.error().code, Code::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find("use forms like"), std::string::npos) << text;
+  }
+}
+
+TEST(FormatDuration, KeepsTwoUnits) {
+  EXPECT_EQ(format_duration(Millis(850)), "850ms");
+  EXPECT_EQ(format_duration(Millis(45'000)), "45s");
+  EXPECT_EQ(format_duration(Millis(192'000)), "3m12s");
+  EXPECT_EQ(format_duration(Millis(3'900'000)), "1h05m");
+  EXPECT_EQ(format_duration(Millis(183'600'000)), "2d03h");
+  EXPECT_EQ(format_duration(Millis(-45'000)), "-45s");
+}
+
+}  // namespace
+}  // namespace gpuq

@@ -1,0 +1,28 @@
+// Where a daemon keeps its state, found the same way by the daemon and the CLI:
+// --home DIR, else $GPUQ_HOME, else $XDG_STATE_HOME/gpuq, else ~/.local/state/gpuq.
+// Also the fixed names inside it. Pure apart from reading the environment; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace gpuq {
+
+// The state directory for `flag` (empty when --home was not given), made absolute.
+Result<std::string> resolve_home(const std::string& flag);
+
+struct HomeLayout {
+  std::string home;
+  std::string socket() const { return home + "/gpuq.sock"; }
+  std::string database() const { return home + "/gpuq.db"; }
+  std::string lock() const { return home + "/daemon.lock"; }
+  std::string daemon_log() const { return home + "/daemon.log"; }
+  std::string jobs_dir() const { return home + "/jobs"; }
+  std::string job_dir(int64_t job_id) const { return jobs_dir() + "/" + std::to_string(job_id); }
+  std::string run_dir(int64_t job_id, int run_number) const {
+    return job_dir(job_id) + "/runs/" + std::to_string(run_number);
+  }
+};
+
+}  // namespace gpuq

@@ -1,0 +1,46 @@
+// Error values for every gpuq module: an Error carries a stable code and a message a person
+// can act on; Result<T> is a value or an Error; Status is Result<void>.
+// No exceptions cross module boundaries: functions that can fail return one of these.
+// Values are plain and copyable; no thread rules beyond those of std::string.
+#pragma once
+
+#include <cerrno>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+namespace gpuq {
+
+enum class Code {
+  kInvalidArgument,     // the caller's input is wrong; the message says how to fix it
+  kNotFound,            // a named thing does not exist
+  kConflict,            // the request contradicts existing state
+  kFailedPrecondition,  // the system is not in a state that allows this now
+  kUnavailable,         // a peer (daemon, process) cannot be reached
+  kIoError,             // the operating system refused
+  kCorruption,          // stored data is unreadable
+  kInternal,            // a bug
+};
+
+// The stable, lower-case name of a code, used in JSON errors ("invalid_argument").
+std::string_view code_name(Code code);
+
+struct Error {
+  Code code = Code::kInternal;
+  std::string message;
+};
+
+template <class T>
+using Result = tl::expected<T, Error>;
+using Status = tl::expected<void, Error>;
+
+inline tl::unexpected<Error> fail(Code code, std::string message) {
+  return tl::unexpected<Error>(Error{code, std::move(message)});
+}
+
+// Converts an errno value into an Error whose message is "<what>: <strerror>".
+tl::unexpected<Error> errno_error(std::string_view what, int err = errno);
+
+inline Status ok() { return {}; }
+
+}  // namespace gpuq

@@ -1,0 +1,16 @@
+// Wall-clock instants as stored and shown by gpuq: milliseconds since the Unix epoch, and
+// their RFC 3339 text in UTC ("2026-11-29T10:55:36.123Z"). Pure, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gpuq {
+
+// Milliseconds since the Unix epoch, read from the system clock.
+int64_t wall_now_ms();
+
+// "2026-11-29T10:55:36.123Z"; 0 renders as "".
+std::string format_rfc3339(int64_t epoch_ms);
+
+}  // namespace gpuq

@@ -1,0 +1,30 @@
+// The `gpuq` command line: parses argv (CLI11), resolves the state directory and runs one
+// client command against the daemon's HTTP API (docs/api.md). `gpuq daemon` and the internal
+// `gpuq shim` are not client commands: the app provides them as Hooks, so this library needs
+// nothing of the daemon. Exit statuses: 0 ok, 1 the daemon refused or a job did not succeed,
+// 2 usage error (nothing was sent), 3 no daemon running, 124 `wait --timeout` ran out.
+// No exception leaves cli_main. Call it from one thread (it writes std::cout/std::cerr).
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace gpuq::cli {
+
+struct DaemonFlags {
+  std::string home;           // resolved, absolute state directory
+  std::string gpus = "auto";  // auto | none | fake:N | 0,2,3 (already checked)
+  bool detach = false;
+};
+
+struct Hooks {
+  std::function<int(const DaemonFlags&)> run_daemon;  // runs `gpuq daemon`
+  // Runs `gpuq shim ...` (internal, hidden from help). It is called only when "shim" is the
+  // first argument, with argv[0] == "shim" followed by the shim's arguments, untouched.
+  std::function<int(int argc, char** argv)> run_shim;
+};
+
+// Returns the process exit status.
+int cli_main(int argc, char** argv, const Hooks& hooks);
+
+}  // namespace gpuq::cli

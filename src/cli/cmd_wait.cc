@@ -1,0 +1,159 @@
+// `gpuq wait ID... [--timeout DUR]`: blocks until every named job has finished, woken by the
+// daemon's event log (long-polls), never by polling job states on a timer.
+// Order matters so that no change is missed: read the event log's last seq first, then the
+// jobs' states, then long-poll for events after that seq and re-read the jobs they name.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+
+namespace gpuq::cli {
+namespace {
+
+struct WaitedJob {
+  std::string ref;
+  Json job;
+  std::string state() const { return json_string(job, "state"); }
+  // Finished for `wait`: terminal, or blocked (it cannot run until a person acts).
+  bool done() const {
+    std::string s = state();
+    return s == "succeeded" || s == "failed" || s == "cancelled" || s == "skipped" ||
+           s == "blocked";
+  }
+  bool succeeded() const { return state() == "succeeded" || state() == "skipped"; }
+};
+
+class Waiter {
+ public:
+  Waiter(Context& ctx, std::optional<Millis> timeout) : ctx_(ctx), timeout_(timeout) {
+    if (timeout) deadline_ = ctx.io().steady_ms() + timeout->count();
+  }
+
+  int wait(const std::vector<std::string>& refs) {
+    if (auto seq = current_seq(); !seq) {
+      return ctx_.report(seq.error());
+    } else {
+      cursor_ = *seq;
+    }
+    for (const auto& ref : refs) {
+      auto job = ctx_.client().get_json(job_path(ref));
+      if (!job) return report_job_error(ref, job.error());
+      jobs_.push_back({ref, std::move(*job)});
+    }
+    for (;;) {
+      if (std::all_of(jobs_.begin(), jobs_.end(), [](const WaitedJob& j) { return j.done(); })) {
+        return finish();
+      }
+      int64_t wait_ms = kWaitPollMax.count();
+      if (timeout_) {
+        int64_t left = deadline_ - ctx_.io().steady_ms();
+        if (left <= 0) return timed_out();
+        wait_ms = std::min(wait_ms, left);
+      }
+      auto changed = next_events(wait_ms);
+      if (!changed) return ctx_.report(changed.error());
+      for (auto& waited : jobs_) {
+        if (waited.done() || !changed->contains(json_int(waited.job, "id").value_or(-1))) continue;
+        auto job = ctx_.client().get_json(job_path(waited.ref));
+        if (!job) return report_job_error(waited.ref, job.error());
+        waited.job = std::move(*job);
+      }
+    }
+  }
+
+ private:
+  static constexpr int64_t kEveryJob = -1;  // an event that may concern any job
+
+  // The event log's last seq before anything is read, so later events are all seen.
+  Outcome<int64_t> current_seq() {
+    auto answer = ctx_.client().get_json("/v1/events?after=0&limit=0");
+    if (!answer && answer.error().exit_code == kExitFailed) {
+      answer =
+          ctx_.client().get_json("/v1/events?after=0&limit=1");  // a daemon that wants limit > 0
+    }
+    if (!answer) return tl::unexpected(answer.error());
+    return json_int(*answer, "last_seq").value_or(0);
+  }
+
+  // Long-polls the event log; returns the ids of jobs that events named (kEveryJob for events
+  // about the daemon itself, after which every job is read again).
+  Outcome<std::set<int64_t>> next_events(int64_t wait_ms) {
+    std::string target = fmt::format("/v1/events?after={}&wait_ms={}", cursor_, wait_ms);
+    auto answer = ctx_.client().get_json(target, Millis(wait_ms) + kLongPollSlack);
+    if (!answer) return tl::unexpected(answer.error());
+    std::set<int64_t> changed;
+    const Json& events = json_array(*answer, "events");
+    int64_t before = cursor_;
+    for (const auto& event : events) {
+      cursor_ = std::max(cursor_, json_int(event, "seq").value_or(cursor_));
+      if (auto job = json_int(event, "job")) {
+        changed.insert(*job);
+      } else if (json_string(event, "kind").starts_with("daemon.")) {
+        changed.insert(kEveryJob);
+      }
+    }
+    if (!events.empty() && cursor_ == before) {
+      return cli_fail(kExitFailed, fmt::format("the daemon's events do not advance (no seq "
+                                               "after {})",
+                                               before));
+    }
+    if (changed.contains(kEveryJob)) {
+      for (const auto& waited : jobs_) changed.insert(json_int(waited.job, "id").value_or(-1));
+    }
+    return changed;
+  }
+
+  int report_job_error(const std::string& ref, const CliError& error) {
+    if (error.exit_code == kExitNoDaemon) return ctx_.report(error);
+    return ctx_.report(error.exit_code, fmt::format("job {}: {}", ref, error.message));
+  }
+
+  int finish() {
+    int status = kExitOk;
+    for (const auto& waited : jobs_) {
+      if (waited.succeeded()) continue;
+      std::string reason = json_string(waited.job, "reason");
+      ctx_.report(kExitFailed, fmt::format("{} {}{}", job_label(waited.job), waited.state(),
+                                           reason.empty() ? "" : ": " + reason));
+      status = kExitFailed;
+    }
+    return status;
+  }
+
+  int timed_out() {
+    std::string unfinished;
+    for (const auto& waited : jobs_) {
+      if (waited.done()) continue;
+      if (!unfinished.empty()) unfinished += ", ";
+      unfinished += fmt::format("{} {}", job_label(waited.job), waited.state());
+    }
+    return ctx_.report(kExitTimeout, fmt::format("timed out after {}; still unfinished: {}",
+                                                 format_duration(*timeout_), unfinished));
+  }
+
+  Context& ctx_;
+  std::optional<Millis> timeout_;
+  int64_t deadline_ = 0;
+  int64_t cursor_ = 0;
+  std::vector<WaitedJob> jobs_;
+};
+
+}  // namespace
+
+int run_wait(Context& ctx, const WaitOptions& options) {
+  std::optional<Millis> timeout;
+  if (!options.timeout.empty()) {
+    auto parsed = parse_duration(options.timeout);
+    if (!parsed) return ctx.report(kExitUsage, "--timeout: " + parsed.error().message);
+    timeout = *parsed;
+  }
+  if (options.refs.empty()) return ctx.report(kExitUsage, "wait: name at least one job");
+  return Waiter(ctx, timeout).wait(options.refs);
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,62 @@
+// What every client command works with: the process around it (`Io`: output streams, whether
+// to colour, clocks, the environment, how to reach the daemon) and the resolved home.
+// `process_io()` describes the real process; tests build an Io with string streams, fake
+// clocks and a FakeTransport, so every command runs without a daemon or a terminal.
+// A Context is used by one thread; it owns its DaemonClient (created on first use).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/duration.h"
+#include "cli/daemon_client.h"
+#include "cli/exit_codes.h"
+#include "cli/table.h"
+
+namespace gpuq::cli {
+
+struct Io {
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  bool color = false;                  // colour human output
+  TransportFactory connect;            // how to reach a daemon's socket
+  std::function<int64_t()> wall_ms;    // epoch milliseconds, for ages
+  std::function<int64_t()> steady_ms;  // monotonic, for deadlines
+  std::function<void(Millis)> sleep;   // used only by `logs -f`
+  std::vector<std::string> environ;    // "KEY=VALUE" of this process
+  std::string cwd;                     // absolute current directory
+};
+
+// The real process: std::cout/std::cerr, colour when stdout is a terminal and NO_COLOR is
+// unset, CurlTransport, the system clocks, `environ` and getcwd().
+Io process_io();
+
+class Context {
+ public:
+  Context(const Io& io, std::string home, bool home_given)
+      : io_(io), home_(std::move(home)), home_given_(home_given) {}
+
+  std::ostream& out() const { return *io_.out; }
+  std::ostream& err() const { return *io_.err; }
+  bool color() const { return io_.color; }
+  const Io& io() const { return io_; }
+  const std::string& home() const { return home_; }
+
+  DaemonClient& client();
+
+  // Prints "gpuq: <message>" on stderr and returns `exit_code`.
+  int report(int exit_code, std::string_view message) const;
+  int report(const CliError& error) const { return report(error.exit_code, error.message); }
+
+ private:
+  const Io& io_;
+  std::string home_;
+  bool home_given_;
+  std::unique_ptr<DaemonClient> client_;
+};
+
+}  // namespace gpuq::cli

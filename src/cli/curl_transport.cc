@@ -1,0 +1,124 @@
+#include "cli/curl_transport.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace gpuq::cli {
+namespace {
+
+size_t append_body(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Says why the socket cannot be used before trying it, so the message names the real cause.
+Status check_socket(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return fail(Code::kUnavailable, "no socket at " + path);
+    return fail(Code::kIoError, fmt::format("cannot use {}: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return fail(Code::kUnavailable, fmt::format("{} exists but is not a socket", path));
+  }
+  return ok();
+}
+
+// Turns a failed transfer into the error categories of Transport::send.
+Error transfer_error(CURLcode code, long os_errno, const char* detail, const std::string& path,
+                     Millis timeout) {
+  std::string what = *detail ? detail : curl_easy_strerror(code);
+  if (code == CURLE_COULDNT_CONNECT) {
+    if (os_errno == EACCES || os_errno == EPERM) {
+      return {Code::kFailedPrecondition,
+              fmt::format("permission denied connecting to {} (is the daemon run by another "
+                          "user?)",
+                          path)};
+    }
+    if (os_errno == ENOENT) return {Code::kUnavailable, "no socket at " + path};
+    return {Code::kUnavailable, fmt::format("nothing is listening on {}", path)};
+  }
+  if (code == CURLE_OPERATION_TIMEDOUT) {
+    return {Code::kIoError, fmt::format("the daemon did not answer within {} ({})",
+                                        format_duration(timeout), what)};
+  }
+  return {Code::kIoError, fmt::format("talking to the daemon at {} failed: {}", path, what)};
+}
+
+}  // namespace
+
+std::string HttpResponse::header(std::string_view name) const {
+  auto it = headers.find(lower(name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+Result<std::unique_ptr<Transport>> CurlTransport::create(std::string socket_path) {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  CURL* handle = curl_easy_init();
+  if (handle == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
+  return std::unique_ptr<Transport>(new CurlTransport(handle, std::move(socket_path)));
+}
+
+CurlTransport::CurlTransport(void* handle, std::string socket_path)
+    : handle_(handle), socket_path_(std::move(socket_path)) {}
+
+CurlTransport::~CurlTransport() { curl_easy_cleanup(static_cast<CURL*>(handle_)); }
+
+Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
+  if (auto st = check_socket(socket_path_); !st) return tl::unexpected(st.error());
+  CURL* curl = static_cast<CURL*>(handle_);
+  curl_easy_reset(curl);  // keeps the connection cache, forgets the previous request's options
+
+  HttpResponse response;
+  char detail[CURL_ERROR_SIZE] = {0};
+  std::string url = "http://gpuq" + request.target;
+  curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kConnectTimeout.count()));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  if (request.method == Method::kPost) {
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+
+  CURLcode code = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  if (code != CURLE_OK) {
+    long os_errno = 0;
+    curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+    return tl::unexpected(transfer_error(code, os_errno, detail, socket_path_, request.timeout));
+  }
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  for (curl_header* h = curl_easy_nextheader(curl, CURLH_HEADER, -1, nullptr); h != nullptr;
+       h = curl_easy_nextheader(curl, CURLH_HEADER, -1, h)) {
+    response.headers[lower(h->name)] = h->value;
+  }
+  return response;
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,33 @@
+// The real Transport: libcurl over the daemon's unix socket (CURLOPT_UNIX_SOCKET_PATH), with
+// URLs "http://gpuq/v1/...". One CURL handle is kept and reused, so consecutive requests share
+// a connection. Connects time out after kConnectTimeout; each request carries its own timeout.
+// Owns its CURL handle; not thread-safe (one thread at a time, like the CLI itself).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/transport.h"
+
+namespace gpuq::cli {
+
+constexpr Millis kConnectTimeout{5'000};
+
+class CurlTransport final : public Transport {
+ public:
+  // Fails only when libcurl cannot make a handle.
+  static Result<std::unique_ptr<Transport>> create(std::string socket_path);
+  ~CurlTransport() override;
+  CurlTransport(const CurlTransport&) = delete;
+  CurlTransport& operator=(const CurlTransport&) = delete;
+
+  Result<HttpResponse> send(const HttpRequest& request) override;
+
+ private:
+  CurlTransport(void* handle, std::string socket_path);
+
+  void* handle_;  // CURL*; void* keeps <curl/curl.h> out of this header
+  std::string socket_path_;
+};
+
+}  // namespace gpuq::cli

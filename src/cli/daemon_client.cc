@@ -1,0 +1,142 @@
+#include "cli/daemon_client.h"
+
+#include <fmt/format.h>
+
+#include "base/paths.h"
+#include "cli/exit_codes.h"
+
+namespace gpuq::cli {
+namespace {
+
+// Quotes a path for a shell command line only when it needs it.
+std::string shell_word(const std::string& text) {
+  bool plain = !text.empty();
+  for (char c : text) {
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' ||
+                      c == '_' || c == '-' || c == '+' || c == ':' || c == ',' || c == '@');
+  }
+  if (plain) return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The message of a daemon's JSON error, or a description of an answer that is not one.
+std::string daemon_error_message(const HttpResponse& response) {
+  Json body = Json::parse(response.body, nullptr, false);
+  if (!body.is_discarded() && body.is_object()) {
+    auto it = body.find("error");
+    if (it != body.end() && it->is_object()) {
+      std::string message = json_string(*it, "message");
+      if (!message.empty()) return message;
+      std::string code = json_string(*it, "code");
+      if (!code.empty()) return fmt::format("the daemon answered {} ({})", code, response.status);
+    }
+  }
+  std::string excerpt = response.body.substr(0, 200);
+  while (!excerpt.empty() && (excerpt.back() == '\n' || excerpt.back() == '\r')) excerpt.pop_back();
+  return fmt::format("the daemon answered HTTP {}{}{}", response.status,
+                     excerpt.empty() ? "" : ": ", excerpt);
+}
+
+}  // namespace
+
+DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given)
+    : factory_(std::move(factory)), home_(std::move(home)), home_given_(home_given) {}
+
+std::string DaemonClient::no_daemon_message(const std::string& why) const {
+  return fmt::format("no daemon is running for {} ({}). Start one with: gpuq daemon --detach{}",
+                     home_, why, home_given_ ? " --home " + shell_word(home_) : "");
+}
+
+Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
+  if (!transport_) {
+    auto made = factory_(HomeLayout{home_}.socket());
+    if (!made) return cli_fail(kExitFailed, made.error().message);
+    transport_ = std::move(*made);
+  }
+  auto response = transport_->send(request);
+  if (!response) {
+    if (response.error().code == Code::kUnavailable) {
+      return cli_fail(kExitNoDaemon, no_daemon_message(response.error().message));
+    }
+    return cli_fail(kExitFailed, response.error().message);
+  }
+  if (response->status < 200 || response->status >= 300) {
+    return cli_fail(kExitFailed, daemon_error_message(*response));
+  }
+  return std::move(*response);
+}
+
+Outcome<HttpResponse> DaemonClient::get(const std::string& target, Millis timeout) {
+  return send(HttpRequest{Method::kGet, target, "", timeout});
+}
+
+Outcome<HttpResponse> DaemonClient::post(const std::string& target, const std::string& body) {
+  return send(HttpRequest{Method::kPost, target, body, kRequestTimeout});
+}
+
+Outcome<Json> DaemonClient::get_json(const std::string& target, Millis timeout) {
+  auto response = get(target, timeout);
+  if (!response) return tl::unexpected(response.error());
+  return parse_json(response->body);
+}
+
+Outcome<Json> DaemonClient::post_json(const std::string& target, const Json& body) {
+  auto response = post(target, json_text(body));
+  if (!response) return tl::unexpected(response.error());
+  return parse_json(response->body);
+}
+
+std::string percent_encode(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += fmt::format("%{:02X}", u);
+    }
+  }
+  return out;
+}
+
+std::string job_path(std::string_view ref) { return "/v1/jobs/" + percent_encode(ref); }
+
+Outcome<Json> parse_json(std::string_view body) {
+  Json value = Json::parse(body, nullptr, false);
+  if (value.is_discarded()) {
+    return cli_fail(kExitFailed,
+                    fmt::format("the daemon's answer is not JSON: {}", body.substr(0, 200)));
+  }
+  return value;
+}
+
+std::string json_string(const Json& object, std::string_view key, std::string fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return fallback;
+  return it->get<std::string>();
+}
+
+std::optional<int64_t> json_int(const Json& object, std::string_view key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_float()) return static_cast<int64_t>(it->get<double>());
+  return it->get<int64_t>();
+}
+
+const Json& json_array(const Json& object, std::string_view key) {
+  static const Json kEmpty = Json::array();
+  if (!object.is_object()) return kEmpty;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_array()) return kEmpty;
+  return *it;
+}
+
+std::string json_text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,81 @@
+// Test support: a Transport whose answers a test scripts, and an Io around string streams and
+// fake clocks, so that client commands run without a daemon, a terminal or real time.
+// Not part of the gpuq_cli library; included by cli tests only. One thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/context.h"
+#include "cli/transport.h"
+
+namespace gpuq::cli::testing {
+
+using Handler = std::function<Result<HttpResponse>(const HttpRequest&)>;
+
+// Everything the fake daemon was asked, in order, shared with the transports it made.
+struct FakeDaemon {
+  Handler handler;
+  std::vector<HttpRequest> requests;
+  int connects = 0;
+};
+
+class FakeTransport final : public Transport {
+ public:
+  explicit FakeTransport(FakeDaemon& daemon) : daemon_(daemon) {}
+  Result<HttpResponse> send(const HttpRequest& request) override {
+    daemon_.requests.push_back(request);
+    if (!daemon_.handler) return fail(Code::kUnavailable, "no socket at /fake/gpuq.sock");
+    return daemon_.handler(request);
+  }
+
+ private:
+  FakeDaemon& daemon_;
+};
+
+inline HttpResponse json_answer(long status, std::string body,
+                                std::map<std::string, std::string> headers = {}) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  return r;
+}
+
+// An Io writing to `out`/`err`, reaching `daemon`, with clocks that only move when slept on
+// or advanced by a test.
+struct FakeProcess {
+  FakeDaemon daemon;
+  std::ostringstream out;
+  std::ostringstream err;
+  int64_t wall = 1'795'949'736'123;  // 2026-11-29T10:55:36.123Z
+  int64_t steady = 1'000'000;
+  std::vector<Millis> sleeps;
+  Io io;
+
+  FakeProcess() {
+    io.out = &out;
+    io.err = &err;
+    io.color = false;
+    io.connect = [this](const std::string&) -> Result<std::unique_ptr<Transport>> {
+      ++daemon.connects;
+      return std::unique_ptr<Transport>(new FakeTransport(daemon));
+    };
+    io.wall_ms = [this] { return wall; };
+    io.steady_ms = [this] { return steady; };
+    io.sleep = [this](Millis d) {
+      sleeps.push_back(d);
+      wall += d.count();
+      steady += d.count();
+    };
+    io.environ = {"PATH=/usr/bin:/bin", "HOME=/home/me"};
+    io.cwd = "/tmp";
+  }
+  FakeProcess(const FakeProcess&) = delete;
+  FakeProcess& operator=(const FakeProcess&) = delete;
+};
+
+}  // namespace gpuq::cli::testing

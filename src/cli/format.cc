@@ -1,0 +1,104 @@
+#include "cli/format.h"
+
+#include <fmt/format.h>
+
+#include "base/duration.h"
+
+namespace gpuq::cli {
+
+std::string job_label(const Json& job) {
+  std::string id = field_text(job, "id");
+  std::string name = json_string(job, "name");
+  return name.empty() ? "job " + id : fmt::format("job {} ({})", id, name);
+}
+
+std::string name_or_dash(const Json& job) {
+  std::string name = json_string(job, "name");
+  return name.empty() ? "-" : name;
+}
+
+const Json* latest_run(const Json& job) {
+  const Json& runs = json_array(job, "runs");
+  const Json* best = nullptr;
+  for (const auto& run : runs) {
+    if (best == nullptr ||
+        json_int(run, "number").value_or(0) >= json_int(*best, "number").value_or(0)) {
+      best = &run;
+    }
+  }
+  return best;
+}
+
+std::string run_duration(const Json& run, int64_t now_ms) {
+  auto started = json_int(run, "started_at_ms");
+  if (!started || *started <= 0) return "-";
+  auto ended = json_int(run, "ended_at_ms");
+  bool running = json_string(run, "outcome") == "running";
+  int64_t end = ended && *ended > 0 ? *ended : (running ? now_ms : 0);
+  if (end == 0) return "-";
+  return format_duration(Millis(std::max<int64_t>(0, end - *started)));
+}
+
+std::string job_time(const Json& job, int64_t now_ms) {
+  std::string state = json_string(job, "state");
+  if (state == "pending" || state == "held" || state == "blocked") {
+    auto submitted = json_int(job, "submitted_at_ms");
+    if (!submitted || *submitted <= 0) return "-";
+    return format_duration(Millis(std::max<int64_t>(0, now_ms - *submitted)));
+  }
+  const Json* run = latest_run(job);
+  return run == nullptr ? "-" : run_duration(*run, now_ms);
+}
+
+std::string gpu_list(const Json& gpus) {
+  if (!gpus.is_array() || gpus.empty()) return "-";
+  std::string out;
+  for (const auto& g : gpus) {
+    if (!out.empty()) out += ',';
+    out += g.is_string() ? g.get<std::string>() : json_text(g);
+  }
+  return out;
+}
+
+std::string reason_or_command(const Json& job) {
+  std::string state = json_string(job, "state");
+  std::string reason = json_string(job, "reason");
+  bool reason_matters = state == "pending" || state == "held" || state == "blocked" ||
+                        state == "failed" || state == "cancelled";
+  if (reason_matters && !reason.empty()) return reason;
+  return json_string(job, "command");
+}
+
+std::string field_text(const Json& object, std::string_view key) {
+  if (!object.is_object()) return "-";
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "-";
+  if (it->is_string()) return it->get<std::string>();
+  return json_text(*it);
+}
+
+std::string truncate(const std::string& text, size_t max) {
+  size_t columns = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+    if (columns == max - 1 && max > 0) {
+      // Keep this code point only if it is the last one.
+      size_t rest = 0;
+      for (size_t j = i; j < text.size(); ++j) {
+        if ((static_cast<unsigned char>(text[j]) & 0xC0) != 0x80) ++rest;
+      }
+      if (rest <= 1) return text;
+      return text.substr(0, i) + "…";
+    }
+    ++columns;
+  }
+  return text;
+}
+
+int print_body(Context& ctx, const std::string& body) {
+  ctx.out() << body;
+  if (body.empty() || body.back() != '\n') ctx.out() << '\n';
+  return kExitOk;
+}
+
+}  // namespace gpuq::cli

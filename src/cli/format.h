@@ -1,0 +1,44 @@
+// Shared pieces of the CLI's human output: how jobs, times and GPU lists read in tables and
+// messages. Pure functions over the daemon's JSON; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cli/context.h"
+#include "cli/daemon_client.h"
+
+namespace gpuq::cli {
+
+// "job 7 (train-a15)", or "job 7" when the job has no name.
+std::string job_label(const Json& job);
+
+// The job's name or "-".
+std::string name_or_dash(const Json& job);
+
+// The latest run of a job, or null when it has none.
+const Json* latest_run(const Json& job);
+
+// How long a job has waited (pending, held, blocked), run so far (running) or ran (its latest
+// run, once finished); "-" when unknown. `now_ms` is the wall clock.
+std::string job_time(const Json& job, int64_t now_ms);
+
+// A run's duration: ended - started, or now - started while it runs; "-" when unknown.
+std::string run_duration(const Json& run, int64_t now_ms);
+
+// "0,1" from [0,1] or ["gpu0"]; "-" when empty.
+std::string gpu_list(const Json& gpus);
+
+// The reason for waiting or failing when the job has one that matters now, else its command.
+std::string reason_or_command(const Json& job);
+
+// A number, a string or null as text ("-" for null or absent).
+std::string field_text(const Json& object, std::string_view key);
+
+// `text` cut to `max` display columns, ending in "…" when cut.
+std::string truncate(const std::string& text, size_t max);
+
+// Prints a daemon's answer as it came (for --json), ending it with a newline; returns 0.
+int print_body(Context& ctx, const std::string& body);
+
+}  // namespace gpuq::cli

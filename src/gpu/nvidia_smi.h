@@ -1,0 +1,45 @@
+// Reading what nvidia-smi prints: the GPU list of
+//   nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used
+//              --format=csv,noheader,nounits
+// and the texts it prints instead when there is no usable driver or no GPU.
+// Pure functions over text (running nvidia-smi is discovery's job); owns nothing; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/job.h"
+
+namespace gpuq::gpu {
+
+// The query arguments whose output parse_nvidia_smi_gpus reads; the column order matters.
+inline constexpr std::string_view kNvidiaSmiQuery =
+    "--query-gpu=index,uuid,name,memory.total,memory.used";
+inline constexpr std::string_view kNvidiaSmiFormat = "--format=csv,noheader,nounits";
+
+// nvidia-smi's documented exit codes for "no usable driver" and "no GPU".
+constexpr int kNvidiaSmiExitNotFound = 6;         // "No devices were found"
+constexpr int kNvidiaSmiExitDriverNotLoaded = 9;  // "couldn't communicate with the NVIDIA driver"
+constexpr int kNvidiaSmiExitNoNvmlLibrary = 12;   // "NVML Shared Library Not Found"
+
+// Parses one GPU per line into Resources named "gpu<index>" with the model and memory in MiB.
+// Tolerates CRLF, surrounding whitespace, blank lines, commas inside the model name, and
+// "[N/A]" / "[Not Supported]" memory (read as 0). Anything else is Code::kCorruption quoting the
+// line number and the line, since a misread GPU list would place jobs on the wrong devices.
+// Empty output yields an empty list.
+Result<std::vector<Resource>> parse_nvidia_smi_gpus(std::string_view output);
+
+// True for nvidia-smi's texts meaning the driver or NVML is absent or unusable, e.g. "NVIDIA-SMI
+// has failed because it couldn't communicate with the NVIDIA driver", "Failed to initialize
+// NVML: Driver/library version mismatch", "NVML Shared Library Not Found".
+bool is_driver_missing_text(std::string_view text);
+
+// True for "No devices were found": a driver without any GPU.
+bool is_no_devices_text(std::string_view text);
+
+// The first non-blank line of `text`, trimmed: what a person needs to see of a failure.
+std::string first_line(std::string_view text);
+
+}  // namespace gpuq::gpu

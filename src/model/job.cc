@@ -1,0 +1,95 @@
+#include "model/job.h"
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace gpuq {
+
+std::string_view to_string(JobState state) {
+  switch (state) {
+    case JobState::kPending: return "pending";
+    case JobState::kHeld: return "held";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+    case JobState::kBlocked: return "blocked";
+    case JobState::kSkipped: return "skipped";
+  }
+  return "pending";
+}
+
+std::string_view to_string(RunOutcome outcome) {
+  switch (outcome) {
+    case RunOutcome::kRunning: return "running";
+    case RunOutcome::kSucceeded: return "succeeded";
+    case RunOutcome::kFailed: return "failed";
+    case RunOutcome::kTimedOut: return "timed-out";
+    case RunOutcome::kCancelled: return "cancelled";
+    case RunOutcome::kPreempted: return "preempted";
+    case RunOutcome::kLost: return "lost";
+  }
+  return "running";
+}
+
+std::string_view to_string(ResourceState state) {
+  return state == ResourceState::kFree ? "free" : "busy";
+}
+
+Result<JobState> parse_job_state(std::string_view text) {
+  for (auto s : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kSucceeded,
+                 JobState::kFailed, JobState::kCancelled, JobState::kBlocked, JobState::kSkipped}) {
+    if (to_string(s) == text) return s;
+  }
+  return fail(Code::kCorruption, fmt::format("unknown job state '{}'", text));
+}
+
+Result<RunOutcome> parse_run_outcome(std::string_view text) {
+  for (auto o : {RunOutcome::kRunning, RunOutcome::kSucceeded, RunOutcome::kFailed,
+                 RunOutcome::kTimedOut, RunOutcome::kCancelled, RunOutcome::kPreempted,
+                 RunOutcome::kLost}) {
+    if (to_string(o) == text) return o;
+  }
+  return fail(Code::kCorruption, fmt::format("unknown run outcome '{}'", text));
+}
+
+bool is_terminal(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCancelled || state == JobState::kSkipped;
+}
+
+bool is_legal_transition(JobState from, JobState to) {
+  using S = JobState;
+  switch (from) {
+    case S::kPending:
+      return to == S::kRunning || to == S::kHeld || to == S::kCancelled || to == S::kBlocked ||
+             to == S::kSkipped;
+    case S::kHeld: return to == S::kPending || to == S::kCancelled;
+    case S::kRunning:
+      // back to pending after a lost or preempted run, or a retry
+      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kPending;
+    case S::kBlocked: return to == S::kPending || to == S::kCancelled;
+    case S::kFailed:
+    case S::kCancelled: return to == S::kPending;  // an explicit retry
+    case S::kSucceeded:
+    case S::kSkipped: return false;
+  }
+  return false;
+}
+
+Result<int> parse_priority(std::string_view text) {
+  if (text == "high") return kPriorityHigh;
+  if (text == "normal") return kPriorityNormal;
+  if (text == "low") return kPriorityLow;
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 1000) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("bad priority '{}': use high, normal, low or an integer 0..1000 "
+                            "(lower runs first)",
+                            text));
+  }
+  return value;
+}
+
+}  // namespace gpuq

@@ -1,0 +1,93 @@
+// The queue's vocabulary: jobs, runs and resources, their states, and which state changes
+// are legal. Plain values owned by whoever holds them; no I/O, no clock; thread-safe as values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuq {
+
+enum class JobState { kPending, kHeld, kRunning, kSucceeded, kFailed, kCancelled, kBlocked, kSkipped };
+
+enum class RunOutcome { kRunning, kSucceeded, kFailed, kTimedOut, kCancelled, kPreempted, kLost };
+
+enum class ResourceState { kFree, kBusy };
+
+std::string_view to_string(JobState state);
+std::string_view to_string(RunOutcome outcome);
+std::string_view to_string(ResourceState state);
+Result<JobState> parse_job_state(std::string_view text);
+Result<RunOutcome> parse_run_outcome(std::string_view text);
+
+// True for succeeded, failed, cancelled, skipped: the job will not run again by itself.
+bool is_terminal(JobState state);
+
+// Whether the queue may move a job from `from` to `to` (e.g. pending→running, running→pending
+// after a lost run); every state change in the daemon goes through this check.
+bool is_legal_transition(JobState from, JobState to);
+
+// Priority names: high=10, normal=50, low=90; or an integer 0..1000. Lower runs first.
+constexpr int kPriorityHigh = 10;
+constexpr int kPriorityNormal = 50;
+constexpr int kPriorityLow = 90;
+Result<int> parse_priority(std::string_view text);
+
+// What to run and where: everything a submit fixes about a job.
+struct JobSpec {
+  std::string name;                        // optional, unique among jobs when set
+  int gpus = 0;                            // GPUs to hold while running (0 = none)
+  int priority = kPriorityNormal;
+  std::string cwd;                         // absolute working directory
+  std::map<std::string, std::string> env;  // the environment of the run, before gpuq's variables
+  std::vector<std::string> argv;           // a command; empty when `script` is set
+  std::string script_name;                 // the submitted script's path, for people
+  std::string script_text;                 // the script's content, snapshotted at submit
+  std::vector<std::string> script_args;    // arguments after the script
+};
+
+struct Run {
+  int64_t id = 0;
+  int64_t job_id = 0;
+  int number = 0;                  // 1 for the first attempt
+  std::vector<std::string> gpus;   // resource names held
+  std::vector<int> gpu_indices;    // their device indices (those that have one)
+  int64_t started_at_ms = 0;
+  int64_t ended_at_ms = 0;         // 0 while running
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  RunOutcome outcome = RunOutcome::kRunning;
+  int shim_pid = 0;
+  uint64_t shim_start_ticks = 0;   // /proc/PID/stat start time, to tell pid reuse apart
+  std::string run_dir;
+  std::string stop_reason;         // why the daemon stopped it ("cancel"), empty otherwise
+};
+
+struct Job {
+  int64_t id = 0;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  std::string reason;              // why it waits or why it ended, for people
+  int64_t submitted_at_ms = 0;
+  int64_t finished_at_ms = 0;
+  int64_t queue_order = 0;         // FIFO key within a priority
+  int lost_count = 0;              // runs lost to a vanished shim (a power cut)
+  std::vector<Run> runs;
+};
+
+// A GPU (with a device index) or the exclusive stand-in lane `gpu0` on a machine without one.
+struct Resource {
+  std::string name;                // "gpu0", "gpu1", ...
+  std::optional<int> index;        // the device index; absent for the stand-in lane
+  std::string uuid;
+  std::string model;               // "NVIDIA H100 80GB HBM3", "fake"
+  int64_t memory_total_mib = 0;
+  int64_t memory_used_mib = 0;
+};
+
+}  // namespace gpuq

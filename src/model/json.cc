@@ -1,0 +1,64 @@
+#include "model/json.h"
+
+#include "base/time.h"
+
+namespace gpuq {
+
+namespace {
+nlohmann::json time_or_null(int64_t ms) {
+  return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(ms));
+}
+
+// The command as a person reads it: the script name and its arguments, or the argv.
+std::string command_line(const JobSpec& spec) {
+  std::string out = spec.script_name.empty() ? "" : spec.script_name;
+  const auto& words = spec.script_name.empty() ? spec.argv : spec.script_args;
+  for (const auto& w : words) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+}  // namespace
+
+nlohmann::json run_to_json(const Run& run) {
+  nlohmann::json gpus = nlohmann::json::array();
+  if (run.gpu_indices.size() == run.gpus.size()) {
+    for (int i : run.gpu_indices) gpus.push_back(i);
+  } else {
+    for (const auto& name : run.gpus) gpus.push_back(name);
+  }
+  nlohmann::json j = {
+      {"number", run.number},
+      {"gpus", gpus},
+      {"started_at", time_or_null(run.started_at_ms)},
+      {"ended_at", time_or_null(run.ended_at_ms)},
+      {"exit_code", run.exit_code ? nlohmann::json(*run.exit_code) : nlohmann::json(nullptr)},
+      {"signal", run.signal ? nlohmann::json(*run.signal) : nlohmann::json(nullptr)},
+      {"outcome", to_string(run.outcome)},
+      {"started_at_ms", run.started_at_ms},
+      {"ended_at_ms", run.ended_at_ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(run.ended_at_ms)},
+  };
+  return j;
+}
+
+nlohmann::json job_to_json(const Job& job) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& r : job.runs) runs.push_back(run_to_json(r));
+  return {
+      {"id", job.id},
+      {"name", job.spec.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.name)},
+      {"state", to_string(job.state)},
+      {"priority", job.spec.priority},
+      {"gpus_requested", job.spec.gpus},
+      {"reason", job.reason},
+      {"submitted_at", time_or_null(job.submitted_at_ms)},
+      {"submitted_at_ms", job.submitted_at_ms},
+      {"finished_at", time_or_null(job.finished_at_ms)},
+      {"command", command_line(job.spec)},
+      {"cwd", job.spec.cwd},
+      {"runs", runs},
+  };
+}
+
+}  // namespace gpuq

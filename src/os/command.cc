@@ -1,0 +1,301 @@
+#include "os/command.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+extern char** environ;
+
+namespace gpuq::os {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long to wait for a SIGKILLed child to become reapable before handing it to a background
+// reaper: a process stuck in uninterruptible sleep (a hung GPU driver) cannot die until the
+// kernel lets it, and the caller's timeout must still hold.
+constexpr Millis kKillGrace{2000};
+
+// Owns one file descriptor and closes it exactly once.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read;
+  Fd write;
+};
+
+// A pipe end that landed on 0, 1 or 2 (the caller closed its own stdio) would be clobbered by
+// the child's dup2 actions, so both ends are moved above 2.
+Result<Fd> above_stdio(int fd) {
+  if (fd > 2) return Fd(fd);
+  int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  int err = errno;
+  ::close(fd);
+  if (moved < 0) return errno_error("fcntl(F_DUPFD_CLOEXEC)", err);
+  return Fd(moved);
+}
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  // O_CLOEXEC from birth: another thread spawning at the same moment must not inherit it.
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno_error("pipe2");
+  auto read_end = above_stdio(fds[0]);
+  auto write_end = above_stdio(fds[1]);
+  if (!read_end) return tl::unexpected(read_end.error());
+  if (!write_end) return tl::unexpected(write_end.error());
+  return Pipe{std::move(*read_end), std::move(*write_end)};
+}
+
+// posix_spawn's C structures, destroyed on every path.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    ::posix_spawn_file_actions_init(&actions_);
+    ::posix_spawnattr_init(&attr_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+  ~SpawnSetup() {
+    ::posix_spawn_file_actions_destroy(&actions_);
+    ::posix_spawnattr_destroy(&attr_);
+  }
+  posix_spawn_file_actions_t* actions() { return &actions_; }
+  posix_spawnattr_t* attr() { return &attr_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+};
+
+// Returns the error number of the first failing setup call, 0 when all succeeded.
+int prepare_spawn(SpawnSetup& setup, int out_fd, int err_fd) {
+  posix_spawn_file_actions_t* actions = setup.actions();
+  if (int rc = ::posix_spawn_file_actions_addopen(actions, 0, "/dev/null", O_RDONLY, 0)) return rc;
+  if (int rc = ::posix_spawn_file_actions_adddup2(actions, out_fd, 1)) return rc;
+  if (int rc = ::posix_spawn_file_actions_adddup2(actions, err_fd, 2)) return rc;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // O_CLOEXEC protects our own fds; this also covers fds that libraries opened without it.
+  if (int rc = ::posix_spawn_file_actions_addclosefrom_np(actions, 3)) return rc;
+#endif
+
+  posix_spawnattr_t* attr = setup.attr();
+  // A signal the daemon blocks or ignores (SIGPIPE, SIGCHLD) would otherwise stay blocked or
+  // ignored in the child across exec and change how the helper behaves.
+  sigset_t empty_mask;
+  sigemptyset(&empty_mask);
+  sigset_t default_signals;
+  sigfillset(&default_signals);
+  sigdelset(&default_signals, SIGKILL);
+  sigdelset(&default_signals, SIGSTOP);
+  short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (int rc = ::posix_spawnattr_setflags(attr, flags)) return rc;
+  // Its own group, so a timeout can kill everything the helper started with one killpg.
+  if (int rc = ::posix_spawnattr_setpgroup(attr, 0)) return rc;
+  if (int rc = ::posix_spawnattr_setsigmask(attr, &empty_mask)) return rc;
+  if (int rc = ::posix_spawnattr_setsigdefault(attr, &default_signals)) return rc;
+  return 0;
+}
+
+Result<pid_t> spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+  SpawnSetup setup;
+  if (int rc = prepare_spawn(setup, out_fd, err_fd)) return errno_error("posix_spawn setup", rc);
+
+  std::vector<char*> c_argv;
+  c_argv.reserve(argv.size() + 1);
+  for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, c_argv[0], setup.actions(), setup.attr(), c_argv.data(), environ);
+  if (rc == ENOENT) {
+    if (argv[0].find('/') != std::string::npos) {
+      return fail(Code::kNotFound, fmt::format("{}: program not found", argv[0]));
+    }
+    return fail(Code::kNotFound, fmt::format("{}: program not found in PATH", argv[0]));
+  }
+  if (rc != 0) return errno_error(fmt::format("cannot run {}", argv[0]), rc);
+  return pid;
+}
+
+// Whether the child has exited, without reaping it: while it is an unreaped zombie its pid
+// (and so its process group id) cannot be reused, which keeps a later killpg aimed at our group.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  info.si_pid = 0;
+  if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return info.si_pid != 0;
+}
+
+// A pidfd lets poll wake the moment the child exits; without one (kernels before 5.3) the loop
+// falls back to short poll slices.
+Fd open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return Fd(static_cast<int>(fd));
+  }
+#else
+  (void)pid;
+#endif
+  return Fd();
+}
+
+constexpr Millis kPollSliceWithoutPidfd{10};
+
+// Reads what is available from `fd` into `sink`. Returns false at end of file.
+bool read_some(int fd, std::string& sink, bool& truncated) {
+  std::array<char, size_t{64} << 10> buffer;
+  ssize_t n = ::read(fd, buffer.data(), buffer.size());
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return false;
+  size_t room = kMaxCapturedBytes > sink.size() ? kMaxCapturedBytes - sink.size() : 0;
+  size_t keep = std::min(room, static_cast<size_t>(n));
+  sink.append(buffer.data(), keep);
+  if (keep < static_cast<size_t>(n)) truncated = true;
+  return true;
+}
+
+void record_status(int status, CommandResult& result) {
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+}
+
+// Waits up to `limit` for the child to exit. Returns true once it has (not yet reaped).
+bool wait_for_exit(pid_t pid, const Fd& pidfd, Millis limit) {
+  Clock::time_point deadline = Clock::now() + limit;
+  while (!has_exited(pid)) {
+    auto remaining = std::chrono::ceil<Millis>(deadline - Clock::now());
+    if (remaining <= Millis{0}) return false;
+    if (pidfd.valid()) {
+      pollfd entry{pidfd.get(), POLLIN, 0};
+      ::poll(&entry, 1, static_cast<int>(remaining.count()));
+    } else {
+      ::poll(nullptr, 0, static_cast<int>(std::min(remaining, kPollSliceWithoutPidfd).count()));
+    }
+  }
+  return true;
+}
+
+// Kills the child's whole group and reaps the child. If SIGKILL cannot end it within the grace
+// period, a detached thread reaps it later, so no zombie stays and the caller is not held.
+void kill_and_reap(pid_t pid, const Fd& pidfd, CommandResult& result) {
+  ::kill(-pid, SIGKILL);
+  if (!wait_for_exit(pid, pidfd, kKillGrace)) {
+    std::thread([pid] { ::waitpid(pid, nullptr, 0); }).detach();
+    return;
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) == pid) record_status(status, result);
+}
+
+}  // namespace
+
+Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis timeout) {
+  if (argv.empty() || argv[0].empty()) {
+    return fail(Code::kInvalidArgument, "run_command: no program given");
+  }
+  auto out_pipe = make_pipe();
+  if (!out_pipe) return tl::unexpected(out_pipe.error());
+  auto err_pipe = make_pipe();
+  if (!err_pipe) return tl::unexpected(err_pipe.error());
+
+  auto pid = spawn(argv, out_pipe->write.get(), err_pipe->write.get());
+  if (!pid) return tl::unexpected(pid.error());
+  // Only the child may hold the write ends, or we would never see end of file.
+  out_pipe->write.reset();
+  err_pipe->write.reset();
+
+  Fd pidfd = open_pidfd(*pid);
+  CommandResult result;
+  Fd& out_fd = out_pipe->read;
+  Fd& err_fd = err_pipe->read;
+  bool exited = false;
+  Clock::time_point deadline = Clock::now() + timeout;
+
+  // Both pipes are drained in one loop, so a child that fills stderr while we wait on stdout
+  // cannot deadlock against us.
+  while (out_fd.valid() || err_fd.valid() || !exited) {
+    auto remaining = std::chrono::ceil<Millis>(deadline - Clock::now());
+    if (remaining <= Millis{0}) {
+      result.timed_out = true;
+      break;
+    }
+    std::array<pollfd, 3> entries{};
+    std::array<Fd*, 3> owners{};
+    nfds_t count = 0;
+    for (Fd* fd : {&out_fd, &err_fd}) {
+      if (!fd->valid()) continue;
+      entries[count] = pollfd{fd->get(), POLLIN, 0};
+      owners[count++] = fd;
+    }
+    Millis wait = remaining;
+    if (!exited && pidfd.valid()) {
+      entries[count++] = pollfd{pidfd.get(), POLLIN, 0};
+    } else if (!exited) {
+      wait = std::min(wait, kPollSliceWithoutPidfd);
+    }
+    int ready = ::poll(entries.data(), count, static_cast<int>(wait.count()));
+    if (ready < 0 && errno != EINTR) {
+      auto error = errno_error("poll");
+      kill_and_reap(*pid, pidfd, result);
+      return error;
+    }
+    for (nfds_t i = 0; ready > 0 && i < count; ++i) {
+      if (owners[i] == nullptr || entries[i].revents == 0) continue;
+      std::string& sink = owners[i] == &out_fd ? result.out : result.err;
+      if (!read_some(owners[i]->get(), sink, result.truncated)) owners[i]->reset();
+    }
+    if (!exited) exited = has_exited(*pid);
+  }
+
+  if (result.timed_out) {
+    kill_and_reap(*pid, pidfd, result);
+  } else {
+    int status = 0;
+    if (::waitpid(*pid, &status, 0) == *pid) record_status(status, result);
+  }
+  return result;
+}
+
+}  // namespace gpuq::os

@@ -1,0 +1,45 @@
+// Running a short external program (nvidia-smi, a REQUIRES shell test) with a hard timeout and
+// capturing what it prints. This is for helpers whose output the daemon reads, not for jobs:
+// jobs are started by the runner through `gpuq shim` and outlive the daemon.
+//
+// The child is spawned with posix_spawnp (safe in a multi-threaded caller, unlike fork), in its
+// own process group, with stdin from /dev/null and no file descriptor of the caller other than
+// stdout/stderr pipes; it inherits the caller's environment. On timeout the whole group is
+// killed, so helpers that start helpers leave nothing behind.
+//
+// Owns nothing after it returns: every pipe is closed and the child is reaped (or handed to a
+// background reaper if SIGKILL cannot end it at once, e.g. stuck in a driver).
+// Thread rules: run_command may be called from any number of threads at once. It reaps only the
+// pid it spawned; a caller that reaps with waitpid(-1) or sets SIGCHLD to SIG_IGN breaks it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "base/duration.h"
+#include "base/status.h"
+
+namespace gpuq::os {
+
+// Each of stdout and stderr keeps at most this much; the rest is read and dropped so a chatty
+// child neither blocks on a full pipe nor grows the daemon's memory without bound.
+constexpr size_t kMaxCapturedBytes = 64 << 20;
+
+struct CommandResult {
+  int exit_code = -1;      // the exit status, or -1 when the child was ended by a signal
+  int signal = 0;          // the signal that ended the child, 0 when it exited
+  bool timed_out = false;  // the deadline passed first; the group was killed with SIGKILL
+  std::string out;         // stdout as read until exit or the deadline
+  std::string err;         // stderr as read until exit or the deadline
+  bool truncated = false;  // out or err reached kMaxCapturedBytes and lost its tail
+};
+
+// Runs argv (argv[0] is looked up in PATH) and waits until it exits and both of its output pipes
+// are closed, or until `timeout` passes. A background process that keeps the pipes open counts
+// as still running, as in Python's subprocess.run. A program that cannot be found returns
+// Code::kNotFound naming it; other spawn failures return the errno as an Error. A child that
+// fails or times out is not an Error: look at the CommandResult.
+Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis timeout);
+
+}  // namespace gpuq::os

@@ -1,0 +1,132 @@
+#include "os/process.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace gpuq::os {
+
+Result<uint64_t> process_start_ticks(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  if (!in) return fail(Code::kNotFound, fmt::format("process {} does not exist", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return fail(Code::kCorruption, "unreadable /proc stat");
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  // After ')' comes field 3 (state); start time is field 22.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return fail(Code::kCorruption, "short /proc stat");
+  }
+  return std::strtoull(field.c_str(), nullptr, 10);
+}
+
+bool is_same_process(pid_t pid, uint64_t start_ticks) {
+  if (pid <= 0) return false;
+  auto ticks = process_start_ticks(pid);
+  return ticks && *ticks == start_ticks;
+}
+
+Result<int> open_pidfd(pid_t pid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno_error(fmt::format("pidfd_open({})", pid));
+  return fd;
+}
+
+bool process_group_alive(pid_t pgid) {
+  if (pgid <= 1) return false;
+  return ::kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+std::vector<pid_t> processes_in_group(pid_t pgid) {
+  std::vector<pid_t> members;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 2));
+    std::string state, ppid, group;
+    if (!(fields >> state >> ppid >> group)) continue;
+    if (state == "Z") continue;  // already dead, waiting to be reaped
+    if (std::strtol(group.c_str(), nullptr, 10) == pgid) {
+      members.push_back(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+    }
+  }
+  return members;
+}
+
+Status write_file_atomic(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_error("open " + tmp);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return errno_error("write " + tmp, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_error("fsync " + tmp, err);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_error("rename to " + path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return ok();
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return errno_error("open " + path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+Status make_dirs(const std::string& path, mode_t mode) {
+  std::error_code ec;
+  std::filesystem::path p(path);
+  std::filesystem::path built;
+  for (const auto& part : p) {
+    built /= part;
+    if (built.string() == "/" || std::filesystem::is_directory(built, ec)) continue;
+    if (::mkdir(built.c_str(), mode) != 0 && errno != EEXIST) {
+      return errno_error("mkdir " + built.string());
+    }
+  }
+  return ok();
+}
+
+Result<std::string> self_executable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return fail(Code::kIoError, "cannot read /proc/self/exe: " + ec.message());
+  return path.string();
+}
+
+}  // namespace gpuq::os

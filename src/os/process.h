@@ -1,0 +1,44 @@
+// Facts about processes and files that the runner and daemon need from Linux: a process's
+// start time (to tell a live run from a reused pid), pidfds (to be woken when a process that
+// is not our child exits), and durable file writes. Thin wrappers over system calls; errno is
+// converted to Status here. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuq::os {
+
+// The start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat).
+Result<uint64_t> process_start_ticks(pid_t pid);
+
+// True when `pid` is alive and started at `start_ticks`: the same process, not a reused pid.
+bool is_same_process(pid_t pid, uint64_t start_ticks);
+
+// A pidfd for `pid` (pidfd_open(2)); readable once the process has exited.
+Result<int> open_pidfd(pid_t pid);
+
+// True while any process is in process group `pgid` (kill(-pgid, 0)).
+bool process_group_alive(pid_t pgid);
+
+// The live processes whose process group is `pgid`, from /proc.
+std::vector<pid_t> processes_in_group(pid_t pgid);
+
+// Writes `content` to `path` so that a crash leaves either the old file or the new one:
+// write a temporary file, fsync, rename over `path`, fsync the directory.
+Status write_file_atomic(const std::string& path, const std::string& content);
+
+// Reads a whole file.
+Result<std::string> read_file(const std::string& path);
+
+// mkdir -p with `mode` for directories it creates.
+Status make_dirs(const std::string& path, mode_t mode = 0755);
+
+// The absolute path of the running executable (/proc/self/exe).
+Result<std::string> self_executable();
+
+}  // namespace gpuq::os

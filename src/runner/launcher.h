@@ -1,0 +1,38 @@
+// Starts a run's shim (`<gpuq> shim RUN_DIR 3`) in its own session with posix_spawn, which is
+// safe in the multi-threaded daemon. The shim waits on a pipe until release() so that the
+// daemon can record the run (pid and start time) before any job code runs: if the daemon dies
+// in between, the pipe closes and the shim exits without running anything.
+// Owns the write end of that pipe until release() or destruction. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+
+#include "base/status.h"
+
+namespace gpuq::runner {
+
+class LaunchedShim {
+ public:
+  LaunchedShim(pid_t pid, uint64_t start_ticks, int go_fd)
+      : pid_(pid), start_ticks_(start_ticks), go_fd_(go_fd) {}
+  LaunchedShim(LaunchedShim&& other) noexcept;
+  LaunchedShim(const LaunchedShim&) = delete;
+  ~LaunchedShim();  // without release(), the shim exits without running the job
+
+  pid_t pid() const { return pid_; }
+  uint64_t start_ticks() const { return start_ticks_; }
+  // Lets the shim start the job.
+  Status release();
+
+ private:
+  pid_t pid_;
+  uint64_t start_ticks_;
+  int go_fd_;
+};
+
+// Spawns `executable shim run_dir 3`; run.json must already be in run_dir.
+Result<LaunchedShim> launch_shim(const std::string& executable, const std::string& run_dir);
+
+}  // namespace gpuq::runner

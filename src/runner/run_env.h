@@ -1,0 +1,37 @@
+// The run environment contract of docs/jobs.md: what a job sees besides the environment it
+// was submitted with (CUDA_VISIBLE_DEVICES, GPUQ_JOB_ID, ...), and the argv that runs a job's
+// script snapshot. Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/job.h"
+
+namespace gpuq::runner {
+
+struct RunContext {
+  int64_t job_id = 0;
+  int run_number = 1;
+  std::string job_dir;
+  std::string run_dir;
+  std::string run_id;                   // the cleanup marker, unique per run
+  std::vector<const Resource*> held;    // resources the run holds
+  bool resume = false;                  // a later run of a preempted job
+};
+
+// Variables gpuq sets for every run; a submitted environment never overrides these.
+bool is_run_variable(const std::string& name);
+
+// The job's submitted environment plus the run variables.
+std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunContext& context);
+
+// The path of a job's script snapshot inside its job directory.
+std::string script_snapshot_path(const std::string& job_dir);
+
+// argv for the run: the command, or the script snapshot (executed directly when it has a
+// #! line, else by bash) followed by its arguments.
+std::vector<std::string> run_argv(const JobSpec& spec, const std::string& job_dir);
+
+}  // namespace gpuq::runner

@@ -1,0 +1,72 @@
+#include "runner/run_files.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "os/process.h"
+
+namespace gpuq::runner {
+
+using nlohmann::json;
+
+std::string run_spec_path(const std::string& run_dir) { return run_dir + "/run.json"; }
+std::string exit_record_path(const std::string& run_dir) { return run_dir + "/exit.json"; }
+std::string job_pid_path(const std::string& run_dir) { return run_dir + "/job.pid"; }
+std::string log_path(const std::string& run_dir) { return run_dir + "/output.log"; }
+
+Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
+  json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
+            {"kill_grace_ms", spec.kill_grace_ms}};
+  return os::write_file_atomic(run_spec_path(run_dir), j.dump());
+}
+
+Result<RunSpec> read_run_spec(const std::string& run_dir) {
+  auto text = os::read_file(run_spec_path(run_dir));
+  if (!text) return tl::unexpected(text.error());
+  json j = json::parse(*text, nullptr, false);
+  RunSpec spec;
+  try {
+    spec.argv = j.at("argv").get<std::vector<std::string>>();
+    spec.env = j.at("env").get<std::map<std::string, std::string>>();
+    spec.cwd = j.at("cwd").get<std::string>();
+    spec.kill_grace_ms = j.at("kill_grace_ms").get<int64_t>();
+  } catch (const json::exception& e) {
+    return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
+  }
+  if (spec.argv.empty()) return fail(Code::kCorruption, run_spec_path(run_dir) + ": empty argv");
+  return spec;
+}
+
+Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
+  json j = {{"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+            {"signal", r.signal ? json(*r.signal) : json(nullptr)},
+            {"started_at_ms", r.started_at_ms},
+            {"ended_at_ms", r.ended_at_ms},
+            {"stop_requested", r.stop_requested},
+            {"leftovers_killed", r.leftovers_killed},
+            {"error", r.error}};
+  return os::write_file_atomic(exit_record_path(run_dir), j.dump());
+}
+
+Result<ExitRecord> read_exit_record(const std::string& run_dir) {
+  std::string path = exit_record_path(run_dir);
+  if (!std::filesystem::exists(path)) return fail(Code::kNotFound, path + " does not exist");
+  auto text = os::read_file(path);
+  if (!text) return tl::unexpected(text.error());
+  json j = json::parse(*text, nullptr, false);
+  ExitRecord r;
+  try {
+    if (!j.at("exit_code").is_null()) r.exit_code = j.at("exit_code").get<int>();
+    if (!j.at("signal").is_null()) r.signal = j.at("signal").get<int>();
+    r.started_at_ms = j.at("started_at_ms").get<int64_t>();
+    r.ended_at_ms = j.at("ended_at_ms").get<int64_t>();
+    r.stop_requested = j.at("stop_requested").get<bool>();
+    r.leftovers_killed = j.at("leftovers_killed").get<int>();
+    r.error = j.at("error").get<std::string>();
+  } catch (const json::exception& e) {
+    return fail(Code::kCorruption, path + ": " + e.what());
+  }
+  return r;
+}
+
+}  // namespace gpuq::runner

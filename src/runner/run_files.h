@@ -1,0 +1,48 @@
+// The files through which the daemon and a run's shim talk, all inside the run directory:
+//   run.json   what to run (written by the daemon before the shim starts)
+//   job.pid    the job's process id = its process group id (written by the shim at start)
+//   exit.json  how the run ended (written atomically by the shim, once, at the very end)
+//   output.log the job's stdout and stderr, appended
+// Because these outlive both processes, a restarted daemon can learn how a run ended while it
+// was down. Pure encoding plus file reads and writes; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuq::runner {
+
+struct RunSpec {
+  std::vector<std::string> argv;           // argv[0] is looked up in env's PATH
+  std::map<std::string, std::string> env;  // the complete environment of the job
+  std::string cwd;
+  int64_t kill_grace_ms = 10'000;          // SIGTERM to SIGKILL, for stops and leftovers
+};
+
+struct ExitRecord {
+  std::optional<int> exit_code;   // set when the job's main process exited
+  std::optional<int> signal;      // set when it was killed by a signal
+  int64_t started_at_ms = 0;
+  int64_t ended_at_ms = 0;
+  bool stop_requested = false;    // the shim was asked to stop the run (cancel, timeout)
+  int leftovers_killed = 0;       // processes still in the group after the main one exited
+  std::string error;              // why the job could not be started, if it could not
+};
+
+std::string run_spec_path(const std::string& run_dir);
+std::string exit_record_path(const std::string& run_dir);
+std::string job_pid_path(const std::string& run_dir);
+std::string log_path(const std::string& run_dir);
+
+Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
+Result<RunSpec> read_run_spec(const std::string& run_dir);
+Status write_exit_record(const std::string& run_dir, const ExitRecord& record);
+// NotFound when the shim has not written one (still running, or it died).
+Result<ExitRecord> read_exit_record(const std::string& run_dir);
+
+}  // namespace gpuq::runner

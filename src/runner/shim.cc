@@ -1,0 +1,214 @@
+#include "runner/shim.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "os/process.h"
+#include "runner/run_files.h"
+
+namespace gpuq::runner {
+namespace {
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Runs in the forked child: becomes its own process group and execs the job.
+[[noreturn]] void exec_job(const RunSpec& spec, int log_fd, const sigset_t& original_mask) {
+  ::setpgid(0, 0);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+  ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  ::dup2(null_fd, 0);
+  ::dup2(log_fd, 1);
+  ::dup2(log_fd, 2);
+  if (::chdir(spec.cwd.c_str()) != 0) {
+    write_all(2, fmt::format("gpuq: cannot enter the job's directory {}: {}\n", spec.cwd,
+                             std::strerror(errno)));
+    ::_exit(127);
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // execvpe searches the PATH of the current environment, so install the job's first.
+  auto path = spec.env.find("PATH");
+  ::setenv("PATH", path != spec.env.end() ? path->second.c_str() : "/usr/bin:/bin", 1);
+  ::execvpe(argv[0], argv.data(), envp.data());
+  write_all(2, fmt::format("gpuq: cannot run {}: {}\n", spec.argv[0], std::strerror(errno)));
+  ::_exit(127);
+}
+
+class Shim {
+ public:
+  Shim(std::string run_dir, RunSpec spec) : run_dir_(std::move(run_dir)), spec_(std::move(spec)) {}
+
+  int run(int go_fd) {
+    sigset_t mask, original;
+    sigemptyset(&mask);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
+    ::sigprocmask(SIG_BLOCK, &mask, &original);
+    ::signal(SIGPIPE, SIG_IGN);
+    signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (!wait_for_go(go_fd)) return 0;
+
+    int log_fd = ::open(log_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));
+    record_.started_at_ms = wall_now_ms();
+    pid_t child = ::fork();
+    if (child < 0) return finish_with_error(fmt::format("fork: {}", std::strerror(errno)));
+    if (child == 0) exec_job(spec_, log_fd, original);
+    ::setpgid(child, child);  // also here, so that no signal can race the child's own call
+    pgid_ = child;
+    ::close(log_fd);
+    (void)write_pid_file(child);
+    supervise(child);
+    record_.ended_at_ms = wall_now_ms();
+    (void)write_exit_record(run_dir_, record_);
+    return 0;
+  }
+
+ private:
+  // Blocks until the daemon says go (one byte) or gives up (end of file).
+  bool wait_for_go(int go_fd) {
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = ::read(go_fd, &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    ::close(go_fd);
+    return n == 1;
+  }
+
+  Status write_pid_file(pid_t child) {
+    int fd = ::open(job_pid_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return errno_error("job.pid");
+    write_all(fd, std::to_string(child) + "\n");
+    ::close(fd);
+    return ok();
+  }
+
+  int finish_with_error(const std::string& error) {
+    record_.error = error;
+    record_.exit_code = 127;
+    record_.ended_at_ms = wall_now_ms();
+    (void)write_exit_record(run_dir_, record_);
+    return 1;
+  }
+
+  // Reaps every exited child; notes the job's own status.
+  void reap(pid_t child) {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid != child) continue;
+      leader_done_ = true;
+      if (WIFEXITED(status)) record_.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) record_.signal = WTERMSIG(status);
+    }
+  }
+
+  void signal_group(int sig) { ::kill(-pgid_, sig); }
+
+  // Waits for the job, then empties its process group.
+  void supervise(pid_t child) {
+    int64_t kill_at = 0;  // when set, SIGKILL the group at this time
+    bool leftovers_signalled = false;
+    while (true) {
+      reap(child);
+      if (leader_done_) {
+        if (!process_group_alive(pgid_)) return;
+        if (!leftovers_signalled) {
+          leftovers_signalled = true;
+          record_.leftovers_killed = count_group_members();
+          signal_group(SIGTERM);
+          signal_group(SIGCONT);
+          if (kill_at == 0) kill_at = wall_now_ms() + spec_.kill_grace_ms;
+        }
+      }
+      int timeout = -1;
+      if (kill_at != 0) timeout = static_cast<int>(std::max<int64_t>(0, kill_at - wall_now_ms()));
+      // Zombies of processes that are not our children still count as group members for a
+      // moment; poll briefly so the loop notices the group emptying.
+      if (leader_done_) timeout = timeout < 0 ? 20 : std::min(timeout, 20);
+      pollfd p{signal_fd_, POLLIN, 0};
+      int ready = ::poll(&p, 1, timeout);
+      if (ready > 0) {
+        signalfd_siginfo info{};
+        if (::read(signal_fd_, &info, sizeof info) == sizeof info &&
+            info.ssi_signo != SIGCHLD && !record_.stop_requested) {
+          record_.stop_requested = true;
+          signal_group(SIGTERM);
+          signal_group(SIGCONT);
+          kill_at = wall_now_ms() + spec_.kill_grace_ms;
+        }
+      }
+      if (kill_at != 0 && wall_now_ms() >= kill_at) {
+        signal_group(SIGKILL);
+        kill_at = wall_now_ms() + 1000;  // keep insisting once a second
+      }
+    }
+  }
+
+  static bool process_group_alive(pid_t pgid) { return ::kill(-pgid, 0) == 0; }
+
+  int count_group_members() const {
+    return static_cast<int>(os::processes_in_group(pgid_).size());
+  }
+
+  std::string run_dir_;
+  RunSpec spec_;
+  ExitRecord record_;
+  int signal_fd_ = -1;
+  pid_t pgid_ = 0;
+  bool leader_done_ = false;
+};
+
+}  // namespace
+
+int shim_main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "gpuq shim: internal command, started by the daemon (RUN_DIR GO_FD)\n");
+    return 2;
+  }
+  std::string run_dir = argv[1];
+  int go_fd = std::atoi(argv[2]);
+  // Nothing of the daemon's (its socket, its lock, its store) may reach the job.
+  ::close_range(static_cast<unsigned>(go_fd) + 1, ~0U, 0);
+  auto spec = read_run_spec(run_dir);
+  if (!spec) {
+    ExitRecord record;
+    record.error = spec.error().message;
+    record.exit_code = 127;
+    (void)write_exit_record(run_dir, record);
+    return 1;
+  }
+  Shim shim(run_dir, std::move(*spec));
+  return shim.run(go_fd);
+}
+
+}  // namespace gpuq::runner

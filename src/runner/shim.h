@@ -1,0 +1,17 @@
+// `gpuq shim RUN_DIR GO_FD`: the small supervisor that sits between the daemon and one run.
+// Started by the daemon in its own session; it waits until the daemon has recorded the run
+// (a byte on GO_FD; end of file without it means "never mind" and it exits), then starts the
+// job in a new process group with output appended to the run's log, waits for it, removes
+// every process left in that group (SIGTERM, grace, SIGKILL), and writes exit.json atomically.
+// It is a child subreaper, so orphans of the job are reparented to it and reaped.
+// SIGTERM/SIGINT ask it to stop the run: it forwards SIGTERM to the group, then SIGKILL after
+// the grace period. Because it does not depend on the daemon once started, runs outlive
+// daemon restarts. Single-threaded; owns its process.
+#pragma once
+
+namespace gpuq::runner {
+
+// Entry point; argv = {"shim", RUN_DIR, GO_FD}. Returns the process exit status.
+int shim_main(int argc, char** argv);
+
+}  // namespace gpuq::runner

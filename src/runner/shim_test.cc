@@ -1,0 +1,124 @@
+// Real processes: the shim runs real jobs and must leave nothing behind.
+#include <csignal>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "os/process.h"
+#include "runner/launcher.h"
+#include "runner/run_files.h"
+
+namespace gpuq::runner {
+namespace {
+
+class ShimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("gpuq-shim-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  LaunchedShim start(std::vector<std::string> argv, int64_t grace_ms = 2000) {
+    RunSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    spec.cwd = dir_;
+    spec.kill_grace_ms = grace_ms;
+    EXPECT_TRUE(write_run_spec(dir_, spec));
+    auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, dir_);
+    EXPECT_TRUE(shim) << shim.error().message;
+    return std::move(*shim);
+  }
+  static int wait_exit(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+  }
+  std::string dir_;
+};
+
+TEST_F(ShimTest, RecordsTheTrueExitCodeAndLog) {
+  auto shim = start({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 3);
+  EXPECT_FALSE(record->signal);
+  EXPECT_EQ(*os::read_file(log_path(dir_)), "out\nerr\n");
+  EXPECT_GE(record->ended_at_ms, record->started_at_ms);
+}
+
+TEST_F(ShimTest, KillsBackgroundChildrenLeftInTheGroup) {
+  auto shim = start({"sh", "-c", "sleep 300 & echo $! > child.pid; exit 0"});
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_GE(record->leftovers_killed, 1);
+  pid_t child = std::stoi(*os::read_file(dir_ + "/child.pid"));
+  EXPECT_NE(kill(child, 0), 0) << "the background sleep survived its job";
+}
+
+TEST_F(ShimTest, StopRequestTerminatesTheRun) {
+  auto shim = start({"sleep", "300"});
+  ASSERT_TRUE(shim.release());
+  // Wait until the job has started (job.pid exists), then ask the shim to stop.
+  for (int i = 0; i < 500 && !std::filesystem::exists(job_pid_path(dir_)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(shim.pid(), SIGTERM);
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(record->stop_requested);
+  EXPECT_EQ(record->signal, SIGTERM);
+  EXPECT_FALSE(record->exit_code);
+}
+
+TEST_F(ShimTest, EscalatesToSigkillAfterTheGrace) {
+  auto shim = start({"sh", "-c", "trap '' TERM; echo ready > ready; while :; do sleep 0.05; done"},
+                    200);
+  ASSERT_TRUE(shim.release());
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(shim.pid(), SIGTERM);
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->signal, SIGKILL);
+}
+
+TEST_F(ShimTest, WithoutReleaseNothingRuns) {
+  pid_t pid = 0;
+  {
+    auto shim = start({"sh", "-c", "touch ran"});
+    pid = shim.pid();
+  }  // destroyed without release(): the daemon never recorded it
+  wait_exit(pid);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
+  EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_)));
+}
+
+TEST_F(ShimTest, AMissingProgramIsExit127WithAMessage) {
+  auto shim = start({"no-such-program-gpuq"});
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->exit_code, 127);
+  EXPECT_NE(os::read_file(log_path(dir_))->find("cannot run no-such-program-gpuq"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuq::runner

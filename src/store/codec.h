@@ -1,0 +1,19 @@
+// How a JobSpec and a run's GPU list are written into the store's TEXT columns (JSON), and
+// read back. Private to the store module. Pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/job.h"
+
+namespace gpuq::store {
+
+std::string encode_spec(const JobSpec& spec);
+Result<JobSpec> decode_spec(const std::string& text);
+std::string encode_strings(const std::vector<std::string>& values);
+std::vector<std::string> decode_strings(const std::string& text);
+std::string encode_ints(const std::vector<int>& values);
+std::vector<int> decode_ints(const std::string& text);
+
+}  // namespace gpuq::store

@@ -1,0 +1,114 @@
+#include "store/schema.h"
+
+#include <array>
+#include <fmt/format.h>
+
+#include "base/time.h"
+
+namespace gpuq::store {
+namespace {
+
+constexpr std::array<const char*, 1> kMigrations = {
+    // 1: jobs, runs, resources, events, meta.
+    R"sql(
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  name TEXT UNIQUE,
+  state TEXT NOT NULL CHECK (state IN ('pending','held','running','succeeded','failed',
+                                       'cancelled','blocked','skipped')),
+  priority INTEGER NOT NULL,
+  queue_order INTEGER NOT NULL,
+  gpus INTEGER NOT NULL CHECK (gpus >= 0),
+  spec TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  submitted_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  lost_count INTEGER NOT NULL DEFAULT 0 CHECK (lost_count >= 0)
+);
+CREATE INDEX jobs_active ON jobs(state) WHERE state IN ('pending','held','running','blocked');
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  number INTEGER NOT NULL CHECK (number >= 1),
+  gpus TEXT NOT NULL,
+  gpu_indices TEXT NOT NULL,
+  shim_pid INTEGER NOT NULL,
+  shim_start_ticks INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  exit_code INTEGER,
+  signal INTEGER,
+  outcome TEXT NOT NULL CHECK (outcome IN ('running','succeeded','failed','timed-out',
+                                           'cancelled','preempted','lost')),
+  run_dir TEXT NOT NULL,
+  stop_reason TEXT NOT NULL DEFAULT '',
+  UNIQUE (job_id, number),
+  CHECK ((outcome = 'running') = (ended_at IS NULL))
+);
+CREATE INDEX runs_by_job ON runs(job_id);
+CREATE INDEX runs_running ON runs(outcome) WHERE outcome = 'running';
+CREATE TABLE resources (
+  slot INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  idx INTEGER,
+  uuid TEXT NOT NULL DEFAULT '',
+  model TEXT NOT NULL DEFAULT '',
+  memory_total_mib INTEGER NOT NULL DEFAULT 0,
+  memory_used_mib INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  time INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  job_id INTEGER,
+  run_number INTEGER,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX events_by_job ON events(job_id);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
+};
+
+}  // namespace
+
+int current_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+Result<int> schema_version(Database& db) {
+  auto created = db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+      "applied_at INTEGER NOT NULL)");
+  if (!created) return tl::unexpected(created.error());
+  auto stmt = db.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return static_cast<int>(stmt->int64(0));
+}
+
+Status migrate(Database& db) {
+  auto version = schema_version(db);
+  if (!version) return tl::unexpected(version.error());
+  if (*version > current_schema_version()) {
+    return fail(Code::kFailedPrecondition,
+                fmt::format("the store {} has schema version {}, but this gpuq knows versions up "
+                            "to {}: it was written by a newer gpuq. Run that newer gpuq, or move "
+                            "the state directory aside to start afresh",
+                            db.path(), *version, current_schema_version()));
+  }
+  for (int next = *version + 1; next <= current_schema_version(); ++next) {
+    auto applied = in_transaction(db, [&]() -> Status {
+      if (auto st = db.exec(kMigrations[next - 1]); !st) return st;
+      auto insert = db.prepare("INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)");
+      if (!insert) return tl::unexpected(insert.error());
+      return insert->bind(1, next).bind(2, wall_now_ms()).run();
+    });
+    if (!applied) {
+      return fail(applied.error().code,
+                  fmt::format("migrating the store to version {}: {}", next,
+                              applied.error().message));
+    }
+  }
+  return ok();
+}
+
+}  // namespace gpuq::store

@@ -1,0 +1,340 @@
+#include "store/store.h"
+
+#include <fmt/format.h>
+#include <unordered_map>
+
+#include "store/codec.h"
+#include "store/schema.h"
+
+namespace gpuq::store {
+namespace {
+
+constexpr const char* kJobColumns =
+    "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
+    "lost_count";
+constexpr const char* kRunColumns =
+    "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
+    "exit_code, signal, outcome, run_dir, stop_reason";
+
+Result<Job> job_from_row(const Statement& row) {
+  Job job;
+  job.id = row.int64(0);
+  auto state = parse_job_state(row.text(2));
+  if (!state) return tl::unexpected(state.error());
+  job.state = *state;
+  auto spec = decode_spec(row.text(6));
+  if (!spec) return tl::unexpected(spec.error());
+  job.spec = std::move(*spec);
+  job.spec.name = row.is_null(1) ? "" : row.text(1);
+  job.spec.priority = static_cast<int>(row.int64(3));
+  job.queue_order = row.int64(4);
+  job.spec.gpus = static_cast<int>(row.int64(5));
+  job.reason = row.text(7);
+  job.submitted_at_ms = row.int64(8);
+  job.finished_at_ms = row.is_null(9) ? 0 : row.int64(9);
+  job.lost_count = static_cast<int>(row.int64(10));
+  return job;
+}
+
+Result<Run> run_from_row(const Statement& row) {
+  Run run;
+  run.id = row.int64(0);
+  run.job_id = row.int64(1);
+  run.number = static_cast<int>(row.int64(2));
+  run.gpus = decode_strings(row.text(3));
+  run.gpu_indices = decode_ints(row.text(4));
+  run.shim_pid = static_cast<int>(row.int64(5));
+  run.shim_start_ticks = static_cast<uint64_t>(row.int64(6));
+  run.started_at_ms = row.int64(7);
+  run.ended_at_ms = row.is_null(8) ? 0 : row.int64(8);
+  if (!row.is_null(9)) run.exit_code = static_cast<int>(row.int64(9));
+  if (!row.is_null(10)) run.signal = static_cast<int>(row.int64(10));
+  auto outcome = parse_run_outcome(row.text(11));
+  if (!outcome) return tl::unexpected(outcome.error());
+  run.outcome = *outcome;
+  run.run_dir = row.text(12);
+  run.stop_reason = row.text(13);
+  return run;
+}
+
+template <class T, class Fn>
+Result<std::vector<T>> collect(Statement& stmt, Fn&& from_row) {
+  std::vector<T> out;
+  while (true) {
+    auto row = stmt.step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    auto value = from_row(stmt);
+    if (!value) return tl::unexpected(value.error());
+    out.push_back(std::move(*value));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_only) {
+  auto db = Database::open(path, read_only);
+  if (!db) return tl::unexpected(db.error());
+  if (!read_only) {
+    if (auto migrated = migrate(**db); !migrated) return tl::unexpected(migrated.error());
+  }
+  return std::unique_ptr<Store>(new Store(std::move(*db)));
+}
+
+Status Store::transaction(const std::function<Status()>& fn) { return in_transaction(*db_, fn); }
+
+Result<int64_t> Store::insert_job(const Job& job) {
+  auto stmt = db_->prepare(
+      "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
+      "lost_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  if (job.spec.name.empty()) {
+    stmt->bind_null(1);
+  } else {
+    stmt->bind(1, job.spec.name);
+  }
+  stmt->bind(2, to_string(job.state))
+      .bind(3, job.spec.priority)
+      .bind(4, job.queue_order)
+      .bind(5, job.spec.gpus)
+      .bind(6, encode_spec(job.spec))
+      .bind(7, job.reason)
+      .bind(8, job.submitted_at_ms)
+      .bind(9, job.lost_count);
+  if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
+  return db_->last_insert_rowid();
+}
+
+Status Store::set_job_state(int64_t job_id, JobState state, const std::string& reason,
+                            std::optional<int64_t> finished_at_ms) {
+  auto stmt = db_->prepare("UPDATE jobs SET state = ?, reason = ?, finished_at = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, to_string(state)).bind(2, reason).bind(3, finished_at_ms).bind(4, job_id).run();
+}
+
+Status Store::set_lost_count(int64_t job_id, int lost_count) {
+  auto stmt = db_->prepare("UPDATE jobs SET lost_count = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, lost_count).bind(2, job_id).run();
+}
+
+Result<int64_t> Store::insert_run(const Run& run) {
+  auto stmt = db_->prepare(
+      "INSERT INTO runs(job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, "
+      "started_at, outcome, run_dir) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, run.job_id)
+      .bind(2, run.number)
+      .bind(3, encode_strings(run.gpus))
+      .bind(4, encode_ints(run.gpu_indices))
+      .bind(5, run.shim_pid)
+      .bind(6, static_cast<int64_t>(run.shim_start_ticks))
+      .bind(7, run.started_at_ms)
+      .bind(8, run.run_dir);
+  if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
+  return db_->last_insert_rowid();
+}
+
+Status Store::finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
+                         std::optional<int> signal, RunOutcome outcome) {
+  auto stmt = db_->prepare(
+      "UPDATE runs SET ended_at = ?, exit_code = ?, signal = ?, outcome = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, ended_at_ms)
+      .bind(2, exit_code)
+      .bind(3, signal)
+      .bind(4, to_string(outcome))
+      .bind(5, run_id)
+      .run();
+}
+
+Status Store::set_stop_reason(int64_t run_id, const std::string& reason) {
+  auto stmt = db_->prepare("UPDATE runs SET stop_reason = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, reason).bind(2, run_id).run();
+}
+
+Result<int64_t> Store::append_event(Event event) {
+  auto stmt =
+      db_->prepare("INSERT INTO events(time, kind, job_id, run_number, data) VALUES (?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, event.time_ms).bind(2, event.kind).bind(3, event.job).bind(4, event.run);
+  stmt->bind(5, event.data.dump());
+  if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
+  return db_->last_insert_rowid();
+}
+
+Status Store::replace_resources(const std::vector<Resource>& resources) {
+  if (auto st = db_->exec("DELETE FROM resources"); !st) return st;
+  auto stmt = db_->prepare(
+      "INSERT INTO resources(slot, name, idx, uuid, model, memory_total_mib, memory_used_mib) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (size_t slot = 0; slot < resources.size(); ++slot) {
+    const Resource& r = resources[slot];
+    auto st = stmt->bind(1, static_cast<int64_t>(slot))
+                  .bind(2, r.name)
+                  .bind(3, r.index)
+                  .bind(4, r.uuid)
+                  .bind(5, r.model)
+                  .bind(6, r.memory_total_mib)
+                  .bind(7, r.memory_used_mib)
+                  .run();
+    if (!st) return st;
+  }
+  return ok();
+}
+
+Status Store::set_meta(const std::string& key, const std::string& value) {
+  auto stmt = db_->prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, key).bind(2, value).run();
+}
+
+Result<std::vector<Job>> Store::query_jobs(const std::string& where,
+                                           const std::function<void(Statement&)>& bind,
+                                           bool with_runs) {
+  auto stmt = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", kJobColumns, where));
+  if (!stmt) return tl::unexpected(stmt.error());
+  bind(*stmt);
+  auto jobs = collect<Job>(*stmt, job_from_row);
+  if (!jobs || !with_runs) return jobs;
+  if (jobs->size() <= 8) {
+    for (Job& job : *jobs) {
+      auto runs = runs_of(job.id);
+      if (!runs) return tl::unexpected(runs.error());
+      job.runs = std::move(*runs);
+    }
+    return jobs;
+  }
+  // Many jobs: one pass over the runs instead of one query per job.
+  std::unordered_map<int64_t, Job*> by_id;
+  for (Job& job : *jobs) by_id[job.id] = &job;
+  auto all = db_->prepare(fmt::format("SELECT {} FROM runs ORDER BY job_id, number", kRunColumns));
+  if (!all) return tl::unexpected(all.error());
+  auto runs = collect<Run>(*all, run_from_row);
+  if (!runs) return tl::unexpected(runs.error());
+  for (Run& run : *runs) {
+    if (auto it = by_id.find(run.job_id); it != by_id.end()) it->second->runs.push_back(std::move(run));
+  }
+  return jobs;
+}
+
+Result<std::optional<Job>> Store::find_job(int64_t id, bool with_runs) {
+  auto jobs = query_jobs("WHERE id = ?", [&](Statement& s) { s.bind(1, id); }, with_runs);
+  if (!jobs) return tl::unexpected(jobs.error());
+  if (jobs->empty()) return std::optional<Job>();
+  return std::optional<Job>(std::move(jobs->front()));
+}
+
+Result<std::optional<Job>> Store::find_job_by_name(const std::string& name, bool with_runs) {
+  auto jobs = query_jobs("WHERE name = ?", [&](Statement& s) { s.bind(1, name); }, with_runs);
+  if (!jobs) return tl::unexpected(jobs.error());
+  if (jobs->empty()) return std::optional<Job>();
+  return std::optional<Job>(std::move(jobs->front()));
+}
+
+Result<std::vector<Job>> Store::list_jobs(bool active_only, bool with_runs) {
+  std::string where =
+      active_only ? "WHERE state IN ('pending','held','running','blocked')" : std::string();
+  return query_jobs(where, [](Statement&) {}, with_runs);
+}
+
+Result<std::vector<QueuedJob>> Store::queued_jobs() {
+  auto stmt = db_->prepare(
+      "SELECT id, priority, queue_order, gpus FROM jobs WHERE state = 'pending' ORDER BY id");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<QueuedJob>(*stmt, [](const Statement& row) -> Result<QueuedJob> {
+    return QueuedJob{row.int64(0), static_cast<int>(row.int64(1)), row.int64(2),
+                     static_cast<int>(row.int64(3))};
+  });
+}
+
+Result<std::vector<Run>> Store::running_runs() {
+  auto stmt = db_->prepare(
+      fmt::format("SELECT {} FROM runs WHERE outcome = 'running' ORDER BY id", kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<Run>(*stmt, run_from_row);
+}
+
+Result<std::vector<Run>> Store::runs_of(int64_t job_id) {
+  auto stmt = db_->prepare(
+      fmt::format("SELECT {} FROM runs WHERE job_id = ? ORDER BY number", kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, job_id);
+  return collect<Run>(*stmt, run_from_row);
+}
+
+Result<int> Store::last_run_number(int64_t job_id) {
+  auto stmt = db_->prepare("SELECT COALESCE(MAX(number), 0) FROM runs WHERE job_id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, job_id);
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return static_cast<int>(stmt->int64(0));
+}
+
+Result<std::vector<Resource>> Store::resources() {
+  auto stmt = db_->prepare(
+      "SELECT name, idx, uuid, model, memory_total_mib, memory_used_mib FROM resources "
+      "ORDER BY slot");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<Resource>(*stmt, [](const Statement& row) -> Result<Resource> {
+    Resource r;
+    r.name = row.text(0);
+    if (!row.is_null(1)) r.index = static_cast<int>(row.int64(1));
+    r.uuid = row.text(2);
+    r.model = row.text(3);
+    r.memory_total_mib = row.int64(4);
+    r.memory_used_mib = row.int64(5);
+    return r;
+  });
+}
+
+Result<std::vector<Event>> Store::events_after(int64_t seq, int limit) {
+  auto stmt = db_->prepare(
+      "SELECT seq, time, kind, job_id, run_number, data FROM events WHERE seq > ? ORDER BY seq "
+      "LIMIT ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, seq).bind(2, limit);
+  return collect<Event>(*stmt, [](const Statement& row) -> Result<Event> {
+    Event e;
+    e.seq = row.int64(0);
+    e.time_ms = row.int64(1);
+    e.kind = row.text(2);
+    if (!row.is_null(3)) e.job = row.int64(3);
+    if (!row.is_null(4)) e.run = static_cast<int>(row.int64(4));
+    e.data = nlohmann::json::parse(row.text(5), nullptr, false);
+    if (e.data.is_discarded()) e.data = nlohmann::json::object();
+    return e;
+  });
+}
+
+Result<int64_t> Store::last_seq() {
+  auto stmt = db_->prepare("SELECT COALESCE(MAX(seq), 0) FROM events");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return stmt->int64(0);
+}
+
+Result<int64_t> Store::max_queue_order() {
+  auto stmt = db_->prepare("SELECT COALESCE(MAX(queue_order), 0) FROM jobs");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return stmt->int64(0);
+}
+
+Result<std::optional<std::string>> Store::meta(const std::string& key) {
+  auto stmt = db_->prepare("SELECT value FROM meta WHERE key = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, key);
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt->text(0));
+}
+
+}  // namespace gpuq::store

@@ -1,0 +1,72 @@
+// The daemon's durable state: jobs, runs, resources, the event log and a few settings, in one
+// SQLite file in WAL mode. The queue actor owns the one writable Store and wraps every state
+// change and its event in one transaction (see transaction()). API threads open their own
+// read-only Store for queries, so reads never wait for the actor.
+// A Store is used by one thread at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/event.h"
+#include "model/job.h"
+#include "store/sqlite.h"
+
+namespace gpuq::store {
+
+// The fields the scheduler needs of a pending job, without its (large) spec.
+struct QueuedJob {
+  int64_t id = 0;
+  int priority = 0;
+  int64_t queue_order = 0;
+  int gpus = 0;
+};
+
+class Store {
+ public:
+  // Opens the store at `path`; a writable open creates and migrates it.
+  static Result<std::unique_ptr<Store>> open(const std::string& path, bool read_only);
+
+  // Runs `fn` in one transaction: all its writes land together or not at all.
+  Status transaction(const std::function<Status()>& fn);
+
+  // --- writes (inside transaction()) ---
+  Result<int64_t> insert_job(const Job& job);  // returns the new id
+  Status set_job_state(int64_t job_id, JobState state, const std::string& reason,
+                       std::optional<int64_t> finished_at_ms);
+  Status set_lost_count(int64_t job_id, int lost_count);
+  Result<int64_t> insert_run(const Run& run);  // returns the run's row id
+  Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
+                    std::optional<int> signal, RunOutcome outcome);
+  // Records why the daemon stopped a run ("cancel"), so a restart still knows.
+  Status set_stop_reason(int64_t run_id, const std::string& reason);
+  Result<int64_t> append_event(Event event);  // returns the seq
+  Status replace_resources(const std::vector<Resource>& resources);
+  Status set_meta(const std::string& key, const std::string& value);
+
+  // --- reads ---
+  Result<std::optional<Job>> find_job(int64_t id, bool with_runs = true);
+  Result<std::optional<Job>> find_job_by_name(const std::string& name, bool with_runs = true);
+  // Every job, oldest first; `active_only` keeps pending, held, running and blocked jobs.
+  Result<std::vector<Job>> list_jobs(bool active_only, bool with_runs);
+  Result<std::vector<QueuedJob>> queued_jobs();  // state = pending
+  Result<std::vector<Run>> running_runs();
+  Result<std::vector<Run>> runs_of(int64_t job_id);
+  Result<int> last_run_number(int64_t job_id);
+  Result<std::vector<Resource>> resources();
+  Result<std::vector<Event>> events_after(int64_t seq, int limit);
+  Result<int64_t> last_seq();
+  Result<int64_t> max_queue_order();
+  Result<std::optional<std::string>> meta(const std::string& key);
+
+ private:
+  explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  Result<std::vector<Job>> query_jobs(const std::string& where, const std::function<void(Statement&)>& bind,
+                                      bool with_runs);
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace gpuq::store

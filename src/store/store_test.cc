@@ -1,0 +1,179 @@
+#include "store/store.h"
+
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "store/schema.h"
+
+namespace gpuq::store {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuq-store-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "gpuq.db").string();
+    auto opened = Store::open(path_, false);
+    ASSERT_TRUE(opened) << opened.error().message;
+    store_ = std::move(*opened);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Job sample_job() {
+    Job job;
+    job.spec.name = "train";
+    job.spec.gpus = 2;
+    job.spec.priority = 10;
+    job.spec.cwd = "/tmp";
+    job.spec.env = {{"A", "1"}};
+    job.spec.argv = {"python", "train.py"};
+    job.submitted_at_ms = 1000;
+    job.queue_order = 1;
+    return job;
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, JobAndRunRoundTrip) {
+  int64_t id = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(sample_job());
+    if (!inserted) return tl::unexpected(inserted.error());
+    id = *inserted;
+    gpuq::Run run;
+    run.job_id = id;
+    run.number = 1;
+    run.gpus = {"gpu0", "gpu1"};
+    run.gpu_indices = {0, 1};
+    run.shim_pid = 42;
+    run.shim_start_ticks = 99;
+    run.started_at_ms = 2000;
+    run.run_dir = "/x";
+    auto run_id = store_->insert_run(run);
+    if (!run_id) return tl::unexpected(run_id.error());
+    return store_->finish_run(*run_id, 3000, 0, std::nullopt, RunOutcome::kSucceeded);
+  }));
+  auto job = store_->find_job(id);
+  ASSERT_TRUE(job && *job);
+  EXPECT_EQ((*job)->spec.name, "train");
+  EXPECT_EQ((*job)->spec.argv, (std::vector<std::string>{"python", "train.py"}));
+  EXPECT_EQ((*job)->spec.env.at("A"), "1");
+  ASSERT_EQ((*job)->runs.size(), 1u);
+  EXPECT_EQ((*job)->runs[0].gpu_indices, (std::vector<int>{0, 1}));
+  EXPECT_EQ((*job)->runs[0].outcome, RunOutcome::kSucceeded);
+  EXPECT_EQ((*job)->runs[0].exit_code, 0);
+  EXPECT_FALSE((*job)->runs[0].signal.has_value());
+  auto by_name = store_->find_job_by_name("train");
+  ASSERT_TRUE(by_name && *by_name);
+  EXPECT_EQ((*by_name)->id, id);
+}
+
+TEST_F(StoreTest, AFailedTransactionLeavesNoEvent) {
+  auto result = store_->transaction([&]() -> Status {
+    Event e;
+    e.kind = "job.submitted";
+    if (auto seq = store_->append_event(e); !seq) return tl::unexpected(seq.error());
+    return fail(Code::kInvalidArgument, "changed my mind");
+  });
+  EXPECT_FALSE(result);
+  EXPECT_EQ(*store_->last_seq(), 0);
+}
+
+TEST_F(StoreTest, ConstraintsRejectImpossibleRows) {
+  Job job = sample_job();
+  job.spec.gpus = -1;
+  auto result = store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(job);
+    if (!inserted) return tl::unexpected(inserted.error());
+    return ok();
+  });
+  EXPECT_FALSE(result);
+}
+
+TEST_F(StoreTest, NamesAreUnique) {
+  auto insert = [&] {
+    return store_->transaction([&]() -> Status {
+      auto inserted = store_->insert_job(sample_job());
+      if (!inserted) return tl::unexpected(inserted.error());
+      return ok();
+    });
+  };
+  EXPECT_TRUE(insert());
+  EXPECT_FALSE(insert());
+}
+
+TEST_F(StoreTest, EventsComeBackInOrder) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->transaction([&]() -> Status {
+      Event e;
+      e.kind = "k" + std::to_string(i);
+      e.job = i;
+      e.data = {{"i", i}};
+      auto seq = store_->append_event(e);
+      if (!seq) return tl::unexpected(seq.error());
+      return ok();
+    }));
+  }
+  auto events = store_->events_after(2, 10);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[0].seq, 3);
+  EXPECT_EQ((*events)[0].kind, "k2");
+  EXPECT_EQ((*events)[2].data["i"], 4);
+}
+
+TEST_F(StoreTest, ANewerSchemaIsRefused) {
+  store_.reset();
+  {
+    auto db = Database::open(path_, false);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE((*db)->exec("INSERT INTO schema_migrations(version, applied_at) VALUES (999, 0)"));
+  }
+  auto reopened = Store::open(path_, false);
+  ASSERT_FALSE(reopened);
+  EXPECT_NE(reopened.error().message.find("written by a newer gpuq"), std::string::npos)
+      << reopened.error().message;
+}
+
+TEST_F(StoreTest, ReopeningKeepsData) {
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(sample_job());
+    if (!inserted) return tl::unexpected(inserted.error());
+    return ok();
+  }));
+  store_.reset();
+  auto reopened = Store::open(path_, false);
+  ASSERT_TRUE(reopened);
+  auto jobs = (*reopened)->list_jobs(false, false);
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 1u);
+  auto db = Database::open(path_, false);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(*schema_version(**db), current_schema_version());
+}
+
+}  // namespace
+}  // namespace gpuq::store
+
+namespace gpuq::store {
+namespace {
+TEST_F(StoreTest, ReplacesSeveralResourcesWithOneStatement) {
+  std::vector<Resource> resources = {{"gpu0", 0, "u0", "m", 1, 0}, {"gpu1", 1, "u1", "m", 1, 0}};
+  ASSERT_TRUE(store_->transaction([&] { return store_->replace_resources(resources); }));
+  ASSERT_TRUE(store_->transaction([&] { return store_->replace_resources(resources); }));
+  auto stored = store_->resources();
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ((*stored)[1].name, "gpu1");
+}
+}  // namespace
+}  // namespace gpuq::store

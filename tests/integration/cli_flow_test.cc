@@ -1,0 +1,133 @@
+// The CLI's contracts end to end: JSON shapes, logs, wait statuses, events, gpus.
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace gpuq::testing {
+namespace {
+
+TEST(CliFlow, ScriptSubmitRunsTheSnapshotWithTheRunEnvironment) {
+  Harness h("fake:2");
+  h.start();
+  std::ofstream(h.path("train.sh")) << "#!/bin/bash\necho \"args=$* id=$GPUQ_JOB_ID run=$GPUQ_RUN_NUMBER "
+                                       "gpus=$CUDA_VISIBLE_DEVICES resume=$GPUQ_RESUME pwd=$(pwd)\"\n";
+  auto job = h.gpuq_json({"submit", "--json", "--gpus", "2", "--name", "train", "train.sh", "--lr", "3"});
+  int64_t id = job["id"];
+  // Editing the script after submit changes nothing: the job runs its snapshot.
+  std::ofstream(h.path("train.sh")) << "#!/bin/bash\necho edited\n";
+  ASSERT_EQ(h.gpuq({"wait", "train", "--timeout", "30s"}).status, 0);
+  auto log = h.gpuq({"logs", "train"});
+  EXPECT_EQ(log.out, "args=--lr 3 id=" + std::to_string(id) + " run=1 gpus=0,1 resume=0 pwd=" + h.work() + "\n");
+}
+
+TEST(CliFlow, ShowJsonHasTheContractFields) {
+  Harness h("fake:1");
+  h.start();
+  int64_t id = h.submit_sh("exit 3", {"--gpus", "1", "--priority", "high"});
+  EXPECT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 1);
+  auto j = h.show(id);
+  for (const char* key : {"id", "name", "state", "priority", "gpus_requested", "reason", "runs"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["priority"], 10);
+  EXPECT_EQ(j["gpus_requested"], 1);
+  const auto& run = j["runs"][0];
+  for (const char* key : {"number", "gpus", "started_at", "ended_at", "exit_code", "signal", "outcome"}) {
+    EXPECT_TRUE(run.contains(key)) << key;
+  }
+  EXPECT_EQ(run["exit_code"], 3);
+  EXPECT_EQ(run["gpus"], nlohmann::json::array({0}));
+  EXPECT_NE(j["reason"].get<std::string>().find("exit code 3"), std::string::npos);
+}
+
+TEST(CliFlow, StatusJsonListsResourcesAndJobs) {
+  Harness h("fake:2");
+  h.start();
+  int64_t id = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done", {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  auto s = h.gpuq_json({"status", "--json"});
+  ASSERT_EQ(s["resources"].size(), 2u);
+  int busy = 0;
+  for (const auto& r : s["resources"]) {
+    for (const char* key : {"name", "index", "state", "job"}) EXPECT_TRUE(r.contains(key)) << key;
+    if (r["state"] == "busy") {
+      ++busy;
+      EXPECT_EQ(r["job"], id);
+    }
+  }
+  EXPECT_EQ(busy, 1);
+  ASSERT_EQ(s["jobs"].size(), 1u);
+  EXPECT_EQ(s["jobs"][0]["id"], id);
+  auto human = h.gpuq({"status"});
+  EXPECT_EQ(human.status, 0);
+  EXPECT_NE(human.out.find("running"), std::string::npos) << human.out;
+  h.touch("go");
+}
+
+TEST(CliFlow, EventsCoverALifecycleInOrder) {
+  Harness h("fake:1");
+  h.start();
+  int64_t ok = h.submit_sh("true");
+  int64_t bad = h.submit_sh("false");
+  int64_t held = h.submit_sh("sleep 300", {"--gpus", "1"});
+  int64_t waiting = h.submit_sh("true", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"cancel", std::to_string(waiting)}).status, 0);
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(ok), std::to_string(bad), "--timeout", "30s"}).status, 1);
+  ASSERT_EQ(h.gpuq({"cancel", std::to_string(held)}).status, 0);
+  ASSERT_TRUE(h.wait_for(held, [](const nlohmann::json& j) { return j["state"] == "cancelled"; }));
+  auto events = h.events();
+  int64_t last_seq = 0;
+  std::set<std::string> kinds;
+  for (const auto& e : events) {
+    EXPECT_GT(e["seq"].get<int64_t>(), last_seq);
+    last_seq = e["seq"];
+    for (const char* key : {"seq", "time", "kind", "job"}) EXPECT_TRUE(e.contains(key)) << key;
+    kinds.insert(e["kind"]);
+  }
+  for (const char* kind : {"daemon.started", "job.submitted", "job.started", "job.succeeded",
+                           "job.failed", "job.cancelled"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  auto after = h.gpuq({"events", "--json", "--after", std::to_string(last_seq - 1)});
+  EXPECT_EQ(std::count(after.out.begin(), after.out.end(), '\n'), 1);
+}
+
+TEST(CliFlow, WaitTimesOutWith124) {
+  Harness h("fake:1");
+  h.start();
+  int64_t id = h.submit_sh("sleep 300");
+  auto r = h.gpuq({"wait", std::to_string(id), "--timeout", "300ms"});
+  EXPECT_EQ(r.status, 124);
+  ASSERT_EQ(h.gpuq({"cancel", std::to_string(id)}).status, 0);
+}
+
+TEST(CliFlow, GpusSaysWhatItUses) {
+  Harness h("fake:3");
+  h.start();
+  auto g = h.gpuq_json({"gpus", "--json"});
+  EXPECT_EQ(g["mode"], "fake");
+  EXPECT_EQ(g["resources"].size(), 3u);
+  EXPECT_NE(g["note"].get<std::string>().find("simulated"), std::string::npos) << g.dump();
+}
+
+TEST(CliFlow, NoGpuMeansOneStandInLane) {
+  Harness h("auto");  // this machine has no NVIDIA GPU (or the test points at a missing nvidia-smi)
+  setenv("GPUQ_NVIDIA_SMI", "/nonexistent/nvidia-smi", 1);
+  h.start();
+  unsetenv("GPUQ_NVIDIA_SMI");
+  auto g = h.gpuq_json({"gpus", "--json"});
+  EXPECT_EQ(g["mode"], "lane");
+  ASSERT_EQ(g["resources"].size(), 1u);
+  EXPECT_EQ(g["resources"][0]["name"], "gpu0");
+  EXPECT_TRUE(g["resources"][0]["index"].is_null());
+  int64_t id = h.submit_sh("echo \"$GPUQ_GPUS\"", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", std::to_string(id)}).out, "gpu0\n");
+}
+
+}  // namespace
+}  // namespace gpuq::testing

@@ -1,0 +1,104 @@
+// The daemon dies (SIGKILL) while runs are alive: nothing is lost or repeated.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <thread>
+
+#include "harness.h"
+
+namespace gpuq::testing {
+namespace {
+
+auto running = [](const nlohmann::json& j) { return j["state"] == "running"; };
+
+int count_kind(const std::vector<nlohmann::json>& events, const std::string& kind, int64_t job) {
+  int n = 0;
+  for (const auto& e : events) n += e["kind"] == kind && e["job"] == job;
+  return n;
+}
+
+TEST(Recovery, RunsSurviveADaemonKilledWithSigkill) {
+  Harness h("fake:2");
+  h.start();
+  std::string script = "while [ ! -e go ]; do sleep 0.02; done; echo done-$GPUQ_JOB_ID";
+  int64_t a = h.submit_sh(script, {"--gpus", "1"});
+  int64_t b = h.submit_sh(script, {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(a, running));
+  ASSERT_TRUE(h.wait_for(b, running));
+  h.kill_daemon();
+  h.start();
+  // Adopted, still running, GPUs still held.
+  auto status = h.gpuq_json({"status", "--json"});
+  for (const auto& r : status["resources"]) EXPECT_EQ(r["state"], "busy") << r.dump();
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(a), std::to_string(b), "--timeout", "30s"}).status, 0);
+  for (int64_t id : {a, b}) {
+    auto job = h.show(id);
+    EXPECT_EQ(job["state"], "succeeded");
+    ASSERT_EQ(job["runs"].size(), 1u) << job.dump();
+    EXPECT_EQ(job["runs"][0]["exit_code"], 0);
+    auto log = h.gpuq({"logs", std::to_string(id)});
+    EXPECT_EQ(log.out, "done-" + std::to_string(id) + "\n");
+  }
+  auto events = h.events();
+  EXPECT_EQ(count_kind(events, "job.adopted", a), 1);
+  EXPECT_EQ(count_kind(events, "job.started", a), 1);
+}
+
+TEST(Recovery, AnExitWhileTheDaemonIsDownKeepsItsTrueExitCode) {
+  Harness h("fake:1");
+  h.start();
+  int64_t id = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done; exit 7", {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, running));
+  auto run_dir = h.home() + "/jobs/" + std::to_string(id) + "/runs/1";
+  h.kill_daemon();
+  h.touch("go");
+  for (int i = 0; i < 500 && !std::filesystem::exists(run_dir + "/exit.json"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(run_dir + "/exit.json"));
+  h.start();
+  auto job = h.show(id);
+  EXPECT_EQ(job["state"], "failed");
+  ASSERT_EQ(job["runs"].size(), 1u);
+  EXPECT_EQ(job["runs"][0]["exit_code"], 7);
+  EXPECT_EQ(job["runs"][0]["outcome"], "failed");
+  EXPECT_EQ(h.gpuq({"wait", std::to_string(id)}).status, 1);
+}
+
+TEST(Recovery, ALostRunIsRequeuedOnceNeverDropped) {
+  Harness h("fake:1");
+  h.start();
+  // The first run waits forever; the second (after the loss) succeeds at once.
+  int64_t id = h.submit_sh(
+      "if [ \"$GPUQ_RUN_NUMBER\" = 1 ]; then while :; do sleep 0.05; done; fi; echo second", {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, running));
+  h.kill_daemon();
+  std::ifstream pid_file(h.home() + "/jobs/" + std::to_string(id) + "/runs/1/job.pid");
+  pid_t pgid = 0;
+  pid_file >> pgid;
+  ASSERT_GT(pgid, 1);
+  // A power cut: the shim dies with everything else and writes nothing.
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (line.find("shim") != std::string::npos && line.find(h.home()) != std::string::npos) {
+      ::kill(std::stoi(e.path().filename().string()), SIGKILL);
+    }
+  }
+  ::kill(-pgid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  h.start();
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
+  auto job = h.show(id);
+  ASSERT_EQ(job["runs"].size(), 2u) << job.dump();
+  EXPECT_EQ(job["runs"][0]["outcome"], "lost");
+  EXPECT_EQ(job["runs"][1]["outcome"], "succeeded");
+  auto events = h.events();
+  EXPECT_EQ(count_kind(events, "job.lost", id), 1);
+  EXPECT_EQ(count_kind(events, "job.requeued", id), 1);
+}
+
+}  // namespace
+}  // namespace gpuq::testing
