@@ -112,6 +112,8 @@ int serve(const cli::DaemonFlags& flags) {
     if (parent_status >= 0) return parent_status;
     lock->write_pid();
   }
+  // Forked now, while this process has a single thread (see runner/spawner.h).
+  auto spawner = runner::ShimSpawner::start();
   ::signal(SIGPIPE, SIG_IGN);
   auto fail_start = [&](const std::string& what) {
     say(ready_fd, fmt::format("gpuq daemon: {}\n", what));
@@ -125,6 +127,12 @@ int serve(const cli::DaemonFlags& flags) {
   asio::io_context actor_ioc(1);
   asio::io_context api_ioc(1);
   daemon::QueueOptions options{layout, *executable};
+  if (spawner) {
+    options.spawner = spawner->get();
+  } else {
+    std::fprintf(stderr, "gpuq daemon: no shim spawner (%s); runs start by exec instead\n",
+                 spawner.error().message.c_str());
+  }
   daemon::Queue queue(actor_ioc, **store, *inventory, options);
   api::Server server({api_ioc, actor_ioc, queue, layout, GPUQ_VERSION}, std::move(*read_store));
   queue.set_event_listener([&server](int64_t seq) { server.notify_events(seq); });

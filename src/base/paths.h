@@ -21,7 +21,7 @@ struct HomeLayout {
   std::string jobs_dir() const { return home + "/jobs"; }
   std::string job_dir(int64_t job_id) const { return jobs_dir() + "/" + std::to_string(job_id); }
   std::string run_dir(int64_t job_id, int run_number) const {
-    return job_dir(job_id) + "/runs/" + std::to_string(run_number);
+    return job_dir(job_id) + "/run-" + std::to_string(run_number);
   }
 };
 

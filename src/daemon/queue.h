@@ -21,6 +21,7 @@
 #include "base/paths.h"
 #include "gpu/discovery.h"
 #include "model/job.h"
+#include "runner/spawner.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 
@@ -29,6 +30,7 @@ namespace gpuq::daemon {
 struct QueueOptions {
   HomeLayout layout;
   std::string shim_executable;   // the gpuq binary, run as `gpuq shim`
+  runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
   int64_t kill_grace_ms = 10'000;
 };
 

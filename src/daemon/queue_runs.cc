@@ -27,14 +27,19 @@ std::string exit_text(const runner::ExitRecord& r) {
   return "no exit status";
 }
 
-// Kills what is left of a job whose shim vanished, and waits briefly for the group to go.
-void kill_orphaned_group(const std::string& run_dir) {
-  auto text = os::read_file(runner::job_pid_path(run_dir));
-  if (!text) return;
-  pid_t pgid = static_cast<pid_t>(std::strtol(text->c_str(), nullptr, 10));
-  if (pgid <= 1) return;
-  ::kill(-pgid, SIGKILL);
-  for (int i = 0; i < 100 && os::process_group_alive(pgid); ++i) {
+// Kills what is left of a run whose shim vanished: every process still in the shim's session
+// (the job never leaves it unless it calls setsid). While any member lives the kernel cannot
+// reuse the session id as a pid, so a live process with that pid and other start ticks means
+// the old session is already empty.
+void kill_orphaned_session(const Run& run) {
+  pid_t sid = run.shim_pid;
+  if (sid <= 1) return;
+  auto ticks = os::process_start_ticks(sid);
+  if (ticks && *ticks != run.shim_start_ticks) return;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto members = os::processes_in_session(sid);
+    if (members.empty()) return;
+    for (pid_t pid : members) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -95,7 +100,8 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   if (auto written = runner::write_run_spec(run.run_dir, spec); !written) {
     return fail_to_start(job_id, slots, written.error().message);
   }
-  auto shim = runner::launch_shim(options_.shim_executable, run.run_dir);
+  auto shim = options_.spawner ? options_.spawner->launch(run.run_dir)
+                               : runner::launch_shim(options_.shim_executable, run.run_dir);
   if (!shim) return fail_to_start(job_id, slots, shim.error().message);
   run.shim_pid = shim->pid();
   run.shim_start_ticks = shim->start_ticks();
@@ -209,7 +215,7 @@ void Queue::settle_run(const Run& run, const std::vector<int>& slots, bool while
 }
 
 void Queue::settle_lost_run(const Job& job, const Run& run) {
-  kill_orphaned_group(run.run_dir);
+  kill_orphaned_session(run);
   bool requeue = job.lost_count == 0 && run.stop_reason.empty();
   std::string reason =
       requeue ? fmt::format("run {} was lost (its shim vanished, e.g. a power cut); requeued once",

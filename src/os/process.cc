@@ -48,7 +48,9 @@ bool process_group_alive(pid_t pgid) {
   return ::kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
-std::vector<pid_t> processes_in_group(pid_t pgid) {
+namespace {
+// Live processes whose stat field `field` (5 = process group, 6 = session) equals `value`.
+std::vector<pid_t> processes_with_stat_field(int field, pid_t value) {
   std::vector<pid_t> members;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
@@ -59,17 +61,23 @@ std::vector<pid_t> processes_in_group(pid_t pgid) {
     size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(stat.substr(close + 2));
-    std::string state, ppid, group;
-    if (!(fields >> state >> ppid >> group)) continue;
+    std::string state, word;
+    if (!(fields >> state)) continue;
     if (state == "Z") continue;  // already dead, waiting to be reaped
-    if (std::strtol(group.c_str(), nullptr, 10) == pgid) {
+    for (int i = 4; i <= field; ++i) fields >> word;
+    if (std::strtol(word.c_str(), nullptr, 10) == value) {
       members.push_back(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
     }
   }
   return members;
 }
+}  // namespace
 
-Status write_file_atomic(const std::string& path, const std::string& content) {
+std::vector<pid_t> processes_in_group(pid_t pgid) { return processes_with_stat_field(5, pgid); }
+
+std::vector<pid_t> processes_in_session(pid_t sid) { return processes_with_stat_field(6, sid); }
+
+Status write_file_atomic(const std::string& path, const std::string& content, bool durable) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_error("open " + tmp);
@@ -84,13 +92,14 @@ Status write_file_atomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (durable && ::fsync(fd) != 0) {
     int err = errno;
     ::close(fd);
     return errno_error("fsync " + tmp, err);
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_error("rename to " + path);
+  if (!durable) return ok();
   std::string dir = std::filesystem::path(path).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

@@ -27,10 +27,13 @@ bool process_group_alive(pid_t pgid);
 
 // The live processes whose process group is `pgid`, from /proc.
 std::vector<pid_t> processes_in_group(pid_t pgid);
+// The live processes whose session is `sid`, from /proc.
+std::vector<pid_t> processes_in_session(pid_t sid);
 
 // Writes `content` to `path` so that a crash leaves either the old file or the new one:
-// write a temporary file, fsync, rename over `path`, fsync the directory.
-Status write_file_atomic(const std::string& path, const std::string& content);
+// write a temporary file, fsync, rename over `path`, fsync the directory. With
+// `durable = false` the fsyncs are skipped (still all-or-nothing for readers, not for crashes).
+Status write_file_atomic(const std::string& path, const std::string& content, bool durable = true);
 
 // Reads a whole file.
 Result<std::string> read_file(const std::string& path);

@@ -11,13 +11,13 @@ using nlohmann::json;
 
 std::string run_spec_path(const std::string& run_dir) { return run_dir + "/run.json"; }
 std::string exit_record_path(const std::string& run_dir) { return run_dir + "/exit.json"; }
-std::string job_pid_path(const std::string& run_dir) { return run_dir + "/job.pid"; }
 std::string log_path(const std::string& run_dir) { return run_dir + "/output.log"; }
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}};
-  return os::write_file_atomic(run_spec_path(run_dir), j.dump());
+  // Not fsynced: a run.json lost in a crash belongs to a run that was never recorded.
+  return os::write_file_atomic(run_spec_path(run_dir), j.dump(), /*durable=*/false);
 }
 
 Result<RunSpec> read_run_spec(const std::string& run_dir) {
@@ -44,6 +44,7 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"ended_at_ms", r.ended_at_ms},
             {"stop_requested", r.stop_requested},
             {"leftovers_killed", r.leftovers_killed},
+            {"job_pid", r.job_pid},
             {"error", r.error}};
   return os::write_file_atomic(exit_record_path(run_dir), j.dump());
 }
@@ -62,6 +63,7 @@ Result<ExitRecord> read_exit_record(const std::string& run_dir) {
     r.ended_at_ms = j.at("ended_at_ms").get<int64_t>();
     r.stop_requested = j.at("stop_requested").get<bool>();
     r.leftovers_killed = j.at("leftovers_killed").get<int>();
+    r.job_pid = j.value("job_pid", 0);
     r.error = j.at("error").get<std::string>();
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, path + ": " + e.what());

@@ -1,6 +1,5 @@
 // The files through which the daemon and a run's shim talk, all inside the run directory:
 //   run.json   what to run (written by the daemon before the shim starts)
-//   job.pid    the job's process id = its process group id (written by the shim at start)
 //   exit.json  how the run ended (written atomically by the shim, once, at the very end)
 //   output.log the job's stdout and stderr, appended
 // Because these outlive both processes, a restarted daemon can learn how a run ended while it
@@ -31,12 +30,12 @@ struct ExitRecord {
   int64_t ended_at_ms = 0;
   bool stop_requested = false;    // the shim was asked to stop the run (cancel, timeout)
   int leftovers_killed = 0;       // processes still in the group after the main one exited
+  int job_pid = 0;                // the job's main process, also its process group id
   std::string error;              // why the job could not be started, if it could not
 };
 
 std::string run_spec_path(const std::string& run_dir);
 std::string exit_record_path(const std::string& run_dir);
-std::string job_pid_path(const std::string& run_dir);
 std::string log_path(const std::string& run_dir);
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);

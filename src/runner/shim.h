@@ -9,7 +9,13 @@
 // daemon restarts. Single-threaded; owns its process.
 #pragma once
 
+#include <string>
+
 namespace gpuq::runner {
+
+// Supervises one run; `go_fd` is the read end of the daemon's go pipe. Returns the exit status
+// for the shim process. The caller has made this process a session leader with no other fds.
+int run_shim(const std::string& run_dir, int go_fd);
 
 // Entry point; argv = {"shim", RUN_DIR, GO_FD}. Returns the process exit status.
 int shim_main(int argc, char** argv);

@@ -69,10 +69,10 @@ TEST_F(ShimTest, KillsBackgroundChildrenLeftInTheGroup) {
 }
 
 TEST_F(ShimTest, StopRequestTerminatesTheRun) {
-  auto shim = start({"sleep", "300"});
+  auto shim = start({"sh", "-c", "touch ready; exec sleep 300"});
   ASSERT_TRUE(shim.release());
-  // Wait until the job has started (job.pid exists), then ask the shim to stop.
-  for (int i = 0; i < 500 && !std::filesystem::exists(job_pid_path(dir_)); ++i) {
+  // Wait until the job has started, then ask the shim to stop.
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/ready"); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(shim.pid(), SIGTERM);

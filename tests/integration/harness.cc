@@ -15,6 +15,17 @@ namespace gpuq::testing {
 
 namespace fs = std::filesystem;
 
+namespace {
+// Alive and not a zombie: a detached daemon's zombie waits for init to reap it.
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || stat.substr(close + 2, 1) != "Z";
+}
+}  // namespace
+
 Harness::Harness(std::string gpus) : gpus_(std::move(gpus)) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   root_ = (fs::temp_directory_path() /
@@ -29,15 +40,15 @@ Harness::Harness(std::string gpus) : gpus_(std::move(gpus)) {
 
 Harness::~Harness() {
   if (daemon_pid() > 0) stop();
-  // Kill every run left behind: each job.pid names a process group.
+  // Kill every run left behind: their processes carry GPUQ_RUN_DIR under this home.
+  std::string marker = "GPUQ_RUN_DIR=" + home_ + "/";
   std::error_code ec;
-  if (fs::exists(home_ + "/jobs", ec)) {
-    for (const auto& entry : fs::recursive_directory_iterator(home_ + "/jobs", ec)) {
-      if (entry.path().filename() != "job.pid") continue;
-      std::ifstream in(entry.path());
-      pid_t pgid = 0;
-      if (in >> pgid && pgid > 1) ::kill(-pgid, SIGKILL);
-    }
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (environ.find(marker) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   fs::remove_all(root_, ec);
@@ -47,7 +58,7 @@ int Harness::daemon_pid() const {
   auto text = os::read_file(home_ + "/daemon.lock");
   if (!text) return 0;
   int pid = std::atoi(text->c_str());
-  return pid > 0 && ::kill(pid, 0) == 0 ? pid : 0;
+  return pid > 0 && alive(pid) ? pid : 0;
 }
 
 void Harness::start() {
@@ -59,7 +70,7 @@ void Harness::stop() {
   int pid = daemon_pid();
   if (pid <= 0) return;
   ::kill(pid, SIGTERM);
-  for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
+  for (int i = 0; i < 500 && alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -68,7 +79,7 @@ void Harness::kill_daemon() {
   int pid = daemon_pid();
   ASSERT_GT(pid, 0);
   ::kill(pid, SIGKILL);
-  for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
+  for (int i = 0; i < 500 && alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -51,7 +51,7 @@ TEST(Recovery, AnExitWhileTheDaemonIsDownKeepsItsTrueExitCode) {
   h.start();
   int64_t id = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done; exit 7", {"--gpus", "1"});
   ASSERT_TRUE(h.wait_for(id, running));
-  auto run_dir = h.home() + "/jobs/" + std::to_string(id) + "/runs/1";
+  auto run_dir = h.home() + "/jobs/" + std::to_string(id) + "/run-1";
   h.kill_daemon();
   h.touch("go");
   for (int i = 0; i < 500 && !std::filesystem::exists(run_dir + "/exit.json"); ++i) {
@@ -74,20 +74,15 @@ TEST(Recovery, ALostRunIsRequeuedOnceNeverDropped) {
   int64_t id = h.submit_sh(
       "if [ \"$GPUQ_RUN_NUMBER\" = 1 ]; then while :; do sleep 0.05; done; fi; echo second", {"--gpus", "1"});
   ASSERT_TRUE(h.wait_for(id, running));
-  h.kill_daemon();
-  std::ifstream pid_file(h.home() + "/jobs/" + std::to_string(id) + "/runs/1/job.pid");
-  pid_t pgid = 0;
-  pid_file >> pgid;
-  ASSERT_GT(pgid, 1);
-  // A power cut: the shim dies with everything else and writes nothing.
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream cmd(e.path() / "cmdline");
-    std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (line.find("shim") != std::string::npos && line.find(h.home()) != std::string::npos) {
-      ::kill(std::stoi(e.path().filename().string()), SIGKILL);
-    }
+  // A power cut for the shim: it dies and writes nothing. Its pid is in the job.started event.
+  pid_t shim = 0;
+  for (const auto& e : h.events()) {
+    if (e["kind"] == "job.started" && e["job"] == id) shim = e["data"]["pid"].get<pid_t>();
   }
-  ::kill(-pgid, SIGKILL);
+  ASSERT_GT(shim, 1);
+  h.kill_daemon();
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  // The job itself is left running, orphaned: the new daemon must kill it before rerunning.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   h.start();
   ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);

@@ -1,0 +1,145 @@
+// End-to-end benchmark of a real daemon on simulated GPUs:
+//   latency     submit-to-start on an idle fake GPU, one job at a time (p50, p99, N jobs):
+//               from the client's POST to the moment the client learns of job.started
+//               (long-poll), and the daemon's own view (job.started time - job.submitted time);
+//   throughput  N trivial jobs (`true`, 1 GPU each) on fake:8, submitted as fast as one
+//               client can, until the last one has ended: jobs per second.
+// Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR]
+// Prints a table; timings are for comparison between builds on one machine, not assertions.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/curl_transport.h"
+#include "os/command.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Daemon {
+  std::string binary, home;
+  std::unique_ptr<gpuq::cli::Transport> http;
+
+  Daemon(std::string bin, const std::string& gpus, const std::string& dir) : binary(std::move(bin)) {
+    home = (std::filesystem::path(dir) / fmt::format("gpuq-bench-{}-{}", getpid(), gpus)).string();
+    std::filesystem::remove_all(home);
+    auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach"},
+                                   gpuq::Millis(30'000));
+    if (!r || r->exit_code != 0) {
+      std::fprintf(stderr, "cannot start the daemon: %s\n", r ? r->err.c_str() : r.error().message.c_str());
+      std::exit(1);
+    }
+    http = std::move(*gpuq::cli::CurlTransport::create(home + "/gpuq.sock"));
+  }
+  ~Daemon() {
+    auto pid = std::stoi(std::string(std::istreambuf_iterator<char>(*std::make_unique<std::ifstream>(home + "/daemon.lock")), {}));
+    ::kill(pid, SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::filesystem::remove_all(home);
+  }
+  json call(gpuq::cli::Method method, const std::string& target, const std::string& body = "",
+            int timeout_ms = 30'000) {
+    gpuq::cli::HttpRequest request{method, target, body, gpuq::Millis(timeout_ms)};
+    auto response = http->send(request);
+    if (!response || response->status >= 300) {
+      std::fprintf(stderr, "request %s failed: %s\n", target.c_str(),
+                   response ? response->body.c_str() : response.error().message.c_str());
+      std::exit(1);
+    }
+    return json::parse(response->body);
+  }
+  int64_t submit() {
+    static const std::string body =
+        json{{"argv", {"true"}}, {"gpus", 1}, {"cwd", "/tmp"}, {"env", {{"PATH", "/usr/bin:/bin"}}}}.dump();
+    return call(gpuq::cli::Method::kPost, "/v1/jobs", body)["id"].get<int64_t>();
+  }
+  // Long-polls events after `*seq` until `done(event)` returns true for one; returns it.
+  json wait_event(int64_t* seq, const std::function<bool(const json&)>& done) {
+    while (true) {
+      json page = call(gpuq::cli::Method::kGet, fmt::format("/v1/events?after={}&wait_ms=10000", *seq), "", 20'000);
+      for (const auto& e : page["events"]) {
+        *seq = e["seq"].get<int64_t>();
+        if (done(e)) return e;
+      }
+    }
+  }
+};
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  size_t index = std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5));
+  return values[index];
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpuq end-to-end benchmark"};
+  std::string binary;
+  int latency_jobs = 200, throughput_jobs = 2000;
+  std::string dir = std::filesystem::temp_directory_path().string();
+  app.add_option("gpuq", binary, "the gpuq binary")->required();
+  app.add_option("--latency-jobs", latency_jobs)->check(CLI::PositiveNumber);
+  app.add_option("--throughput-jobs", throughput_jobs)->check(CLI::PositiveNumber);
+  app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<double> client_ms, daemon_ms;
+  {
+    Daemon d(binary, "fake:1", dir);
+    int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
+    for (int i = 0; i < latency_jobs; ++i) {
+      auto t0 = Clock::now();
+      int64_t id = d.submit();
+      int64_t submitted_ms = 0;
+      json started = d.wait_event(&seq, [&](const json& e) {
+        if (e["job"] == id && e["kind"] == "job.submitted") submitted_ms = e["time_ms"].get<int64_t>();
+        return e["job"] == id && e["kind"] == "job.started";
+      });
+      client_ms.push_back(ms_since(t0));
+      daemon_ms.push_back(static_cast<double>(started["time_ms"].get<int64_t>() - submitted_ms));
+      d.wait_event(&seq, [&](const json& e) { return e["job"] == id && e["kind"] == "job.succeeded"; });
+    }
+  }
+  double seconds = 0;
+  {
+    Daemon d(binary, "fake:8", dir);
+    int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
+    auto t0 = Clock::now();
+    for (int i = 0; i < throughput_jobs; ++i) d.submit();
+    int finished = 0;
+    d.wait_event(&seq, [&](const json& e) {
+      std::string kind = e["kind"];
+      if (kind == "job.succeeded" || kind == "job.failed") ++finished;
+      return finished == throughput_jobs;
+    });
+    seconds = ms_since(t0) / 1000.0;
+  }
+  std::printf("%-44s %12s\n", "measure", "value");
+  std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
+  std::printf("%-44s %12.2f\n", "submit-to-start p99, client (ms)", percentile(client_ms, 0.99));
+  std::printf("%-44s %12.0f\n", "submit-to-start p50, daemon clock (ms)", percentile(daemon_ms, 0.50));
+  std::printf("%-44s %12d\n", "latency jobs", latency_jobs);
+  std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
+  std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);
+  std::printf("%-44s %12.2f\n", "throughput wall time (s)", seconds);
+  return 0;
+}
