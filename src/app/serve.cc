@@ -80,6 +80,13 @@ void say(int ready_fd, const std::string& message) {
 }  // namespace
 
 int serve(const cli::DaemonFlags& flags) {
+  // A daemon started from inside a gpuq job must not pass that job's run variables (its
+  // cleanup marker above all) to anything it starts.
+  for (const char* name : {"GPUQ_RUN_ID", "GPUQ_JOB_ID", "GPUQ_JOB_NAME", "GPUQ_RUN_NUMBER",
+                           "GPUQ_JOB_DIR", "GPUQ_RUN_DIR", "GPUQ_RESUME", "GPUQ_YIELD_FILE",
+                           "GPUQ_GPUS"}) {
+    ::unsetenv(name);
+  }
   auto home = resolve_home(flags.home);
   if (!home) {
     std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what is missing, then configures and builds gpuq into build/ (or $GPUQ_BUILD_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+build="${GPUQ_BUILD_DIR:-build}"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WERROR=ON >/dev/null
+fi
+# Beast translation units take ~1 GiB and ~15 s each: two jobs fit a 2-core, 24 GiB machine.
+cmake --build "$build" -j "$(nproc)"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gpuq needs to build and test. Idempotent: installs only what
+# is missing (running `apt-get update` first when it installs anything). Needs root or sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build git
+  libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
+  libfmt-dev libexpected-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then
+    sudo="sudo"
+  else
+    echo "gpuq: these packages are missing and I am not root (and there is no sudo): ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+echo "gpuq: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
