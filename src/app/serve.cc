@@ -6,6 +6,9 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <vector>
+
+extern char** environ;
 
 #include <fmt/format.h>
 
@@ -16,6 +19,7 @@
 #include "daemon/queue.h"
 #include "gpu/discovery.h"
 #include "os/process.h"
+#include "model/run_variables.h"
 #include "store/store.h"
 
 #ifndef GPUQ_VERSION
@@ -77,16 +81,48 @@ void say(int ready_fd, const std::string& message) {
   }
 }
 
+// Returns false when there was nothing to remove; otherwise execs and returns true only if
+// that failed.
+bool reexec_without_run_variables() {
+  std::vector<std::string> kept;
+  bool found = false;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    // CUDA_VISIBLE_DEVICES may be how a person limits the daemon's view; keep it.
+    if (is_run_variable(name) && name != "CUDA_VISIBLE_DEVICES" && name != "CUDA_DEVICE_ORDER") {
+      found = true;
+    } else {
+      kept.push_back(std::move(entry));
+    }
+  }
+  if (!found) return false;
+  auto cmdline = os::read_file("/proc/self/cmdline");
+  if (!cmdline) return false;
+  std::vector<std::string> args;
+  for (size_t start = 0; start < cmdline->size();) {
+    size_t end = cmdline->find('\0', start);
+    if (end == std::string::npos) end = cmdline->size();
+    args.push_back(cmdline->substr(start, end - start));
+    start = end + 1;
+  }
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : kept) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execve("/proc/self/exe", argv.data(), envp.data());
+  std::perror("gpuq daemon: re-exec without the run variables");
+  return true;
+}
+
 }  // namespace
 
 int serve(const cli::DaemonFlags& flags) {
-  // A daemon started from inside a gpuq job must not pass that job's run variables (its
-  // cleanup marker above all) to anything it starts.
-  for (const char* name : {"GPUQ_RUN_ID", "GPUQ_JOB_ID", "GPUQ_JOB_NAME", "GPUQ_RUN_NUMBER",
-                           "GPUQ_JOB_DIR", "GPUQ_RUN_DIR", "GPUQ_RESUME", "GPUQ_YIELD_FILE",
-                           "GPUQ_GPUS"}) {
-    ::unsetenv(name);
-  }
+  // A daemon started from inside a gpuq job must not carry that job's run variables (its
+  // cleanup marker above all): its children inherit them, and /proc/PID/environ keeps showing
+  // them even after unsetenv(). So start again, once, with them removed from the environment.
+  if (reexec_without_run_variables()) return 1;
   auto home = resolve_home(flags.home);
   if (!home) {
     std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());

@@ -159,6 +159,10 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
   CLI::App app("gpuq: a GPU job queue. Every command talks to the daemon of --home.", "gpuq");
   Parsed parsed;
   define_commands(app, parsed);
+  if (args.empty()) {  // a bare `gpuq`: show what it can do
+    *io.err << app.help();
+    return kExitUsage;
+  }
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
     app.parse(reversed);

@@ -86,6 +86,8 @@ TEST_F(CliArgs, UnknownOptionsAndCommands) {
   expect_usage_error({"status", "--bogus"}, "--bogus");
   expect_usage_error({"frobnicate"}, "frobnicate");
   expect_usage_error({}, "subcommand");
+  EXPECT_EQ(run_cli({}, hooks_, process_.io), kExitUsage);
+  EXPECT_NE(process_.err.str().find("submit"), std::string::npos);
   expect_usage_error({"show"}, "job");
   expect_usage_error({"cancel"}, "job");
   expect_usage_error({"status", "extra"}, "extra");

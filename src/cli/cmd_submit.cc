@@ -8,15 +8,15 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "model/job.h"
+#include "model/run_variables.h"
 #include "spec/script.h"
 
 namespace gpuq::cli {
 namespace {
 
 // Variables gpuq sets itself for every run (docs/jobs.md); a submitted value would be a lie.
-bool is_reserved_variable(std::string_view key) {
-  return key == "CUDA_VISIBLE_DEVICES" || key.starts_with("GPUQ_");
-}
+// Other GPUQ_* settings (GPUQ_HOME) pass through, so a job can drive its own daemon.
+bool is_reserved_variable(std::string_view key) { return is_run_variable(key); }
 
 Outcome<std::map<std::string, std::string>> build_env(const std::vector<std::string>& environ,
                                                       const std::vector<std::string>& overrides) {

@@ -68,7 +68,7 @@ TEST(SubmitRequest, CarriesTheFilteredEnvironmentAndAbsoluteCwd) {
   ASSERT_TRUE(request) << request.error().message;
   EXPECT_EQ(json_text(*request),
             R"({"name":"eval","gpus":2,"priority":10,"cwd":")" + base +
-                R"(","env":{"EMPTY":"","HF_HOME":"/data/hf","LANG":"C.UTF-8","PATH":"/opt/bin"},)"
+                R"(","env":{"EMPTY":"","GPUQ_HOME":"/h","HF_HOME":"/data/hf","LANG":"C.UTF-8","PATH":"/opt/bin"},)"
                 R"("argv":["python","eval.py"]})");
 }
 

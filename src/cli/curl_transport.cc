@@ -60,11 +60,6 @@ Error transfer_error(CURLcode code, long os_errno, const char* detail, const std
 
 }  // namespace
 
-std::string HttpResponse::header(std::string_view name) const {
-  auto it = headers.find(lower(name));
-  return it == headers.end() ? std::string() : it->second;
-}
-
 Result<std::unique_ptr<Transport>> CurlTransport::create(std::string socket_path) {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });

@@ -14,11 +14,6 @@ std::string join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-bool is_run_variable(const std::string& name) {
-  return name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" ||
-         name.rfind("GPUQ_", 0) == 0;
-}
-
 std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunContext& c) {
   std::map<std::string, std::string> env;
   for (const auto& [k, v] : spec.env) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/job.h"
+#include "model/run_variables.h"
 
 namespace gpuq::runner {
 
@@ -20,9 +21,6 @@ struct RunContext {
   std::vector<const Resource*> held;    // resources the run holds
   bool resume = false;                  // a later run of a preempted job
 };
-
-// Variables gpuq sets for every run; a submitted environment never overrides these.
-bool is_run_variable(const std::string& name);
 
 // The job's submitted environment plus the run variables.
 std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunContext& context);

@@ -56,3 +56,28 @@ TEST(Cleanup, CancelStopsARunningJobAndItsGroup) {
 
 }  // namespace
 }  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Cleanup, RunVariablesOfAnOuterJobNeverReachTheDaemonsChildren) {
+  Harness h("fake:1");
+  setenv("GPUQ_RUN_ID", "outer-run-marker", 1);  // as if the daemon were started inside a job
+  h.start();
+  unsetenv("GPUQ_RUN_ID");
+  int64_t id = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done");
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  pid_t shim = 0;
+  for (const auto& e : h.events()) {
+    if (e["kind"] == "job.started") shim = e["data"]["pid"].get<pid_t>();
+  }
+  ASSERT_GT(shim, 1);
+  std::ifstream in("/proc/" + std::to_string(shim) + "/environ", std::ios::binary);
+  std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(environ.empty());
+  EXPECT_EQ(environ.find("outer-run-marker"), std::string::npos);
+  h.touch("go");
+}
+
+}  // namespace
+}  // namespace gpuq::testing
