@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "api/server.h"
-#include "api/submit_request.h"
+#include "model/spec_json.h"
 #include "model/event.h"
 #include "model/json.h"
 
@@ -205,7 +205,7 @@ awaitable<Response> Server::events(const Target& target) {
 awaitable<Response> Server::submit(const Request& request) {
   nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
   if (body.is_discarded()) co_return error_response({Code::kInvalidArgument, "the body is not valid JSON"});
-  auto spec = parse_submit_request(body);
+  auto spec = spec_from_json(body);
   if (!spec) co_return error_response(spec.error());
   daemon::Queue* queue = &context_.queue;
   auto shared_spec = std::make_shared<JobSpec>(std::move(*spec));

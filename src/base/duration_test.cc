@@ -36,3 +36,19 @@ TEST(FormatDuration, KeepsTwoUnits) {
 
 }  // namespace
 }  // namespace gpuq
+
+#include "base/time.h"
+
+namespace gpuq {
+namespace {
+TEST(Rfc3339, ParsesUtcOffsetsAndFractions) {
+  EXPECT_EQ(*parse_rfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(*parse_rfc3339("1970-01-01T01:00:00+01:00"), 0);
+  EXPECT_EQ(*parse_rfc3339("1970-01-01 00:00:01.250Z"), 1250);
+  EXPECT_EQ(*parse_rfc3339(format_rfc3339(1795951344915)), 1795951344915);
+  for (const char* bad : {"tomorrow", "2026-13-01T00:00:00Z", "2026-11-29T10:00:00", "2026-11-29"}) {
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+  }
+}
+}  // namespace
+}  // namespace gpuq

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "base/status.h"
 
 namespace gpuq {
 
@@ -12,5 +15,9 @@ int64_t wall_now_ms();
 
 // "2026-11-29T10:55:36.123Z"; 0 renders as "".
 std::string format_rfc3339(int64_t epoch_ms);
+
+// Parses "2026-11-29T10:55:36Z", with optional fraction and a "Z" or "+HH:MM" offset, also with
+// a space for the "T"; returns ms since the epoch.
+Result<int64_t> parse_rfc3339(std::string_view text);
 
 }  // namespace gpuq

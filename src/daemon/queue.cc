@@ -12,12 +12,6 @@
 namespace gpuq::daemon {
 namespace {
 
-// Two submits of one name describe the same job when they would run the same thing the same way.
-bool same_work(const JobSpec& a, const JobSpec& b) {
-  return a.gpus == b.gpus && a.priority == b.priority && a.cwd == b.cwd && a.argv == b.argv &&
-         a.script_text == b.script_text && a.script_args == b.script_args;
-}
-
 std::string gpu_count_text(const gpu::Inventory& inventory) {
   size_t n = inventory.resources.size();
   return fmt::format("{} GPU{} ({})", n, n == 1 ? "" : "s",

@@ -77,6 +77,26 @@ bool is_legal_transition(JobState from, JobState to) {
   return false;
 }
 
+std::string_view to_string(Dependency::Kind kind) {
+  switch (kind) {
+    case Dependency::Kind::kAfterOk: return "afterok";
+    case Dependency::Kind::kAfterAny: return "afterany";
+    case Dependency::Kind::kAfterNotOk: return "afternotok";
+    case Dependency::Kind::kFile: return "file";
+    case Dependency::Kind::kRequires: return "requires";
+  }
+  return "afterok";
+}
+
+bool same_work(const JobSpec& a, const JobSpec& b) {
+  return a.gpus == b.gpus && a.priority == b.priority && a.cwd == b.cwd && a.argv == b.argv &&
+         a.script_text == b.script_text && a.script_args == b.script_args && a.deps == b.deps &&
+         a.done_if == b.done_if && a.lanes == b.lanes && a.retries == b.retries &&
+         a.retry_delay_ms == b.retry_delay_ms && a.timeout_ms == b.timeout_ms &&
+         a.estimate_ms == b.estimate_ms && a.gpu_mem_mib == b.gpu_mem_mib && a.share == b.share &&
+         a.reservation == b.reservation && a.inputs == b.inputs && a.outputs == b.outputs;
+}
+
 Result<int> parse_priority(std::string_view text) {
   if (text == "high") return kPriorityHigh;
   if (text == "normal") return kPriorityNormal;

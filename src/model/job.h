@@ -38,6 +38,23 @@ constexpr int kPriorityNormal = 50;
 constexpr int kPriorityLow = 90;
 Result<int> parse_priority(std::string_view text);
 
+// What a job waits for before it may start (DESIGN.md §2, "Dependencies").
+struct Dependency {
+  enum class Kind {
+    kAfterOk,     // job `target` succeeded (or was skipped: its work is done)
+    kAfterAny,    // job `target` finished, whatever the outcome
+    kAfterNotOk,  // job `target` failed or was cancelled
+    kFile,        // path `target` exists
+    kRequires,    // shell test `target` exits 0 (REQUIRES)
+  };
+  Kind kind = Kind::kAfterOk;
+  std::string target;  // a job id or name, a path, or a shell command
+  int64_t job_id = 0;  // for job kinds: the resolved id (set by the daemon at submit)
+  bool operator==(const Dependency& o) const { return kind == o.kind && target == o.target; }
+};
+
+std::string_view to_string(Dependency::Kind kind);
+
 // What to run and where: everything a submit fixes about a job.
 struct JobSpec {
   std::string name;                        // optional, unique among jobs when set
@@ -49,7 +66,27 @@ struct JobSpec {
   std::string script_name;                 // the submitted script's path, for people
   std::string script_text;                 // the script's content, snapshotted at submit
   std::vector<std::string> script_args;    // arguments after the script
+
+  std::vector<Dependency> deps;            // all must hold before a start
+  std::string done_if;                     // DONE_IF shell test; empty when none
+  std::vector<std::string> lanes;          // named lanes it holds one unit of while running
+  int retries = 0;                         // automatic reruns after a failed run
+  int64_t retry_delay_ms = -1;             // first delay before a retry; -1: the daemon's default
+  int64_t timeout_ms = 0;                  // 0: none; else SIGTERM, grace, SIGKILL, timed-out
+  int64_t estimate_ms = 0;                 // expected run time; 0: unknown
+  int64_t gpu_mem_mib = 0;                 // free memory needed on each GPU; 0: whole GPUs
+  bool share = false;                      // may share GPUs with other sharing jobs
+  int64_t not_before_ms = 0;               // do not start before this wall-clock time
+  bool hold = false;                       // submitted held: starts after `gpuq release`
+  std::string reservation;                 // reserved GPU set it must run on (plan groups)
+  std::vector<std::string> inputs;         // declared `gpuq-in:` paths (for the fleet)
+  std::vector<std::string> outputs;        // declared `gpuq-out:` paths
+  std::string source;                      // where it was declared ("plan.json:12"), for messages
 };
+
+// Whether two specs describe the same work, for idempotent submits by name: everything that
+// changes what runs or when, not where it was declared or the submitter's environment.
+bool same_work(const JobSpec& a, const JobSpec& b);
 
 struct Run {
   int64_t id = 0;

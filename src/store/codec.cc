@@ -2,38 +2,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/spec_json.h"
+
 namespace gpuq::store {
 
 using nlohmann::json;
 
-std::string encode_spec(const JobSpec& spec) {
-  json j = {{"gpus", spec.gpus},         {"priority", spec.priority},
-            {"cwd", spec.cwd},           {"env", spec.env},
-            {"argv", spec.argv},         {"script_name", spec.script_name},
-            {"script_text", spec.script_text}, {"script_args", spec.script_args}};
-  if (!spec.name.empty()) j["name"] = spec.name;
-  return j.dump();
-}
+std::string encode_spec(const JobSpec& spec) { return spec_to_json(spec).dump(); }
 
 Result<JobSpec> decode_spec(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return fail(Code::kCorruption, "a stored job spec is not valid JSON");
-  }
-  JobSpec spec;
-  try {
-    spec.name = j.value("name", "");
-    spec.gpus = j.at("gpus").get<int>();
-    spec.priority = j.at("priority").get<int>();
-    spec.cwd = j.at("cwd").get<std::string>();
-    spec.env = j.at("env").get<std::map<std::string, std::string>>();
-    spec.argv = j.at("argv").get<std::vector<std::string>>();
-    spec.script_name = j.at("script_name").get<std::string>();
-    spec.script_text = j.at("script_text").get<std::string>();
-    spec.script_args = j.at("script_args").get<std::vector<std::string>>();
-  } catch (const json::exception& e) {
-    return fail(Code::kCorruption, std::string("a stored job spec is malformed: ") + e.what());
-  }
+  if (j.is_discarded()) return fail(Code::kCorruption, "a stored job spec is not valid JSON");
+  auto spec = spec_from_json(j);
+  if (!spec) return fail(Code::kCorruption, "a stored job spec is unreadable: " + spec.error().message);
   return spec;
 }
 

@@ -9,6 +9,7 @@
 
 namespace gpuq::store {
 
+// The stored form of a spec is model/spec_json.h's.
 std::string encode_spec(const JobSpec& spec);
 Result<JobSpec> decode_spec(const std::string& text);
 std::string encode_strings(const std::vector<std::string>& values);

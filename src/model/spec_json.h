@@ -1,0 +1,23 @@
+// The one JSON form of a JobSpec: the body of POST /v1/jobs (docs/api.md, "Submit request"),
+// each job of a plan sent to POST /v1/plans, and what the store keeps. Parsing is strict: an
+// unknown field or a value of the wrong type is an error naming the field (and the job's
+// `source`, when known), so nothing a client sends is silently ignored.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "model/job.h"
+
+namespace gpuq {
+
+// Accepts the request form (durations as "2h" or *_ms integers, `after`/`after_any`/
+// `after_notok`/`requires`/`wait_file` lists, `lane` or `lanes`, `not_before` as RFC 3339 or
+// epoch ms) and the stored form (`deps` objects). Checks types and ranges only; whether a
+// dependency or lane exists is for the daemon to decide.
+Result<JobSpec> spec_from_json(const nlohmann::json& body);
+
+// The stored form; spec_from_json(spec_to_json(s)) == s.
+nlohmann::json spec_to_json(const JobSpec& spec);
+
+}  // namespace gpuq

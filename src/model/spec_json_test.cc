@@ -1,0 +1,109 @@
+#include "model/spec_json.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuq {
+namespace {
+
+using nlohmann::json;
+
+TEST(SpecJson, ParsesACommand) {
+  auto spec = spec_from_json(json::parse(
+      R"({"name":"eval","gpus":2,"priority":"high","cwd":"/tmp","env":{"A":"1"},"argv":["python","x.py"]})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->name, "eval");
+  EXPECT_EQ(spec->gpus, 2);
+  EXPECT_EQ(spec->priority, 10);
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"python", "x.py"}));
+  EXPECT_EQ(spec->env.at("A"), "1");
+}
+
+TEST(SpecJson, ParsesAScript) {
+  auto spec = spec_from_json(json::parse(
+      R"({"cwd":"/tmp","priority":7,"script":{"name":"t.sh","text":"echo hi\n","args":["a"]}})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->priority, 7);
+  EXPECT_EQ(spec->script_name, "t.sh");
+  EXPECT_EQ(spec->script_args, (std::vector<std::string>{"a"}));
+}
+
+TEST(SpecJson, RefusesWhatItDoesNotUnderstand) {
+  struct Case { const char* body; const char* message; };
+  for (Case c : {Case{R"({"argv":["x"],"gpu":1})", "unknown field 'gpu'"},
+                 Case{R"({"argv":["x"],"gpus":"two"})", "'gpus' must be an integer"},
+                 Case{R"({"argv":[]})", "'argv' is empty"},
+                 Case{R"({"argv":["x"],"script":{"text":"y"}})", "exactly one of"},
+                 Case{R"({})", "exactly one of"},
+                 Case{R"({"argv":["x"],"priority":"urgent"})", "bad priority"},
+                 Case{R"({"argv":["x"],"name":"42"})", "bad job name"},
+                 Case{R"({"script":{"text":"y","mode":1}})", "unknown field 'script.mode'"},
+                 Case{R"({"argv":["x"],"env":{"A":1}})", "env value of 'A'"}}) {
+    auto spec = spec_from_json(json::parse(c.body));
+    ASSERT_FALSE(spec) << c.body;
+    EXPECT_NE(spec.error().message.find(c.message), std::string::npos)
+        << c.body << " -> " << spec.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+TEST(SpecJson, ParsesTheSchedulingFields) {
+  auto spec = spec_from_json(json::parse(R"({
+    "argv": ["python", "eval.py"], "after": ["train", "7"], "after_any": "prep",
+    "after_notok": ["canary"], "requires": "test -f ckpt/READY", "wait_file": ["data/x.json"],
+    "done_if": "test -s out.json", "lane": "net", "retries": 2, "retry_delay": "30s",
+    "timeout": "12h", "est_ms": 5000, "gpu_mem": 20000, "share": true,
+    "not_before": "2026-11-29T22:00:00Z", "hold": true, "inputs": ["a"], "outputs": ["b/*.json"],
+    "source": "plan.json:4"})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  ASSERT_EQ(spec->deps.size(), 6u);
+  EXPECT_EQ(spec->deps[0].kind, Dependency::Kind::kAfterOk);
+  EXPECT_EQ(spec->deps[1].target, "7");
+  EXPECT_EQ(spec->deps[2].kind, Dependency::Kind::kAfterAny);
+  EXPECT_EQ(spec->deps[3].kind, Dependency::Kind::kAfterNotOk);
+  EXPECT_EQ(spec->deps[4].kind, Dependency::Kind::kFile);
+  EXPECT_EQ(spec->deps[5].kind, Dependency::Kind::kRequires);
+  EXPECT_EQ(spec->lanes, std::vector<std::string>{"net"});
+  EXPECT_EQ(spec->retry_delay_ms, 30'000);
+  EXPECT_EQ(spec->timeout_ms, 12 * 3'600'000);
+  EXPECT_EQ(spec->estimate_ms, 5000);
+  EXPECT_TRUE(spec->share);
+  EXPECT_TRUE(spec->hold);
+  EXPECT_EQ(spec->not_before_ms, 1795989600000);
+}
+
+TEST(SpecJson, StoredFormRoundTrips) {
+  auto spec = spec_from_json(json::parse(R"({
+    "name": "eval", "gpus": 2, "priority": 10, "cwd": "/w", "env": {"A": "1"},
+    "script": {"name": "e.sh", "text": "echo\n", "args": ["x"]}, "after": "train",
+    "requires": "true", "lanes": ["net", "cpu"], "retries": 1, "retry_delay_ms": 0,
+    "timeout": "1h", "est": "30m", "reservation": "r0", "source": "plan.json:9"})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  spec->deps[0].job_id = 4;
+  auto again = spec_from_json(spec_to_json(*spec));
+  ASSERT_TRUE(again) << again.error().message << "\n" << spec_to_json(*spec).dump();
+  EXPECT_TRUE(same_work(*spec, *again));
+  EXPECT_EQ(again->deps[0].job_id, 4);
+  EXPECT_EQ(again->retry_delay_ms, 0);
+  EXPECT_EQ(again->source, "plan.json:9");
+  EXPECT_EQ(again->script_args, std::vector<std::string>{"x"});
+}
+
+TEST(SpecJson, ErrorsNameTheSource) {
+  auto spec = spec_from_json(json::parse(R"({"argv": ["x"], "timeout": "soon", "source": "plan.json:12"})"));
+  ASSERT_FALSE(spec);
+  EXPECT_EQ(spec.error().message.rfind("plan.json:12: field 'timeout'", 0), 0u) << spec.error().message;
+  auto share = spec_from_json(json::parse(R"({"argv": ["x"], "share": true})"));
+  ASSERT_FALSE(share);
+  EXPECT_NE(share.error().message.find("needs 'gpu_mem'"), std::string::npos);
+  auto kind = spec_from_json(json::parse(R"({"argv": ["x"], "deps": [{"kind": "before", "target": "a"}]})"));
+  ASSERT_FALSE(kind);
+  EXPECT_NE(kind.error().message.find("unknown dependency kind 'before'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuq
