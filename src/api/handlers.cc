@@ -82,11 +82,11 @@ Result<int64_t> Server::resolve(const std::string& ref) {
 void Server::attach_reasons(std::vector<Job>& jobs) {
   auto waits = context_.queue.waits();
   std::unordered_map<int64_t, const sched::WaitReason*> by_id;
-  for (const auto& w : *waits) by_id[w.job_id] = &w.reason;
+  for (const auto& w : waits->waits) by_id[w.job_id] = &w.reason;
   for (Job& job : jobs) {
     if (job.state != JobState::kPending) continue;
     auto it = by_id.find(job.id);
-    job.reason = it != by_id.end() ? it->second->text()
+    job.reason = it != by_id.end() ? it->second->text(waits->snapshot)
                                    : (job.reason.empty() ? "waiting for the scheduler" : job.reason);
   }
 }

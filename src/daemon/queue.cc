@@ -192,19 +192,32 @@ void Queue::request_pass() {
 void Queue::run_pass() {
   if (stopping_) return;
   sched::Snapshot snapshot;
-  snapshot.total_gpus = static_cast<int>(holders_.size());
+  snapshot.now_ms = wall_now_ms();
   for (size_t slot = 0; slot < holders_.size(); ++slot) {
-    if (!holders_[slot]) snapshot.free_gpus.push_back(static_cast<int>(slot));
+    sched::Gpu gpu;
+    gpu.slot = static_cast<int>(slot);
+    gpu.held_exclusive = holders_[slot].has_value();
+    gpu.memory_total_mib = inventory_.resources[slot].memory_total_mib;
+    gpu.memory_free_mib = gpu.memory_total_mib - inventory_.resources[slot].memory_used_mib;
+    snapshot.gpus.push_back(gpu);
   }
   snapshot.queue.reserve(pending_.size());
   for (const auto& [key, gpus] : pending_) {
-    snapshot.queue.push_back({key.id, key.priority, key.order, gpus});
+    sched::PendingJob job;
+    job.id = key.id;
+    job.priority = key.priority;
+    job.queue_order = key.order;
+    job.gpus = gpus;
+    snapshot.queue.push_back(std::move(job));
   }
   sched::Decision decision = sched::schedule(snapshot);
   for (const auto& start : decision.starts) start_run(start.job_id, start.slots);
-  auto waits = std::make_shared<const WaitList>(std::move(decision.waits));
+  auto published = std::make_shared<WaitList>();
+  published->waits = std::move(decision.waits);
+  snapshot.queue.clear();  // the reasons need the machine, not the queue
+  published->snapshot = std::move(snapshot);
   std::lock_guard lock(waits_mutex_);
-  waits_ = std::move(waits);
+  waits_ = std::move(published);
 }
 
 std::shared_ptr<const WaitList> Queue::waits() const {

@@ -40,7 +40,12 @@ struct Submitted {
   bool existing = false;
 };
 
-using WaitList = std::vector<sched::Wait>;
+// The outcome of the last scheduling pass, published for the API: why each job waits, and the
+// snapshot the reasons refer to (for lane names and the like).
+struct WaitList {
+  sched::Snapshot snapshot;
+  std::vector<sched::Wait> waits;
+};
 
 class Queue {
  public:
