@@ -50,7 +50,7 @@ TEST(Schedule, TableOfCases) {
 
 TEST(Schedule, StartsGetDisjointSlots) {
   Snapshot s;
-  for (int slot : pj(3, 1, 0, 2)) s.gpus.push_back(Gpu{slot, true, 0, 0, false, 0, -1});
+  for (int slot : {3, 1, 0, 2}) s.gpus.push_back(Gpu{slot, true, 0, 0, false, 0, -1});
   s.queue = {pj(1, 50, 1, 2), pj(2, 50, 2, 1), pj(3, 50, 3, 1)};
   Decision d = schedule(s);
   ASSERT_EQ(d.starts.size(), 3u);
