@@ -11,6 +11,7 @@
 #include "model/spec_json.h"
 #include "model/event.h"
 #include "model/json.h"
+#include "base/time.h"
 
 namespace gpuq::api {
 
@@ -64,6 +65,12 @@ awaitable<Response> Server::handle(const Request& request) {
   if (s.size() == 2 && s[1] == "jobs" && post) co_return co_await submit(request);
   if (s.size() == 3 && s[1] == "jobs" && get) co_return show(s[2]);
   if (s.size() == 4 && s[1] == "jobs" && s[3] == "cancel" && post) co_return co_await cancel(s[2]);
+  if (s.size() == 4 && s[1] == "jobs" && post &&
+      (s[3] == "hold" || s[3] == "release" || s[3] == "retry" || s[3] == "move")) {
+    co_return co_await control(s[2], s[3], request);
+  }
+  if (s.size() == 2 && s[1] == "plans" && post) co_return co_await submit_plan(request);
+  if (s.size() == 2 && (s[1] == "drain" || s[1] == "undrain") && post) co_return co_await drain(s[1] == "drain");
   if (s.size() == 4 && s[1] == "jobs" && s[3] == "log" && get) co_return log(s[2], target);
   co_return not_found(fmt::format("no endpoint {} {}", std::string(request.method_string()),
                                   std::string(request.target())));
@@ -81,13 +88,24 @@ Result<int64_t> Server::resolve(const std::string& ref) {
 
 void Server::attach_reasons(std::vector<Job>& jobs) {
   auto waits = context_.queue.waits();
+  int64_t now = wall_now_ms();
   std::unordered_map<int64_t, const sched::WaitReason*> by_id;
-  for (const auto& w : waits->waits) by_id[w.job_id] = &w.reason;
+  std::unordered_map<int64_t, const daemon::JobWait*> not_ready;
+  if (jobs.size() > 8) {
+    for (const auto& w : waits->waits) by_id[w.job_id] = &w.reason;
+    for (const auto& w : waits->not_ready) not_ready[w.job_id] = &w;
+  }
   for (Job& job : jobs) {
-    if (job.state != JobState::kPending) continue;
-    auto it = by_id.find(job.id);
-    job.reason = it != by_id.end() ? it->second->text(waits->snapshot)
-                                   : (job.reason.empty() ? "waiting for the scheduler" : job.reason);
+    if (job.state != JobState::kPending && job.state != JobState::kHeld) continue;
+    std::string reason;
+    if (jobs.size() > 8) {
+      if (auto it = not_ready.find(job.id); it != not_ready.end()) reason = it->second->render(now);
+      if (auto it = by_id.find(job.id); it != by_id.end()) reason = it->second->text(waits->snapshot);
+    } else {
+      reason = waits->reason(job.id, now);
+    }
+    if (reason.empty()) reason = job.reason.empty() ? "waiting for the scheduler" : job.reason;
+    job.reason = reason;
   }
 }
 
@@ -136,8 +154,20 @@ Response Server::status(const Target& target) {
   nlohmann::json list = nlohmann::json::array();
   for (const Job& job : *jobs) list.push_back(job_to_json(job));
   const auto& inventory = context_.queue.inventory();
+  auto waits = context_.queue.waits();
+  nlohmann::json lanes = nlohmann::json::array();
+  for (const auto& lane : context_.queue.config().lanes) {
+    nlohmann::json holders = nlohmann::json::array();
+    for (const auto& [name, ids] : waits->lane_holders) {
+      if (name == lane.name) holders = ids;
+    }
+    lanes.push_back({{"name", lane.name}, {"capacity", lane.capacity}, {"used", holders.size()},
+                     {"excludes", lane.excludes}, {"jobs", holders}});
+  }
   return json_response(http::status::ok, {{"gpu_mode", inventory.mode},
                                           {"gpu_note", inventory.note},
+                                          {"draining", waits->draining},
+                                          {"lanes", std::move(lanes)},
                                           {"resources", resource_objects(inventory.resources)},
                                           {"jobs", std::move(list)}});
 }
@@ -214,6 +244,107 @@ awaitable<Response> Server::submit(const Request& request) {
   if (!submitted) co_return error_response(submitted.error());
   co_return json_response(submitted->existing ? http::status::ok : http::status::created,
                           job_to_json(submitted->job));
+}
+
+awaitable<Response> Server::control(const std::string& ref, const std::string& verb,
+                                    const Request& request) {
+  auto id = resolve(ref);
+  if (!id) co_return error_response(id.error());
+  daemon::Queue* queue = &context_.queue;
+  int64_t job_id = *id;
+  if (verb == "move") {
+    nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
+    if (!body.is_object() || body.size() != 1) {
+      co_return error_response({Code::kInvalidArgument,
+                                "move takes one of {\"before\": ref}, {\"after\": ref}, {\"top\": true}, "
+                                "{\"bottom\": true}, {\"priority\": P}"});
+    }
+    daemon::MoveRequest move;
+    using W = daemon::MoveRequest::Where;
+    if (body.contains("before") || body.contains("after")) {
+      move.where = body.contains("before") ? W::kBefore : W::kAfter;
+      const auto& other = body.contains("before") ? body["before"] : body["after"];
+      auto other_id = resolve(other.is_string() ? other.get<std::string>() : other.dump());
+      if (!other_id) co_return error_response(other_id.error());
+      move.other = *other_id;
+    } else if (body.contains("top")) {
+      move.where = W::kTop;
+    } else if (body.contains("bottom")) {
+      move.where = W::kBottom;
+    } else if (body.contains("priority")) {
+      move.where = W::kPriority;
+      const auto& p = body["priority"];
+      auto priority = parse_priority(p.is_string() ? p.get<std::string>() : p.dump());
+      if (!priority) co_return error_response(priority.error());
+      move.priority = *priority;
+    } else {
+      co_return error_response({Code::kInvalidArgument, "unknown move: " + body.dump()});
+    }
+    auto work = [queue, job_id, move] { return queue->move(job_id, move); };
+    auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
+    if (!job) co_return error_response(job.error());
+    co_return json_response(http::status::ok, job_to_json(*job));
+  }
+  auto work = [queue, job_id, verb] {
+    if (verb == "hold") return queue->hold(job_id);
+    if (verb == "release") return queue->release(job_id);
+    return queue->retry(job_id);
+  };
+  auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
+  if (!job) co_return error_response(job.error());
+  co_return json_response(http::status::ok, job_to_json(*job));
+}
+
+awaitable<Response> Server::drain(bool draining) {
+  daemon::Queue* queue = &context_.queue;
+  auto work = [queue, draining] { return queue->set_draining(draining); };
+  bool now = co_await on_actor<bool>(context_.actor_ioc, work);
+  co_return json_response(http::status::ok, {{"draining", now}});
+}
+
+awaitable<Response> Server::submit_plan(const Request& request) {
+  nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
+  if (!body.is_object()) co_return error_response({Code::kInvalidArgument, "the body is not a JSON object"});
+  for (const auto& [key, value] : body.items()) {
+    if (key != "jobs" && key != "reservations" && key != "replace") {
+      co_return error_response({Code::kInvalidArgument,
+                                "unknown field '" + key + "' in a plan; known: jobs, reservations, replace"});
+    }
+  }
+  auto plan = std::make_shared<daemon::PlanRequest>();
+  plan->replace = body.value("replace", false);
+  if (!body.contains("jobs") || !body["jobs"].is_array() || body["jobs"].empty()) {
+    co_return error_response({Code::kInvalidArgument, "a plan needs a non-empty 'jobs' list"});
+  }
+  for (const auto& entry : body["jobs"]) {
+    auto spec = spec_from_json(entry);
+    if (!spec) co_return error_response(spec.error());
+    plan->jobs.push_back(std::move(*spec));
+  }
+  if (body.contains("reservations")) {
+    if (!body["reservations"].is_array()) co_return error_response({Code::kInvalidArgument, "'reservations' must be a list"});
+    size_t index = 0;
+    for (const auto& r : body["reservations"]) {
+      daemon::PlanReservation reservation;
+      try {
+        reservation.name = r.value("name", "r" + std::to_string(index));
+        reservation.gpus = r.at("gpus").get<std::vector<int>>();
+        reservation.jobs = r.at("jobs").get<std::vector<std::string>>();
+      } catch (const nlohmann::json::exception&) {
+        co_return error_response({Code::kInvalidArgument,
+                                  "each reservation is {\"name\", \"gpus\": [indices], \"jobs\": [names]}"});
+      }
+      plan->reservations.push_back(std::move(reservation));
+      ++index;
+    }
+  }
+  daemon::Queue* queue = &context_.queue;
+  auto work = [queue, plan] { return queue->submit_plan(std::move(*plan)); };
+  auto outcome = co_await on_actor<Result<daemon::PlanOutcome>>(context_.actor_ioc, work);
+  if (!outcome) co_return error_response(outcome.error());
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& e : outcome->jobs) jobs.push_back({{"name", e.name}, {"id", e.id}, {"result", e.result}});
+  co_return json_response(http::status::ok, {{"jobs", std::move(jobs)}});
 }
 
 awaitable<Response> Server::cancel(const std::string& ref) {

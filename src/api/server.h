@@ -47,6 +47,10 @@ class Server {
 
   boost::asio::awaitable<Response> submit(const Request& request);
   boost::asio::awaitable<Response> cancel(const std::string& ref);
+  boost::asio::awaitable<Response> control(const std::string& ref, const std::string& verb,
+                                           const Request& request);
+  boost::asio::awaitable<Response> submit_plan(const Request& request);
+  boost::asio::awaitable<Response> drain(bool draining);
   boost::asio::awaitable<Response> events(const Target& target);
   Response show(const std::string& ref);
   Response status(const Target& target);

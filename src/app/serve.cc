@@ -15,6 +15,7 @@ extern char** environ;
 #include "api/server.h"
 #include "base/asio.h"
 #include "base/paths.h"
+#include "daemon/config.h"
 #include "daemon/instance_lock.h"
 #include "daemon/queue.h"
 #include "gpu/discovery.h"
@@ -138,6 +139,11 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: %s\n", lock.error().message.c_str());
     return 1;
   }
+  auto config = daemon::load_config(layout.home + "/" + std::string(daemon::kConfigFileName));
+  if (!config) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", config.error().message.c_str());
+    return 1;
+  }
   auto inventory = gpu::discover(flags.gpus);
   if (!inventory) {
     std::fprintf(stderr, "gpuq daemon: --gpus %s: %s\n", flags.gpus.c_str(),
@@ -176,7 +182,7 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: no shim spawner (%s); runs start by exec instead\n",
                  spawner.error().message.c_str());
   }
-  daemon::Queue queue(actor_ioc, **store, *inventory, options);
+  daemon::Queue queue(actor_ioc, **store, *inventory, *config, options);
   api::Server server({api_ioc, actor_ioc, queue, layout, GPUQ_VERSION}, std::move(*read_store));
   queue.set_event_listener([&server](int64_t seq) { server.notify_events(seq); });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);

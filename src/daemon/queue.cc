@@ -1,32 +1,26 @@
+// The Queue's core: construction, transactions and events, cancel, and the published reasons.
 #include "daemon/queue.h"
 
 #include <csignal>
-#include <filesystem>
 #include <fmt/format.h>
 
+#include "base/duration.h"
 #include "base/time.h"
 #include "os/process.h"
-#include "runner/run_env.h"
-#include "spec/script.h"
 
 namespace gpuq::daemon {
-namespace {
-
-std::string gpu_count_text(const gpu::Inventory& inventory) {
-  size_t n = inventory.resources.size();
-  return fmt::format("{} GPU{} ({})", n, n == 1 ? "" : "s",
-                     inventory.mode == "fake" ? fmt::format("fake:{}", n) : inventory.mode);
-}
-
-}  // namespace
 
 Queue::Queue(boost::asio::io_context& ioc, store::Store& store, gpu::Inventory inventory,
-             QueueOptions options)
+             Config config, QueueOptions options)
     : ioc_(ioc),
       store_(store),
       inventory_(std::move(inventory)),
+      config_(std::move(config)),
       options_(std::move(options)),
-      holders_(inventory_.resources.size()) {}
+      checker_(ioc, 2),
+      wake_timer_(ioc),
+      holders_(inventory_.resources.size()),
+      lane_used_(config_.lanes.size(), 0) {}
 
 Queue::~Queue() = default;
 
@@ -52,14 +46,14 @@ Status Queue::add_event(const std::string& kind, std::optional<int64_t> job, std
   return ok();
 }
 
-Status Queue::set_state(const Job& job, JobState to, const std::string& reason) {
-  if (!is_legal_transition(job.state, to)) {
-    return fail(Code::kInternal, fmt::format("job {}: illegal transition {} -> {}", job.id,
-                                             to_string(job.state), to_string(to)));
+Status Queue::set_state(int64_t job_id, JobState from, JobState to, const std::string& reason) {
+  if (!is_legal_transition(from, to)) {
+    return fail(Code::kInternal, fmt::format("job {}: illegal transition {} -> {}", job_id,
+                                             to_string(from), to_string(to)));
   }
   std::optional<int64_t> finished;
   if (is_terminal(to)) finished = wall_now_ms();
-  return store_.set_job_state(job.id, to, reason, finished);
+  return store_.set_job_state(job_id, to, reason, finished);
 }
 
 Result<Job> Queue::load_job(int64_t id, bool with_runs) {
@@ -69,71 +63,16 @@ Result<Job> Queue::load_job(int64_t id, bool with_runs) {
   return std::move(**job);
 }
 
-Result<Submitted> Queue::submit(JobSpec spec) {
-  if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
-  if (spec.gpus < 0) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("a job cannot ask for {} GPUs; use --gpus 0 or more", spec.gpus));
-  }
-  if (spec.gpus > static_cast<int>(inventory_.resources.size())) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("job asks for {} GPU{}; this machine has {}", spec.gpus,
-                            spec.gpus == 1 ? "" : "s", gpu_count_text(inventory_)));
-  }
-  if (spec.cwd.empty() || spec.cwd[0] != '/') {
-    return fail(Code::kInvalidArgument,
-                fmt::format("the working directory '{}' must be an absolute path", spec.cwd));
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec.cwd, ec)) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("the working directory {} does not exist or is not a directory",
-                            spec.cwd));
-  }
-  if (!spec.script_text.empty() || !spec.script_name.empty()) {
-    auto checked = spec::check_script_text(spec.script_name, spec.script_text);
-    if (!checked) return tl::unexpected(checked.error());
-  }
-  if (spec.script_text.empty() == spec.argv.empty()) {
-    return fail(Code::kInvalidArgument,
-                "give either a script or a command (`-- CMD ARGS`), not both or neither");
-  }
-  if (!spec.name.empty()) {
-    auto existing = store_.find_job_by_name(spec.name, true);
-    if (!existing) return tl::unexpected(existing.error());
-    if (*existing) {
-      if (same_work((*existing)->spec, spec)) return Submitted{std::move(**existing), true};
-      return fail(Code::kConflict,
-                  fmt::format("a job named '{}' already exists (job {}, {}) with a different "
-                              "spec; choose another name",
-                              spec.name, (*existing)->id, to_string((*existing)->state)));
-    }
-  }
-  Job job;
-  job.spec = std::move(spec);
-  job.state = JobState::kPending;
-  job.submitted_at_ms = wall_now_ms();
-  job.queue_order = ++next_order_;
-  auto committed = commit([&]() -> Status {
-    auto id = store_.insert_job(job);
-    if (!id) return tl::unexpected(id.error());
-    job.id = *id;
-    std::string job_dir = options_.layout.job_dir(job.id);
-    if (auto made = os::make_dirs(job_dir); !made) return made;
-    if (!job.spec.script_text.empty()) {
-      std::string path = runner::script_snapshot_path(job_dir);
-      if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
-      std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
-    }
-    nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority}};
-    if (!job.spec.name.empty()) data["name"] = job.spec.name;
-    return add_event("job.submitted", job.id, std::nullopt, data);
-  });
-  if (!committed) return tl::unexpected(committed.error());
-  enqueue(job.id, job.spec.priority, job.queue_order, job.spec.gpus);
-  request_pass();
-  job.reason = "waiting for the scheduler";
-  return Submitted{std::move(job), false};
+std::optional<JobState> Queue::state_of(int64_t job_id) const {
+  if (auto it = active_.find(job_id); it != active_.end()) return it->second.state;
+  if (auto it = finished_.find(job_id); it != finished_.end()) return it->second;
+  return std::nullopt;
+}
+
+void Queue::note_finished(int64_t job_id, JobState state) {
+  untrack(job_id);
+  finished_[job_id] = state;
+  request_pass();  // its dependents may be ready, or blocked, now
 }
 
 Result<Job> Queue::cancel(int64_t job_id) {
@@ -161,63 +100,12 @@ Result<Job> Queue::cancel(int64_t job_id) {
     return load_job(job_id, true);
   }
   auto committed = commit([&]() -> Status {
-    if (auto st = set_state(*job, JobState::kCancelled, "cancelled by request"); !st) return st;
+    if (auto st = set_state(job_id, job->state, JobState::kCancelled, "cancelled by request"); !st) return st;
     return add_event("job.cancelled", job_id, std::nullopt);
   });
   if (!committed) return tl::unexpected(committed.error());
-  if (auto key = pending_keys_.find(job_id); key != pending_keys_.end()) {
-    pending_.erase(key->second);
-    pending_keys_.erase(key);
-  }
-  request_pass();
+  note_finished(job_id, JobState::kCancelled);
   return load_job(job_id, true);
-}
-
-void Queue::enqueue(int64_t id, int priority, int64_t order, int gpus) {
-  QueueKey key{priority, order, id};
-  pending_[key] = gpus;
-  pending_keys_[id] = key;
-}
-
-void Queue::request_pass() {
-  if (pass_requested_) return;
-  pass_requested_ = true;
-  // Coalesces a burst of submits and exits into one pass.
-  boost::asio::post(ioc_, [this] {
-    pass_requested_ = false;
-    run_pass();
-  });
-}
-
-void Queue::run_pass() {
-  if (stopping_) return;
-  sched::Snapshot snapshot;
-  snapshot.now_ms = wall_now_ms();
-  for (size_t slot = 0; slot < holders_.size(); ++slot) {
-    sched::Gpu gpu;
-    gpu.slot = static_cast<int>(slot);
-    gpu.held_exclusive = holders_[slot].has_value();
-    gpu.memory_total_mib = inventory_.resources[slot].memory_total_mib;
-    gpu.memory_free_mib = gpu.memory_total_mib - inventory_.resources[slot].memory_used_mib;
-    snapshot.gpus.push_back(gpu);
-  }
-  snapshot.queue.reserve(pending_.size());
-  for (const auto& [key, gpus] : pending_) {
-    sched::PendingJob job;
-    job.id = key.id;
-    job.priority = key.priority;
-    job.queue_order = key.order;
-    job.gpus = gpus;
-    snapshot.queue.push_back(std::move(job));
-  }
-  sched::Decision decision = sched::schedule(snapshot);
-  for (const auto& start : decision.starts) start_run(start.job_id, start.slots);
-  auto published = std::make_shared<WaitList>();
-  published->waits = std::move(decision.waits);
-  snapshot.queue.clear();  // the reasons need the machine, not the queue
-  published->snapshot = std::move(snapshot);
-  std::lock_guard lock(waits_mutex_);
-  waits_ = std::move(published);
 }
 
 std::shared_ptr<const WaitList> Queue::waits() const {
@@ -229,11 +117,41 @@ void Queue::stop() {
   stopping_ = true;
   (void)commit([&]() -> Status {
     return add_event("daemon.stopping", std::nullopt, std::nullopt,
-                     {{"running", running_.size()}, {"pending", pending_.size()}});
+                     {{"running", running_.size()}, {"active", active_.size()}});
   });
   for (auto& [id, live] : running_) {
     if (live.exit_watch) live.exit_watch->cancel();
+    if (live.timeout) live.timeout->cancel();
   }
+  wake_timer_.cancel();
+}
+
+std::string JobWait::render(int64_t now_ms) const {
+  switch (kind) {
+    case Kind::kNotBefore:
+      return fmt::format("not before {} (in {})", format_rfc3339(until_ms),
+                         format_duration(Millis(until_ms - now_ms)));
+    case Kind::kRetry:
+      return fmt::format("retry {}/{} in {}", attempt, retries,
+                         format_duration(Millis(std::max<int64_t>(0, until_ms - now_ms))));
+    case Kind::kDependency: return dependency.text();
+    case Kind::kCondition:
+      return fmt::format("{} (for {})", text, format_duration(Millis(now_ms - since_ms)));
+    case Kind::kChecking: return "checking its conditions (files, REQUIRES, DONE_IF)";
+    case Kind::kHeld: return "held (gpuq release)";
+    case Kind::kBlocked: return text;
+  }
+  return "";
+}
+
+std::string WaitList::reason(int64_t job_id, int64_t now_ms) const {
+  for (const auto& w : not_ready) {
+    if (w.job_id == job_id) return w.render(now_ms);
+  }
+  for (const auto& w : waits) {
+    if (w.job_id == job_id) return w.reason.text(snapshot);
+  }
+  return "";
 }
 
 }  // namespace gpuq::daemon

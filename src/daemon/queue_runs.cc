@@ -1,5 +1,6 @@
-// The Queue's side that deals with runs: starting them through shims, learning of their ends
-// (pidfd readiness), settling outcomes, and recovering runs after a daemon restart.
+// The Queue's side that deals with runs: starting them through shims, timeouts, learning of
+// their ends (pidfd readiness), settling outcomes (retries, DONE_IF verification), and
+// recovering runs after a daemon restart.
 #include <csignal>
 #include <fmt/format.h>
 #include <random>
@@ -14,6 +15,18 @@
 #include "runner/run_files.h"
 
 namespace gpuq::daemon {
+
+// How a run ended, as the Queue records it.
+struct RunEnd {
+  RunOutcome outcome = RunOutcome::kFailed;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  int64_t ended_ms = 0;
+  std::string reason;
+  nlohmann::json data = nlohmann::json::object();
+  std::optional<bool> verified;
+};
+
 namespace {
 
 std::string new_run_id(int64_t job_id, int run_number) {
@@ -56,21 +69,37 @@ std::vector<int> Queue::slots_of(const Run& run) const {
   return slots;
 }
 
-void Queue::free_slots(const std::vector<int>& slots) {
-  for (int slot : slots) holders_[slot].reset();
+void Queue::hold_slots(int64_t job_id, const std::vector<int>& slots) {
+  for (int slot : slots) holders_[slot].push_back(job_id);
+  if (auto it = active_.find(job_id); it != active_.end()) {
+    for (int lane : it->second.lanes) ++lane_used_[lane];
+  }
+}
+
+void Queue::free_slots(int64_t job_id, const std::vector<int>& slots) {
+  for (int slot : slots) {
+    auto& h = holders_[slot];
+    h.erase(std::remove(h.begin(), h.end(), job_id), h.end());
+  }
+  if (auto it = active_.find(job_id); it != active_.end()) {
+    for (int lane : it->second.lanes) lane_used_[lane] = std::max(0, lane_used_[lane] - 1);
+  }
+}
+
+int64_t Queue::retry_delay(const ActiveJob& job) const {
+  double delay = static_cast<double>(job.retry_delay_ms >= 0 ? job.retry_delay_ms : config_.retry_delay_ms);
+  for (int i = 1; i < job.failed_runs; ++i) delay *= config_.retry_backoff;
+  return std::min<int64_t>(static_cast<int64_t>(delay), config_.retry_max_delay_ms);
 }
 
 void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
-  auto key = pending_keys_.find(job_id);
-  if (key != pending_keys_.end()) {
-    pending_.erase(key->second);
-    pending_keys_.erase(key);
-  }
-  for (int slot : slots) holders_[slot] = job_id;
+  auto active = active_.find(job_id);
+  if (active == active_.end()) return;
   auto job = load_job(job_id, false);
   if (!job) return fail_to_start(job_id, slots, job.error().message);
   auto last = store_.last_run_number(job_id);
   if (!last) return fail_to_start(job_id, slots, last.error().message);
+  hold_slots(job_id, slots);
 
   Run run;
   run.job_id = job_id;
@@ -93,10 +122,8 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   spec.argv = runner::run_argv(job->spec, context.job_dir);
   spec.env = runner::build_run_env(job->spec, context);
   spec.cwd = job->spec.cwd;
-  spec.kill_grace_ms = options_.kill_grace_ms;
-  if (auto made = os::make_dirs(run.run_dir); !made) {
-    return fail_to_start(job_id, slots, made.error().message);
-  }
+  spec.kill_grace_ms = config_.kill_grace_ms;
+  if (auto made = os::make_dirs(run.run_dir); !made) return fail_to_start(job_id, slots, made.error().message);
   if (auto written = runner::write_run_spec(run.run_dir, spec); !written) {
     return fail_to_start(job_id, slots, written.error().message);
   }
@@ -118,30 +145,31 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
     auto id = store_.insert_run(run);
     if (!id) return tl::unexpected(id.error());
     run.id = *id;
-    if (auto st = set_state(*job, JobState::kRunning, ""); !st) return st;
+    if (auto st = set_state(job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
     return add_event("job.started", job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}});
   });
   if (!committed) return fail_to_start(job_id, slots, committed.error().message);
-  // Only now, with the run on record, may the job's code run.
-  if (auto released = shim->release(); !released) {
-    // The shim died before it could start; its exit is collected like any other.
-    (void)released;
-  }
+  active->second.state = JobState::kRunning;
+  // Only now, with the run on record, may the job's code run. A shim that died before this
+  // is collected like any other exit.
+  (void)shim->release();
   LiveRun live;
   live.run = std::move(run);
   live.slots = slots;
   running_[job_id] = std::move(live);
   watch_exit(job_id);
+  arm_timeout(job_id);
 }
 
 void Queue::fail_to_start(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
-  free_slots(slots);
+  free_slots(job_id, slots);
   auto job = load_job(job_id, false);
   if (job && job->state == JobState::kPending) {
-    (void)commit([&]() -> Status {
-      if (auto st = set_state(*job, JobState::kFailed, "could not start: " + why); !st) return st;
+    auto committed = commit([&]() -> Status {
+      if (auto st = set_state(job_id, JobState::kPending, JobState::kFailed, "could not start: " + why); !st) return st;
       return add_event("job.failed", job_id, std::nullopt, {{"error", why}});
     });
+    if (committed) note_finished(job_id, JobState::kFailed);
   }
   request_pass();
 }
@@ -162,56 +190,153 @@ void Queue::watch_exit(int64_t job_id) {
                               });
 }
 
+void Queue::arm_timeout(int64_t job_id) {
+  auto active = active_.find(job_id);
+  auto live = running_.find(job_id);
+  if (active == active_.end() || live == running_.end() || active->second.timeout_ms <= 0) return;
+  int64_t left = live->second.run.started_at_ms + active->second.timeout_ms - wall_now_ms();
+  live->second.timeout = std::make_unique<boost::asio::steady_timer>(ioc_);
+  live->second.timeout->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, left)));
+  live->second.timeout->async_wait([this, job_id](const boost::system::error_code& ec) {
+    if (!ec) on_timeout(job_id);
+  });
+}
+
+void Queue::on_timeout(int64_t job_id) {
+  auto it = running_.find(job_id);
+  if (it == running_.end() || stopping_ || !it->second.run.stop_reason.empty()) return;
+  Run& run = it->second.run;
+  auto committed = commit([&]() -> Status {
+    if (auto st = store_.set_stop_reason(run.id, "timeout"); !st) return st;
+    return add_event("job.timeout", job_id, run.number,
+                     {{"timeout_ms", active_[job_id].timeout_ms}});
+  });
+  if (!committed) return;
+  run.stop_reason = "timeout";
+  if (os::is_same_process(run.shim_pid, run.shim_start_ticks)) ::kill(run.shim_pid, SIGTERM);
+}
+
 void Queue::on_shim_exit(int64_t job_id) {
   auto it = running_.find(job_id);
   if (it == running_.end() || stopping_) return;
   LiveRun live = std::move(it->second);
   running_.erase(it);
+  if (live.timeout) live.timeout->cancel();
   ::waitpid(live.run.shim_pid, nullptr, WNOHANG);  // reap it when it is our child
-  settle_run(live.run, live.slots, false);
+  settle_run(std::move(live), false);
   request_pass();
 }
 
-void Queue::settle_run(const Run& run, const std::vector<int>& slots, bool while_down) {
-  auto job = load_job(run.job_id, false);
-  if (!job) return free_slots(slots);
+void Queue::settle_run(LiveRun live, bool while_down) {
+  const Run& run = live.run;
   auto record = runner::read_exit_record(run.run_dir);
   if (!record) {
-    settle_lost_run(*job, run);
-    return free_slots(slots);
+    auto job = load_job(run.job_id, false);
+    free_slots(run.job_id, live.slots);
+    if (job) settle_lost_run(*job, run);
+    return;
   }
-  RunOutcome outcome = RunOutcome::kFailed;
-  JobState state = JobState::kFailed;
-  std::string reason;
+  RunEnd end;
+  end.exit_code = record->exit_code;
+  end.signal = record->signal;
+  end.ended_ms = record->ended_at_ms ? record->ended_at_ms : wall_now_ms();
   if (run.stop_reason == "cancel") {
-    outcome = RunOutcome::kCancelled;
-    state = JobState::kCancelled;
-    reason = "cancelled by request while running";
+    end.outcome = RunOutcome::kCancelled;
+    end.reason = "cancelled by request while running";
+  } else if (run.stop_reason == "timeout") {
+    end.outcome = RunOutcome::kTimedOut;
+    end.reason = fmt::format("run {} timed out", run.number);
   } else if (!record->error.empty()) {
-    reason = "could not start: " + record->error;
+    end.reason = "could not start: " + record->error;
   } else if (record->exit_code == 0) {
-    outcome = RunOutcome::kSucceeded;
-    state = JobState::kSucceeded;
+    end.outcome = RunOutcome::kSucceeded;
   } else {
-    reason = "run " + std::to_string(run.number) + ": " + exit_text(*record);
+    end.reason = "run " + std::to_string(run.number) + ": " + exit_text(*record);
   }
-  nlohmann::json data = {{"exit_code", record->exit_code ? nlohmann::json(*record->exit_code) : nlohmann::json(nullptr)},
-                         {"signal", record->signal ? nlohmann::json(*record->signal) : nlohmann::json(nullptr)},
-                         {"outcome", to_string(outcome)}};
-  if (record->leftovers_killed > 0) data["leftovers_killed"] = record->leftovers_killed;
-  if (while_down) data["while_daemon_down"] = true;
-  int64_t ended = record->ended_at_ms ? record->ended_at_ms : wall_now_ms();
+  end.data = {{"exit_code", record->exit_code ? nlohmann::json(*record->exit_code) : nlohmann::json(nullptr)},
+              {"signal", record->signal ? nlohmann::json(*record->signal) : nlohmann::json(nullptr)}};
+  if (record->leftovers_killed > 0) end.data["leftovers_killed"] = record->leftovers_killed;
+  if (while_down) end.data["while_daemon_down"] = true;
+  free_slots(run.job_id, live.slots);
+  auto job = load_job(run.job_id, false);
+  if (end.outcome == RunOutcome::kSucceeded && job && !job->spec.done_if.empty()) {
+    // Exit 0 counts only if DONE_IF now holds: check it off-thread, then finish.
+    ConditionRequest request;
+    request.job_id = run.job_id;
+    request.cwd = job->spec.cwd;
+    request.env = job->spec.env;
+    request.done_if = job->spec.done_if;
+    request.timeout = Millis(config_.requires_timeout_ms);
+    live.settling = true;
+    int64_t job_id = run.job_id;
+    running_[job_id] = std::move(live);
+    checker_.check(std::move(request), [this, job_id, end](ConditionResult result) mutable {
+      auto it = running_.find(job_id);
+      if (it == running_.end()) return;
+      LiveRun settled = std::move(it->second);
+      running_.erase(it);
+      end.verified = result.done;
+      if (!result.done) {
+        end.outcome = RunOutcome::kFailed;
+        end.reason = fmt::format("run {} exited 0 but DONE_IF does not hold", settled.run.number);
+      }
+      finish_run(std::move(settled), end);
+      request_pass();
+    });
+    return;
+  }
+  finish_run(std::move(live), end);
+}
+
+void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
+  RunEnd end = end_in;
+  const Run& run = live.run;
+  int64_t job_id = run.job_id;
+  auto active = active_.find(job_id);
+  JobState to = JobState::kFailed;
+  if (end.outcome == RunOutcome::kSucceeded) to = JobState::kSucceeded;
+  if (end.outcome == RunOutcome::kCancelled) to = JobState::kCancelled;
+  bool counts = end.outcome == RunOutcome::kFailed || end.outcome == RunOutcome::kTimedOut;
+  int failed_runs = active != active_.end() ? active->second.failed_runs + (counts ? 1 : 0) : 0;
+  int retries = active != active_.end() ? active->second.retries : 0;
+  int64_t retry_at = 0;
+  if (counts && failed_runs <= retries && active != active_.end()) {
+    active->second.failed_runs = failed_runs;
+    retry_at = wall_now_ms() + retry_delay(active->second);
+    to = JobState::kPending;
+  }
+  end.data["outcome"] = to_string(end.outcome);
+  if (end.verified) end.data["verified"] = *end.verified;
   auto committed = commit([&]() -> Status {
-    auto st = store_.finish_run(run.id, ended, record->exit_code, record->signal, outcome);
+    auto st = store_.finish_run(run.id, end.ended_ms, end.exit_code, end.signal, end.outcome);
     if (!st) return st;
-    if (st = set_state(*job, state, reason); !st) return st;
-    return add_event(fmt::format("job.{}", to_string(state)), job->id, run.number, data);
+    if (end.verified) {
+      if (st = store_.set_run_verified(run.id, *end.verified); !st) return st;
+    }
+    if (to == JobState::kPending) {
+      std::string reason = fmt::format("{}; retry {}/{}", end.reason, failed_runs, retries);
+      if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
+      if (st = store_.set_retry_at(job_id, retry_at); !st) return st;
+      if (st = add_event(end.outcome == RunOutcome::kTimedOut ? "job.timed_out" : "job.failed_run", job_id, run.number, end.data); !st) return st;
+      return add_event("job.retrying", job_id, run.number,
+                       {{"attempt", failed_runs}, {"retries", retries}, {"at", format_rfc3339(retry_at)},
+                        {"delay_ms", retry_at - wall_now_ms()}});
+    }
+    if (st = set_state(job_id, JobState::kRunning, to, end.reason); !st) return st;
+    return add_event(fmt::format("job.{}", to_string(to)), job_id, run.number, end.data);
   });
   if (!committed) {
     std::fprintf(stderr, "gpuq daemon: recording the end of job %lld failed: %s\n",
-                 static_cast<long long>(job->id), committed.error().message.c_str());
+                 static_cast<long long>(job_id), committed.error().message.c_str());
+    return;
   }
-  free_slots(slots);
+  if (to == JobState::kPending) {
+    active->second.state = JobState::kPending;
+    active->second.retry_at_ms = retry_at;
+    active->second.conditions = active->second.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+  } else {
+    note_finished(job_id, to);
+  }
 }
 
 void Queue::settle_lost_run(const Job& job, const Run& run) {
@@ -223,47 +348,66 @@ void Queue::settle_lost_run(const Job& job, const Run& run) {
               : fmt::format("run {} was lost (its shim vanished) after an earlier lost run; not "
                             "requeued again — inspect it, then resubmit",
                             run.number);
+  JobState to = requeue ? JobState::kPending
+                        : (run.stop_reason == "cancel" ? JobState::kCancelled : JobState::kFailed);
   auto committed = commit([&]() -> Status {
     auto st = store_.finish_run(run.id, wall_now_ms(), std::nullopt, std::nullopt, RunOutcome::kLost);
     if (!st) return st;
     if (st = store_.set_lost_count(job.id, job.lost_count + 1); !st) return st;
-    JobState to = requeue ? JobState::kPending
-                          : (run.stop_reason == "cancel" ? JobState::kCancelled : JobState::kFailed);
-    if (st = set_state(job, to, reason); !st) return st;
+    if (st = set_state(job.id, JobState::kRunning, to, reason); !st) return st;
     if (st = add_event("job.lost", job.id, run.number, {{"requeued", requeue}}); !st) return st;
     if (requeue) return add_event("job.requeued", job.id, std::nullopt, {{"after", "lost run"}});
     return add_event(fmt::format("job.{}", to_string(to)), job.id, run.number, {{"outcome", "lost"}});
   });
-  if (committed && requeue) enqueue(job.id, job.spec.priority, job.queue_order, job.spec.gpus);
+  if (!committed) return;
+  if (requeue) {
+    if (auto it = active_.find(job.id); it != active_.end()) it->second.state = JobState::kPending;
+  } else {
+    note_finished(job.id, to);
+  }
 }
 
 Status Queue::recover() {
+  // Every job's state, then the unfinished ones in full.
+  auto states = store_.job_states();
+  if (!states) return tl::unexpected(states.error());
+  for (const auto& [id, state] : *states) {
+    if (is_terminal(state)) finished_[id] = state;
+  }
+  auto reservations = store_.reservations();
+  if (!reservations) return tl::unexpected(reservations.error());
+  for (const auto& r : *reservations) reservations_.push_back({r.name, r.gpus});
+  auto jobs = store_.list_jobs(true, true);
+  if (!jobs) return tl::unexpected(jobs.error());
+  for (const Job& job : *jobs) {
+    auto active = make_active(job.id, job);
+    if (!active) return tl::unexpected(active.error());
+    active_[job.id] = std::move(*active);
+  }
   auto runs = store_.running_runs();
   if (!runs) return tl::unexpected(runs.error());
   for (const Run& run : *runs) {
-    std::vector<int> slots = slots_of(run);
+    LiveRun live;
+    live.run = run;
+    live.slots = slots_of(run);
+    hold_slots(run.job_id, live.slots);
     if (runner::read_exit_record(run.run_dir)) {
-      settle_run(run, slots, true);
+      settle_run(std::move(live), true);
       continue;
     }
     if (os::is_same_process(run.shim_pid, run.shim_start_ticks)) {
-      for (int slot : slots) holders_[slot] = run.job_id;
       auto st = commit([&] { return add_event("job.adopted", run.job_id, run.number, {{"pid", run.shim_pid}}); });
       if (!st) return st;
-      LiveRun live;
-      live.run = run;
-      live.slots = slots;
       running_[run.job_id] = std::move(live);
       watch_exit(run.job_id);
+      arm_timeout(run.job_id);
       continue;
     }
+    free_slots(run.job_id, live.slots);
     auto job = load_job(run.job_id, false);
     if (!job) return tl::unexpected(job.error());
     settle_lost_run(*job, run);
   }
-  auto queued = store_.queued_jobs();
-  if (!queued) return tl::unexpected(queued.error());
-  for (const auto& q : *queued) enqueue(q.id, q.priority, q.queue_order, q.gpus);
   return ok();
 }
 
@@ -274,6 +418,9 @@ Status Queue::start() {
   auto seq = store_.last_seq();
   if (!seq) return tl::unexpected(seq.error());
   last_seq_ = *seq;
+  auto draining = store_.meta("draining");
+  if (!draining) return tl::unexpected(draining.error());
+  draining_ = *draining && **draining == "1";
   auto recorded = commit([&]() -> Status {
     if (auto st = store_.replace_resources(inventory_.resources); !st) return st;
     if (auto st = store_.set_meta("gpu_mode", inventory_.mode); !st) return st;
@@ -285,7 +432,8 @@ Status Queue::start() {
     return add_event("daemon.started", std::nullopt, std::nullopt,
                      {{"pid", ::getpid()}, {"gpu_mode", inventory_.mode},
                       {"gpus", inventory_.resources.size()}, {"note", inventory_.note},
-                      {"adopted", running_.size()}, {"pending", pending_.size()}});
+                      {"adopted", running_.size()}, {"active", active_.size()},
+                      {"draining", draining_}});
   });
   if (!started) return started;
   request_pass();

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gpu/nvidia_smi.h"
+#include "gpu/topology.h"
 
 namespace gpuq::gpu {
 namespace {
@@ -63,6 +64,54 @@ Result<SmiAnswer> ask_nvidia_smi(const CommandFn& run) {
   if (!gpus) return tl::unexpected(gpus.error());
   if (gpus->empty()) return SmiAnswer{{}, smi + " listed no GPUs"};
   return SmiAnswer{std::move(*gpus), {}};
+}
+
+// Why the topology of the selected GPUs is unknown, or nothing when `links` holds it.
+struct TopologyAnswer {
+  Links links;
+  std::string unknown_reason;
+};
+
+TopologyAnswer topology_failure(std::string reason) {
+  return TopologyAnswer{{}, std::move(reason)};
+}
+
+// Reads `nvidia-smi topo -m` for the GPUs in resource order. Any failure only costs placement
+// quality, never the start: the links stay empty ("all equal") and the reason goes in the note.
+TopologyAnswer ask_topology(const CommandFn& run, const std::vector<Resource>& gpus) {
+  std::string smi = nvidia_smi_program();
+  std::string command = fmt::format("{} {} {}", smi, kNvidiaSmiTopoArg, kNvidiaSmiTopoMatrixArg);
+  auto result = run({smi, std::string(kNvidiaSmiTopoArg), std::string(kNvidiaSmiTopoMatrixArg)},
+                    kNvidiaSmiTimeout);
+  if (!result) return topology_failure(fmt::format("{}: {}", command, result.error().message));
+  if (result->timed_out) {
+    return topology_failure(
+        fmt::format("{}: no answer within {}", command, format_duration(kNvidiaSmiTimeout)));
+  }
+  if (result->exit_code != 0) {
+    std::string how = result->signal != 0 ? fmt::format("killed by signal {}", result->signal)
+                                          : fmt::format("exit {}", result->exit_code);
+    std::string said = first_line(result->out + "\n" + result->err);
+    return topology_failure(
+        fmt::format("{} failed ({}): {}", command, how, said.empty() ? "no output" : said));
+  }
+  auto machine = parse_nvidia_smi_topo(result->out);
+  if (!machine) return topology_failure(machine.error().message);
+  std::vector<int> indices;
+  for (const Resource& gpu : gpus) indices.push_back(*gpu.index);
+  auto links = select_links(*machine, indices);
+  if (!links) return topology_failure(links.error().message);
+  return TopologyAnswer{std::move(*links), {}};
+}
+
+// An Inventory of NVIDIA GPUs with their topology, when it can be read.
+Inventory nvidia_inventory(const CommandFn& run, std::string note, std::vector<Resource> gpus) {
+  TopologyAnswer topology = ask_topology(run, gpus);
+  if (!topology.unknown_reason.empty()) {
+    note += fmt::format("; GPU topology unknown ({}), so all GPUs count as equally connected",
+                        topology.unknown_reason);
+  }
+  return Inventory{"nvidia", std::move(note), std::move(gpus), std::move(topology.links)};
 }
 
 // "8x NVIDIA H100 80GB HBM3" or "2x NVIDIA A100-SXM4-80GB, 1x NVIDIA RTX A6000".
@@ -127,7 +176,8 @@ Inventory lane_inventory(std::string_view why) {
                    fmt::format("no NVIDIA GPU found ({}); using one exclusive lane gpu0 without "
                                "a device index",
                                why),
-                   {std::move(lane)}};
+                   {std::move(lane)},
+                   {}};
 }
 
 Result<Inventory> fake_inventory(std::string_view flag, std::string_view count_text) {
@@ -148,6 +198,7 @@ Result<Inventory> fake_inventory(std::string_view flag, std::string_view count_t
     gpu.memory_total_mib = kFakeGpuMemoryMib;
     inventory.resources.push_back(std::move(gpu));
   }
+  inventory.links = fake_links(*count);
   return inventory;
 }
 
@@ -158,7 +209,7 @@ Result<Inventory> auto_inventory(const CommandFn& run) {
   size_t count = answer->gpus.size();
   std::string note = fmt::format("{} NVIDIA GPU{} ({})", count, count == 1 ? "" : "s",
                                  describe_models(answer->gpus));
-  return Inventory{"nvidia", std::move(note), std::move(answer->gpus)};
+  return nvidia_inventory(run, std::move(note), std::move(answer->gpus));
 }
 
 Result<std::vector<int>> parse_index_list(std::string_view flag) {
@@ -216,7 +267,7 @@ Result<Inventory> listed_inventory(std::string_view flag, const CommandFn& run) 
   }
   std::string note = fmt::format("{} of {} NVIDIA GPUs (--gpus {}: {})", kept.size(),
                                  present.size(), flag, describe_models(kept));
-  return Inventory{"nvidia", std::move(note), std::move(kept)};
+  return nvidia_inventory(run, std::move(note), std::move(kept));
 }
 
 }  // namespace
@@ -224,7 +275,7 @@ Result<Inventory> listed_inventory(std::string_view flag, const CommandFn& run) 
 Result<Inventory> discover(std::string_view flag, const CommandFn& run) {
   if (flag == "auto") return auto_inventory(run);
   if (flag == "none") {
-    return Inventory{"none", "no GPUs (--gpus none); only jobs that need no GPU run", {}};
+    return Inventory{"none", "no GPUs (--gpus none); only jobs that need no GPU run", {}, {}};
   }
   constexpr std::string_view kFakePrefix = "fake:";
   if (flag.substr(0, kFakePrefix.size()) == kFakePrefix) {

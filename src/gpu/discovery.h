@@ -5,7 +5,9 @@
 //   fake:N   N simulated GPUs (1..64) for demos and tests: nothing runs on a real GPU;
 //   0,2,3    only those NVIDIA device indices; an index the machine lacks is an error.
 // Discovery happens once at start-up. It runs nvidia-smi through the injected CommandFn (tests
-// pass a fake) with a timeout, because a hung driver must not hang the daemon's start.
+// pass a fake) with a timeout, because a hung driver must not hang the daemon's start: first the
+// GPU list, then, for NVIDIA GPUs, `nvidia-smi topo -m` for their topology. Simulated GPUs get
+// a fake topology of NVLink pairs (gpu/topology.h: fake_links).
 // Returns plain values and owns nothing. Thread-safe as long as the CommandFn is; it reads the
 // environment variable GPUQ_NVIDIA_SMI (the nvidia-smi to run, default "nvidia-smi" from PATH).
 #pragma once
@@ -35,6 +37,10 @@ struct Inventory {
   std::string mode;  // "nvidia", "fake", "lane" (one stand-in gpu0 without an index), "none"
   std::string note;  // one line for people: what was found and why this mode
   std::vector<Resource> resources;
+  // links[i][j]: how well resources[i] and resources[j] are connected (gpu/topology.h scores;
+  // feeds sched::Snapshot::links). Empty = all equal: for lanes, for "none", and when
+  // `nvidia-smi topo -m` could not be read (the note says why; discovery still succeeds).
+  std::vector<std::vector<int>> links;
 };
 
 using CommandFn = std::function<Result<os::CommandResult>(const std::vector<std::string>&, Millis)>;

@@ -19,28 +19,6 @@ std::string read_testdata(const std::string& name) {
   return text.str();
 }
 
-// Stands in for os::run_command: answers every call with one canned result and records what
-// it was asked to run.
-class FakeCommand {
- public:
-  explicit FakeCommand(Result<os::CommandResult> answer) : answer_(std::move(answer)) {}
-
-  CommandFn fn() {
-    return [this](const std::vector<std::string>& argv, Millis timeout) {
-      calls_.push_back(argv);
-      timeouts_.push_back(timeout);
-      return answer_;
-    };
-  }
-  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
-  const std::vector<Millis>& timeouts() const { return timeouts_; }
-
- private:
-  Result<os::CommandResult> answer_;
-  std::vector<std::vector<std::string>> calls_;
-  std::vector<Millis> timeouts_;
-};
-
 os::CommandResult exited(int code, std::string out, std::string err = "") {
   os::CommandResult result;
   result.exit_code = code;
@@ -49,14 +27,43 @@ os::CommandResult exited(int code, std::string out, std::string err = "") {
   return result;
 }
 
-FakeCommand eight_h100() { return FakeCommand(exited(0, read_testdata("h100x8.txt"))); }
+// Stands in for os::run_command: answers `nvidia-smi topo ...` with one canned result and every
+// other call with another, and records what it was asked to run.
+class FakeCommand {
+ public:
+  explicit FakeCommand(Result<os::CommandResult> answer,
+                       Result<os::CommandResult> topo_answer = exited(0, ""))
+      : answer_(std::move(answer)), topo_answer_(std::move(topo_answer)) {}
+
+  CommandFn fn() {
+    return [this](const std::vector<std::string>& argv, Millis timeout) {
+      calls_.push_back(argv);
+      timeouts_.push_back(timeout);
+      return argv.size() > 1 && argv[1] == "topo" ? topo_answer_ : answer_;
+    };
+  }
+  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
+  const std::vector<Millis>& timeouts() const { return timeouts_; }
+
+ private:
+  Result<os::CommandResult> answer_;
+  Result<os::CommandResult> topo_answer_;
+  std::vector<std::vector<std::string>> calls_;
+  std::vector<Millis> timeouts_;
+};
+
+FakeCommand eight_h100() {
+  return FakeCommand(exited(0, read_testdata("h100x8.txt")),
+                     exited(0, read_testdata("topo_h100x8.txt")));
+}
 
 FakeCommand four_gpus() {
   return FakeCommand(exited(0,
                             "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 0\n"
                             "1, GPU-b, NVIDIA A100-SXM4-80GB, 81920, 0\n"
                             "2, GPU-c, NVIDIA A100-SXM4-80GB, 81920, 0\n"
-                            "3, GPU-d, NVIDIA A100-SXM4-80GB, 81920, 0\n"));
+                            "3, GPU-d, NVIDIA A100-SXM4-80GB, 81920, 0\n"),
+                     exited(0, read_testdata("topo_nvlink_pairs4.txt")));
 }
 
 FakeCommand not_installed() {
@@ -82,6 +89,7 @@ void expect_lane(const Result<Inventory>& inventory, std::string_view reason) {
   EXPECT_NE(inventory->note.find(reason), std::string::npos) << inventory->note;
   EXPECT_NE(inventory->note.find("exclusive lane gpu0"), std::string::npos) << inventory->note;
   EXPECT_EQ(inventory->note.find('\n'), std::string::npos) << inventory->note;
+  EXPECT_TRUE(inventory->links.empty());
 }
 
 TEST_F(DiscoveryTest, AutoFindsNvidiaGpus) {
@@ -94,22 +102,33 @@ TEST_F(DiscoveryTest, AutoFindsNvidiaGpus) {
   EXPECT_EQ(inventory->resources[7].index, 7);
   EXPECT_EQ(inventory->note, "8 NVIDIA GPUs (8x NVIDIA H100 80GB HBM3)");
 
-  ASSERT_EQ(smi.calls().size(), 1u);
+  ASSERT_EQ(smi.calls().size(), 2u);
   EXPECT_EQ(smi.calls()[0],
             (std::vector<std::string>{"nvidia-smi",
                                       "--query-gpu=index,uuid,name,memory.total,memory.used",
                                       "--format=csv,noheader,nounits"}));
   EXPECT_EQ(smi.timeouts()[0], Millis{10000});
+  EXPECT_EQ(smi.calls()[1], (std::vector<std::string>{"nvidia-smi", "topo", "-m"}));
+  EXPECT_EQ(smi.timeouts()[1], Millis{10000});
+  ASSERT_EQ(inventory->links.size(), 8u);
+  EXPECT_EQ(inventory->links[0], (std::vector<int>{0, 118, 118, 118, 118, 118, 118, 118}));
+  EXPECT_EQ(inventory->links[7][6], 118);
 }
 
 TEST_F(DiscoveryTest, AutoDescribesMixedModels) {
   FakeCommand smi(exited(0,
                          "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 0\n"
                          "1, GPU-b, NVIDIA RTX A6000, 49140, 0\n"
-                         "2, GPU-c, NVIDIA A100-SXM4-80GB, 81920, 0\n"));
+                         "2, GPU-c, NVIDIA A100-SXM4-80GB, 81920, 0\n"),
+                  exited(0,
+                         "\tGPU0\tGPU1\tGPU2\tCPU Affinity\n"
+                         "GPU0\t X \tSYS\tNV12\t0-7\n"
+                         "GPU1\tSYS\t X \tSYS\t0-7\n"
+                         "GPU2\tNV12\tSYS\t X \t0-7\n"));
   auto inventory = discover("auto", smi.fn());
   ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
   EXPECT_EQ(inventory->note, "3 NVIDIA GPUs (2x NVIDIA A100-SXM4-80GB, 1x NVIDIA RTX A6000)");
+  EXPECT_EQ(inventory->links, (std::vector<std::vector<int>>{{0, 0, 112}, {0, 0, 0}, {112, 0, 0}}));
 }
 
 TEST_F(DiscoveryTest, AutoUsesConfiguredNvidiaSmi) {
@@ -117,8 +136,9 @@ TEST_F(DiscoveryTest, AutoUsesConfiguredNvidiaSmi) {
   FakeCommand smi = eight_h100();
   auto inventory = discover("auto", smi.fn());
   ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
-  ASSERT_EQ(smi.calls().size(), 1u);
+  ASSERT_EQ(smi.calls().size(), 2u);
   EXPECT_EQ(smi.calls()[0][0], "/opt/nvidia/bin/nvidia-smi");
+  EXPECT_EQ(smi.calls()[1][0], "/opt/nvidia/bin/nvidia-smi");
 }
 
 TEST_F(DiscoveryTest, AutoWithoutNvidiaSmiIsALane) {
@@ -185,6 +205,7 @@ TEST_F(DiscoveryTest, NoneHasNoResourcesAndRunsNothing) {
   ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
   EXPECT_EQ(inventory->mode, "none");
   EXPECT_TRUE(inventory->resources.empty());
+  EXPECT_TRUE(inventory->links.empty());
   EXPECT_FALSE(inventory->note.empty());
   EXPECT_TRUE(smi.calls().empty());
 }
@@ -205,6 +226,8 @@ TEST_F(DiscoveryTest, FakeMakesSimulatedGpus) {
     EXPECT_EQ(gpu.memory_total_mib, 81920);
     EXPECT_EQ(gpu.memory_used_mib, 0);
   }
+  EXPECT_EQ(inventory->links, (std::vector<std::vector<int>>{
+                                  {0, 104, 0, 0}, {104, 0, 0, 0}, {0, 0, 0, 104}, {0, 0, 104, 0}}));
   EXPECT_TRUE(smi.calls().empty());
 }
 
@@ -258,7 +281,9 @@ TEST_F(DiscoveryTest, ListKeepsOnlyThoseIndices) {
   EXPECT_EQ(inventory->resources[1].uuid, "GPU-1f7d4a93-c8e2-4b56-9d30-a7e1c5f82b04");
   EXPECT_EQ(inventory->resources[2].name, "gpu3");
   EXPECT_EQ(inventory->note, "3 of 8 NVIDIA GPUs (--gpus 0,2,3: 3x NVIDIA H100 80GB HBM3)");
-  EXPECT_EQ(smi.calls().size(), 1u);
+  EXPECT_EQ(smi.calls().size(), 2u);
+  EXPECT_EQ(inventory->links,
+            (std::vector<std::vector<int>>{{0, 118, 118}, {118, 0, 118}, {118, 118, 0}}));
 }
 
 TEST_F(DiscoveryTest, SingleIndexIsAList) {
@@ -305,6 +330,84 @@ TEST_F(DiscoveryTest, ListWithDriverMissingIsAnError) {
   ASSERT_FALSE(inventory.has_value());
   EXPECT_EQ(inventory.error().code, Code::kInvalidArgument);
   EXPECT_NE(inventory.error().message.find("NVIDIA driver"), std::string::npos);
+}
+
+TEST_F(DiscoveryTest, FakeWithAnOddCountLeavesTheLastGpuUnpaired) {
+  FakeCommand smi = not_installed();
+  auto inventory = discover("fake:3", smi.fn());
+  ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
+  EXPECT_EQ(inventory->links, (std::vector<std::vector<int>>{{0, 104, 0}, {104, 0, 0}, {0, 0, 0}}));
+}
+
+TEST_F(DiscoveryTest, ListRestrictsTopologyToTheSelectedGpusInResourceOrder) {
+  FakeCommand smi = four_gpus();
+  auto inventory = discover("3,1,2", smi.fn());
+  ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
+  ASSERT_EQ(inventory->resources.size(), 3u);
+  EXPECT_EQ(inventory->resources[0].name, "gpu1");
+  EXPECT_EQ(inventory->resources[2].name, "gpu3");
+  // gpu1-gpu2 PHB, gpu1-gpu3 SYS, gpu2-gpu3 NV4.
+  EXPECT_EQ(inventory->links,
+            (std::vector<std::vector<int>>{{0, 20, 0}, {20, 0, 104}, {0, 104, 0}}));
+  EXPECT_EQ(inventory->note, "3 of 4 NVIDIA GPUs (--gpus 3,1,2: 3x NVIDIA A100-SXM4-80GB)");
+}
+
+// A topology that cannot be read costs placement quality, never the daemon's start.
+void expect_unknown_topology(Result<os::CommandResult> topo_answer, std::string_view reason) {
+  FakeCommand smi(exited(0,
+                         "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 0\n"
+                         "1, GPU-b, NVIDIA A100-SXM4-80GB, 81920, 0\n"),
+                  std::move(topo_answer));
+  for (const char* flag : {"auto", "1"}) {
+    auto inventory = discover(flag, smi.fn());
+    ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
+    EXPECT_EQ(inventory->mode, "nvidia");
+    EXPECT_FALSE(inventory->resources.empty());
+    EXPECT_TRUE(inventory->links.empty());
+    EXPECT_NE(inventory->note.find("; GPU topology unknown ("), std::string::npos)
+        << inventory->note;
+    EXPECT_NE(inventory->note.find(reason), std::string::npos) << inventory->note;
+    EXPECT_NE(inventory->note.find("all GPUs count as equally connected"), std::string::npos);
+    EXPECT_EQ(inventory->note.find('\n'), std::string::npos) << inventory->note;
+  }
+}
+
+TEST_F(DiscoveryTest, TopologyCommandMissing) {
+  expect_unknown_topology(fail(Code::kNotFound, "nvidia-smi: program not found in PATH"),
+                          "nvidia-smi topo -m: nvidia-smi: program not found in PATH");
+}
+
+TEST_F(DiscoveryTest, TopologyCommandHangs) {
+  os::CommandResult hung;
+  hung.timed_out = true;
+  hung.signal = 9;
+  expect_unknown_topology(hung, "nvidia-smi topo -m: no answer within 10s");
+}
+
+TEST_F(DiscoveryTest, TopologyCommandFails) {
+  expect_unknown_topology(exited(3, "", "Unable to determine the device handle\nmore\n"),
+                          "nvidia-smi topo -m failed (exit 3): Unable to determine the device "
+                          "handle)");
+  expect_unknown_topology(exited(6, read_testdata("topo_no_devices.txt")),
+                          "failed (exit 6): No devices were found");
+}
+
+TEST_F(DiscoveryTest, TopologyUnreadable) {
+  expect_unknown_topology(exited(0, "\tGPU0\tGPU1\nGPU0\t X \tQPI\n"),
+                          "nvidia-smi topo -m output line 2: unknown connection \"QPI\"");
+  expect_unknown_topology(exited(0, ""), "nvidia-smi topo -m printed nothing");
+}
+
+TEST_F(DiscoveryTest, TopologyLackingASelectedGpu) {
+  expect_unknown_topology(exited(0, "\tGPU0\tCPU Affinity\nGPU0\t X \t0-7\n"),
+                          "no row for GPU1 (its matrix has 1 GPU)");
+}
+
+TEST_F(DiscoveryTest, TopologyIsNotAskedWithoutNvidiaGpus) {
+  FakeCommand smi(exited(6, read_testdata("no_devices.txt")),
+                  exited(0, read_testdata("topo_h100x8.txt")));
+  expect_lane(discover("auto", smi.fn()), "No devices were found");
+  EXPECT_EQ(smi.calls().size(), 1u);
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ struct Run {
   int shim_pid = 0;
   uint64_t shim_start_ticks = 0;   // /proc/PID/stat start time, to tell pid reuse apart
   std::string run_dir;
-  std::string stop_reason;         // why the daemon stopped it ("cancel"), empty otherwise
+  std::string stop_reason;         // why the daemon stopped it ("cancel", "timeout"), or empty
+  std::optional<bool> verified;    // DONE_IF after exit 0: held (true) or not (false)
 };
 
 struct Job {
@@ -114,6 +115,7 @@ struct Job {
   int64_t finished_at_ms = 0;
   int64_t queue_order = 0;         // FIFO key within a priority
   int lost_count = 0;              // runs lost to a vanished shim (a power cut)
+  int64_t retry_at_ms = 0;         // a retry waits until then
   std::vector<Run> runs;
 };
 

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 1> kMigrations = {
+constexpr std::array<const char*, 2> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -67,6 +67,16 @@ CREATE TABLE events (
 CREATE INDEX events_by_job ON events(job_id);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql",
+    // 2: the scheduling language: retry times, DONE_IF verification, GPU reservations.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN retry_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN verified INTEGER CHECK (verified IN (0, 1));
+CREATE TABLE reservations (
+  name TEXT PRIMARY KEY,
+  gpus TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+)sql",
 };
 
 }  // namespace
@@ -85,7 +95,8 @@ Result<int> schema_version(Database& db) {
   return static_cast<int>(stmt->int64(0));
 }
 
-Status migrate(Database& db) {
+Status migrate(Database& db, int target) {
+  if (target < 0) target = current_schema_version();
   auto version = schema_version(db);
   if (!version) return tl::unexpected(version.error());
   if (*version > current_schema_version()) {
@@ -95,7 +106,7 @@ Status migrate(Database& db) {
                             "the state directory aside to start afresh",
                             db.path(), *version, current_schema_version()));
   }
-  for (int next = *version + 1; next <= current_schema_version(); ++next) {
+  for (int next = *version + 1; next <= target; ++next) {
     auto applied = in_transaction(db, [&]() -> Status {
       if (auto st = db.exec(kMigrations[next - 1]); !st) return st;
       auto insert = db.prepare("INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)");

@@ -11,8 +11,9 @@ namespace gpuq::store {
 // The schema version this build writes.
 int current_schema_version();
 
-// Brings `db` up to current_schema_version(), each step in its own transaction.
-Status migrate(Database& db);
+// Brings `db` up to `target` (default: current_schema_version()), each step in its own
+// transaction.
+Status migrate(Database& db, int target = -1);
 
 // The version `db` is at (0 for an empty database).
 Result<int> schema_version(Database& db);

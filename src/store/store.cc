@@ -5,16 +5,17 @@
 
 #include "store/codec.h"
 #include "store/schema.h"
+#include "base/time.h"
 
 namespace gpuq::store {
 namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count";
+    "lost_count, retry_at";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
-    "exit_code, signal, outcome, run_dir, stop_reason";
+    "exit_code, signal, outcome, run_dir, stop_reason, verified";
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -33,6 +34,7 @@ Result<Job> job_from_row(const Statement& row) {
   job.submitted_at_ms = row.int64(8);
   job.finished_at_ms = row.is_null(9) ? 0 : row.int64(9);
   job.lost_count = static_cast<int>(row.int64(10));
+  job.retry_at_ms = row.int64(11);
   return job;
 }
 
@@ -54,6 +56,7 @@ Result<Run> run_from_row(const Statement& row) {
   run.outcome = *outcome;
   run.run_dir = row.text(12);
   run.stop_reason = row.text(13);
+  if (!row.is_null(14)) run.verified = row.int64(14) != 0;
   return run;
 }
 
@@ -147,6 +150,63 @@ Status Store::finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int>
       .bind(4, to_string(outcome))
       .bind(5, run_id)
       .run();
+}
+
+Status Store::set_retry_at(int64_t job_id, int64_t retry_at_ms) {
+  auto stmt = db_->prepare("UPDATE jobs SET retry_at = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, retry_at_ms).bind(2, job_id).run();
+}
+
+Status Store::set_spec(int64_t job_id, const JobSpec& spec) {
+  auto stmt = db_->prepare("UPDATE jobs SET spec = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, encode_spec(spec)).bind(2, job_id).run();
+}
+
+Status Store::set_queue_position(int64_t job_id, int priority, int64_t queue_order) {
+  auto stmt = db_->prepare("UPDATE jobs SET priority = ?, queue_order = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, priority).bind(2, queue_order).bind(3, job_id).run();
+}
+
+Status Store::clear_name(int64_t job_id) {
+  auto stmt = db_->prepare("UPDATE jobs SET name = NULL WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, job_id).run();
+}
+
+Status Store::set_run_verified(int64_t run_id, bool verified) {
+  auto stmt = db_->prepare("UPDATE runs SET verified = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, verified ? 1 : 0).bind(2, run_id).run();
+}
+
+Status Store::upsert_reservation(const std::string& name, const std::vector<int>& gpus) {
+  auto stmt = db_->prepare(
+      "INSERT INTO reservations(name, gpus, created_at) VALUES (?, ?, ?) "
+      "ON CONFLICT(name) DO UPDATE SET gpus = excluded.gpus");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, name).bind(2, encode_ints(gpus)).bind(3, wall_now_ms()).run();
+}
+
+Result<std::vector<std::pair<int64_t, JobState>>> Store::job_states() {
+  auto stmt = db_->prepare("SELECT id, state FROM jobs ORDER BY id");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<std::pair<int64_t, JobState>>(
+      *stmt, [](const Statement& row) -> Result<std::pair<int64_t, JobState>> {
+        auto state = parse_job_state(row.text(1));
+        if (!state) return tl::unexpected(state.error());
+        return std::make_pair(row.int64(0), *state);
+      });
+}
+
+Result<std::vector<Store::ReservationRow>> Store::reservations() {
+  auto stmt = db_->prepare("SELECT name, gpus FROM reservations ORDER BY name");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<ReservationRow>(*stmt, [](const Statement& row) -> Result<ReservationRow> {
+    return ReservationRow{row.text(0), decode_ints(row.text(1))};
+  });
 }
 
 Status Store::set_stop_reason(int64_t run_id, const std::string& reason) {

@@ -38,6 +38,13 @@ class Store {
   Status set_job_state(int64_t job_id, JobState state, const std::string& reason,
                        std::optional<int64_t> finished_at_ms);
   Status set_lost_count(int64_t job_id, int lost_count);
+  Status set_retry_at(int64_t job_id, int64_t retry_at_ms);
+  Status set_spec(int64_t job_id, const JobSpec& spec);
+  Status set_queue_position(int64_t job_id, int priority, int64_t queue_order);
+  // Frees a job's name for a replacement; the old job keeps its history under its id.
+  Status clear_name(int64_t job_id);
+  Status set_run_verified(int64_t run_id, bool verified);
+  Status upsert_reservation(const std::string& name, const std::vector<int>& gpus);
   Result<int64_t> insert_run(const Run& run);  // returns the run's row id
   Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
                     std::optional<int> signal, RunOutcome outcome);
@@ -61,6 +68,13 @@ class Store {
   Result<int64_t> last_seq();
   Result<int64_t> max_queue_order();
   Result<std::optional<std::string>> meta(const std::string& key);
+  // Every job's id and state (for dependencies on finished jobs).
+  Result<std::vector<std::pair<int64_t, JobState>>> job_states();
+  struct ReservationRow {
+    std::string name;
+    std::vector<int> gpus;
+  };
+  Result<std::vector<ReservationRow>> reservations();
 
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}

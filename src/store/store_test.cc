@@ -177,3 +177,30 @@ TEST_F(StoreTest, ReplacesSeveralResourcesWithOneStatement) {
 }
 }  // namespace
 }  // namespace gpuq::store
+
+namespace gpuq::store {
+namespace {
+TEST_F(StoreTest, AVersionOneStoreIsMigratedKeepingItsJobs) {
+  store_.reset();
+  std::filesystem::remove(path_);
+  {
+    auto db = Database::open(path_, false);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(migrate(**db, 1));
+    ASSERT_TRUE((*db)->exec(
+        "INSERT INTO jobs(id, state, priority, queue_order, gpus, spec, submitted_at) "
+        "VALUES (1, 'pending', 50, 1, 0, '{\"gpus\":0,\"priority\":50,\"cwd\":\"/\",\"env\":{},"
+        "\"argv\":[\"true\"]}', 5)"));
+  }
+  auto reopened = Store::open(path_, false);
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  auto job = (*reopened)->find_job(1);
+  ASSERT_TRUE(job && *job) << (job ? "missing" : job.error().message);
+  EXPECT_EQ((*job)->retry_at_ms, 0);
+  EXPECT_TRUE((*reopened)->transaction([&] { return (*reopened)->set_retry_at(1, 99); }));
+  EXPECT_EQ((*(*reopened)->find_job(1))->retry_at_ms, 99);
+  auto db = Database::open(path_, false);
+  EXPECT_EQ(*schema_version(**db), current_schema_version());
+}
+}  // namespace
+}  // namespace gpuq::store

@@ -1,0 +1,51 @@
+// What the queue actor keeps in memory about each job that is not finished (pending, held,
+// blocked, running): the fields scheduling and readiness need, and no more — the command,
+// script and environment stay in the store until a run starts, so 100,000 queued jobs fit in
+// a few tens of MiB. Plain value; owned by the Queue; actor thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/job.h"
+
+namespace gpuq::daemon {
+
+// The state of a job's external conditions (wait_file, REQUIRES, DONE_IF), checked off-thread.
+enum class ConditionState {
+  kNone,      // the job has none
+  kUnknown,   // not checked yet (or to be checked again)
+  kChecking,  // a check is running
+  kFalse,     // the last check said no; checked again at next_check_ms
+  kTrue,      // all held at the last check: the job may start
+};
+
+struct ActiveJob {
+  int64_t id = 0;
+  JobState state = JobState::kPending;
+  int priority = 0;
+  int64_t queue_order = 0;
+  int gpus = 0;
+  std::vector<int> lanes;          // indices into the daemon's lane table
+  int64_t gpu_mem_mib = 0;
+  bool share = false;
+  int64_t estimate_ms = 0;
+  int64_t timeout_ms = 0;
+  int reservation = -1;            // index into the daemon's reservations
+  std::vector<Dependency> deps;    // job dependencies carry resolved ids
+  bool has_conditions = false;     // file or REQUIRES dependencies, or DONE_IF
+  int retries = 0;
+  int64_t retry_delay_ms = -1;
+  int failed_runs = 0;             // runs that count against `retries`
+  int64_t not_before_ms = 0;       // the spec's not-before
+  int64_t retry_at_ms = 0;         // a retry's delay ends then
+
+  ConditionState conditions = ConditionState::kNone;
+  int64_t conditions_false_since_ms = 0;
+  int64_t next_check_ms = 0;
+  int64_t check_interval_ms = 0;
+  std::string condition_text;      // what the last check found false, for people
+};
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,76 @@
+// The daemon's settings file, $GPUQ_HOME/config.toml, read once at daemon start: the lanes
+// (named counters such as `net` and `cpu`, with capacities and exclusions), the scheduling
+// policy, retry backoff, and the timings of runs and REQUIRES checks. Every setting has a
+// default, so a machine without the file runs with the defaults.
+//
+// Reading is strict, because a setting silently ignored is a queue that misbehaves for days: a
+// syntax error, an unknown table or key, a value of the wrong type or out of range is an error
+// whose message starts with `path:line:column:` and says how to fix it. Values are plain and
+// copyable; the functions hold no state and are thread-safe. Durations are quoted strings in
+// base/duration.h's forms ("250ms", "10s", "5m", "1h30m"), at most 30 days.
+//
+//   [lanes.net]
+//   capacity = 1
+//   excludes = ["gpu"]             # a download and GPU work never run at the same time
+//   [lanes.cpu]
+//   capacity = 2
+//
+//   [scheduler]
+//   policy = "backfill"            # fifo | priority | backfill
+//   backfill_unknown_limit = "0s"  # jobs without an estimate backfill only before
+//                                  # reservations this far off
+//   [retries]
+//   delay = "10s"                  # first delay; multiplied by backoff each retry
+//   backoff = 2.0
+//   max_delay = "1h"
+//
+//   [runs]
+//   kill_grace = "10s"             # SIGTERM to SIGKILL
+//   requires_timeout = "30s"       # one REQUIRES / DONE_IF check
+//   requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
+//   requires_poll_max = "5m"       # backoff cap
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gpuq::daemon {
+
+// The file's name inside the daemon's home directory.
+inline constexpr std::string_view kConfigFileName = "config.toml";
+
+constexpr int kMaxLaneCapacity = 1'000'000;
+
+struct LaneConfig {
+  std::string name;                   // [a-z0-9_-]+, neither "gpu" nor a GPU's name ("gpu3")
+  int capacity = 1;                   // jobs holding the lane at once, >= 1
+  std::vector<std::string> excludes;  // other lanes, or "gpu" for any job holding GPUs
+};
+
+struct Config {
+  std::vector<LaneConfig> lanes;    // sorted by name
+  std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
+  int64_t backfill_unknown_limit_ms = 0;
+  int64_t retry_delay_ms = 10'000;
+  double retry_backoff = 2.0;              // >= 1
+  int64_t retry_max_delay_ms = 3'600'000;  // >= retry_delay_ms
+  int64_t kill_grace_ms = 10'000;
+  int64_t requires_timeout_ms = 30'000;    // > 0
+  int64_t requires_poll_ms = 5'000;        // > 0
+  int64_t requires_poll_max_ms = 300'000;  // >= requires_poll_ms
+};
+
+// Reads the file at `path`. A missing file gives Config{} (the defaults). A file that cannot be
+// read is an errno_error naming the path (kFailedPrecondition for a permission, else kIoError);
+// anything wrong inside it is Code::kInvalidArgument with a message
+// "path:line:column: what is wrong; how to fix it".
+Result<Config> load_config(const std::string& path);
+
+// The same for text already in memory; `path` only names it in messages.
+Result<Config> parse_config(std::string_view text, std::string_view path);
+
+}  // namespace gpuq::daemon

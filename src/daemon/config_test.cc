@@ -1,0 +1,278 @@
+#include "daemon/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace gpuq::daemon {
+namespace {
+
+constexpr std::string_view kPath = "/home/ann/.gpuq/config.toml";
+
+constexpr std::string_view kFullExample = R"([lanes.net]
+capacity = 1
+excludes = ["gpu"]    # a download and GPU work never run at the same time
+[lanes.cpu]
+capacity = 2
+
+[scheduler]
+policy = "backfill"            # fifo | priority | backfill
+backfill_unknown_limit = "0s"  # jobs without an estimate backfill only before reservations this far off
+
+[retries]
+delay = "10s"                  # first delay; doubles each retry
+backoff = 2.0
+max_delay = "1h"
+
+[runs]
+kill_grace = "10s"             # SIGTERM to SIGKILL
+requires_timeout = "30s"       # one REQUIRES / DONE_IF check
+requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
+requires_poll_max = "5m"       # backoff cap
+)";
+
+void expect_defaults(const Config& config) {
+  EXPECT_TRUE(config.lanes.empty());
+  EXPECT_EQ(config.policy, "backfill");
+  EXPECT_EQ(config.backfill_unknown_limit_ms, 0);
+  EXPECT_EQ(config.retry_delay_ms, 10'000);
+  EXPECT_EQ(config.retry_backoff, 2.0);
+  EXPECT_EQ(config.retry_max_delay_ms, 3'600'000);
+  EXPECT_EQ(config.kill_grace_ms, 10'000);
+  EXPECT_EQ(config.requires_timeout_ms, 30'000);
+  EXPECT_EQ(config.requires_poll_ms, 5'000);
+  EXPECT_EQ(config.requires_poll_max_ms, 300'000);
+}
+
+// A fresh directory per test, removed afterwards.
+class LoadConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuq-config-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, std::string_view text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LoadConfigTest, MissingFileGivesTheDefaults) {
+  auto config = load_config(dir_ + "/config.toml");
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  expect_defaults(*config);
+}
+
+TEST_F(LoadConfigTest, EmptyFileGivesTheDefaults) {
+  auto config = load_config(write("config.toml", "# nothing set yet\n\n"));
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  expect_defaults(*config);
+}
+
+TEST_F(LoadConfigTest, ReadsTheFile) {
+  auto config = load_config(write("config.toml", "[scheduler]\npolicy = \"fifo\"\n"));
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->policy, "fifo");
+  EXPECT_EQ(config->retry_delay_ms, 10'000);
+}
+
+TEST_F(LoadConfigTest, ErrorsNameTheFile) {
+  std::string path = write("config.toml", "[scheduler]\npolicy = \"lifo\"\n");
+  auto config = load_config(path);
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().code, Code::kInvalidArgument);
+  EXPECT_EQ(config.error().message.rfind(path + ":2:10: ", 0), 0u) << config.error().message;
+}
+
+TEST_F(LoadConfigTest, ADirectoryIsAnError) {
+  auto config = load_config(dir_);
+  ASSERT_FALSE(config.has_value());
+  EXPECT_NE(config.error().message.find("cannot read the config file " + dir_), std::string::npos)
+      << config.error().message;
+}
+
+TEST(ParseConfigTest, TheFullExample) {
+  auto config = parse_config(kFullExample, kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  expect_defaults(Config{});
+  ASSERT_EQ(config->lanes.size(), 2u);
+  EXPECT_EQ(config->lanes[0].name, "cpu");
+  EXPECT_EQ(config->lanes[0].capacity, 2);
+  EXPECT_TRUE(config->lanes[0].excludes.empty());
+  EXPECT_EQ(config->lanes[1].name, "net");
+  EXPECT_EQ(config->lanes[1].capacity, 1);
+  EXPECT_EQ(config->lanes[1].excludes, (std::vector<std::string>{"gpu"}));
+  Config rest = *config;
+  rest.lanes.clear();
+  expect_defaults(rest);
+}
+
+TEST(ParseConfigTest, EverySettingIsRead) {
+  auto config = parse_config(R"(
+[scheduler]
+policy = "priority"
+backfill_unknown_limit = "2h"
+[retries]
+delay = "30s"
+backoff = 3
+max_delay = "2h30m"
+[runs]
+kill_grace = "1m"
+requires_timeout = "250ms"
+requires_poll = "10s"
+requires_poll_max = "10m"
+[lanes.dl]
+excludes = ["gpu", "io"]
+[lanes.io]
+capacity = 4
+excludes = ["dl"]
+)",
+                             kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->policy, "priority");
+  EXPECT_EQ(config->backfill_unknown_limit_ms, 7'200'000);
+  EXPECT_EQ(config->retry_delay_ms, 30'000);
+  EXPECT_EQ(config->retry_backoff, 3.0);
+  EXPECT_EQ(config->retry_max_delay_ms, 9'000'000);
+  EXPECT_EQ(config->kill_grace_ms, 60'000);
+  EXPECT_EQ(config->requires_timeout_ms, 250);
+  EXPECT_EQ(config->requires_poll_ms, 10'000);
+  EXPECT_EQ(config->requires_poll_max_ms, 600'000);
+  ASSERT_EQ(config->lanes.size(), 2u);
+  EXPECT_EQ(config->lanes[0].name, "dl");
+  EXPECT_EQ(config->lanes[0].capacity, 1);
+  EXPECT_EQ(config->lanes[0].excludes, (std::vector<std::string>{"gpu", "io"}));
+  EXPECT_EQ(config->lanes[1].capacity, 4);
+}
+
+TEST(ParseConfigTest, InlineLaneTablesAndLaneNameCharacters) {
+  auto config = parse_config("lanes.hf-download_2 = { capacity = 3 }\n", kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  ASSERT_EQ(config->lanes.size(), 1u);
+  EXPECT_EQ(config->lanes[0].name, "hf-download_2");
+  EXPECT_EQ(config->lanes[0].capacity, 3);
+}
+
+struct BadCase {
+  std::string_view text;
+  std::string_view where;  // "line:column"
+  std::string_view says;
+};
+
+void PrintTo(const BadCase& bad, std::ostream* out) { *out << "\n" << bad.text; }
+
+class ParseConfigErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ParseConfigErrorTest, NamesLineColumnAndFix) {
+  const BadCase& bad = GetParam();
+  auto config = parse_config(bad.text, kPath);
+  ASSERT_FALSE(config.has_value()) << "accepted:\n" << bad.text;
+  EXPECT_EQ(config.error().code, Code::kInvalidArgument);
+  std::string prefix = std::string(kPath) + ":" + std::string(bad.where) + ": ";
+  EXPECT_EQ(config.error().message.rfind(prefix, 0), 0u)
+      << "want " << prefix << "\ngot  " << config.error().message;
+  EXPECT_NE(config.error().message.find(bad.says), std::string::npos) << config.error().message;
+  EXPECT_EQ(config.error().message.find('\n'), std::string::npos) << config.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Syntax, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[scheduler\npolicy = \"fifo\"\n", "1:11", "not valid TOML"},
+        BadCase{"[runs]\nkill_grace = \"1s\"\nkill_grace = \"2s\"\n", "3:14",
+                "not valid TOML: Error while parsing key-value pair: cannot redefine existing "
+                "string 'kill_grace'; see https://toml.io"},
+        BadCase{"[scheduler]\npolicy = fifo\n", "2:11",
+                "not valid TOML: Error while parsing boolean: expected 'false', saw 'fi'; text "
+                "values need double quotes, e.g. delay = \"10s\", policy = \"fifo\"; see "
+                "https://toml.io"},
+        BadCase{"[retries]\ndelay = 10s\n", "2:11", "text values need double quotes"},
+        BadCase{"[scheduler]\npolicy = lifo\n", "2:10", "text values need double quotes"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    UnknownNames, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[sched]\npolicy = \"fifo\"\n", "1:2", "unknown table [sched]; the tables are"},
+        BadCase{"verbose = true\n", "1:1", "unknown setting verbose; settings belong in"},
+        BadCase{"\npolicy = \"fifo\"\n", "2:1",
+                "policy belongs in a table: write it under "
+                "[scheduler]"},
+        BadCase{"capacity = 2\n", "1:1", "capacity belongs to a lane: write it under [lanes.NAME]"},
+        BadCase{"[scheduler]\npolcy = \"fifo\"\n", "2:1",
+                "unknown setting scheduler.polcy; the settings of [scheduler] are policy, "
+                "backfill_unknown_limit"},
+        BadCase{"[retries]\ndelay = \"1s\"\n  policy = \"fifo\"\n", "3:3",
+                "policy is not a setting of [retries]; move it under [scheduler]"},
+        BadCase{"[runs]\nrequires_poll = \"1s\"\n[runs.extra]\n", "3:7",
+                "unknown setting runs.extra"},
+        BadCase{"[lanes.net]\ncap = 1\n", "2:1",
+                "unknown setting lanes.net.cap; the settings of a lane are capacity, excludes"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"scheduler = 3\n", "1:1", "scheduler must be a table: write [scheduler]"},
+        BadCase{"[[lanes]]\nname = \"net\"\n", "1:3", "write [lanes.NAME]"},
+        BadCase{"[lanes]\nnet = 2\n", "2:1", "lanes.net must be a table"},
+        BadCase{"[scheduler]\npolicy = \"lifo\"\n", "2:10",
+                "scheduler.policy must be one of \"fifo\", \"priority\", \"backfill\""},
+        BadCase{"[scheduler]\npolicy = 1\n", "2:10", "scheduler.policy must be one of"},
+        BadCase{"[scheduler]\nbackfill_unknown_limit = 30\n", "2:26",
+                "scheduler.backfill_unknown_limit must be a duration in quotes, e.g. "
+                "backfill_unknown_limit = \"10s\""},
+        BadCase{"[retries]\ndelay = \"10 s\"\n", "2:9", "retries.delay: bad duration '10 s'"},
+        BadCase{"[retries]\ndelay = \"45d\"\n", "2:9",
+                "retries.delay = \"45d\" is too long; use at most 30d"},
+        BadCase{"[retries]\nbackoff = 0.5\n", "2:11", "retries.backoff must be a number >= 1"},
+        BadCase{"[retries]\nbackoff = \"2\"\n", "2:11", "retries.backoff must be a number >= 1"},
+        BadCase{"[retries]\nbackoff = nan\n", "2:11", "retries.backoff must be a number >= 1"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Ranges, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[retries]\ndelay = \"2m\"\nmax_delay = \"1m\"\n", "3:13",
+                "retries.max_delay (1m00s) is shorter than retries.delay (2m00s); raise "
+                "max_delay or lower delay"},
+        BadCase{"[retries]\ndelay = \"2h\"\n", "2:9", "retries.max_delay (1h00m) is shorter"},
+        BadCase{"[runs]\nrequires_poll = \"0s\"\n", "2:17",
+                "runs.requires_poll must be longer than 0s, e.g. requires_poll = \"5s\""},
+        BadCase{"[runs]\nrequires_timeout = \"0ms\"\n", "2:20",
+                "runs.requires_timeout must be longer than 0s"},
+        BadCase{"[runs]\nrequires_poll = \"10m\"\n", "2:17",
+                "runs.requires_poll_max (5m00s) is shorter than runs.requires_poll (10m00s)"},
+        BadCase{"[lanes.net]\ncapacity = 0\n", "2:12",
+                "lanes.net.capacity must be a whole number from 1 to 1000000"},
+        BadCase{"[lanes.net]\ncapacity = 1.5\n", "2:12", "lanes.net.capacity must be a whole"},
+        BadCase{"[lanes.net]\ncapacity = \"2\"\n", "2:12", "lanes.net.capacity must be a whole"},
+        BadCase{"[lanes.net]\ncapacity = 9999999999\n", "2:12", "must be a whole number"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    Lanes, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[lanes.Net]\n", "1:8", "lane name \"Net\" may use only a-z, 0-9, _ and -"},
+        BadCase{"[lanes.\"a b\"]\n", "1:8", "lane name \"a b\" may use only"},
+        BadCase{"[lanes.\"\"]\n", "1:8", "lane name \"\" may use only"},
+        BadCase{"[lanes.gpu]\n", "1:8", "the lane name gpu is reserved"},
+        BadCase{"[lanes.gpu1]\n", "1:8", "the lane name gpu1 is the name of a GPU"},
+        BadCase{"[lanes.net]\nexcludes = \"gpu\"\n", "2:12",
+                "lanes.net.excludes must be a list of lane names in quotes"},
+        BadCase{"[lanes.net]\nexcludes = [\"gpu\", 1]\n", "2:20",
+                "lanes.net.excludes holds lane names in quotes; the names are \"gpu\""},
+        BadCase{"[lanes.net]\nexcludes = [\"net\"]\n", "2:13", "lane net cannot exclude itself"},
+        BadCase{"[lanes.net]\nexcludes = [\"dl\"]\n[lanes.cpu]\n", "2:13",
+                "lanes.net.excludes names \"dl\", which is no lane; define [lanes.dl] or use one "
+                "of \"gpu\", \"cpu\""},
+        BadCase{"[lanes.net]\nexcludes = [\"gpu\", \"gpu\"]\n", "2:20",
+                "lanes.net.excludes names \"gpu\" twice; remove one"}));
+
+}  // namespace
+}  // namespace gpuq::daemon

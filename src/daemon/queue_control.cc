@@ -1,0 +1,161 @@
+// The Queue's controls: hold, release, retry, move, drain.
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+
+namespace gpuq::daemon {
+
+Result<Job> Queue::hold(int64_t job_id) {
+  auto job = load_job(job_id, false);
+  if (!job) return tl::unexpected(job.error());
+  if (job->state == JobState::kHeld) return load_job(job_id, true);
+  if (job->state != JobState::kPending) {
+    return fail(Code::kConflict, fmt::format("job {} is {}; only a pending job can be held", job_id,
+                                             to_string(job->state)));
+  }
+  auto committed = commit([&]() -> Status {
+    if (auto st = set_state(job_id, JobState::kPending, JobState::kHeld, "held by request"); !st) return st;
+    return add_event("job.held", job_id, std::nullopt);
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  active_[job_id].state = JobState::kHeld;
+  request_pass();
+  return load_job(job_id, true);
+}
+
+Result<Job> Queue::release(int64_t job_id) {
+  auto job = load_job(job_id, false);
+  if (!job) return tl::unexpected(job.error());
+  if (job->state != JobState::kHeld) {
+    return fail(Code::kConflict, fmt::format("job {} is {}, not held", job_id, to_string(job->state)));
+  }
+  auto committed = commit([&]() -> Status {
+    if (auto st = set_state(job_id, JobState::kHeld, JobState::kPending, ""); !st) return st;
+    return add_event("job.released", job_id, std::nullopt);
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  active_[job_id].state = JobState::kPending;
+  request_pass();
+  return load_job(job_id, true);
+}
+
+Result<Job> Queue::retry(int64_t job_id) {
+  auto job = load_job(job_id, true);
+  if (!job) return tl::unexpected(job.error());
+  JobState from = job->state;
+  if (from == JobState::kBlocked) {
+    auto it = active_.find(job_id);
+    if (it != active_.end()) {
+      auto verdict = evaluate_job_dependencies(it->second, [this](int64_t id) { return state_of(id); });
+      if (verdict.kind == DependencyVerdict::Kind::kImpossible) {
+        return fail(Code::kConflict, fmt::format("job {} stays blocked: {}", job_id, verdict.text()));
+      }
+    }
+  } else if (from != JobState::kFailed && from != JobState::kCancelled) {
+    return fail(Code::kConflict,
+                fmt::format("job {} is {}; retry applies to failed, cancelled or blocked jobs{}", job_id,
+                            to_string(from),
+                            from == JobState::kSucceeded ? " (submit it again to rerun it)" : ""));
+  }
+  auto committed = commit([&]() -> Status {
+    if (auto st = set_state(job_id, from, JobState::kPending, ""); !st) return st;
+    if (auto st = store_.set_retry_at(job_id, 0); !st) return st;
+    return add_event("job.retried", job_id, std::nullopt, {{"from", to_string(from)}});
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  job->state = JobState::kPending;
+  job->retry_at_ms = 0;
+  auto active = make_active(job_id, *job);
+  if (!active) return tl::unexpected(active.error());
+  active->failed_runs = 0;  // a person asked for it: the retry budget starts afresh
+  track(std::move(*active));
+  request_pass();  // jobs blocked by this one are released in the pass
+  return load_job(job_id, true);
+}
+
+Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
+  auto it = active_.find(job_id);
+  if (it == active_.end() || (it->second.state != JobState::kPending && it->second.state != JobState::kHeld &&
+                              it->second.state != JobState::kBlocked)) {
+    return fail(Code::kConflict, fmt::format("job {} is not waiting; only waiting jobs can be moved", job_id));
+  }
+  ActiveJob& job = it->second;
+  // The waiting jobs in queue order, to find neighbours.
+  std::vector<const ActiveJob*> order;
+  for (const auto& [id, a] : active_) {
+    if (a.state != JobState::kRunning && id != job_id) order.push_back(&a);
+  }
+  std::sort(order.begin(), order.end(), [](const ActiveJob* a, const ActiveJob* b) {
+    return a->priority != b->priority ? a->priority < b->priority : a->queue_order < b->queue_order;
+  });
+  int priority = job.priority;
+  int64_t queue_order = job.queue_order;
+  using W = MoveRequest::Where;
+  if (request.where == W::kPriority) {
+    priority = request.priority;
+  } else if (request.where == W::kTop || request.where == W::kBottom) {
+    if (!order.empty()) {
+      const ActiveJob* edge = request.where == W::kTop ? order.front() : order.back();
+      priority = request.where == W::kTop ? std::min(priority, edge->priority) : std::max(priority, edge->priority);
+      int64_t extreme = edge->queue_order;
+      for (const auto* a : order) {
+        extreme = request.where == W::kTop ? std::min(extreme, a->queue_order) : std::max(extreme, a->queue_order);
+      }
+      queue_order = request.where == W::kTop ? extreme - kOrderStep : extreme + kOrderStep;
+    }
+  } else {
+    auto other = active_.find(request.other);
+    if (other == active_.end() || other->second.state == JobState::kRunning) {
+      return fail(Code::kNotFound, fmt::format("job {} is not waiting; move relative to a waiting job", request.other));
+    }
+    priority = other->second.priority;
+    auto pos = std::find(order.begin(), order.end(), &other->second) - order.begin();
+    // The neighbour on the other side, within the same priority.
+    int64_t neighbour_index = request.where == W::kBefore ? pos - 1 : pos + 1;
+    int64_t bound = request.where == W::kBefore ? other->second.queue_order - 2 * kOrderStep
+                                                : other->second.queue_order + 2 * kOrderStep;
+    if (neighbour_index >= 0 && neighbour_index < static_cast<int64_t>(order.size()) &&
+        order[neighbour_index]->priority == priority) {
+      bound = order[neighbour_index]->queue_order;
+    }
+    queue_order = (other->second.queue_order + bound) / 2;
+    if (queue_order == other->second.queue_order || queue_order == bound) {
+      // No room between them: spread every waiting job's order key out again.
+      auto committed = commit([&]() -> Status {
+        int64_t next = 0;
+        for (const auto* a : order) {
+          next += kOrderStep;
+          if (auto st = store_.set_queue_position(a->id, a->priority, next); !st) return st;
+          const_cast<ActiveJob*>(a)->queue_order = next;
+        }
+        next_order_ = std::max(next_order_, next);
+        return ok();
+      });
+      if (!committed) return tl::unexpected(committed.error());
+      return move(job_id, request);
+    }
+  }
+  auto committed = commit([&]() -> Status {
+    if (auto st = store_.set_queue_position(job_id, priority, queue_order); !st) return st;
+    return add_event("job.moved", job_id, std::nullopt, {{"priority", priority}, {"queue_order", queue_order}});
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  job.priority = priority;
+  job.queue_order = queue_order;
+  request_pass();
+  return load_job(job_id, true);
+}
+
+bool Queue::set_draining(bool draining) {
+  if (draining_ == draining) return draining_;
+  auto committed = commit([&]() -> Status {
+    if (auto st = store_.set_meta("draining", draining ? "1" : "0"); !st) return st;
+    return add_event(draining ? "queue.drained" : "queue.undrained", std::nullopt, std::nullopt);
+  });
+  if (committed) draining_ = draining;
+  request_pass();
+  return draining_;
+}
+
+}  // namespace gpuq::daemon

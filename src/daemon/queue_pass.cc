@@ -1,0 +1,258 @@
+// The Queue's scheduling pass: which pending jobs are ready (time, dependencies, conditions),
+// which of those the scheduler starts, and when the actor must wake up next.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+
+namespace gpuq::daemon {
+
+void Queue::request_pass() {
+  if (pass_requested_) return;
+  pass_requested_ = true;
+  // Coalesces a burst of submits and exits into one pass.
+  boost::asio::post(ioc_, [this] {
+    pass_requested_ = false;
+    run_pass();
+  });
+}
+
+void Queue::arm_wake(int64_t at_ms) {
+  if (at_ms <= 0) return;
+  if (wake_at_ms_ != 0 && wake_at_ms_ <= at_ms && wake_at_ms_ > wall_now_ms()) return;
+  wake_at_ms_ = at_ms;
+  wake_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at_ms - wall_now_ms())));
+  wake_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    wake_at_ms_ = 0;
+    request_pass();
+  });
+}
+
+sched::Snapshot Queue::machine_snapshot(int64_t now) const {
+  sched::Snapshot snapshot;
+  snapshot.now_ms = now;
+  snapshot.links = inventory_.links;
+  snapshot.draining = draining_;
+  snapshot.backfill_unknown_limit_ms = config_.backfill_unknown_limit_ms;
+  snapshot.policy = config_.policy == "fifo"       ? sched::Policy::kFifo
+                    : config_.policy == "priority" ? sched::Policy::kPriority
+                                                   : sched::Policy::kBackfill;
+  snapshot.reservations = reservations_;
+  for (size_t slot = 0; slot < holders_.size(); ++slot) {
+    sched::Gpu gpu;
+    gpu.slot = static_cast<int>(slot);
+    gpu.memory_total_mib = inventory_.resources[slot].memory_total_mib;
+    gpu.memory_free_mib = gpu.memory_total_mib - inventory_.resources[slot].memory_used_mib;
+    for (int64_t holder : holders_[slot]) {
+      auto it = active_.find(holder);
+      bool share = it != active_.end() && it->second.share;
+      if (share) {
+        ++gpu.sharers;
+        gpu.memory_free_mib -= it->second.gpu_mem_mib;
+      } else {
+        gpu.held_exclusive = true;
+      }
+    }
+    for (size_t r = 0; r < reservations_.size(); ++r) {
+      for (int s : reservations_[r].slots) {
+        if (s == static_cast<int>(slot)) gpu.reservation = static_cast<int>(r);
+      }
+    }
+    snapshot.gpus.push_back(gpu);
+  }
+  for (size_t i = 0; i < config_.lanes.size(); ++i) {
+    sched::Lane lane;
+    lane.name = config_.lanes[i].name;
+    lane.capacity = config_.lanes[i].capacity;
+    lane.used = lane_used_[i];
+    lane.excludes = config_.lanes[i].excludes;
+    snapshot.lanes.push_back(std::move(lane));
+  }
+  for (const auto& [id, live] : running_) {
+    auto it = active_.find(id);
+    if (it == active_.end() || live.settling) continue;
+    sched::RunningJob r;
+    r.id = id;
+    r.slots = live.slots;
+    r.lanes = it->second.lanes;
+    int64_t bound = it->second.estimate_ms ? it->second.estimate_ms : it->second.timeout_ms;
+    r.expected_end_ms = bound ? live.run.started_at_ms + bound : 0;
+    r.share = it->second.share;
+    r.gpu_mem_mib = it->second.gpu_mem_mib;
+    snapshot.running.push_back(std::move(r));
+  }
+  return snapshot;
+}
+
+void Queue::run_pass() {
+  if (stopping_) return;
+  int64_t now = wall_now_ms();
+  auto published = std::make_shared<WaitList>();
+  sched::Snapshot snapshot = machine_snapshot(now);
+  std::vector<std::pair<int64_t, std::string>> to_block;
+  std::vector<int64_t> to_unblock;
+  int64_t next_wake = 0;
+  auto wake_at = [&](int64_t t) { next_wake = next_wake == 0 ? t : std::min(next_wake, t); };
+  auto lookup = [this](int64_t id) { return state_of(id); };
+  snapshot.queue.reserve(active_.size());
+  for (auto& [id, job] : active_) {
+    if (job.state == JobState::kBlocked) {
+      auto verdict = evaluate_job_dependencies(job, lookup);
+      if (verdict.kind != DependencyVerdict::Kind::kImpossible) to_unblock.push_back(id);
+      continue;
+    }
+    if (job.state == JobState::kHeld) {
+      published->not_ready.emplace_back(id, JobWait::Kind::kHeld);
+      continue;
+    }
+    if (job.state != JobState::kPending) continue;
+    int64_t not_before = std::max(job.not_before_ms, job.retry_at_ms);
+    if (not_before > now) {
+      JobWait w(id, job.retry_at_ms > job.not_before_ms ? JobWait::Kind::kRetry : JobWait::Kind::kNotBefore,
+                not_before);
+      w.attempt = job.failed_runs;
+      w.retries = job.retries;
+      published->not_ready.push_back(std::move(w));
+      wake_at(not_before);
+      continue;
+    }
+    auto verdict = evaluate_job_dependencies(job, lookup);
+    if (verdict.kind == DependencyVerdict::Kind::kImpossible) {
+      to_block.emplace_back(id, verdict.text());
+      continue;
+    }
+    if (verdict.kind == DependencyVerdict::Kind::kWaiting) {
+      JobWait w(id, JobWait::Kind::kDependency);
+      w.dependency = verdict;
+      published->not_ready.push_back(std::move(w));
+      continue;
+    }
+    if (job.has_conditions && job.conditions != ConditionState::kTrue) {
+      if (job.conditions == ConditionState::kUnknown ||
+          (job.conditions == ConditionState::kFalse && job.next_check_ms <= now)) {
+        check_conditions(job, now);
+      } else if (job.conditions == ConditionState::kFalse) {
+        wake_at(job.next_check_ms);
+      }
+      JobWait w(id, job.conditions == ConditionState::kFalse ? JobWait::Kind::kCondition
+                                                              : JobWait::Kind::kChecking);
+      w.text = job.condition_text;
+      w.since_ms = job.conditions_false_since_ms;
+      published->not_ready.push_back(std::move(w));
+      continue;
+    }
+    sched::PendingJob p;
+    p.id = id;
+    p.priority = job.priority;
+    p.queue_order = job.queue_order;
+    p.gpus = job.gpus;
+    p.lanes = job.lanes;
+    p.gpu_mem_mib = job.gpu_mem_mib;
+    p.share = job.share;
+    p.estimate_ms = job.estimate_ms;
+    p.timeout_ms = job.timeout_ms;
+    p.reservation = job.reservation;
+    snapshot.queue.push_back(std::move(p));
+  }
+  for (const auto& [id, why] : to_block) block(id, why);
+  for (int64_t id : to_unblock) unblock(id);
+  if (!to_block.empty() || !to_unblock.empty()) request_pass();  // the cascade continues
+
+  sched::Decision decision = sched::schedule(snapshot);
+  for (const auto& start : decision.starts) start_run(start.job_id, start.slots);
+  if (next_wake) arm_wake(next_wake);
+
+  published->waits = std::move(decision.waits);
+  snapshot.queue.clear();  // the reasons need the machine, not the queue
+  published->snapshot = std::move(snapshot);
+  published->draining = draining_;
+  for (size_t i = 0; i < config_.lanes.size(); ++i) {
+    std::vector<int64_t> holders;
+    for (const auto& [id, live] : running_) {
+      auto it = active_.find(id);
+      if (it != active_.end() &&
+          std::find(it->second.lanes.begin(), it->second.lanes.end(), static_cast<int>(i)) != it->second.lanes.end()) {
+        holders.push_back(id);
+      }
+    }
+    published->lane_holders.emplace_back(config_.lanes[i].name, std::move(holders));
+  }
+  std::lock_guard lock(waits_mutex_);
+  waits_ = std::move(published);
+}
+
+void Queue::check_conditions(ActiveJob& job, int64_t now) {
+  auto loaded = load_job(job.id, false);
+  if (!loaded) return;
+  ConditionRequest request;
+  request.job_id = job.id;
+  request.cwd = loaded->spec.cwd;
+  request.env = loaded->spec.env;
+  for (const auto& d : loaded->spec.deps) {
+    if (d.kind == Dependency::Kind::kFile) request.files.push_back(d.target);
+    if (d.kind == Dependency::Kind::kRequires) request.shell_tests.push_back(d.target);
+  }
+  request.done_if = loaded->spec.done_if;
+  request.timeout = Millis(config_.requires_timeout_ms);
+  job.conditions = ConditionState::kChecking;
+  (void)now;
+  checker_.check(std::move(request), [this](ConditionResult result) { on_conditions(result); });
+}
+
+void Queue::on_conditions(const ConditionResult& result) {
+  auto it = active_.find(result.job_id);
+  if (it == active_.end() || stopping_) return;
+  ActiveJob& job = it->second;
+  if (job.state != JobState::kPending) {
+    job.conditions = ConditionState::kUnknown;  // checked again if it becomes pending
+    return;
+  }
+  int64_t now = wall_now_ms();
+  if (result.holds && result.done) {
+    // DONE_IF already true: the work is done; nothing runs.
+    auto committed = commit([&]() -> Status {
+      if (auto st = set_state(job.id, JobState::kPending, JobState::kSkipped, "already done: DONE_IF held before a start"); !st) return st;
+      return add_event("job.skipped", job.id, std::nullopt, {{"reason", "done_if"}});
+    });
+    if (committed) note_finished(job.id, JobState::kSkipped);
+    return;
+  }
+  if (result.holds) {
+    job.conditions = ConditionState::kTrue;
+    job.condition_text.clear();
+  } else {
+    if (job.conditions_false_since_ms == 0) job.conditions_false_since_ms = now;
+    job.conditions = ConditionState::kFalse;
+    job.condition_text = result.false_text;
+    // Back off: check again soon at first, then less and less often.
+    job.check_interval_ms = job.check_interval_ms == 0
+                                ? config_.requires_poll_ms
+                                : std::min(job.check_interval_ms * 2, config_.requires_poll_max_ms);
+    job.next_check_ms = now + job.check_interval_ms;
+  }
+  request_pass();
+}
+
+void Queue::block(int64_t job_id, const std::string& why) {
+  auto it = active_.find(job_id);
+  if (it == active_.end()) return;
+  auto committed = commit([&]() -> Status {
+    if (auto st = set_state(job_id, JobState::kPending, JobState::kBlocked, why); !st) return st;
+    return add_event("job.blocked", job_id, std::nullopt, {{"cause", why}});
+  });
+  if (committed) it->second.state = JobState::kBlocked;
+}
+
+void Queue::unblock(int64_t job_id) {
+  auto it = active_.find(job_id);
+  if (it == active_.end()) return;
+  auto committed = commit([&]() -> Status {
+    if (auto st = set_state(job_id, JobState::kBlocked, JobState::kPending, ""); !st) return st;
+    return add_event("job.unblocked", job_id, std::nullopt);
+  });
+  if (committed) it->second.state = JobState::kPending;
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,205 @@
+// The Queue's plan submission: all jobs of a plan, their reservations and their dependencies on
+// each other, checked first and then written in one transaction — nothing is half-submitted.
+#include <filesystem>
+#include <fmt/format.h>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+#include "model/spec_json.h"
+#include "os/process.h"
+#include "runner/run_env.h"
+
+namespace gpuq::daemon {
+namespace {
+
+// Names a dependency cycle among the plan's jobs ("a -> b -> a"), or "" when there is none.
+std::string find_cycle(const std::vector<JobSpec>& jobs) {
+  std::map<std::string, std::vector<std::string>> edges;
+  for (const auto& j : jobs) {
+    for (const auto& d : j.deps) {
+      if (d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
+          d.kind == Dependency::Kind::kAfterNotOk) {
+        edges[j.name].push_back(d.target);
+      }
+    }
+  }
+  std::map<std::string, int> color;  // 0 new, 1 on the path, 2 done
+  std::vector<std::string> path;
+  std::string cycle;
+  std::function<bool(const std::string&)> visit = [&](const std::string& n) {
+    color[n] = 1;
+    path.push_back(n);
+    for (const auto& next : edges[n]) {
+      if (color[next] == 1) {
+        auto from = std::find(path.begin(), path.end(), next);
+        for (auto it = from; it != path.end(); ++it) cycle += *it + " -> ";
+        cycle += next;
+        return true;
+      }
+      if (color[next] == 0 && edges.count(next) && visit(next)) return true;
+    }
+    path.pop_back();
+    color[n] = 2;
+    return false;
+  };
+  for (const auto& j : jobs) {
+    if (color[j.name] == 0 && visit(j.name)) return cycle;
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
+  if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
+  std::unordered_map<std::string, int64_t> plan_ids;
+  for (const auto& job : plan.jobs) {
+    if (job.name.empty()) return fail(Code::kInvalidArgument, job.source + ": a plan job needs a name");
+    if (!plan_ids.emplace(job.name, 0).second) {
+      return fail(Code::kInvalidArgument, fmt::format("{}: job '{}' appears twice in the plan", job.source, job.name));
+    }
+  }
+  if (std::string cycle = find_cycle(plan.jobs); !cycle.empty()) {
+    return fail(Code::kInvalidArgument, "the plan's dependencies form a cycle: " + cycle);
+  }
+  // Reservations: GPU indices must exist; a job may belong to one.
+  std::map<std::string, std::vector<int>> reservation_slots;
+  for (const auto& r : plan.reservations) {
+    std::vector<int> slots;
+    for (int index : r.gpus) {
+      int found = -1;
+      for (size_t s = 0; s < inventory_.resources.size(); ++s) {
+        if (inventory_.resources[s].index == index) found = static_cast<int>(s);
+      }
+      if (found < 0) return fail(Code::kInvalidArgument, fmt::format("reservation '{}' names GPU {}, which this machine does not have", r.name, index));
+      slots.push_back(found);
+    }
+    reservation_slots[r.name] = slots;
+    for (const auto& name : r.jobs) {
+      if (!plan_ids.count(name)) {
+        return fail(Code::kInvalidArgument, fmt::format("reservation '{}' names job '{}', which is not in the plan", r.name, name));
+      }
+      for (auto& job : plan.jobs) {
+        if (job.name == name) job.reservation = r.name;
+      }
+    }
+  }
+  // Make the plan's reservations known before checking jobs against them.
+  auto saved_reservations = reservations_;
+  for (const auto& [name, slots] : reservation_slots) {
+    auto it = std::find_if(reservations_.begin(), reservations_.end(), [&](const auto& r) { return r.name == name; });
+    if (it == reservations_.end()) {
+      reservations_.push_back({name, slots});
+    } else {
+      it->slots = slots;
+    }
+  }
+  PlanOutcome outcome;
+  std::vector<size_t> to_insert;
+  std::vector<std::pair<size_t, Job>> to_replace;
+  std::vector<std::string> conflicts;
+  for (size_t i = 0; i < plan.jobs.size(); ++i) {
+    JobSpec& spec = plan.jobs[i];
+    if (auto st = check_and_resolve(spec, &plan_ids); !st) {
+      reservations_ = saved_reservations;
+      return tl::unexpected(st.error());
+    }
+    auto existing = store_.find_job_by_name(spec.name, false);
+    if (!existing) return tl::unexpected(existing.error());
+    if (!*existing) {
+      to_insert.push_back(i);
+      continue;
+    }
+    Job& old = **existing;
+    if (same_work(old.spec, spec)) {
+      outcome.jobs.push_back({spec.name, old.id, "existing"});
+      plan_ids[spec.name] = old.id;
+      continue;
+    }
+    if (!plan.replace) {
+      conflicts.push_back(fmt::format("{} (job {}, {})", spec.name, old.id, to_string(old.state)));
+    } else if (old.state == JobState::kRunning) {
+      conflicts.push_back(fmt::format("{} (job {} is running and cannot be replaced)", spec.name, old.id));
+    } else {
+      to_replace.emplace_back(i, std::move(old));
+      to_insert.push_back(i);
+    }
+  }
+  if (!conflicts.empty()) {
+    reservations_ = saved_reservations;
+    std::string list;
+    for (const auto& c : conflicts) list += (list.empty() ? "" : ", ") + c;
+    return fail(Code::kConflict,
+                fmt::format("{} job{} of the plan already exist{} with a different spec: {}; "
+                            "submit with --replace to replace waiting ones",
+                            conflicts.size(), conflicts.size() == 1 ? "" : "s",
+                            conflicts.size() == 1 ? "s" : "", list));
+  }
+  std::vector<Job> inserted;
+  std::error_code ec;
+  auto committed = commit([&]() -> Status {
+    for (const auto& [name, slots] : reservation_slots) {
+      if (auto st = store_.upsert_reservation(name, slots); !st) return st;
+    }
+    for (auto& [index, old] : to_replace) {
+      if (auto st = store_.clear_name(old.id); !st) return st;
+      if (!is_terminal(old.state)) {
+        if (auto st = set_state(old.id, old.state, JobState::kCancelled, "replaced by a new plan"); !st) return st;
+        if (auto st = add_event("job.cancelled", old.id, std::nullopt, {{"replaced", true}}); !st) return st;
+      }
+    }
+    for (size_t index : to_insert) {
+      Job job;
+      job.spec = plan.jobs[index];
+      job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
+      job.submitted_at_ms = wall_now_ms();
+      next_order_ += kOrderStep;
+      job.queue_order = next_order_;
+      auto id = store_.insert_job(job);
+      if (!id) return tl::unexpected(id.error());
+      job.id = *id;
+      plan_ids[job.spec.name] = job.id;
+      inserted.push_back(std::move(job));
+    }
+    // Now every plan job has an id: resolve the dependencies between them.
+    for (Job& job : inserted) {
+      for (Dependency& d : job.spec.deps) {
+        if (auto it = plan_ids.find(d.target); it != plan_ids.end() && d.job_id == 0) d.job_id = it->second;
+      }
+      if (auto st = store_.set_spec(job.id, job.spec); !st) return st;
+      std::string job_dir = options_.layout.job_dir(job.id);
+      if (auto made = os::make_dirs(job_dir); !made) return made;
+      if (!job.spec.script_text.empty()) {
+        std::string path = runner::script_snapshot_path(job_dir);
+        if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
+        std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
+      }
+      nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority},
+                             {"name", job.spec.name}, {"plan", true}};
+      if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
+    }
+    return ok();
+  });
+  if (!committed) {
+    reservations_ = saved_reservations;
+    next_order_ = std::max<int64_t>(next_order_, 0);
+    return tl::unexpected(committed.error());
+  }
+  for (auto& [index, old] : to_replace) {
+    if (!is_terminal(old.state)) note_finished(old.id, JobState::kCancelled);
+  }
+  std::set<std::string> replaced;
+  for (auto& [index, old] : to_replace) replaced.insert(plan.jobs[index].name);
+  for (Job& job : inserted) {
+    auto active = make_active(job.id, job);
+    if (active) track(std::move(*active));
+    outcome.jobs.push_back({job.spec.name, job.id, replaced.count(job.spec.name) ? "replaced" : "created"});
+  }
+  request_pass();
+  return outcome;
+}
+
+}  // namespace gpuq::daemon

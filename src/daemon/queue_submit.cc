@@ -1,0 +1,195 @@
+// The Queue's submissions: single jobs and whole plans, checked before anything is written.
+#include <filesystem>
+#include <fmt/format.h>
+#include <set>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+#include "os/process.h"
+#include "runner/run_env.h"
+#include "spec/script.h"
+
+namespace gpuq::daemon {
+namespace {
+
+std::string gpu_count_text(const gpu::Inventory& inventory) {
+  size_t n = inventory.resources.size();
+  return fmt::format("{} GPU{} ({})", n, n == 1 ? "" : "s",
+                     inventory.mode == "fake" ? fmt::format("fake:{}", n) : inventory.mode);
+}
+
+bool is_job_dependency(const Dependency& d) {
+  return d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
+         d.kind == Dependency::Kind::kAfterNotOk;
+}
+
+}  // namespace
+
+Status Queue::check_and_resolve(JobSpec& spec,
+                                const std::unordered_map<std::string, int64_t>* plan_ids) {
+  std::string where = spec.source.empty() ? "" : spec.source + ": ";
+  auto bad = [&](std::string message) { return fail(Code::kInvalidArgument, where + message); };
+  if (spec.gpus < 0) return bad(fmt::format("a job cannot ask for {} GPUs", spec.gpus));
+  if (spec.gpus > static_cast<int>(inventory_.resources.size())) {
+    return bad(fmt::format("job asks for {} GPU{}; this machine has {}", spec.gpus,
+                           spec.gpus == 1 ? "" : "s", gpu_count_text(inventory_)));
+  }
+  if (spec.cwd.empty() || spec.cwd[0] != '/') {
+    return bad(fmt::format("the working directory '{}' must be an absolute path", spec.cwd));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(spec.cwd, ec)) {
+    return bad(fmt::format("the working directory {} does not exist or is not a directory", spec.cwd));
+  }
+  if (!spec.script_text.empty() || !spec.script_name.empty()) {
+    auto checked = spec::check_script_text(spec.script_name, spec.script_text);
+    if (!checked) return bad(checked.error().message);
+  }
+  if (spec.script_text.empty() == spec.argv.empty()) {
+    return bad("give either a script or a command (`-- CMD ARGS`), not both or neither");
+  }
+  for (const auto& lane : spec.lanes) {
+    bool known = false;
+    for (const auto& l : config_.lanes) known = known || l.name == lane;
+    if (!known) {
+      std::string names;
+      for (const auto& l : config_.lanes) names += (names.empty() ? "" : ", ") + l.name;
+      return bad(fmt::format("unknown lane '{}'; lanes in config.toml: {}", lane,
+                             names.empty() ? "(none defined)" : names));
+    }
+  }
+  if (spec.gpu_mem_mib > 0) {
+    int64_t largest = 0;
+    for (const auto& r : inventory_.resources) largest = std::max(largest, r.memory_total_mib);
+    if (largest > 0 && spec.gpu_mem_mib > largest) {
+      return bad(fmt::format("job needs {} MiB of GPU memory; the largest GPU here has {} MiB",
+                             spec.gpu_mem_mib, largest));
+    }
+  }
+  if (!spec.reservation.empty()) {
+    auto it = std::find_if(reservations_.begin(), reservations_.end(),
+                           [&](const sched::Reservation& r) { return r.name == spec.reservation; });
+    if (it == reservations_.end()) return bad(fmt::format("unknown reservation '{}'", spec.reservation));
+    if (static_cast<int>(it->slots.size()) < spec.gpus) {
+      return bad(fmt::format("job asks for {} GPUs but reservation '{}' has {}", spec.gpus,
+                             spec.reservation, it->slots.size()));
+    }
+  }
+  for (Dependency& dep : spec.deps) {
+    if (!is_job_dependency(dep)) continue;
+    if (plan_ids) {
+      if (auto it = plan_ids->find(dep.target); it != plan_ids->end()) {
+        dep.job_id = it->second;  // 0 until the plan's jobs are inserted
+        continue;
+      }
+    }
+    int64_t id = 0;
+    bool numeric = !dep.target.empty() && dep.target.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) {
+      id = std::stoll(dep.target);
+      if (!state_of(id)) return bad(fmt::format("dependency on job {}, which does not exist", id));
+    } else {
+      auto found = store_.find_job_by_name(dep.target, false);
+      if (!found) return tl::unexpected(found.error());
+      if (!*found) {
+        return bad(fmt::format("dependency on job '{}', which does not exist (no job has that name)",
+                               dep.target));
+      }
+      id = (*found)->id;
+    }
+    dep.job_id = id;
+  }
+  return ok();
+}
+
+Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
+  const JobSpec& spec = job.spec;
+  ActiveJob a;
+  a.id = id;
+  a.state = job.state;
+  a.priority = spec.priority;
+  a.queue_order = job.queue_order;
+  a.gpus = spec.gpus;
+  for (const auto& lane : spec.lanes) {
+    for (size_t i = 0; i < config_.lanes.size(); ++i) {
+      if (config_.lanes[i].name == lane) a.lanes.push_back(static_cast<int>(i));
+    }
+  }
+  a.gpu_mem_mib = spec.gpu_mem_mib;
+  a.share = spec.share;
+  a.estimate_ms = spec.estimate_ms;
+  a.timeout_ms = spec.timeout_ms;
+  for (size_t i = 0; i < reservations_.size(); ++i) {
+    if (reservations_[i].name == spec.reservation) a.reservation = static_cast<int>(i);
+  }
+  a.deps = spec.deps;
+  for (const auto& d : spec.deps) {
+    a.has_conditions = a.has_conditions || d.kind == Dependency::Kind::kFile ||
+                       d.kind == Dependency::Kind::kRequires;
+  }
+  a.has_conditions = a.has_conditions || !spec.done_if.empty();
+  a.conditions = a.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+  a.retries = spec.retries;
+  a.retry_delay_ms = spec.retry_delay_ms;
+  a.not_before_ms = spec.not_before_ms;
+  a.retry_at_ms = job.retry_at_ms;
+  for (const auto& run : job.runs) {
+    if (run.outcome == RunOutcome::kFailed || run.outcome == RunOutcome::kTimedOut) ++a.failed_runs;
+  }
+  return a;
+}
+
+void Queue::track(ActiveJob job) {
+  int64_t id = job.id;
+  active_[id] = std::move(job);
+  finished_.erase(id);
+}
+
+void Queue::untrack(int64_t job_id) { active_.erase(job_id); }
+
+Result<Submitted> Queue::submit(JobSpec spec) {
+  if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
+  if (auto st = check_and_resolve(spec, nullptr); !st) return tl::unexpected(st.error());
+  if (!spec.name.empty()) {
+    auto existing = store_.find_job_by_name(spec.name, true);
+    if (!existing) return tl::unexpected(existing.error());
+    if (*existing) {
+      if (same_work((*existing)->spec, spec)) return Submitted{std::move(**existing), true};
+      return fail(Code::kConflict,
+                  fmt::format("a job named '{}' already exists (job {}, {}) with a different "
+                              "spec; choose another name",
+                              spec.name, (*existing)->id, to_string((*existing)->state)));
+    }
+  }
+  Job job;
+  job.spec = std::move(spec);
+  job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
+  job.submitted_at_ms = wall_now_ms();
+  next_order_ += kOrderStep;
+  job.queue_order = next_order_;
+  std::error_code ec;
+  auto committed = commit([&]() -> Status {
+    auto id = store_.insert_job(job);
+    if (!id) return tl::unexpected(id.error());
+    job.id = *id;
+    std::string job_dir = options_.layout.job_dir(job.id);
+    if (auto made = os::make_dirs(job_dir); !made) return made;
+    if (!job.spec.script_text.empty()) {
+      std::string path = runner::script_snapshot_path(job_dir);
+      if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
+      std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
+    }
+    nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority}};
+    if (!job.spec.name.empty()) data["name"] = job.spec.name;
+    if (job.spec.hold) data["held"] = true;
+    return add_event("job.submitted", job.id, std::nullopt, data);
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  auto active = make_active(job.id, job);
+  if (active) track(std::move(*active));
+  request_pass();
+  job.reason = job.spec.hold ? "held (gpuq release)" : "waiting for the scheduler";
+  return Submitted{std::move(job), false};
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,64 @@
+#include "daemon/readiness.h"
+
+#include <gtest/gtest.h>
+#include <map>
+
+namespace gpuq::daemon {
+namespace {
+
+struct Case {
+  const char* name;
+  Dependency::Kind kind;
+  std::optional<JobState> target;
+  DependencyVerdict::Kind expected;
+};
+
+TEST(Readiness, EveryKindAgainstEveryState) {
+  using K = Dependency::Kind;
+  using V = DependencyVerdict::Kind;
+  using S = JobState;
+  std::vector<Case> cases = {
+      {"afterok running", K::kAfterOk, S::kRunning, V::kWaiting},
+      {"afterok succeeded", K::kAfterOk, S::kSucceeded, V::kSatisfied},
+      {"afterok skipped", K::kAfterOk, S::kSkipped, V::kSatisfied},
+      {"afterok failed", K::kAfterOk, S::kFailed, V::kImpossible},
+      {"afterok cancelled", K::kAfterOk, S::kCancelled, V::kImpossible},
+      {"afterok blocked", K::kAfterOk, S::kBlocked, V::kImpossible},
+      {"afterok held", K::kAfterOk, S::kHeld, V::kWaiting},
+      {"afterany failed", K::kAfterAny, S::kFailed, V::kSatisfied},
+      {"afterany pending", K::kAfterAny, S::kPending, V::kWaiting},
+      {"afternotok failed", K::kAfterNotOk, S::kFailed, V::kSatisfied},
+      {"afternotok succeeded", K::kAfterNotOk, S::kSucceeded, V::kImpossible},
+      {"afternotok running", K::kAfterNotOk, S::kRunning, V::kWaiting},
+      {"unknown job", K::kAfterOk, std::nullopt, V::kImpossible},
+  };
+  for (const Case& c : cases) {
+    ActiveJob job;
+    job.deps = {{c.kind, "12", 12}};
+    auto verdict = evaluate_job_dependencies(job, [&](int64_t) { return c.target; });
+    EXPECT_EQ(verdict.kind, c.expected) << c.name;
+  }
+}
+
+TEST(Readiness, ImpossibleWinsOverWaitingAndSaysHowToRelease) {
+  ActiveJob job;
+  job.deps = {{Dependency::Kind::kAfterOk, "a", 1}, {Dependency::Kind::kAfterOk, "b", 2}};
+  std::map<int64_t, JobState> states = {{1, JobState::kRunning}, {2, JobState::kFailed}};
+  auto verdict = evaluate_job_dependencies(job, [&](int64_t id) { return states[id]; });
+  EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kImpossible);
+  EXPECT_EQ(verdict.text(), "job 2 failed (afterok); `gpuq retry 2` releases this job");
+  states[2] = JobState::kSucceeded;
+  verdict = evaluate_job_dependencies(job, [&](int64_t id) { return states[id]; });
+  EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kWaiting);
+  EXPECT_EQ(verdict.text(), "waiting for job 1 (running)");
+}
+
+TEST(Readiness, FileAndRequiresAreNotJudgedHere) {
+  ActiveJob job;
+  job.deps = {{Dependency::Kind::kFile, "x", 0}, {Dependency::Kind::kRequires, "false", 0}};
+  auto verdict = evaluate_job_dependencies(job, [](int64_t) { return std::nullopt; });
+  EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kSatisfied);
+}
+
+}  // namespace
+}  // namespace gpuq::daemon
