@@ -22,8 +22,14 @@ struct Parsed {
   LogsOptions logs;
   WaitOptions wait;
   CancelOptions cancel;
+  JobRefsOptions hold;
+  JobRefsOptions release;
+  JobRefsOptions retry;
+  MoveOptions move;
   EventsOptions events;
   GpusOptions gpus;
+  LintOptions lint;
+  SimulateOptions simulate;
 };
 
 CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
@@ -31,6 +37,48 @@ CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
   CLI::App* sub = app.add_subcommand(name, description);
   sub->add_option("--home", p.home, "the daemon's state directory")->type_name("DIR");
   return sub;
+}
+
+// The scheduling flags of `submit` (docs/api.md, "Scheduling"): each maps to the submit
+// request's field of the same name, with `_` for `-`. Lists are repeatable; a value is only
+// recorded when given, so a script's header applies otherwise.
+void define_scheduling_flags(CLI::App* submit, SubmitOptions& o) {
+  auto list = [&](const char* flag, std::vector<std::string>& into, const char* what,
+                  const char* type) {
+    submit->add_option(flag, into, what)->type_name(type)->allow_extra_args(false);
+  };
+  auto text = [&](const char* flag, std::optional<std::string>& into, const char* what,
+                  const char* type) {
+    submit->add_option_function<std::string>(
+              flag, [&into](const std::string& v) { into = v; }, what)
+        ->type_name(type);
+  };
+  list("--after", o.after, "start after this job succeeded (repeatable)", "ID|NAME");
+  list("--after-any", o.after_any, "start after this job finished, any outcome (repeatable)",
+       "ID|NAME");
+  list("--after-notok", o.after_notok, "start after this job failed or was cancelled (repeatable)",
+       "ID|NAME");
+  list("--requires", o.requires_commands, "a shell test that must exit 0 first (repeatable)",
+       "SHELL");
+  text("--done-if", o.done_if, "a shell test: true before a start skips the job", "SHELL");
+  list("--wait-file", o.wait_files, "start once this path exists (repeatable)", "PATH");
+  list("--lane", o.lanes, "hold one unit of this lane while running (repeatable)", "NAME");
+  submit->add_option_function<int>(
+            "--retries", [&o](const int& n) { o.retries = n; }, "reruns after a failed run")
+      ->type_name("N");
+  text("--retry-delay", o.retry_delay, "first delay before a retry (doubles each time)", "DUR");
+  text("--timeout", o.timeout, "stop a run after this long (outcome timed-out)", "DUR");
+  text("--est", o.est, "expected run time, for backfill and ETAs", "DUR");
+  submit->add_option_function<int64_t>(
+            "--gpu-mem", [&o](const int64_t& n) { o.gpu_mem = n; },
+            "free memory needed on each GPU")
+      ->type_name("MiB");
+  submit->add_flag("--share", o.share, "may share a GPU with other sharing jobs (needs --gpu-mem)");
+  text("--not-before", o.not_before, "do not start before this time (RFC 3339, or +2h from now)",
+       "TIME");
+  submit->add_flag("--hold", o.hold, "queue it held: it starts after gpuq release");
+  submit->add_flag("--replace", o.replace,
+                   "with a plan: replace pending jobs whose spec changed");
 }
 
 void define_commands(CLI::App& app, Parsed& p) {
@@ -45,9 +93,11 @@ void define_commands(CLI::App& app, Parsed& p) {
       ->type_name("SPEC");
   daemon->add_flag("--detach", p.daemon.detach, "run in the background");
 
-  auto* submit = add_command(app, p, "submit", "queue a script or a command");
+  auto* submit = add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)");
   submit->add_option("--name", p.submit.name, "a unique name for the job");
-  submit->add_option("--gpus", p.submit.gpus, "GPUs the job needs (default 0)")->type_name("N");
+  submit->add_option_function<int>(
+            "--gpus", [&p](const int& n) { p.submit.gpus = n; }, "GPUs the job needs (default 0)")
+      ->type_name("N");
   submit->add_option("--priority", p.submit.priority, "high, normal, low or 0..1000 (lower first)")
       ->type_name("P");
   submit->add_option("--cwd", p.submit.cwd, "working directory (default: the current one)")
@@ -56,7 +106,9 @@ void define_commands(CLI::App& app, Parsed& p) {
       ->type_name("K=V")
       ->allow_extra_args(false);
   submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
-  submit->add_option("script", p.submit.words, "SCRIPT [ARGS...] or -- CMD [ARGS...]");
+  define_scheduling_flags(submit, p.submit);
+  submit->add_option("script", p.submit.words,
+                     "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");
   submit->positionals_at_end();  // everything after the script belongs to the script
   submit->allow_extras();        // `--` and unknown options are sorted out after parsing
 
@@ -80,6 +132,41 @@ void define_commands(CLI::App& app, Parsed& p) {
 
   auto* cancel = add_command(app, p, "cancel", "cancel jobs");
   cancel->add_option("job", p.cancel.refs, "job ids or names")->required();
+
+  auto* hold = add_command(app, p, "hold", "keep pending jobs from starting");
+  hold->add_option("job", p.hold.refs, "job ids or names")->required();
+  auto* release = add_command(app, p, "release", "let held jobs start");
+  release->add_option("job", p.release.refs, "job ids or names")->required();
+  auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again");
+  retry->add_option("job", p.retry.refs, "job ids or names")->required();
+
+  auto* move = add_command(app, p, "move", "move a pending job in the queue");
+  move->add_option("job", p.move.ref, "job id or name")->required();
+  move->add_option("--before", p.move.before, "just before this job")->type_name("ID");
+  move->add_option("--after", p.move.after, "just after this job")->type_name("ID");
+  move->add_flag("--top", p.move.top, "first in the queue");
+  move->add_flag("--bottom", p.move.bottom, "last in the queue");
+  move->add_option("--priority", p.move.priority, "a new priority: high, normal, low or 0..1000")
+      ->type_name("P");
+
+  add_command(app, p, "drain", "start nothing new; running jobs finish");
+  add_command(app, p, "undrain", "start jobs again after a drain");
+
+  auto* lint = add_command(app, p, "lint", "check job scripts and plans without queueing them");
+  lint->add_option("file", p.lint.files, "scripts and PLAN.json files")->required();
+  lint->add_flag("--json", p.lint.json, "print the diagnostics as a JSON array");
+
+  auto* simulate =
+      add_command(app, p, "simulate", "predict how a plan or a trace would run (no daemon)");
+  simulate->add_option("plan", p.simulate.plan, "PLAN.json");
+  simulate->add_option("--trace", p.simulate.trace, "a trace of jobs (CSV)")->type_name("FILE");
+  simulate->add_option_function<int>(
+              "--gpus", [&p](const int& n) { p.simulate.gpus = n; }, "GPUs of the machine")
+      ->type_name("N")
+      ->required();
+  simulate->add_option("--policy", p.simulate.policy, "fifo, priority or backfill (default)")
+      ->type_name("POLICY");
+  simulate->add_flag("--json", p.simulate.json, "print the result as JSON");
 
   auto* events = add_command(app, p, "events", "print the daemon's event log");
   events->add_flag("--json", p.events.json, "one JSON object per line");
@@ -131,6 +218,13 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "logs") return run_logs(ctx, p.logs);
   if (command == "wait") return run_wait(ctx, p.wait);
   if (command == "cancel") return run_cancel(ctx, p.cancel);
+  if (command == "hold") return run_hold(ctx, p.hold);
+  if (command == "release") return run_release(ctx, p.release);
+  if (command == "retry") return run_retry(ctx, p.retry);
+  if (command == "move") return run_move(ctx, p.move);
+  if (command == "drain" || command == "undrain") return run_drain(ctx, command == "drain");
+  if (command == "lint") return run_lint(ctx, p.lint);
+  if (command == "simulate") return run_simulate(ctx, p.simulate);
   if (command == "events") return run_events(ctx, p.events);
   if (command == "gpus") return run_gpus(ctx, p.gpus);
   *io.err << "gpuq: unknown command " << command << '\n';

@@ -207,10 +207,23 @@ TEST_F(NoDaemon, EveryClientCommandExitsThree) {
                                              {"logs", "7"},
                                              {"wait", "7"},
                                              {"cancel", "7"},
+                                             {"hold", "7"},
+                                             {"release", "7"},
+                                             {"retry", "7"},
+                                             {"move", "7", "--top"},
+                                             {"drain"},
+                                             {"undrain"},
                                              {"events"}}) {
     args.insert(args.begin(), {"--home", home_.path()});
     EXPECT_EQ(run(args), kExitNoDaemon) << ::testing::PrintToString(args);
   }
+}
+
+TEST_F(NoDaemon, LintNeedsNoDaemon) {
+  std::string script = home_.path() + "/job.sh";
+  std::ofstream(script) << "#!/bin/bash\n#gpuq gpus=1\necho hi\n";
+  EXPECT_EQ(run({"--home", home_.path(), "lint", script}), 0) << out_.str() << err_.str();
+  EXPECT_EQ(err_.str(), "");
 }
 
 TEST_F(NoDaemon, StaleSocketFileSaysNothingListens) {

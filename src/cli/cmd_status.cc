@@ -1,9 +1,11 @@
-// `gpuq status`: the GPUs and the queue in one screen. Shows every job that is not finished
-// and the latest finished ones (all of them with --all).
+// `gpuq status`: the GPUs, the lanes and the queue in one screen. Shows every job that is not
+// finished and the latest finished ones (all of them with --all); when the daemon drains, the
+// first line says so; pending jobs show the start the daemon predicts (ETA).
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 
@@ -58,16 +60,72 @@ std::pair<std::vector<const Json*>, size_t> select_jobs(const Json& jobs, bool a
   return {shown, hidden};
 }
 
+// A list of names or ids as "a,b"; "-" when empty.
+std::string list_text(const Json& values) {
+  if (!values.is_array() || values.empty()) return "-";
+  std::string out;
+  for (const auto& v : values) {
+    if (!out.empty()) out += ',';
+    out += v.is_string() ? v.get<std::string>() : json_text(v);
+  }
+  return out;
+}
+
+std::string render_lanes(const Json& answer) {
+  const Json& lanes = json_array(answer, "lanes");
+  if (lanes.empty()) return "";
+  Table table({"NAME", "CAPACITY", "USED", "EXCLUDES", "JOBS"});
+  for (const auto& lane : lanes) {
+    table.add_row({field_text(lane, "name"), field_text(lane, "capacity"), field_text(lane, "used"),
+                   list_text(json_array(lane, "excludes")), list_text(json_array(lane, "jobs"))});
+  }
+  return table.render(false);
+}
+
+// When a pending job is expected to start: "in 12m", "in 1h05m", "now" once due; "-" when
+// the daemon does not know.
+std::string eta_text(const Json& job, int64_t now_ms) {
+  if (json_string(job, "state") != "pending") return "";
+  std::string eta = json_string(job, "eta");
+  if (eta.empty()) return "-";
+  auto at = parse_rfc3339(eta);
+  if (!at) return "-";
+  int64_t seconds = (*at - now_ms + 999) / 1000;  // rounded up: "in 0s" would read as now
+  if (seconds <= 0) return "now";
+  if (seconds < 60) return fmt::format("in {}s", seconds);
+  if (seconds < 3600) return fmt::format("in {}m", seconds / 60);
+  return "in " + format_duration(Millis(seconds * 1000));
+}
+
+bool is_draining(const Json& answer) {
+  if (!answer.is_object()) return false;
+  auto it = answer.find("draining");
+  return it != answer.end() && it->is_boolean() && it->get<bool>();
+}
+
+bool has_etas(const std::vector<const Json*>& jobs) {
+  return std::any_of(jobs.begin(), jobs.end(),
+                     [](const Json* job) { return job->is_object() && job->contains("eta"); });
+}
+
 std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color) {
   const Json& jobs = json_array(answer, "jobs");
   if (jobs.empty()) return "no jobs\n";
   auto [shown, hidden] = select_jobs(jobs, all);
-  Table table({"ID", "NAME", "STATE", "PRI", "GPUS", "TIME", "REASON/COMMAND"});
+  // An older daemon says nothing of ETAs; then the column would only hold dashes.
+  bool etas = has_etas(shown);
+  std::vector<std::string> headers = {"ID", "NAME", "STATE", "PRI", "GPUS", "TIME"};
+  if (etas) headers.emplace_back("ETA");
+  headers.emplace_back("REASON/COMMAND");
+  Table table(headers);
   for (const Json* job : shown) {
     std::string state = json_string(*job, "state");
-    table.add_row({field_text(*job, "id"), name_or_dash(*job), Cell(state, state_style(state)),
-                   field_text(*job, "priority"), field_text(*job, "gpus_requested"),
-                   job_time(*job, now_ms), truncate(reason_or_command(*job), kCommandColumns)});
+    std::vector<Cell> row = {field_text(*job, "id"), name_or_dash(*job),
+                             Cell(state, state_style(state)), field_text(*job, "priority"),
+                             field_text(*job, "gpus_requested"), job_time(*job, now_ms)};
+    if (etas) row.emplace_back(eta_text(*job, now_ms));
+    row.emplace_back(truncate(reason_or_command(*job), kCommandColumns));
+    table.add_row(std::move(row));
   }
   std::string out = table.render(color);
   if (hidden > 0) {
@@ -87,8 +145,13 @@ int run_status(Context& ctx, const StatusOptions& options) {
   }
   auto answer = parse_json(response->body);
   if (!answer) return ctx.report(answer.error());
-  ctx.out() << render_gpus(*answer, ctx.color()) << '\n'
-            << render_jobs(*answer, options.all, ctx.io().wall_ms(), ctx.color());
+  if (is_draining(*answer)) {
+    ctx.out() << paint("DRAINING", Style::kYellow, ctx.color())
+              << ": nothing new starts; running jobs finish (gpuq undrain)\n\n";
+  }
+  ctx.out() << render_gpus(*answer, ctx.color()) << '\n';
+  if (std::string lanes = render_lanes(*answer); !lanes.empty()) ctx.out() << lanes << '\n';
+  ctx.out() << render_jobs(*answer, options.all, ctx.io().wall_ms(), ctx.color());
   return kExitOk;
 }
 

@@ -1,14 +1,20 @@
 // `gpuq submit`: checks the command line, snapshots the script, environment and working
-// directory into a submit request (docs/api.md), and sends it.
+// directory into a submit request (docs/api.md), and sends it. A script's `#gpuq` header
+// fields come first and the flags override them. `gpuq submit PLAN.json` sends a plan
+// (POST /v1/plans) instead.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>
 
+#include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "model/job.h"
 #include "model/run_variables.h"
+#include "spec/headers.h"
+#include "spec/plan.h"
 #include "spec/script.h"
 
 namespace gpuq::cli {
@@ -43,6 +49,7 @@ Outcome<std::map<std::string, std::string>> build_env(const std::vector<std::str
   return env;
 }
 
+// `flag` (or the header's `cwd`) made absolute against the current directory `cwd`.
 Outcome<std::string> working_directory(const std::string& flag, const std::string& cwd) {
   namespace fs = std::filesystem;
   fs::path dir = flag.empty() ? fs::path(cwd) : fs::path(flag);
@@ -58,29 +65,231 @@ Outcome<std::string> working_directory(const std::string& flag, const std::strin
   return text;
 }
 
+Status check_duration(const char* flag, const std::optional<std::string>& value) {
+  if (!value) return ok();
+  auto parsed = parse_duration(*value);
+  if (!parsed) return fail(Code::kInvalidArgument, fmt::format("{}: {}", flag, parsed.error().message));
+  return ok();
+}
+
+// `--not-before` as an absolute time: RFC 3339, or "+DUR" from `now_ms`.
+Outcome<int64_t> resolve_not_before(const std::string& text, int64_t now_ms) {
+  auto bad = [&](const std::string& why) {
+    return cli_fail(kExitUsage,
+                    fmt::format("bad --not-before '{}': {}; give a time such as "
+                                "2026-11-29T22:00:00Z or a delay such as +2h",
+                                text, why));
+  };
+  if (text.starts_with("+")) {
+    auto delay = parse_duration(text.substr(1));
+    if (!delay) return bad(delay.error().message);
+    return now_ms + delay->count();
+  }
+  auto at = parse_rfc3339(text);
+  if (!at) return bad(at.error().message);
+  return *at;
+}
+
+// The flags' values that need no file or daemon, checked before anything is read.
+Status check_flags(const SubmitOptions& options) {
+  auto bad = [](std::string message) { return fail(Code::kInvalidArgument, std::move(message)); };
+  if (options.gpus && *options.gpus < 0) {
+    return bad(fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
+  }
+  if (!options.priority.empty()) {
+    if (auto priority = parse_priority(options.priority); !priority) {
+      return bad(priority.error().message);
+    }
+  }
+  if (options.retries && *options.retries < 0) {
+    return bad(fmt::format("--retries must be 0 or more, not {}", *options.retries));
+  }
+  if (options.gpu_mem && *options.gpu_mem < 0) {
+    return bad(fmt::format("--gpu-mem must be 0 or more MiB, not {}", *options.gpu_mem));
+  }
+  if (options.done_if && options.done_if->empty()) {
+    return bad("--done-if needs a shell command, as in --done-if 'test -s out/eval.json'");
+  }
+  if (auto st = check_duration("--retry-delay", options.retry_delay); !st) return st;
+  if (auto st = check_duration("--timeout", options.timeout); !st) return st;
+  if (auto st = check_duration("--est", options.est); !st) return st;
+  struct ListFlag {
+    const char* flag;
+    const std::vector<std::string>& values;
+  };
+  for (const ListFlag& list : {ListFlag{"--after", options.after},
+                               ListFlag{"--after-any", options.after_any},
+                               ListFlag{"--after-notok", options.after_notok},
+                               ListFlag{"--requires", options.requires_commands},
+                               ListFlag{"--wait-file", options.wait_files},
+                               ListFlag{"--lane", options.lanes}}) {
+    for (const auto& value : list.values) {
+      if (value.empty()) return bad(fmt::format("{} needs a value, not an empty one", list.flag));
+    }
+  }
+  return ok();
+}
+
+// The `#gpuq` header fields of a script (submit-request keys), in the CLI's JSON form.
+Outcome<Json> script_header_fields(const std::string& script, const std::string& text) {
+  auto headers = spec::parse_script_headers(script, text);
+  if (!headers) return cli_fail(kExitUsage, headers.error().message);
+  Json fields = Json::parse(
+      headers->fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), nullptr, false);
+  if (!fields.is_object()) return Json::object();
+  return fields;
+}
+
+// Removes `key` from `fields` and returns its value (null when absent).
+Json take(Json& fields, const char* key) {
+  auto it = fields.find(key);
+  if (it == fields.end()) return Json();
+  Json value = std::move(*it);
+  fields.erase(it);
+  return value;
+}
+
+// Sets the scheduling fields the flags give, replacing what the header said. Each duration
+// and time has two spellings (`timeout`, `timeout_ms`); a flag replaces both.
+Status apply_scheduling_flags(const SubmitOptions& options, int64_t now_ms, Json& request) {
+  auto set_list = [&](const char* key, const std::vector<std::string>& values) {
+    if (!values.empty()) request[key] = values;
+  };
+  set_list("after", options.after);
+  set_list("after_any", options.after_any);
+  set_list("after_notok", options.after_notok);
+  set_list("requires", options.requires_commands);
+  set_list("wait_file", options.wait_files);
+  if (!options.lanes.empty()) {
+    request.erase("lane");
+    request["lanes"] = options.lanes;
+  }
+  if (options.done_if) request["done_if"] = *options.done_if;
+  if (options.retries) request["retries"] = *options.retries;
+  auto set_duration = [&](const char* key, const std::optional<std::string>& value) {
+    if (!value) return;
+    request.erase(std::string(key) + "_ms");
+    request[key] = *value;
+  };
+  set_duration("retry_delay", options.retry_delay);
+  set_duration("timeout", options.timeout);
+  set_duration("est", options.est);
+  if (options.gpu_mem) request["gpu_mem"] = *options.gpu_mem;
+  if (options.share) request["share"] = true;
+  if (options.not_before) {
+    auto at = resolve_not_before(*options.not_before, now_ms);
+    if (!at) return fail(Code::kInvalidArgument, at.error().message);
+    request.erase("not_before_ms");
+    request["not_before"] = format_rfc3339(*at);
+  }
+  if (options.hold) request["hold"] = true;
+  return ok();
+}
+
+// The flags given that have no meaning for a plan (it says all of that itself).
+std::vector<std::string> flags_not_for_plans(const SubmitOptions& o) {
+  std::vector<std::string> given;
+  auto add = [&](bool is_given, const char* flag) {
+    if (is_given) given.emplace_back(flag);
+  };
+  add(!o.name.empty(), "--name");
+  add(o.gpus.has_value(), "--gpus");
+  add(!o.priority.empty(), "--priority");
+  add(!o.after.empty(), "--after");
+  add(!o.after_any.empty(), "--after-any");
+  add(!o.after_notok.empty(), "--after-notok");
+  add(!o.requires_commands.empty(), "--requires");
+  add(o.done_if.has_value(), "--done-if");
+  add(!o.wait_files.empty(), "--wait-file");
+  add(!o.lanes.empty(), "--lane");
+  add(o.retries.has_value(), "--retries");
+  add(o.retry_delay.has_value(), "--retry-delay");
+  add(o.timeout.has_value(), "--timeout");
+  add(o.est.has_value(), "--est");
+  add(o.gpu_mem.has_value(), "--gpu-mem");
+  add(o.share, "--share");
+  add(o.not_before.has_value(), "--not-before");
+  add(o.hold, "--hold");
+  return given;
+}
+
+// The words after PLAN.json: `gpuq submit PLAN.json --replace` reads naturally, but CLI11
+// hands everything after the first word to the positional, so the flags a plan takes are
+// picked out here. Anything else is an error.
+Status take_plan_flags(SubmitOptions& options) {
+  const std::string path = options.words.front();
+  std::vector<std::string> rest(options.words.begin() + 1, options.words.end());
+  options.words.resize(1);
+  for (size_t i = 0; i < rest.size(); ++i) {
+    const std::string& word = rest[i];
+    auto value = [&](std::string_view flag) -> std::optional<std::string> {
+      std::string prefix = std::string(flag) + "=";
+      if (word.starts_with(prefix)) return word.substr(prefix.size());
+      if (word == flag && i + 1 < rest.size()) return rest[++i];
+      return std::nullopt;
+    };
+    if (word == "--replace") {
+      options.replace = true;
+    } else if (word == "--json") {
+      options.json = true;
+    } else if (word == "--cwd" || word.starts_with("--cwd=")) {
+      auto dir = value("--cwd");
+      if (!dir) return fail(Code::kInvalidArgument, "--cwd needs a directory");
+      options.cwd = *dir;
+    } else if (word == "--env" || word.starts_with("--env=")) {
+      auto entry = value("--env");
+      if (!entry) return fail(Code::kInvalidArgument, "--env needs KEY=VALUE");
+      options.env.push_back(*entry);
+    } else if (word.starts_with("-")) {
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{} with a plan: a plan says that for each of its jobs; with {} "
+                              "only --replace, --json, --cwd and --env apply",
+                              word, path));
+    } else {
+      return fail(Code::kInvalidArgument,
+                  fmt::format("a plan takes no arguments: {} {} ...", path, word));
+    }
+  }
+  return ok();
+}
+
+// Reads the plan named by the words into a POST /v1/plans request; warnings go to `err`.
+// `options` is the command line with the plan's own flags picked out.
+Outcome<Json> load_plan_request(SubmitOptions& options, const Io& io) {
+  const std::string path = options.words.front();
+  if (auto st = take_plan_flags(options); !st) return cli_fail(kExitUsage, st.error().message);
+  if (auto flags = flags_not_for_plans(options); !flags.empty()) {
+    return cli_fail(kExitUsage,
+                    fmt::format("{} with a plan: a plan says that for each of its jobs; with "
+                                "{} only --replace, --json, --cwd and --env apply",
+                                fmt::join(flags, ", "), path));
+  }
+  auto dir = working_directory(options.cwd, io.cwd);
+  if (!dir) return tl::unexpected(dir.error());
+  auto env = build_env(io.environ, options.env);
+  if (!env) return tl::unexpected(env.error());
+  auto plan = spec::load_plan(path, spec::PlanContext{*dir, *env});
+  if (!plan) return cli_fail(kExitUsage, plan.error().message);
+  for (const auto& warning : plan->warnings) *io.err << warning.text() << '\n';
+  Json request = Json::parse(
+      plan->request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), nullptr, false);
+  if (!request.is_object()) {
+    return cli_fail(kExitFailed, path + ": the plan reader did not return an object");
+  }
+  return request;
+}
+
 }  // namespace
 
 Outcome<Json> build_submit_request(const SubmitOptions& options,
-                                   const std::vector<std::string>& environ,
-                                   const std::string& cwd) {
-  if (options.gpus < 0) {
-    return cli_fail(kExitUsage, fmt::format("--gpus must be 0 or more, not {}", options.gpus));
+                                   const std::vector<std::string>& environ, const std::string& cwd,
+                                   int64_t now_ms) {
+  if (auto st = check_flags(options); !st) return cli_fail(kExitUsage, st.error().message);
+  if (options.replace) {
+    return cli_fail(kExitUsage, "--replace is for plans: gpuq submit PLAN.json --replace");
   }
-  Json request = Json::object();
-  if (!options.name.empty()) request["name"] = options.name;
-  request["gpus"] = options.gpus;
-  if (!options.priority.empty()) {
-    auto priority = parse_priority(options.priority);
-    if (!priority) return cli_fail(kExitUsage, priority.error().message);
-    request["priority"] = *priority;
-  }
-  auto dir = working_directory(options.cwd, cwd);
-  if (!dir) return tl::unexpected(dir.error());
-  request["cwd"] = *dir;
   auto env = build_env(environ, options.env);
   if (!env) return tl::unexpected(env.error());
-  request["env"] = Json(*env);
-
   if (options.words.empty()) {
     return cli_fail(kExitUsage,
                     options.command_mode
@@ -89,23 +298,76 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
                         : "nothing to run: give a script ('gpuq submit train.sh ARGS...') or a "
                           "command after -- ('gpuq submit -- python train.py')");
   }
+  Json header = Json::object();
+  Json what;  // the "argv" or "script" field
   if (options.command_mode) {
-    request["argv"] = options.words;
-    return request;
+    what = options.words;
+  } else {
+    const std::string& script = options.words.front();
+    auto text = spec::read_script(script);
+    if (!text) return cli_fail(kExitUsage, text.error().message);
+    auto fields = script_header_fields(script, *text);
+    if (!fields) return tl::unexpected(fields.error());
+    header = std::move(*fields);
+    what = {
+        {"name", script},
+        {"text", *text},
+        {"args", std::vector<std::string>(options.words.begin() + 1, options.words.end())},
+    };
   }
-  const std::string& script = options.words.front();
-  auto text = spec::read_script(script);
-  if (!text) return cli_fail(kExitUsage, text.error().message);
-  request["script"] = {
-      {"name", script},
-      {"text", *text},
-      {"args", std::vector<std::string>(options.words.begin() + 1, options.words.end())},
-  };
+  // The submitter decides where and with what the job runs, and what it is.
+  for (const char* key : {"env", "argv", "script"}) header.erase(key);
+
+  Json request = Json::object();
+  Json name = take(header, "name");
+  if (!options.name.empty()) name = options.name;
+  if (!name.is_null()) request["name"] = std::move(name);
+  Json gpus = take(header, "gpus");
+  request["gpus"] = options.gpus ? Json(*options.gpus) : gpus.is_null() ? Json(0) : gpus;
+  Json priority = take(header, "priority");
+  if (!options.priority.empty()) priority = *parse_priority(options.priority);  // checked
+  if (!priority.is_null()) request["priority"] = std::move(priority);
+  Json header_cwd = take(header, "cwd");
+  std::string cwd_flag = options.cwd;
+  if (cwd_flag.empty() && header_cwd.is_string()) cwd_flag = header_cwd.get<std::string>();
+  auto dir = working_directory(cwd_flag, cwd);
+  if (!dir) return tl::unexpected(dir.error());
+  request["cwd"] = *dir;
+  request["env"] = Json(*env);
+  request[options.command_mode ? "argv" : "script"] = std::move(what);
+  for (auto& [key, value] : header.items()) request[key] = std::move(value);
+  if (auto st = apply_scheduling_flags(options, now_ms, request); !st) {
+    return cli_fail(kExitUsage, st.error().message);
+  }
   return request;
 }
 
+bool is_plan_submit(const SubmitOptions& options) {
+  return !options.command_mode && !options.words.empty() && options.words.front().ends_with(".json");
+}
+
+int send_plan(Context& ctx, Json request, const SubmitOptions& options) {
+  if (options.replace) request["replace"] = true;
+  auto response = ctx.client().post("/v1/plans", json_text(request));
+  if (!response) return ctx.report(response.error());
+  if (options.json) return print_body(ctx, response->body);
+  auto answer = parse_json(response->body);
+  if (!answer) return ctx.report(answer.error());
+  for (const auto& job : json_array(*answer, "jobs")) {
+    ctx.out() << json_string(job, "result", "submitted") << ' ' << job_label(job) << '\n';
+  }
+  return kExitOk;
+}
+
 int run_submit(Context& ctx, const SubmitOptions& options) {
-  auto request = build_submit_request(options, ctx.io().environ, ctx.io().cwd);
+  if (is_plan_submit(options)) {
+    SubmitOptions plan_options = options;
+    auto request = load_plan_request(plan_options, ctx.io());
+    if (!request) return ctx.report(request.error());
+    return send_plan(ctx, std::move(*request), plan_options);
+  }
+  auto request =
+      build_submit_request(options, ctx.io().environ, ctx.io().cwd, ctx.io().wall_ms());
   if (!request) return ctx.report(request.error());
   auto response = ctx.client().post("/v1/jobs", json_text(*request));
   if (!response) return ctx.report(response.error());

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/context.h"
@@ -15,18 +17,45 @@ namespace gpuq::cli {
 
 struct SubmitOptions {
   std::string name;
-  int gpus = 0;
-  std::string priority;          // empty: the daemon's default (normal)
+  std::optional<int> gpus;       // unset: the script's header, else 0
+  std::string priority;          // empty: the header's, else the daemon's default (normal)
   std::string cwd;               // empty: the current directory
   std::vector<std::string> env;  // KEY=VALUE overrides
   bool json = false;
-  std::vector<std::string> words;  // SCRIPT ARGS... or, with command_mode, CMD ARGS...
+  std::vector<std::string> words;  // SCRIPT ARGS..., PLAN.json or, with command_mode, CMD ARGS...
   bool command_mode = false;       // the words came after `--`
+
+  // Scheduling (docs/api.md, "Scheduling"). Unset or empty means "not given": a script's
+  // `#gpuq` header then applies; a list given here replaces the header's list.
+  std::vector<std::string> after;        // afterok
+  std::vector<std::string> after_any;
+  std::vector<std::string> after_notok;
+  std::vector<std::string> requires_commands;  // REQUIRES shell tests (`--requires`)
+  std::vector<std::string> wait_files;
+  std::vector<std::string> lanes;
+  std::optional<std::string> done_if;
+  std::optional<int> retries;
+  std::optional<std::string> retry_delay;  // durations, checked with parse_duration
+  std::optional<std::string> timeout;
+  std::optional<std::string> est;
+  std::optional<int64_t> gpu_mem;          // MiB
+  bool share = false;
+  std::optional<std::string> not_before;   // RFC 3339 or "+DUR" (from now)
+  bool hold = false;
+  bool replace = false;                    // plans only: replace changed pending jobs
 };
 // The submit request of docs/api.md, or a usage error (exit 2) saying what is wrong.
-// `environ` holds "KEY=VALUE" strings; `cwd` is the absolute current directory.
+// `environ` holds "KEY=VALUE" strings; `cwd` is the absolute current directory; `now_ms` (the
+// wall clock) resolves `--not-before +DUR`. A script's `#gpuq` header fields are applied
+// first and the flags override them.
 Outcome<Json> build_submit_request(const SubmitOptions& options,
-                                   const std::vector<std::string>& environ, const std::string& cwd);
+                                   const std::vector<std::string>& environ, const std::string& cwd,
+                                   int64_t now_ms);
+// Whether the words name a plan (PLAN.json) rather than a script.
+bool is_plan_submit(const SubmitOptions& options);
+// Sends a plan request (POST /v1/plans), adding "replace" when asked, and prints one line per
+// job ("created job 7 (train-a15)") or, with --json, the daemon's answer.
+int send_plan(Context& ctx, Json request, const SubmitOptions& options);
 int run_submit(Context& ctx, const SubmitOptions& options);
 
 struct StatusOptions {
@@ -61,6 +90,47 @@ struct CancelOptions {
   std::vector<std::string> refs;
 };
 int run_cancel(Context& ctx, const CancelOptions& options);
+
+// `hold`, `release` and `retry` take the same options as `cancel`: job ids or names.
+using JobRefsOptions = CancelOptions;
+int run_hold(Context& ctx, const JobRefsOptions& options);
+int run_release(Context& ctx, const JobRefsOptions& options);
+int run_retry(Context& ctx, const JobRefsOptions& options);
+// POSTs /v1/jobs/{ref}/<action> for each job in turn and prints "<done> job <id>"; a failure
+// is reported and the rest still go. Exit 1 if any failed, 3 (at once) without a daemon.
+int run_job_action(Context& ctx, const std::vector<std::string>& refs, std::string_view action,
+                   std::string_view done);
+
+struct MoveOptions {
+  std::string ref;
+  std::string before;    // exactly one of these five
+  std::string after;
+  bool top = false;
+  bool bottom = false;
+  std::string priority;  // high, normal, low or 0..1000
+};
+// The body of POST /v1/jobs/{ref}/move, or a usage error unless exactly one position is given.
+Outcome<Json> build_move_request(const MoveOptions& options);
+int run_move(Context& ctx, const MoveOptions& options);
+
+// `drain` (nothing new starts) when `drain`, else `undrain`.
+int run_drain(Context& ctx, bool drain);
+
+struct LintOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+constexpr Millis kLintGpuQueryTimeout{2'000};  // a daemon that is slow to answer is not needed
+int run_lint(Context& ctx, const LintOptions& options);
+
+struct SimulateOptions {
+  std::string plan;          // PLAN.json, or
+  std::string trace;         // a trace CSV
+  std::optional<int> gpus;   // required
+  std::string policy = "backfill";
+  bool json = false;
+};
+int run_simulate(Context& ctx, const SimulateOptions& options);
 
 struct EventsOptions {
   bool json = false;

@@ -64,7 +64,7 @@ TEST(SubmitRequest, CarriesTheFilteredEnvironmentAndAbsoluteCwd) {
   auto request = build_submit_request(options,
                                       {"PATH=/usr/bin", "CUDA_VISIBLE_DEVICES=0", "GPUQ_JOB_ID=3",
                                        "GPUQ_HOME=/h", "LANG=C.UTF-8", "EMPTY="},
-                                      base);
+                                      base, 0);
   ASSERT_TRUE(request) << request.error().message;
   EXPECT_EQ(json_text(*request),
             R"({"name":"eval","gpus":2,"priority":10,"cwd":")" + base +
@@ -80,7 +80,7 @@ TEST(SubmitRequest, ReadsTheScriptAndKeepsItsArguments) {
   SubmitOptions options;
   options.cwd = "sub/";
   options.words = {(dir / "train.sh").string(), "--lr", "3e-4"};
-  auto request = build_submit_request(options, {}, dir.string());
+  auto request = build_submit_request(options, {}, dir.string(), 0);
   ASSERT_TRUE(request) << request.error().message;
   EXPECT_EQ((*request)["cwd"], (dir / "sub").string());
   EXPECT_EQ((*request)["gpus"], 0);

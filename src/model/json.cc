@@ -19,6 +19,15 @@ std::string command_line(const JobSpec& spec) {
   }
   return out;
 }
+nlohmann::json deps_json(const JobSpec& spec) {
+  nlohmann::json deps = nlohmann::json::array();
+  for (const auto& d : spec.deps) {
+    nlohmann::json entry = {{"kind", to_string(d.kind)}, {"target", d.target}};
+    entry["job"] = d.job_id ? nlohmann::json(d.job_id) : nlohmann::json(nullptr);
+    deps.push_back(std::move(entry));
+  }
+  return deps;
+}
 }  // namespace
 
 nlohmann::json run_to_json(const Run& run) {
@@ -36,6 +45,7 @@ nlohmann::json run_to_json(const Run& run) {
       {"exit_code", run.exit_code ? nlohmann::json(*run.exit_code) : nlohmann::json(nullptr)},
       {"signal", run.signal ? nlohmann::json(*run.signal) : nlohmann::json(nullptr)},
       {"outcome", to_string(run.outcome)},
+      {"verified", run.verified ? nlohmann::json(*run.verified) : nlohmann::json(nullptr)},
       {"started_at_ms", run.started_at_ms},
       {"ended_at_ms", run.ended_at_ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(run.ended_at_ms)},
   };
@@ -58,6 +68,15 @@ nlohmann::json job_to_json(const Job& job) {
       {"command", command_line(job.spec)},
       {"cwd", job.spec.cwd},
       {"runs", runs},
+      {"deps", deps_json(job.spec)},
+      {"lanes", job.spec.lanes},
+      {"retries", job.spec.retries},
+      {"timeout_ms", job.spec.timeout_ms ? nlohmann::json(job.spec.timeout_ms) : nlohmann::json(nullptr)},
+      {"est_ms", job.spec.estimate_ms ? nlohmann::json(job.spec.estimate_ms) : nlohmann::json(nullptr)},
+      {"done_if", job.spec.done_if.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.done_if)},
+      {"not_before", time_or_null(job.spec.not_before_ms)},
+      {"retry_at", time_or_null(job.retry_at_ms)},
+      {"source", job.spec.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.source)},
   };
 }
 

@@ -1,74 +1,293 @@
+// One scheduling pass: walks the queue in order and, for each job, either starts it (the
+// Machine says its resources are free now and the Profile says it delays no reservation)
+// or records why it waits and makes sure no worse job takes what it needs — through a
+// reservation in the Profile (backfill, up to the cap) or by holding its resources back for
+// the rest of the pass (kPriority, kFifo, and past the cap). See scheduler.h for the policy.
 #include "sched/scheduler.h"
 
 #include <algorithm>
-#include <fmt/format.h>
+#include <bit>
+
+#include "sched/backfill.h"
+#include "sched/machine.h"
+#include "sched/order.h"
+#include "sched/placement.h"
 
 namespace gpuq::sched {
+namespace {
 
-std::string WaitReason::text(const Snapshot& snapshot) const {
-  auto lane_name = [&](int index) {
-    return index >= 0 && index < static_cast<int>(snapshot.lanes.size()) ? snapshot.lanes[index].name
-                                                                          : std::string("?");
-  };
-  switch (kind) {
-    case Kind::kDraining: return "draining: the queue starts nothing new (gpuq undrain)";
-    case Kind::kBehindBetterJobs:
-      return fmt::format("behind {} better job{} waiting for GPUs (needs {})", better_jobs,
-                         better_jobs == 1 ? "" : "s", needed);
-    case Kind::kReservedForBetter:
-      return fmt::format("would delay job {}, which has the GPUs reserved", job);
-    case Kind::kLaneBusy: return fmt::format("lane {} busy with job {}", lane_name(lane), job);
-    case Kind::kLaneExcluded: return fmt::format("lane {} excluded while job {} runs", lane_name(lane), job);
-    case Kind::kNoGpuMemory: return fmt::format("no GPU has the memory it needs free");
-    case Kind::kReservation: return "its reserved GPUs are busy";
-    case Kind::kNeedsGpus:
-      return fmt::format("needs {} GPU{}, {} free", needed, needed == 1 ? "" : "s", free);
+class Pass {
+ public:
+  explicit Pass(const Snapshot& snapshot)
+      : snapshot_(snapshot),
+        machine_(snapshot),
+        profile_(machine_, snapshot),
+        placer_(machine_),
+        cap_(snapshot.policy == Policy::kBackfill ? std::max(0, snapshot.max_reservations) : 0),
+        pool_waiting_(machine_.pool_count(), 0) {}
+
+  Decision run();
+
+ private:
+  void consider(const PendingJob& job);
+  void start(const Need& need, const GpuSet& available);
+  // Holds what a waiting job needs against worse jobs; returns its reserved start, if any.
+  int64_t protect(const Need& need, const GpuSet& could_take);
+  WaitReason explain(const Need& need, const GpuSet& free, const GpuSet& open,
+                     const GpuSet& could_take, const Claim* conflict, int64_t own_start) const;
+  WaitReason explain_impossible(const Need& need, const GpuSet& could_take) const;
+  void count_waiting(const Need& need);
+  int64_t in_ms(int64_t at) const { return at >= kInfinity - 1 ? -1 : at - machine_.now(); }
+
+  const Snapshot& snapshot_;
+  Machine machine_;
+  Profile profile_;
+  Placer placer_;
+  const int cap_;
+  std::vector<int> pool_waiting_;  // GPU jobs waiting so far, per pool (for reasons)
+  int waiting_ = 0;
+  Decision decision_;
+};
+
+Decision Pass::run() {
+  std::vector<uint32_t> order = scheduling_order(snapshot_.queue, snapshot_.policy);
+  decision_.waits.reserve(order.size());
+  if (snapshot_.draining) {
+    for (uint32_t index : order) {
+      WaitReason reason;
+      reason.kind = WaitReason::Kind::kDraining;
+      decision_.waits.push_back({snapshot_.queue[index].id, reason});
+    }
+    return std::move(decision_);
   }
-  return "";
+  // Scheduling order visits the queue out of its memory order: fetch a few jobs ahead, or
+  // the pass spends half its time waiting for memory on deep queues.
+  constexpr size_t kAhead = 12;
+  const PendingJob* queue = snapshot_.queue.data();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + kAhead < order.size()) {
+      const char* ahead = reinterpret_cast<const char*>(queue + order[i + kAhead]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + sizeof(PendingJob) - 1);
+    }
+    consider(queue[order[i]]);
+  }
+  return std::move(decision_);
 }
 
+void Pass::consider(const PendingJob& job) {
+  if (job.gpus <= 0 && job.lanes.empty()) {
+    decision_.starts.push_back({job.id, {}});  // needs nothing that anyone could wait for
+    return;
+  }
+  const Need need = machine_.need_of(job);
+  const GpuSet could_take = machine_.could_ever_take(need);
+  if (!machine_.lanes_possible(need) || !could_take.has_at_least(need.gpus)) {
+    decision_.waits.push_back({need.id, explain_impossible(need, could_take)});
+    return;
+  }
+  const Claim* conflict = nullptr;
+  const bool lanes_open = machine_.full_lane(need) < 0 && machine_.held_back_lane(need) < 0 &&
+                          (need.excludes & machine_.tokens_now()) == 0 &&
+                          (need.tokens & machine_.barred()) == 0;
+  GpuSet free, open;
+  if (need.gpus > 0) {
+    free = machine_.free_for(need);
+    open = minus(free, machine_.held_back_gpus());
+  }
+  if (lanes_open && open.has_at_least(need.gpus)) {
+    if (profile_.reservations() == 0) return start(need, open);
+    const int64_t now = machine_.now();
+    // A job of unknown length is checked over the limit only: it may use what a better job
+    // needs only when that job's reservation starts at least that far ahead.
+    int64_t window = need.known_duration ? need.duration
+                     : snapshot_.backfill_unknown_limit_ms > 0 ? snapshot_.backfill_unknown_limit_ms
+                                                                : kInfinity;
+    const int64_t end = add_time(now, window);
+    GpuSet available;
+    if (profile_.fits(need, now, end, open, &available)) return start(need, available);
+    conflict = profile_.blocking_reservation(need, now, end, open);
+  }
+  const int64_t own_start = protect(need, could_take);
+  decision_.waits.push_back({need.id, explain(need, free, open, could_take, conflict, own_start)});
+  count_waiting(need);
+}
+
+void Pass::start(const Need& need, const GpuSet& available) {
+  GpuSet chosen = placer_.choose(available, need.gpus, need, machine_.shared_now());
+  machine_.apply_start(need, chosen);
+  Claim claim;
+  claim.start = machine_.now();
+  claim.end = add_time(machine_.now(), need.duration);
+  claim.job = need.id;
+  claim.gpus = chosen;
+  claim.tokens = need.tokens;
+  claim.mem = need.mem;
+  claim.share = need.share;
+  profile_.add(claim);
+  Start started{need.id, {}};
+  started.slots.reserve(need.gpus);
+  for (int g : members(chosen)) started.slots.push_back(machine_.gpu(g).slot);
+  decision_.starts.push_back(std::move(started));
+}
+
+int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
+  if (profile_.reservations() >= cap_) {
+    machine_.hold_back(need);
+    return kInfinity;
+  }
+  Slot slot = profile_.earliest_after(need, machine_.now(), could_take);
+  Claim claim;
+  claim.job = need.id;
+  claim.tokens = need.tokens;
+  claim.reserved = true;
+  if (slot.start < kInfinity) {
+    claim.start = slot.start;
+    claim.end = add_time(slot.start, need.duration);
+    claim.gpus = placer_.choose(slot.available, need.gpus, need, GpuSet{});
+  } else {
+    // It waits on something held forever: reserve at "infinity" every GPU it could take,
+    // so that only work that might never end is kept off them.
+    claim.start = kInfinity - 1;
+    claim.end = kInfinity;
+    claim.gpus = could_take;
+  }
+  profile_.add(claim);
+  return claim.start;
+}
+
+void Pass::count_waiting(const Need& need) {
+  ++waiting_;
+  if (need.gpus > 0 && need.pool >= 0) ++pool_waiting_[need.pool];
+  for (TokenSet rest = need.lanes; rest != 0; rest &= rest - 1) {
+    ++machine_.lane(std::countr_zero(rest)).waiting;
+  }
+}
+
+WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& open,
+                         const GpuSet& could_take, const Claim* conflict, int64_t own_start) const {
+  using Kind = WaitReason::Kind;
+  WaitReason r;
+  r.needed = need.gpus;
+  if (int l = machine_.full_lane(need); l >= 0) {
+    const LaneState& lane = machine_.lanes()[l];
+    r.kind = Kind::kLaneBusy;
+    r.lane = l;
+    r.job = lane.holder;
+    r.next_free_in_ms = in_ms(lane.free_at);
+    return r;
+  }
+  if (TokenSet hit = need.excludes & machine_.tokens_now(); hit != 0) {
+    const int other = std::countr_zero(hit);
+    int side = kGpuToken;
+    for (TokenSet rest = need.tokens; rest != 0; rest &= rest - 1) {
+      if (machine_.excludes_of(std::countr_zero(rest)) & token_bit(other)) {
+        side = std::countr_zero(rest);
+        break;
+      }
+    }
+    r.kind = Kind::kLaneExcluded;
+    r.lane = side == kGpuToken ? WaitReason::kGpuWork : side;
+    r.other_lane = other == kGpuToken ? WaitReason::kGpuWork : other;
+    r.job = machine_.token_holder(other);
+    return r;
+  }
+  if (need.gpus > 0) {
+    r.free = free.count();
+    r.better_jobs = pool_waiting_[need.pool];
+    if (r.free < need.gpus) {
+      if (need.pool > 0) {
+        r.kind = Kind::kReservation;
+        r.reservation = need.pool - 1;
+      } else if (need.mem > 0 && machine_.free_ignoring_memory(need).count() >= need.gpus) {
+        r.kind = Kind::kNoGpuMemory;
+        r.gpu_mem_mib = need.mem;
+      } else if (own_start < kInfinity - 1 || r.better_jobs == 0) {
+        r.kind = Kind::kNeedsGpus;
+        int64_t start = own_start;
+        if (start >= kInfinity && r.better_jobs == 0) {
+          // No reservation was made (kPriority or past the cap), but this is the first job
+          // waiting for its pool, so its expected start is worth one profile search.
+          start = profile_.earliest_after(need, machine_.now(), could_take).start;
+        }
+        r.next_free_in_ms = in_ms(start);
+      } else {
+        r.kind = Kind::kBehindBetterJobs;
+      }
+      return r;
+    }
+  }
+  // What it needs is free, but held for better jobs.
+  if (conflict != nullptr && conflict->start < kInfinity - 1) {
+    r.kind = Kind::kReservedForBetter;
+    r.job = conflict->job;
+    r.next_free_in_ms = in_ms(conflict->start);
+    return r;
+  }
+  r.kind = Kind::kBehindBetterJobs;
+  bool gpus_held = need.gpus > 0 && !open.has_at_least(need.gpus);
+  if (!gpus_held && (conflict == nullptr || !conflict->gpus.intersects(could_take))) {
+    int l = machine_.held_back_lane(need);
+    if (l < 0 && need.lanes != 0) l = std::countr_zero(need.lanes);
+    if (l >= 0) {
+      r.lane = l;
+      r.better_jobs = machine_.lanes()[l].waiting;
+    }
+  }
+  if (r.better_jobs == 0) r.better_jobs = waiting_;
+  return r;
+}
+
+WaitReason Pass::explain_impossible(const Need& need, const GpuSet& could_take) const {
+  using Kind = WaitReason::Kind;
+  WaitReason r;
+  r.needed = need.gpus;
+  r.usable = could_take.count();
+  r.free = machine_.free_for(need).count();
+  if (need.bad_lane >= 0) {
+    r.kind = Kind::kLaneBusy;
+    r.lane = need.bad_lane;
+    return r;
+  }
+  for (TokenSet rest = need.lanes; rest != 0; rest &= rest - 1) {
+    if (machine_.lanes()[std::countr_zero(rest)].capacity < 1) {
+      r.kind = Kind::kLaneBusy;
+      r.lane = std::countr_zero(rest);
+      return r;
+    }
+  }
+  if (TokenSet hit = need.excludes & need.tokens; hit != 0) {
+    int a = std::countr_zero(hit);
+    int b = std::countr_zero(machine_.excludes_of(a) & need.tokens);
+    r.kind = Kind::kLaneExcluded;
+    r.lane = a == kGpuToken ? WaitReason::kGpuWork : a;
+    r.other_lane = b == kGpuToken ? WaitReason::kGpuWork : b;
+    r.job = -1;  // by its own needs
+    return r;
+  }
+  if (need.pool != 0 && machine_.pool_set(need.pool).none()) {
+    r.kind = Kind::kReservation;
+    r.reservation = need.reservation;
+    return r;
+  }
+  if (need.mem > 0 && (machine_.pool_set(need.pool) & machine_.usable()).count() >= need.gpus) {
+    r.kind = Kind::kNoGpuMemory;
+    r.gpu_mem_mib = need.mem;
+    return r;
+  }
+  r.kind = Kind::kNeedsGpus;
+  return r;
+}
+
+}  // namespace
+
 void sort_queue(std::vector<PendingJob>& queue, Policy policy) {
-  std::sort(queue.begin(), queue.end(), [policy](const PendingJob& a, const PendingJob& b) {
+  std::stable_sort(queue.begin(), queue.end(), [policy](const PendingJob& a, const PendingJob& b) {
     if (policy != Policy::kFifo && a.priority != b.priority) return a.priority < b.priority;
     return a.queue_order < b.queue_order;
   });
 }
 
-// First cut: strict order, whole GPUs, no lanes. Replaced by the full policy.
-Decision schedule(const Snapshot& snapshot) {
-  std::vector<PendingJob> queue = snapshot.queue;
-  sort_queue(queue, snapshot.policy);
-  std::vector<int> free_gpus;
-  for (const Gpu& g : snapshot.gpus) {
-    if (g.usable && !g.held_exclusive && g.sharers == 0 && g.reservation < 0) free_gpus.push_back(g.slot);
-  }
-  Decision decision;
-  size_t next_free = 0;
-  int blocked_ahead = 0;
-  for (const PendingJob& job : queue) {
-    if (snapshot.draining) {
-      decision.waits.push_back({job.id, {WaitReason::Kind::kDraining}});
-      continue;
-    }
-    int unclaimed = static_cast<int>(free_gpus.size() - next_free);
-    if (job.gpus <= unclaimed) {
-      Start start{job.id, {}};
-      for (int i = 0; i < job.gpus; ++i) start.slots.push_back(free_gpus[next_free++]);
-      decision.starts.push_back(std::move(start));
-      continue;
-    }
-    WaitReason reason;
-    reason.needed = job.gpus;
-    reason.free = unclaimed;
-    if (blocked_ahead > 0 && unclaimed == 0) {
-      reason.kind = WaitReason::Kind::kBehindBetterJobs;
-      reason.better_jobs = blocked_ahead;
-    }
-    decision.waits.push_back({job.id, reason});
-    next_free = free_gpus.size();
-    ++blocked_ahead;
-  }
-  return decision;
-}
+Decision schedule(const Snapshot& snapshot) { return Pass(snapshot).run(); }
 
 }  // namespace gpuq::sched

@@ -5,20 +5,75 @@
 // clock or the OS: the daemon applies its decisions, and the simulator (src/sim) replays the
 // same function on a virtual clock. Thread-safe: no state.
 //
-// Policy (docs/scheduling.md):
-//  - order: priority (lower first), then queue order (FIFO within a priority);
-//  - a job starts when its GPUs, lanes and memory are available and doing so does not delay
-//    the reserved start of any better job that waits (backfill); with Policy::kPriority a job
-//    that does not fit blocks every worse job from the resources it needs (no backfill), and
-//    with Policy::kFifo priorities are ignored too;
-//  - lanes are counters with a capacity; a lane may exclude other lanes or the pseudo-lane
-//    "gpu" (any job holding GPUs), so that e.g. downloads and GPU work never overlap;
-//  - multi-GPU jobs go to the best-connected free GPUs; one-GPU jobs are placed so that
-//    well-connected pairs stay whole;
-//  - a job with gpu_mem only goes to GPUs with that much free memory; jobs that `share` may
-//    run together on one GPU while their memory fits;
-//  - GPUs reserved for a group (plan `reservations`) take only that group's jobs, and those
-//    jobs run only there.
+// Policy, exactly as implemented (docs/scheduling.md explains it for users):
+//
+//  Order. Priority (lower first), then queue_order (FIFO within a priority); Policy::kFifo
+//  ignores priority. Equal keys keep their order in Snapshot::queue. Each job is considered
+//  once, in that order; `draining` starts nothing and every job waits with kDraining.
+//
+//  Resources. A job needs `gpus` GPUs from its pool (the GPUs of its reservation r, or the
+//  GPUs of no reservation when r = -1) that are usable and free for it: a non-sharing job
+//  needs GPUs with no running job (not held_exclusive, sharers == 0); a `share` job may also
+//  use GPUs that only sharing jobs hold; with gpu_mem_mib > 0 the GPU must have that much
+//  memory free (memory_free_mib, minus sharing jobs started in the same pass; a sharing job
+//  without gpu_mem counts as 0 MiB). It takes one unit of each distinct lane it lists and
+//  needs every lane it lists to have a unit left. Exclusions are symmetric over "tokens": the
+//  lanes, and "gpu", which every job holding GPUs uses; a job may not start while a token its
+//  tokens exclude is in use, counting jobs started earlier in the same pass. Jobs with
+//  gpus = 0 and no lanes start at once. A job that can never run here (more GPUs than its pool
+//  could ever give it, a lane that does not exist or has capacity 0, tokens that exclude each
+//  other) waits with its reason and holds nothing back from other jobs.
+//
+//  Time. A running job holds its resources until expected_end_ms (an end already past counts
+//  as "any moment now"); 0 = unknown, held forever. A GPU, sharer or lane unit that the
+//  snapshot marks busy without a RunningJob naming it is held forever too. A job started now
+//  holds its resources for estimate_ms, else timeout_ms, else forever ("unknown duration").
+//
+//  Policy::kBackfill (default): conservative backfill over a time profile. Jobs are taken in
+//  order; each either starts now or, if it cannot, gets a reservation: the earliest time t
+//  at which its whole need (GPUs, memory, lanes, exclusions) fits over [t, t + duration)
+//  beside everything already in the profile (running jobs, jobs started in this pass, and
+//  the reservations of better jobs), on GPUs chosen by the placement rules below. A job
+//  starts now only if it fits over [now, now + duration) beside all of that, i.e. it ends
+//  before every reservation whose resources it would touch, or touches none of them. A job
+//  with unknown duration is checked over [now, now + backfill_unknown_limit_ms), so it may
+//  only touch reservations that start at least that far ahead; with the limit 0 it touches
+//  none. A reservation that cannot be placed at any finite time (it waits on something held
+//  forever) is placed at "infinity" on every GPU of its pool that could take it: jobs of
+//  known duration may use those GPUs now, jobs of unknown duration only if the limit > 0.
+//  Reservations hold whole GPUs, even for sharing jobs (a sharer may use such a GPU only by
+//  ending first); running sharers free their gpu_mem at their expected ends.
+//  Guarantee: when running jobs end at their expected ends and started jobs run exactly
+//  their estimate (else timeout; unknown length: forever, as assumed), no start decided here
+//  moves a better job's reservation later, and the best waiting job starts exactly when it
+//  would under kPriority (backfill_random_test.cc checks both against a reference
+//  simulator). Where reality is kinder than the assumption — work of unknown end finishes —
+//  a job of known length that backfilled beside a reservation "at infinity" may hold its
+//  GPUs up to its estimate longer: the price of not idling GPUs behind work that may never
+//  end. Each pass plans afresh, and a reservation names GPUs; when topology or memory make
+//  GPUs unequal, a better job starting on other GPUs than its reservation named can push a
+//  later job's reservation back (never the best waiting job's).
+//  Cap: only the first max_reservations waiting jobs get a reservation (the cost of one is
+//  linear in the profile). Every later job that cannot start is handled as under kPriority:
+//  it holds back, until the end of the pass, every GPU of its pool that could take it, one
+//  unit of each of its lanes, and every token that would exclude it; no later job may start
+//  on those. So the cap only ever makes the pass start fewer jobs, never delays a better one.
+//
+//  Policy::kPriority: no backfill, i.e. max_reservations = 0: a job that cannot start holds
+//  back its resources as just described. Policy::kFifo: the same, ordered by queue_order.
+//
+//  Placement (ties go to the lowest slot). Links are Snapshot::links[slot][slot], higher is
+//  better. A job of k > 1 GPUs takes the free set that maximises the minimum pairwise link,
+//  then the sum of pairwise links (searched greedily from every seed GPU, with pruning). A
+//  one-GPU job takes the GPU whose best link to another free GPU is weakest (then the lowest
+//  sum of links to free GPUs), so that well-connected pairs stay whole; a one-GPU sharing
+//  job first packs onto an already shared GPU, the one with the least memory that fits.
+//
+//  Reasons. Every queued job that does not start gets a WaitReason, in scheduling order: the
+//  first of draining; a lane that is full or excluded now; a reservation's GPUs all busy; no
+//  free GPU with enough memory; too few free GPUs (with the job's expected start when it
+//  is known); free GPUs held back for better jobs (the reservation it would delay and when
+//  that starts, or how many better jobs wait for that pool).
 #pragma once
 
 #include <cstdint>
@@ -88,6 +143,10 @@ struct Snapshot {
   // A job without an estimate (or timeout) may backfill only when the better job it could
   // delay is expected to wait at least this long; 0 = such jobs never backfill.
   int64_t backfill_unknown_limit_ms = 0;
+  // Policy::kBackfill: how many waiting jobs get a reservation in the time profile; later
+  // ones hold their resources back as under kPriority (see the policy above). Bounds the
+  // cost of a pass: each reservation costs O(profile size x (profile size + GPUs)).
+  int max_reservations = 32;
 };
 
 // Why a job waits, compactly (no strings built per job in the hot path); text() renders it.
@@ -102,13 +161,23 @@ struct WaitReason {
     kReservation,       // its reserved GPUs are busy
     kDraining,
   };
+  // `lane` and `other_lane` name a lane index, or kGpuWork for the pseudo-lane "gpu".
+  static constexpr int kGpuWork = -2;
+
   Kind kind = Kind::kNeedsGpus;
-  int needed = 0;
-  int free = 0;
-  int better_jobs = 0;
-  int lane = -1;
-  int64_t job = 0;
-  int64_t next_free_in_ms = -1;  // -1 = unknown
+  int needed = 0;                // GPUs the job needs
+  int free = 0;                  // GPUs free for it now (its pool, its memory, its sharing)
+  int better_jobs = 0;           // better jobs waiting for the same pool (or lane)
+  int lane = -1;                 // kLaneBusy: the full lane; kLaneExcluded: the job's side
+  int64_t job = 0;               // the job holding the lane / running the excluding work /
+                                 // whose reservation it would delay; 0 = unknown
+  // kNeedsGpus: when the job is expected to start; kLaneBusy: when the lane frees;
+  // kReservedForBetter: when the better job starts. -1 = unknown.
+  int64_t next_free_in_ms = -1;
+  int other_lane = -1;           // kLaneExcluded: what excludes it (a lane, or kGpuWork)
+  int reservation = -1;          // kReservation: index into Snapshot::reservations
+  int64_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
+  int usable = -1;               // GPUs that could ever take it, when fewer than needed
   std::string text(const Snapshot& snapshot) const;
 };
 

@@ -1,0 +1,43 @@
+// `gpuq move ID (--before ID | --after ID | --top | --bottom | --priority P)`: changes where a
+// pending job stands in the queue (POST /v1/jobs/{ref}/move).
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "model/job.h"
+
+namespace gpuq::cli {
+
+Outcome<Json> build_move_request(const MoveOptions& options) {
+  int given = !options.before.empty() + !options.after.empty() + options.top + options.bottom +
+              !options.priority.empty();
+  if (given != 1) {
+    return cli_fail(kExitUsage,
+                    fmt::format("move: give exactly one of --before ID, --after ID, --top, "
+                                "--bottom or --priority P ({} given)",
+                                given));
+  }
+  if (!options.before.empty()) return Json{{"before", options.before}};
+  if (!options.after.empty()) return Json{{"after", options.after}};
+  if (options.top) return Json{{"top", true}};
+  if (options.bottom) return Json{{"bottom", true}};
+  auto priority = parse_priority(options.priority);
+  if (!priority) return cli_fail(kExitUsage, "--priority: " + priority.error().message);
+  return Json{{"priority", *priority}};
+}
+
+int run_move(Context& ctx, const MoveOptions& options) {
+  auto body = build_move_request(options);
+  if (!body) return ctx.report(body.error());
+  auto job = ctx.client().post_json(job_path(options.ref) + "/move", *body);
+  if (!job) {
+    if (job.error().exit_code == kExitNoDaemon) return ctx.report(job.error());
+    return ctx.report(kExitFailed,
+                      fmt::format("cannot move job {}: {}", options.ref, job.error().message));
+  }
+  ctx.out() << "moved job " << field_text(*job, "id") << " (priority "
+            << field_text(*job, "priority") << ")\n";
+  return kExitOk;
+}
+
+}  // namespace gpuq::cli

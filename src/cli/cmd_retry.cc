@@ -1,0 +1,11 @@
+// `gpuq retry ID...`: queues failed, cancelled or blocked jobs again (→ pending); the daemon
+// also releases the jobs that were blocked by them.
+#include "cli/commands.h"
+
+namespace gpuq::cli {
+
+int run_retry(Context& ctx, const JobRefsOptions& options) {
+  return run_job_action(ctx, options.refs, "retry", "requeued");
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,115 @@
+// `gpuq simulate PLAN.json --gpus N` and `gpuq simulate --trace FILE.csv --gpus N`: replays a
+// plan or a trace with the daemon's scheduler on a virtual clock (src/sim) and prints when each
+// job would start and end, or the summary of a trace. No daemon is needed.
+#include <fmt/format.h>
+
+#include <map>
+#include <type_traits>
+
+#include "cli/commands.h"
+#include "spec/plan.h"
+
+// The simulator is linked only when its library exists (src/cli/CMakeLists.txt).
+#if defined(GPUQ_HAVE_SIM) && __has_include("sim/simulate.h")
+#define GPUQ_CLI_HAVE_SIM 1
+#include "sim/plan_jobs.h"
+#include "sim/report.h"
+#include "sim/simulate.h"
+#include "sim/trace.h"
+#else
+#define GPUQ_CLI_HAVE_SIM 0
+#endif
+
+namespace gpuq::cli {
+namespace {
+
+// The scheduler's policies by name (docs/scheduling.md); -1 when unknown.
+int policy_index(std::string_view name) {
+  if (name == "fifo") return 0;
+  if (name == "priority") return 1;
+  if (name == "backfill") return 2;
+  return -1;
+}
+
+#if GPUQ_CLI_HAVE_SIM
+sched::Policy policy_of(int index) {
+  switch (index) {
+    case 0: return sched::Policy::kFifo;
+    case 1: return sched::Policy::kPriority;
+    default: return sched::Policy::kBackfill;
+  }
+}
+
+template <class J>
+std::string json_dump(const J& value) {
+  return value.dump(-1, ' ', false, J::error_handler_t::replace);
+}
+
+int print_text(Context& ctx, const std::string& text) {
+  ctx.out() << text;
+  if (text.empty() || text.back() != '\n') ctx.out() << '\n';
+  return kExitOk;
+}
+
+int simulate_jobs(Context& ctx, const SimulateOptions& options,
+                  const std::vector<sim::SimJob>& jobs, const sim::SimMachine& machine,
+                  bool with_jobs) {
+  auto result = sim::simulate(jobs, machine, policy_of(policy_index(options.policy)));
+  if (!result) return ctx.report(kExitFailed, result.error().message);
+  if (options.json) return print_text(ctx, json_dump(sim::result_to_json(*result, with_jobs)));
+  return print_text(ctx, sim::format_result_table(*result, with_jobs));
+}
+
+std::map<std::string, std::string> environment(const std::vector<std::string>& environ) {
+  std::map<std::string, std::string> env;
+  for (const auto& entry : environ) {
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+#endif
+
+}  // namespace
+
+int run_simulate(Context& ctx, const SimulateOptions& options) {
+  if (options.plan.empty() == options.trace.empty()) {
+    return ctx.report(kExitUsage,
+                      "simulate: give a plan (gpuq simulate PLAN.json --gpus N) or a trace "
+                      "(gpuq simulate --trace FILE.csv --gpus N), not both");
+  }
+  if (!options.gpus) return ctx.report(kExitUsage, "simulate: say how many GPUs with --gpus N");
+  if (*options.gpus < 0) {
+    return ctx.report(kExitUsage,
+                      fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
+  }
+  if (policy_index(options.policy) < 0) {
+    return ctx.report(kExitUsage, fmt::format("bad --policy '{}': use fifo, priority or backfill",
+                                              options.policy));
+  }
+#if GPUQ_CLI_HAVE_SIM
+  sim::SimMachine machine;
+  machine.gpus = *options.gpus;
+  if (!options.trace.empty()) {
+    auto jobs = sim::read_trace_csv(options.trace);
+    if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
+    return simulate_jobs(ctx, options, *jobs, machine, false);
+  }
+  auto plan = spec::load_plan(options.plan,
+                              spec::PlanContext{ctx.io().cwd, environment(ctx.io().environ)});
+  if (!plan) return ctx.report(kExitUsage, plan.error().message);
+  for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
+  auto jobs = sim::jobs_from_plan(plan->request);
+  if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
+  auto reservations = sim::reservations_from_plan(plan->request);
+  if (!reservations) return ctx.report(kExitUsage, reservations.error().message);
+  machine.reservations = std::move(*reservations);
+  return simulate_jobs(ctx, options, *jobs, machine, true);
+#else
+  return ctx.report(kExitFailed,
+                    "simulate is not available in this build of gpuq (it needs the gpuq_sim "
+                    "library of src/sim)");
+#endif
+}
+
+}  // namespace gpuq::cli

@@ -1,0 +1,18 @@
+// The scheduling order of a queue, computed without copying the jobs: indices into
+// Snapshot::queue sorted by (priority, queue_order), or by queue_order alone for
+// Policy::kFifo; equal keys keep their order in the queue (the sort is stable). A radix sort
+// on one packed 64-bit key keeps this linear for the deep queues a pass must handle in a few
+// milliseconds, and an already ordered queue (the daemon keeps its queue ordered) costs one
+// scan. Pure function; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/scheduler.h"
+
+namespace gpuq::sched {
+
+std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Policy policy);
+
+}  // namespace gpuq::sched

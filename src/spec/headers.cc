@@ -1,0 +1,486 @@
+#include "spec/headers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "base/duration.h"
+#include "base/time.h"
+#include "model/job.h"
+#include "model/spec_json.h"
+#include "spec/script.h"
+
+namespace gpuq::spec {
+namespace {
+
+using nlohmann::json;
+
+enum class Kind {
+  kString,       // one non-empty string
+  kInteger,      // a whole number in [min, max]
+  kPriority,     // an integer or a priority name, kept as written
+  kList,         // repeatable; each value one entry
+  kCommaList,    // repeatable; values split at commas
+  kDuration,     // "3h", kept as a string
+  kBool,         // bare key = true
+  kTime,         // RFC 3339 (kept as a string) or epoch milliseconds
+  kUnsupported,  // a key of the design that this gpuq cannot honour yet
+};
+
+struct Key {
+  const char* flag;   // as written in `#gpuq` lines and `gpuq submit` flags
+  const char* field;  // the submit-request field
+  Kind kind;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      {"name", "name", Kind::kString},
+      {"gpus", "gpus", Kind::kInteger, 0, 1024},
+      {"priority", "priority", Kind::kPriority},
+      {"after", "after", Kind::kCommaList},
+      {"after-any", "after_any", Kind::kCommaList},
+      {"after-notok", "after_notok", Kind::kCommaList},
+      {"requires", "requires", Kind::kList},
+      {"done-if", "done_if", Kind::kString},
+      {"wait-file", "wait_file", Kind::kList},
+      {"lane", "lanes", Kind::kCommaList},
+      {"retries", "retries", Kind::kInteger, 0, 1000},
+      {"retry-delay", "retry_delay", Kind::kDuration},
+      {"timeout", "timeout", Kind::kDuration},
+      {"est", "est", Kind::kDuration},
+      {"gpu-mem", "gpu_mem", Kind::kInteger, 0, int64_t{1} << 30},
+      {"share", "share", Kind::kBool},
+      {"not-before", "not_before", Kind::kTime},
+      {"hold", "hold", Kind::kBool},
+      {"preempt", "preempt", Kind::kUnsupported},
+      {"restart-within", "restart_within", Kind::kUnsupported},
+      {"quiet", "quiet", Kind::kUnsupported},
+  };
+  return table;
+}
+
+// Accepts the request spelling (done_if) and `lanes` as well as the flag spelling.
+const Key* find_key(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  if (name == "lanes") name = "lane";
+  for (const Key& k : keys()) {
+    if (name == k.flag) return &k;
+  }
+  return nullptr;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string suggestion(std::string_view unknown) {
+  const Key* best = nullptr;
+  size_t best_distance = 3;
+  for (const Key& k : keys()) {
+    if (k.kind == Kind::kUnsupported) continue;
+    size_t d = edit_distance(unknown, k.flag);
+    if (d < best_distance) {
+      best_distance = d;
+      best = &k;
+    }
+  }
+  return best ? fmt::format("did you mean '{}'? ", best->flag) : "";
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// Removes one pair of matching outer quotes; inside double quotes, \" and \\ are escapes.
+std::string unquote_whole(std::string_view value) {
+  if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') {
+    return std::string(value.substr(1, value.size() - 2));
+  }
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+    std::string out;
+    std::string_view inner = value.substr(1, value.size() - 2);
+    for (size_t i = 0; i < inner.size(); ++i) {
+      if (inner[i] == '\\' && i + 1 < inner.size() && (inner[i + 1] == '"' || inner[i + 1] == '\\'))
+        ++i;
+      out += inner[i];
+    }
+    return out;
+  }
+  return std::string(value);
+}
+
+// Splits the rest of a `#gpuq` line into words as a shell would: whitespace separates, "..."
+// (with \" \\ \$ \` escapes) and '...' quote, a backslash outside quotes escapes one character,
+// and a word starting with '#' starts a trailing comment.
+Result<std::vector<std::string>> split_words(std::string_view rest) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  const size_t n = rest.size();
+  while (true) {
+    while (i < n && is_space(rest[i])) ++i;
+    if (i >= n || rest[i] == '#') break;
+    std::string word;
+    const size_t word_start = i;
+    while (i < n && !is_space(rest[i])) {
+      char c = rest[i];
+      if (c == '"' || c == '\'') {
+        ++i;
+        while (i < n && rest[i] != c) {
+          if (c == '"' && rest[i] == '\\' && i + 1 < n &&
+              std::string_view("\"\\$`").find(rest[i + 1]) != std::string_view::npos)
+            ++i;
+          word += rest[i++];
+        }
+        if (i >= n) {
+          return fail(Code::kInvalidArgument,
+                      fmt::format("unbalanced {} quote in {}; close it on the same line",
+                                  c == '"' ? "double" : "single", trim(rest.substr(word_start))));
+        }
+        ++i;
+      } else if (c == '\\' && i + 1 < n) {
+        word += rest[i + 1];
+        i += 2;
+      } else {
+        word += c;
+        ++i;
+      }
+    }
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+std::vector<std::string> split_commas(const std::string& value) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t comma = value.find(',', start);
+    parts.emplace_back(trim(std::string_view(value).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+class HeaderReader {
+ public:
+  HeaderReader(std::string_view file, HeaderScan& scan) : file_(file), scan_(scan) {}
+
+  void error(int line, std::string message) {
+    scan_.errors.push_back(error_at(file_, line, std::move(message)));
+  }
+
+  // Sets `key` from `value` (or from a bare key when `bare`), as written by `form` on `line`.
+  void set(const Key& key, bool bare, const std::string& value, int line, std::string_view form) {
+    json& fields = scan_.headers.fields;
+    auto& lines = scan_.headers.lines;
+    bool is_list = key.kind == Kind::kList || key.kind == Kind::kCommaList;
+    if (key.kind == Kind::kUnsupported) {
+      return error(
+          line, fmt::format("{}= is not supported by this gpuq yet; remove it (the job would run "
+                            "without it)",
+                            key.flag));
+    }
+    if (!is_list && lines.count(key.field)) {
+      return error(line, fmt::format("'{}' is already set at line {}; set it once", key.flag,
+                                     lines[key.field]));
+    }
+    if (bare && key.kind != Kind::kBool) {
+      return error(line, fmt::format("'{}' needs a value, as in {}", key.flag, example(key)));
+    }
+    if (!bare && value.empty()) {
+      return error(line,
+                   fmt::format("'{}' has an empty value; write it as {}", key.flag, example(key)));
+    }
+    auto parsed = parse_value(key, bare, value, form);
+    if (!parsed) return error(line, parsed.error().message);
+    if (is_list) {
+      if (!fields.contains(key.field)) fields[key.field] = json::array();
+      for (auto& item : *parsed) {
+        fields[key.field].push_back(std::move(item));
+        scan_.headers.item_lines[key.field].push_back(line);
+      }
+    } else {
+      fields[key.field] = std::move(*parsed);
+    }
+    lines.emplace(key.field, line);
+  }
+
+ private:
+  static std::string example(const Key& key) {
+    switch (key.kind) {
+      case Kind::kInteger:
+        return fmt::format("{}=2", key.flag);
+      case Kind::kPriority:
+        return "priority=high (or an integer, lower runs first)";
+      case Kind::kDuration:
+        return fmt::format("{}=3h", key.flag);
+      case Kind::kBool:
+        return key.flag;
+      case Kind::kTime:
+        return "not-before=2026-11-29T10:00:00Z";
+      case Kind::kList:
+      case Kind::kCommaList:
+      case Kind::kString:
+        return fmt::format("{}=\"...\"", key.flag);
+      case Kind::kUnsupported:
+        break;
+    }
+    return key.flag;
+  }
+
+  // The JSON value for one directive; lists come back as arrays of their new entries.
+  Result<json> parse_value(const Key& key, bool bare, const std::string& value,
+                           std::string_view form) {
+    auto bad = [&](std::string why) { return fail(Code::kInvalidArgument, std::move(why)); };
+    switch (key.kind) {
+      case Kind::kString:
+        return check_with_spec_json(key, json(value));
+      case Kind::kInteger: {
+        int64_t number = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+        if (ec != std::errc() || end != value.data() + value.size()) {
+          return bad(
+              fmt::format("{}{} is not a whole number; write it as {}", form, value, example(key)));
+        }
+        if (number < key.min || number > key.max) {
+          return bad(fmt::format("{}{} is out of range; it must be between {} and {}", form, value,
+                                 key.min, key.max));
+        }
+        return json(number);
+      }
+      case Kind::kPriority: {
+        if (auto p = parse_priority(value); !p)
+          return bad(fmt::format("{}{}: {}", form, value, p.error().message));
+        bool digits =
+            std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+        return digits ? json(std::stoll(value)) : json(value);
+      }
+      case Kind::kList:
+      case Kind::kCommaList: {
+        json items = json::array();
+        for (auto& part :
+             key.kind == Kind::kCommaList ? split_commas(value) : std::vector<std::string>{value}) {
+          if (part.empty())
+            return bad(fmt::format("{}{} has an empty entry; remove the extra comma", form, value));
+          items.push_back(part);
+        }
+        return items;
+      }
+      case Kind::kDuration:
+        if (auto d = parse_duration(value); !d)
+          return bad(fmt::format("{}{}", form, d.error().message));
+        return json(value);
+      case Kind::kBool:
+        if (bare || value == "true" || value == "yes" || value == "1") return json(true);
+        if (value == "false" || value == "no" || value == "0") return json(false);
+        return bad(fmt::format("{}{} is not true or false; write just '{}' to turn it on", form,
+                               value, key.flag));
+      case Kind::kTime: {
+        bool digits =
+            std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (digits && value.size() < 16) return json(std::stoll(value));
+        if (auto t = parse_rfc3339(value); !t)
+          return bad(fmt::format("{}{}: {}", form, value, t.error().message));
+        return json(value);
+      }
+      case Kind::kUnsupported:
+        break;
+    }
+    return bad("internal: unhandled header kind");
+  }
+
+  // Checks a single field with the one validator of job specs, so headers and submits agree.
+  static Result<json> check_with_spec_json(const Key& key, json value) {
+    json probe = {{key.field, value}, {"argv", {"true"}}};
+    if (auto spec = spec_from_json(probe); !spec) return tl::unexpected(spec.error());
+    return value;
+  }
+
+  std::string file_;
+  HeaderScan& scan_;
+};
+
+constexpr const char* kCompatKeys[] = {"LANE", "REQUIRES", "DONE_IF", "RETRIES"};
+
+// Matches `KEY = value` for a compatibility key; returns the key or nullptr.
+const char* compat_key(std::string_view body, std::string_view& value) {
+  for (const char* key : kCompatKeys) {
+    std::string_view k(key);
+    if (body.substr(0, k.size()) != k) continue;
+    std::string_view rest = trim(body.substr(k.size()));
+    if (rest.empty() || rest.front() != '=') continue;
+    value = trim(rest.substr(1));
+    return key;
+  }
+  return nullptr;
+}
+
+enum class Directive { kNone, kGpuq, kInOut, kCompat, kBadGpuq };
+
+// What kind of directive a comment body (the text after '#') holds.
+Directive classify(std::string_view body) {
+  std::string_view lead = trim(body);
+  auto starts_word = [&](std::string_view word) {
+    return lead.substr(0, word.size()) == word &&
+           (lead.size() == word.size() || is_space(lead[word.size()]));
+  };
+  if (starts_word("gpuq")) return Directive::kGpuq;
+  if (lead.rfind("gpuq-in:", 0) == 0 || lead.rfind("gpuq-out:", 0) == 0) return Directive::kInOut;
+  if (lead.rfind("gpuq-", 0) == 0 || lead.rfind("gpuq:", 0) == 0) return Directive::kBadGpuq;
+  std::string_view ignored;
+  if (compat_key(lead, ignored)) return Directive::kCompat;
+  return Directive::kNone;
+}
+
+void read_gpuq_line(HeaderReader& reader, std::string_view rest, int line) {
+  auto words = split_words(rest);
+  if (!words) return reader.error(line, fmt::format("#gpuq line: {}", words.error().message));
+  for (const std::string& word : *words) {
+    size_t eq = word.find('=');
+    std::string name = word.substr(0, eq);
+    if (name.empty()) {
+      reader.error(line, fmt::format("'{}' has no key; write key=value (known: {})", word,
+                                     known_header_keys()));
+      continue;
+    }
+    const Key* key = find_key(name);
+    if (!key) {
+      reader.error(line, fmt::format("unknown directive '{}' in #gpuq line; {}known: {}", name,
+                                     suggestion(name), known_header_keys()));
+      continue;
+    }
+    bool bare = eq == std::string::npos;
+    reader.set(*key, bare, bare ? "" : word.substr(eq + 1), line, fmt::format("{}=", key->flag));
+  }
+}
+
+void read_compat_line(HeaderReader& reader, std::string_view body, int line) {
+  std::string_view raw;
+  std::string key = compat_key(trim(body), raw);
+  std::string value = unquote_whole(raw);
+  std::string form = fmt::format("# {}=", key);
+  if (key == "LANE") return reader.set(*find_key("lane"), false, value, line, form);
+  if (key == "REQUIRES") return reader.set(*find_key("requires"), false, value, line, form);
+  if (key == "DONE_IF") return reader.set(*find_key("done-if"), false, value, line, form);
+  reader.set(*find_key("retries"), false, value, line, form);
+}
+
+void read_in_out_line(HeaderReader& reader, HeaderScan& scan, std::string_view body, int line) {
+  std::string_view lead = trim(body);
+  bool input = lead.rfind("gpuq-in:", 0) == 0;
+  std::string path = unquote_whole(trim(lead.substr(input ? 8 : 9)));
+  const char* field = input ? "inputs" : "outputs";
+  if (path.empty()) {
+    return reader.error(
+        line, fmt::format("# gpuq-{}: needs a path, as in '# gpuq-{}: results/eval_*.json'",
+                          input ? "in" : "out", input ? "in" : "out"));
+  }
+  json& fields = scan.headers.fields;
+  if (!fields.contains(field)) fields[field] = json::array();
+  fields[field].push_back(path);
+  scan.headers.lines.emplace(field, line);
+  scan.headers.item_lines[field].push_back(line);
+}
+
+}  // namespace
+
+std::string known_header_keys() {
+  std::string out;
+  for (const Key& k : keys()) {
+    if (k.kind == Kind::kUnsupported) continue;
+    if (!out.empty()) out += ", ";
+    out += k.flag;
+  }
+  return out;
+}
+
+HeaderScan scan_script_headers(std::string_view file_name, std::string_view text) {
+  HeaderScan scan;
+  if (auto checked = check_script_text(file_name, text); !checked) {
+    scan.errors.push_back(error_from_message(std::string(file_name), checked.error().message));
+    return scan;
+  }
+  HeaderReader reader(file_name, scan);
+  int first_command = 0;  // the line that ended the header block; 0 while inside it
+  int number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string_view line =
+        text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    start = end == std::string_view::npos ? text.size() : end + 1;
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string_view lead = trim(line);
+    if (lead.empty()) continue;
+    if (lead.front() != '#') {
+      if (!first_command) first_command = number;
+      continue;
+    }
+    std::string_view body = lead.substr(1);
+    Directive kind = number == 1 && body.rfind('!', 0) == 0 ? Directive::kNone : classify(body);
+    if (kind == Directive::kNone) continue;
+    if (first_command) {
+      // Only lines at the start of a line: an indented "#gpuq" is in a heredoc or a function.
+      if (line.front() != '#') continue;
+      reader.error(
+          number, fmt::format("gpuq directive below the header block (the first command is at line "
+                              "{}); gpuq reads directives only from the comment lines at the top "
+                              "of the script: move this line above line {}",
+                              first_command, first_command));
+      continue;
+    }
+    switch (kind) {
+      case Directive::kGpuq:
+        read_gpuq_line(reader, trim(body).substr(4), number);
+        break;
+      case Directive::kInOut:
+        read_in_out_line(reader, scan, body, number);
+        break;
+      case Directive::kCompat:
+        read_compat_line(reader, body, number);
+        break;
+      case Directive::kBadGpuq:
+        reader.error(
+            number,
+            fmt::format("unknown gpuq directive '#{}'; use '#gpuq key=value', '# gpuq-in: PATH' "
+                        "or '# gpuq-out: PATH'",
+                        std::string(trim(body))));
+        break;
+      case Directive::kNone:
+        break;
+    }
+  }
+  return scan;
+}
+
+Result<HeaderFields> parse_script_headers(std::string_view file_name, std::string_view text) {
+  HeaderScan scan = scan_script_headers(file_name, text);
+  if (!scan.errors.empty())
+    return fail(Code::kInvalidArgument, scan.errors.front().located_message());
+  return std::move(scan.headers);
+}
+
+}  // namespace gpuq::spec

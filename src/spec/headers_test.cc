@@ -1,0 +1,220 @@
+#include "spec/headers.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuq::spec {
+namespace {
+
+using nlohmann::json;
+
+json fields_of(const std::string& text) {
+  auto parsed = parse_script_headers("job.sh", text);
+  EXPECT_TRUE(parsed) << parsed.error().message;
+  return parsed ? parsed->fields : json();
+}
+
+std::string error_of(const std::string& text) {
+  auto parsed = parse_script_headers("job.sh", text);
+  EXPECT_FALSE(parsed) << "parsed: " << (parsed ? parsed->fields.dump() : "");
+  return parsed ? "" : parsed.error().message;
+}
+
+TEST(Headers, TheDesignExample) {
+  auto parsed = parse_script_headers(
+      "eval.sh",
+      "#!/bin/bash\n"
+      "#gpuq gpus=2 priority=high est=3h timeout=12h retries=2\n"
+      "#gpuq after=train-a15 requires=\"test -f ckpt/READY\" done_if=\"test -s out/eval.json\"\n"
+      "#gpuq lane=net name=eval-a15\n"
+      "# gpuq-in:  results-loop/mbpp_data.json\n"
+      "# gpuq-out: results-loop/eval_*.json\n"
+      "\n"
+      "python eval.py\n");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->fields, json::parse(R"({
+    "gpus": 2, "priority": "high", "est": "3h", "timeout": "12h", "retries": 2,
+    "after": ["train-a15"], "requires": ["test -f ckpt/READY"], "done_if": "test -s out/eval.json",
+    "lanes": ["net"], "name": "eval-a15",
+    "inputs": ["results-loop/mbpp_data.json"], "outputs": ["results-loop/eval_*.json"]})"));
+  EXPECT_EQ(parsed->lines.at("gpus"), 2);
+  EXPECT_EQ(parsed->lines.at("after"), 3);
+  EXPECT_EQ(parsed->lines.at("name"), 4);
+  EXPECT_EQ(parsed->lines.at("inputs"), 5);
+  EXPECT_EQ(parsed->lines.at("outputs"), 6);
+}
+
+TEST(Headers, EveryKey) {
+  json f = fields_of(
+      "#gpuq name=n1 gpus=0 priority=7\n"
+      "#gpuq after=a,b after-any=c after-notok=d,e\n"
+      "#gpuq requires='test -d x' requires=true\n"
+      "#gpuq done-if=false wait-file=ckpt/READY wait-file=data/x\n"
+      "#gpuq lane=net,cpu lane=disk retries=3 retry-delay=30s\n"
+      "#gpuq timeout=1h est=90m gpu-mem=16000 share\n"
+      "#gpuq not-before=2026-11-29T10:00:00Z hold\n"
+      "run\n");
+  EXPECT_EQ(f, json::parse(R"({
+    "name": "n1", "gpus": 0, "priority": 7, "after": ["a", "b"], "after_any": ["c"],
+    "after_notok": ["d", "e"], "requires": ["test -d x", "true"], "done_if": "false",
+    "wait_file": ["ckpt/READY", "data/x"], "lanes": ["net", "cpu", "disk"], "retries": 3,
+    "retry_delay": "30s", "timeout": "1h", "est": "90m", "gpu_mem": 16000, "share": true,
+    "not_before": "2026-11-29T10:00:00Z", "hold": true})"));
+}
+
+TEST(Headers, ValueForms) {
+  EXPECT_EQ(fields_of("#gpuq share=false hold=true not-before=1795949736123\nx\n"),
+            json::parse(R"({"share": false, "hold": true, "not_before": 1795949736123})"));
+  EXPECT_EQ(fields_of("#gpuq priority=low\n")["priority"], "low");
+  // The request spelling with '_' and `lanes` are accepted too.
+  EXPECT_EQ(fields_of("#gpuq done_if=true lanes=net after_any=x\n"),
+            json::parse(R"({"done_if": "true", "lanes": ["net"], "after_any": ["x"]})"));
+}
+
+TEST(Headers, Quoting) {
+  json f = fields_of(
+      "#gpuq requires=\"test -f \\\"a b\\\"\" done-if='echo \"$X\" \\n'\n"
+      "#gpuq wait-file=a\\ b\\ c wait-file=\"sp ace\"/tail  # a trailing comment\n");
+  EXPECT_EQ(f["requires"], json({"test -f \"a b\""}));
+  EXPECT_EQ(f["done_if"], "echo \"$X\" \\n");
+  EXPECT_EQ(f["wait_file"], json({"a b c", "sp ace/tail"}));
+  EXPECT_EQ(error_of("#gpuq name=a\\ b\n"),
+            "job.sh:1: bad job name 'a b': use letters, digits, '-', '_' or '.', "
+            "not only digits (numbers are job ids)");
+}
+
+TEST(Headers, CompatibilityForms) {
+  auto parsed = parse_script_headers("old.sh",
+                                     "#!/bin/bash\n"
+                                     "# LANE=net\n"
+                                     "# REQUIRES=test -f ckpt/READY && test -s x\n"
+                                     "#REQUIRES = \"test -d 'a b'\"\n"
+                                     "# DONE_IF= test -s out.json \n"
+                                     "# RETRIES = 2\n"
+                                     "# lane=ignored: lower case is an ordinary comment\n"
+                                     "# LANES=also an ordinary comment\n"
+                                     "echo hi\n");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->fields, json::parse(R"({"lanes": ["net"],
+    "requires": ["test -f ckpt/READY && test -s x", "test -d 'a b'"],
+    "done_if": "test -s out.json", "retries": 2})"));
+  EXPECT_EQ(parsed->lines.at("requires"), 3);
+  EXPECT_EQ(parsed->item_lines.at("requires"), (std::vector<int>{3, 4}));
+  EXPECT_EQ(parsed->lines.at("retries"), 6);
+}
+
+TEST(Headers, InputsAndOutputs) {
+  json f = fields_of(
+      "# gpuq-in: data/a.json\n"
+      "#gpuq-in:data/b.json\n"
+      "# gpuq-out: results/eval_*.json\n"
+      "# gpuq-out: \"out dir/x\"\n"
+      "python x.py\n");
+  EXPECT_EQ(f["inputs"], json({"data/a.json", "data/b.json"}));
+  EXPECT_EQ(f["outputs"], json({"results/eval_*.json", "out dir/x"}));
+}
+
+TEST(Headers, HeaderBlockEndsAtTheFirstCommand) {
+  json f = fields_of(
+      "#!/usr/bin/env python3\n"
+      "\n"
+      "# a comment\n"
+      "  #gpuq gpus=1\n"
+      "# gpuq retries=1\n"
+      "import os\n"
+      "# an ordinary comment below: fine\n"
+      "    #gpuq indented below the header (a heredoc or function): not a directive\n");
+  EXPECT_EQ(f, json::parse(R"({"gpus": 1, "retries": 1})"));
+  EXPECT_EQ(fields_of("echo no headers\n"), json::object());
+  EXPECT_EQ(fields_of("#!/bin/sh\r\n#gpuq gpus=1\r\necho\r\n"), json::parse(R"({"gpus": 1})"));
+}
+
+TEST(Headers, Errors) {
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq gpu=2\n"),
+            "job.sh:2: unknown directive 'gpu' in #gpuq line; did you mean 'gpus'? known: name, "
+            "gpus, priority, "
+            "after, after-any, after-notok, requires, done-if, wait-file, lane, retries, "
+            "retry-delay, timeout, "
+            "est, gpu-mem, share, not-before, hold");
+  EXPECT_EQ(error_of("#gpuq gpus=two\n"),
+            "job.sh:1: gpus=two is not a whole number; write it as gpus=2");
+  EXPECT_EQ(error_of("#gpuq gpus=-1\n"),
+            "job.sh:1: gpus=-1 is out of range; it must be between 0 and 1024");
+  EXPECT_EQ(error_of("#gpuq retries=1.5\n"),
+            "job.sh:1: retries=1.5 is not a whole number; write it as retries=2");
+  EXPECT_EQ(error_of("#\n#gpuq requires=\"test -f x\n"),
+            "job.sh:2: #gpuq line: unbalanced double quote in requires=\"test -f x; close it on "
+            "the same line");
+  EXPECT_EQ(
+      error_of("#gpuq done-if='x\n"),
+      "job.sh:1: #gpuq line: unbalanced single quote in done-if='x; close it on the same line");
+  EXPECT_EQ(error_of("#!/bin/bash\nset -e\n#gpuq gpus=1\n"),
+            "job.sh:3: gpuq directive below the header block (the first command is at line 2); "
+            "gpuq reads "
+            "directives only from the comment lines at the top of the script: move this line above "
+            "line 2");
+  EXPECT_EQ(error_of("set -e\n# LANE=net\n").substr(0, 47),
+            "job.sh:2: gpuq directive below the header block");
+  EXPECT_EQ(error_of("set -e\n# gpuq-out: x\n").substr(0, 47),
+            "job.sh:2: gpuq directive below the header block");
+  EXPECT_EQ(error_of("#gpuq preempt=yield\n"),
+            "job.sh:1: preempt= is not supported by this gpuq yet; remove it (the job would run "
+            "without it)");
+  EXPECT_EQ(error_of("#gpuq restart-within=1h\n").substr(0, 50),
+            "job.sh:1: restart-within= is not supported by this");
+  EXPECT_EQ(error_of("#gpuq quiet=30m\n").substr(0, 40),
+            "job.sh:1: quiet= is not supported by thi");
+  EXPECT_EQ(error_of("#gpuq gpus=1\n# RETRIES=1\n#gpuq gpus=2\n"),
+            "job.sh:3: 'gpus' is already set at line 1; set it once");
+  EXPECT_EQ(error_of("#gpuq retries=1\n# RETRIES=2\n"),
+            "job.sh:2: 'retries' is already set at line 1; set it once");
+  EXPECT_EQ(error_of("#gpuq gpus\n"), "job.sh:1: 'gpus' needs a value, as in gpus=2");
+  EXPECT_EQ(error_of("#gpuq name=\n"),
+            "job.sh:1: 'name' has an empty value; write it as name=\"...\"");
+  EXPECT_EQ(error_of("#gpuq =3\n").substr(0, 37), "job.sh:1: '=3' has no key; write key=");
+  EXPECT_EQ(error_of("#gpuq after=a,,b\n"),
+            "job.sh:1: after=a,,b has an empty entry; remove the extra comma");
+  EXPECT_EQ(error_of("#gpuq est=3hours\n").substr(0, 47),
+            "job.sh:1: est=bad duration '3hours': unknown un");
+  EXPECT_EQ(error_of("#gpuq priority=urgent\n").substr(0, 34),
+            "job.sh:1: priority=urgent: bad pri");
+  EXPECT_EQ(error_of("#gpuq share=maybe\n"),
+            "job.sh:1: share=maybe is not true or false; write just 'share' to turn it on");
+  EXPECT_EQ(error_of("#gpuq not-before=tomorrow\n").substr(0, 37),
+            "job.sh:1: not-before=tomorrow: bad ti");
+  EXPECT_EQ(error_of("# RETRIES=x\n"),
+            "job.sh:1: # RETRIES=x is not a whole number; write it as retries=2");
+  EXPECT_EQ(error_of("# gpuq-in:\n"),
+            "job.sh:1: # gpuq-in: needs a path, as in '# gpuq-in: results/eval_*.json'");
+  EXPECT_EQ(error_of("# gpuq-output: x\n"),
+            "job.sh:1: unknown gpuq directive '#gpuq-output: x'; use '#gpuq key=value', '# "
+            "gpuq-in: PATH' or "
+            "'# gpuq-out: PATH'");
+}
+
+TEST(Headers, RefusesEmptyAndBinaryScripts) {
+  EXPECT_EQ(error_of("\n\n").substr(0, 26), "job.sh: script is empty; a");
+  EXPECT_EQ(error_of(std::string("#!/bin/sh\n\0x", 12)).substr(0, 42),
+            "job.sh:2: script contains a NUL byte: it l");
+  HeaderScan scan = scan_script_headers("job.sh", std::string("a\0", 2));
+  ASSERT_EQ(scan.errors.size(), 1u);
+  EXPECT_EQ(scan.errors[0].line, 1);
+  EXPECT_EQ(scan.errors[0].file, "job.sh");
+}
+
+TEST(Headers, ScanReportsEveryErrorAndKeepsTheGoodFields) {
+  HeaderScan scan = scan_script_headers("job.sh",
+                                        "#gpuq gpus=1 gpu=2 retries=x\n"
+                                        "#gpuq lane=net \"unbalanced\n"
+                                        "# LANE=cpu\n"
+                                        "echo\n"
+                                        "#gpuq hold\n");
+  std::vector<std::string> texts;
+  for (const auto& d : scan.errors) texts.push_back(d.text().substr(0, 30));
+  EXPECT_EQ(texts, (std::vector<std::string>{
+                       "job.sh:1: error: unknown direc", "job.sh:1: error: retries=x is ",
+                       "job.sh:2: error: #gpuq line: u", "job.sh:5: error: gpuq directiv"}));
+  EXPECT_EQ(scan.headers.fields, json::parse(R"({"gpus": 1, "lanes": ["cpu"]})"));
+}
+
+}  // namespace
+}  // namespace gpuq::spec

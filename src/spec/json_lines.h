@@ -1,0 +1,33 @@
+// Where each value of a JSON text starts, by JSON pointer ("/jobs/3" -> line 12), because
+// nlohmann::json keeps no positions and a plan's messages must name the line to edit.
+// Owns a map built once from the text; immutable afterwards, so thread-safe to share.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace gpuq::spec {
+
+class JsonLines {
+ public:
+  // `text` must be valid JSON (parse it with nlohmann first); on invalid text the map is
+  // whatever could be read before the fault.
+  explicit JsonLines(std::string_view text);
+
+  // The 1-based line where the value at `pointer` starts; for a pointer that is not in the
+  // text, the line of its nearest ancestor that is (1 for the root).
+  int line(const std::string& pointer) const;
+
+  // Appends one reference token to a pointer, escaping '~' and '/' (RFC 6901).
+  static std::string child(const std::string& pointer, std::string_view token);
+  static std::string child(const std::string& pointer, size_t index);
+
+ private:
+  std::map<std::string, int> lines_;
+};
+
+// The 1-based line of byte offset `offset` in `text`.
+int line_of_offset(std::string_view text, size_t offset);
+
+}  // namespace gpuq::spec

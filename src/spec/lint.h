@@ -1,0 +1,31 @@
+// `gpuq lint`: every finding about job scripts and plan files before anything is queued, so a
+// bad job is fixed at the desk, not discovered by a queue gone quiet (DESIGN.md §6). A `.json`
+// file is a plan (checked with check_plan, plus the scripts it names); anything else is a
+// script (empty/binary text, header errors, `bash -n` syntax).
+// Reads the named files and runs `bash -n` (through os::run_command, with a timeout); holds no
+// state; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spec/diagnostic.h"
+
+namespace gpuq::spec {
+
+struct LintOptions {
+  int machine_gpus = -1;  // GPUs on the machine that will run the jobs; -1 when unknown
+};
+
+// All findings about `paths`, sorted by file and line; empty when everything is clean.
+std::vector<Diagnostic> lint_files(const std::vector<std::string>& paths,
+                                   const LintOptions& options);
+
+// The findings about one script file (plans lint the scripts they name with this).
+std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& options);
+
+// Paths that a REQUIRES test waits for: the PATH of each `test -e/-f/-s/-d/-r PATH` or
+// `[ -f PATH ]` in `command` (not negated, without shell expansions). Other tests are opaque.
+std::vector<std::string> paths_tested_by(const std::string& command);
+
+}  // namespace gpuq::spec

@@ -1,0 +1,163 @@
+#include "spec/lint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpuq::spec {
+namespace {
+
+class LintFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           (std::string("gpuq-lint-") + std::to_string(getpid()) + "-" + info->name());
+    std::filesystem::create_directories(dir_);
+    // Relative paths in plans are taken from the plan's directory; lint's default cwd (for
+    // jobs without one) is the process's, so run from the temp directory.
+    old_cwd_ = std::filesystem::current_path();
+    std::filesystem::current_path(dir_);
+  }
+  void TearDown() override {
+    std::filesystem::current_path(old_cwd_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    auto path = dir_ / name;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+  }
+
+  std::vector<std::string> lint(const std::vector<std::string>& names, LintOptions options = {}) {
+    std::vector<std::string> paths;
+    for (const auto& n : names) paths.push_back((dir_ / n).string());
+    std::vector<std::string> out;
+    for (const auto& d : lint_files(paths, options)) {
+      std::string text = d.text();
+      std::string prefix = dir_.string() + "/";
+      for (size_t at; (at = text.find(prefix)) != std::string::npos;) text.erase(at, prefix.size());
+      out.push_back(text);
+    }
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::filesystem::path old_cwd_;
+};
+
+TEST_F(LintFiles, CleanScriptHasNoFindings) {
+  write("ok.sh", "#!/bin/bash\n#gpuq gpus=1\nif true; then\n  echo hi\nfi\n");
+  EXPECT_EQ(lint({"ok.sh"}), std::vector<std::string>{});
+}
+
+TEST_F(LintFiles, BashSyntaxErrorsNameTheLine) {
+  write("bad.sh", "#!/bin/bash\n#gpuq gpus=1\nif true; then\n  echo hi\nfi\nfi\necho after\n");
+  EXPECT_EQ(lint({"bad.sh"}),
+            (std::vector<std::string>{
+                "bad.sh:6: error: shell syntax: syntax error near unexpected token `fi' (the "
+                "line reads: fi)"}));
+  write("open.sh", "echo start\nwhile true; do\n  echo x\n");
+  EXPECT_EQ(lint({"open.sh"}),
+            (std::vector<std::string>{
+                "open.sh:4: error: shell syntax: syntax error: unexpected end of file"}));
+}
+
+TEST_F(LintFiles, OtherInterpretersAreNotCheckedWithBash) {
+  write("x.py", "#!/usr/bin/env python3\n#gpuq gpus=1\nif True:\n    print('fi )')\n");
+  EXPECT_EQ(lint({"x.py"}), std::vector<std::string>{});
+  write("s.sh", "#!/usr/bin/env -S bash -e\nfi\n");
+  EXPECT_EQ(lint({"s.sh"}).size(), 1u);
+}
+
+TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
+  write("h.sh", "#!/bin/bash\n#gpuq gpus=4 gpu=1\necho\n#gpuq hold\n");
+  write("empty.sh", "");
+  EXPECT_EQ(lint({"h.sh", "empty.sh", "missing.sh"}, LintOptions{2}),
+            (std::vector<std::string>{
+                "empty.sh: error: script is empty; an empty job would 'succeed' without doing "
+                "anything, so gpuq "
+                "refuses it",
+                "h.sh:2: error: unknown directive 'gpu' in #gpuq line; did you mean 'gpus'? known: "
+                "name, gpus, "
+                "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
+                "retries, retry-delay, "
+                "timeout, est, gpu-mem, share, not-before, hold",
+                "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
+                "h.sh:4: error: gpuq directive below the header block (the first command is at "
+                "line 3); gpuq reads "
+                "directives only from the comment lines at the top of the script: move this line "
+                "above line 3",
+                "missing.sh: error: no such script; check the path (relative paths are taken from "
+                "the current "
+                "directory)",
+            }));
+}
+
+TEST_F(LintFiles, PlanFindingsIncludeItsScriptsAndGpuCounts) {
+  write("train.sh", "#!/bin/bash\n#gpuq gpus=3\nif true; then\n");
+  write("plan.json", R"({"jobs": [
+  {"id": "train", "script": "train.sh"},
+  {"id": "eval", "command": ["true"], "gpus": 1, "bad": 1},
+  {"id": "eval", "command": ["true"]}
+],
+"reservations": [{"gpus": [0, 1, 5], "jobs": ["train"]}]})");
+  EXPECT_EQ(
+      lint({"plan.json", "train.sh"}, LintOptions{4}),
+      (std::vector<std::string>{
+          "plan.json:3: error: job 'eval': unknown field 'bad' (see docs/api.md, \"Submit "
+          "request\")",
+          "plan.json:4: error: duplicate id 'eval' (also at line 3); each job needs its own id",
+          "plan.json:6: error: reservation 'r0' names GPU 5; this machine has 4 (indices 0 to 3)",
+          "train.sh:4: error: shell syntax: syntax error: unexpected end of file",
+      }));
+  auto two_gpus = lint({"plan.json"}, LintOptions{2});
+  EXPECT_NE(std::find(two_gpus.begin(), two_gpus.end(),
+                      "plan.json:2: error: job 'train' asks for 3 GPUs; this machine has 2"),
+            two_gpus.end())
+      << ::testing::PrintToString(two_gpus);
+}
+
+TEST_F(LintFiles, WarnsAboutWaitsForUndeclaredOutputs) {
+  write("train.sh", "#!/bin/bash\n# gpuq-out: ckpt/\n# gpuq-out: results/eval_*.json\ntrue\n");
+  write("eval.sh", "#!/bin/bash\n# REQUIRES=test -f ckpt/READY && test -s data/x.json\ntrue\n");
+  write("data/here.json", "{}");
+  write("plan.json", R"({"jobs": [
+  {"id": "train", "script": "train.sh"},
+  {"id": "eval", "script": "eval.sh",
+   "deps": ["train",
+            "file:results/eval_a.json",
+            "file:results/x.json",
+            "file:data/here.json"]},
+  {"id": "report", "command": ["true"], "requires": ["[ -e out/report.md ]"]}
+]})");
+  EXPECT_EQ(lint({"plan.json"}),
+            (std::vector<std::string>{
+                "eval.sh:2: warning: job eval waits for data/x.json (REQUIRES test -f ckpt/READY "
+                "&& test -s "
+                "data/x.json), which no job in this plan declares as output (# gpuq-out:)",
+                "plan.json:6: warning: job eval waits for results/x.json, which no job in this "
+                "plan declares as "
+                "output (# gpuq-out:)",
+                "plan.json:8: warning: job report waits for out/report.md (REQUIRES [ -e "
+                "out/report.md ]), which "
+                "no job in this plan declares as output (# gpuq-out:)",
+            }));
+}
+
+TEST(PathsTestedBy, FindsFileTests) {
+  EXPECT_EQ(paths_tested_by("test -f ckpt/READY"), std::vector<std::string>{"ckpt/READY"});
+  EXPECT_EQ(paths_tested_by("[ -s 'a b' ] && test -d out;test -e x"),
+            (std::vector<std::string>{"a b", "out", "x"}));
+  EXPECT_EQ(paths_tested_by("[[ -f y ]]"), std::vector<std::string>{"y"});
+  EXPECT_EQ(paths_tested_by("! test -f lock"), std::vector<std::string>{});
+  EXPECT_EQ(paths_tested_by("curl -sf http://x"), std::vector<std::string>{});
+  EXPECT_EQ(paths_tested_by("test -f"), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace gpuq::spec

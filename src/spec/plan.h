@@ -1,0 +1,75 @@
+// Plan files: a JSON list of jobs (with scripts, dependencies and estimates) and GPU
+// reservations, turned into the body of POST /v1/plans (docs/api.md). The format is the one in
+// use today (DESIGN.md §2):
+//   {"jobs": [{"id", "script" | "command", "args"?, "gpus", "priority", "deps", "est_hours",
+//              ...any submit-request field}],
+//    "reservations": [{"name"?, "gpus": [indices], "jobs": [ids]}]}
+// or a bare list of jobs. Each script is read and snapshotted, and its `#gpuq` headers apply;
+// fields in the plan entry override header fields of the same key.
+// Validation happens here, before anything is sent: every finding names file:line, the first
+// error is what load_plan returns, and check_plan returns all of them (for `gpuq lint`).
+// Reads the plan and the scripts it names; no other I/O; thread-safe.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "spec/diagnostic.h"
+
+namespace gpuq::spec {
+
+struct PlanContext {
+  std::string cwd;                         // absolute; each job's cwd unless it names its own
+  std::map<std::string, std::string> env;  // each job's environment (an entry's "env" adds to it)
+};
+
+struct Plan {
+  // {"jobs": [submit request with "name" and "source"], "reservations": [{"name", "gpus",
+  // "jobs"}]}: the body of POST /v1/plans.
+  nlohmann::json request;
+  std::vector<Diagnostic> warnings;
+};
+
+// Loads and validates a plan; the error is the first finding, as "<file>:<line>: <message>".
+Result<Plan> load_plan(const std::string& path, const PlanContext& context);
+
+// A value written somewhere in a plan or a script header, and where.
+struct Located {
+  std::string text;
+  std::string file;
+  int line = 0;
+};
+
+// What `gpuq lint` needs to know about each job beyond the request.
+struct PlanJob {
+  std::string id;
+  int line = 0;             // where its object starts in the plan
+  std::string script_path;  // the script file as read (empty for a command)
+  int gpus = 0;
+  std::string cwd;                   // the job's working directory
+  std::vector<std::string> outputs;  // declared `gpuq-out:` paths and globs
+  std::vector<Located> wait_files;   // `file:` deps and wait_file entries
+  std::vector<Located> requires_;    // REQUIRES shell tests
+};
+
+struct PlanReservation {
+  std::string name;
+  std::vector<int> gpus;
+  int line = 0;
+};
+
+struct PlanCheck {
+  nlohmann::json request;               // as in Plan; meaningful only without errors
+  std::vector<Diagnostic> diagnostics;  // errors and warnings, in the order found
+  std::vector<PlanJob> jobs;            // the jobs that could be read
+  std::vector<PlanReservation> reservations;
+  bool has_errors() const;
+};
+
+// Every finding about a plan: a bad job does not stop the checks of the others.
+PlanCheck check_plan(const std::string& path, const PlanContext& context);
+
+}  // namespace gpuq::spec
