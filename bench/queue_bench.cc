@@ -94,11 +94,14 @@ double ms_since(Clock::time_point t0) {
 int main(int argc, char** argv) {
   CLI::App app{"gpuq end-to-end benchmark"};
   std::string binary;
-  int latency_jobs = 200, throughput_jobs = 2000;
+  int latency_jobs = 200, throughput_jobs = 2000, queued_jobs = 0;
   std::string dir = std::filesystem::temp_directory_path().string();
   app.add_option("gpuq", binary, "the gpuq binary")->required();
   app.add_option("--latency-jobs", latency_jobs)->check(CLI::PositiveNumber);
   app.add_option("--throughput-jobs", throughput_jobs)->check(CLI::PositiveNumber);
+  app.add_option("--queued-jobs", queued_jobs,
+                 "also queue this many jobs on a drained fake:64 daemon and report its memory and "
+                 "scheduling pass time (e.g. 100000)");
   app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
 
@@ -133,6 +136,30 @@ int main(int argc, char** argv) {
     });
     seconds = ms_since(t0) / 1000.0;
   }
+  double rss_mib = 0, pass_ms = 0;
+  if (queued_jobs > 0) {
+    Daemon d(binary, "fake:64", dir);
+    d.call(gpuq::cli::Method::kPost, "/v1/drain");  // keep every job queued
+    const int batch = 5000;
+    for (int first = 0; first < queued_jobs; first += batch) {
+      json plan = {{"jobs", json::array()}};
+      for (int i = first; i < std::min(queued_jobs, first + batch); ++i) {
+        plan["jobs"].push_back({{"name", fmt::format("q{}", i)}, {"argv", {"true"}}, {"cwd", "/tmp"},
+                                {"env", json::object()}, {"gpus", 1 + i % 8},
+                                {"priority", 10 + i % 80}, {"est_ms", 60'000 + (i % 100) * 1000}});
+      }
+      d.call(gpuq::cli::Method::kPost, "/v1/plans", plan.dump(), 120'000);
+    }
+    // Let the daemon settle, then read its resident memory and its last pass time.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    json status = d.call(gpuq::cli::Method::kGet, "/v1/health");
+    int pid = status["pid"].get<int>();
+    std::ifstream proc(fmt::format("/proc/{}/status", pid));
+    for (std::string line; std::getline(proc, line);) {
+      if (line.rfind("VmRSS:", 0) == 0) rss_mib = std::stod(line.substr(6)) / 1024.0;
+    }
+    pass_ms = status.value("last_pass_us", 0) / 1000.0;
+  }
   std::printf("%-44s %12s\n", "measure", "value");
   std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
   std::printf("%-44s %12.2f\n", "submit-to-start p99, client (ms)", percentile(client_ms, 0.99));
@@ -141,5 +168,10 @@ int main(int argc, char** argv) {
   std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
   std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);
   std::printf("%-44s %12.2f\n", "throughput wall time (s)", seconds);
+  if (queued_jobs > 0) {
+    std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", queued_jobs);
+    std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", rss_mib);
+    std::printf("%-44s %12.2f\n", "daemon's last scheduling pass (ms)", pass_ms);
+  }
   return 0;
 }

@@ -4,9 +4,8 @@
 // one), on G GPUs (default 64), under each policy. Prints, per policy, the wall time of
 // simulate() and the simulated makespan, utilization and the window statistics.
 // Usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy fifo|priority|backfill|all]
-//                  [--easy-backfill]   (use the test double that really backfills instead of
-//                                       sched::schedule; see src/sim/testing/easy_backfill.h)
-//                  [--max-window K]
+//                  [--max-window K]   (an approximation, see SimOptions::max_window)
+//                  [--full-queue]     (no window: every pass sees the whole queue, for comparison)
 // Timings are for comparison between builds on one machine, not assertions.
 #include <fmt/format.h>
 
@@ -20,7 +19,6 @@
 
 #include "base/duration.h"
 #include "sim/simulate.h"
-#include "sim/testing/easy_backfill.h"
 
 namespace {
 
@@ -31,13 +29,13 @@ std::vector<gpuq::sim::SimJob> generate(int count, uint32_t seed) {
   };
   std::vector<gpuq::sim::SimJob> jobs;
   jobs.reserve(static_cast<size_t>(count));
-  const int priorities[] = {10, 50, 50, 50, 90};
+  const int kPriorities[] = {10, 50, 50, 50, 90};
   for (int i = 0; i < count; ++i) {
     gpuq::sim::SimJob j;
     j.name = fmt::format("job-{}", i);
     j.gpus = static_cast<int>(pick(1, 8));
-    j.priority = priorities[pick(0, 4)];
-    j.estimate_ms = j.duration_ms = pick(60, 6 * 3600) * 1000;
+    j.priority = kPriorities[pick(0, 4)];
+    j.estimate_ms = j.duration_ms = pick(60, int64_t{6} * 3600) * 1000;
     if (i % 10 == 9) j.after = {fmt::format("job-{}", pick(std::max(0, i - 50), i - 1))};
     jobs.push_back(std::move(j));
   }
@@ -62,8 +60,8 @@ int main(int argc, char** argv) {
   int count = 100000, gpus = 64;
   uint32_t seed = 1;
   std::string only = "all";
-  bool easy = false;
   size_t max_window = 0;
+  gpuq::sim::SimOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -81,25 +79,23 @@ int main(int argc, char** argv) {
       seed = static_cast<uint32_t>(std::atoi(value().c_str()));
     } else if (a == "--policy") {
       only = value();
-    } else if (a == "--easy-backfill") {
-      easy = true;
+    } else if (a == "--full-queue") {
+      options.full_queue = true;
     } else if (a == "--max-window") {
       max_window = static_cast<size_t>(std::atoll(value().c_str()));
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy P] "
-                   "[--easy-backfill] [--max-window K]\n");
+                   "[--max-window K] [--full-queue]\n");
       return 2;
     }
   }
   auto jobs = generate(count, seed);
   gpuq::sim::SimMachine machine;
   machine.gpus = gpus;
-  gpuq::sim::SimOptions options;
-  if (easy) options.schedule = &gpuq::sim::testing::easy_backfill;
   options.max_window = max_window;
-  fmt::print("{} jobs on {} GPUs, scheduler: {}{}\n", count, gpus,
-             easy ? "EASY-backfill test double" : "sched::schedule",
+  fmt::print("{} jobs on {} GPUs{}{}\n", count, gpus,
+             options.full_queue ? ", whole queue each pass" : "",
              max_window ? fmt::format(", max window {}", max_window) : "");
   fmt::print("{:<9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>11} {:>7}\n", "policy", "wall", "makespan",
              "util", "events", "passes", "mean window", "max win");

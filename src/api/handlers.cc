@@ -132,7 +132,10 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
 }
 
 Response Server::health() {
+  auto waits = context_.queue.waits();
   return json_response(http::status::ok, {{"ok", true},
+                                          {"last_pass_us", waits->pass_us},
+                                          {"active_jobs", waits->active_jobs},
                                           {"pid", ::getpid()},
                                           {"version", context_.version},
                                           {"home", context_.layout.home},

@@ -2,6 +2,7 @@
 #include "api/server.h"
 
 #include <boost/beast/core.hpp>
+#include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -88,6 +89,11 @@ awaitable<void> Server::session(local_socket socket) {
     response.keep_alive(request.keep_alive());
     response.prepare_payload();
     co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
+    if (response.body().size() > (1u << 20)) {
+      // A large answer (status of many jobs) leaves its freed memory in malloc's arenas.
+      Response().swap(response);
+      ::malloc_trim(0);
+    }
     if (ec || !response.keep_alive()) break;
   }
   boost::system::error_code ignored;

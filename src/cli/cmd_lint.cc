@@ -27,8 +27,8 @@ int run_lint(Context& ctx, const LintOptions& options) {
   for (const auto& d : diagnostics) {
     errors = errors || d.severity == spec::kError;
     if (options.json) {
-      list.push_back({{"file", d.file}, {"line", d.line}, {"severity", d.severity},
-                      {"message", d.message}});
+      list.push_back(
+          {{"file", d.file}, {"line", d.line}, {"severity", d.severity}, {"message", d.message}});
     } else {
       ctx.out() << d.text() << '\n';
     }

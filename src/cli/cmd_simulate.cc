@@ -34,9 +34,12 @@ int policy_index(std::string_view name) {
 #if GPUQ_CLI_HAVE_SIM
 sched::Policy policy_of(int index) {
   switch (index) {
-    case 0: return sched::Policy::kFifo;
-    case 1: return sched::Policy::kPriority;
-    default: return sched::Policy::kBackfill;
+    case 0:
+      return sched::Policy::kFifo;
+    case 1:
+      return sched::Policy::kPriority;
+    default:
+      return sched::Policy::kBackfill;
   }
 }
 
@@ -80,8 +83,7 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   }
   if (!options.gpus) return ctx.report(kExitUsage, "simulate: say how many GPUs with --gpus N");
   if (*options.gpus < 0) {
-    return ctx.report(kExitUsage,
-                      fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
+    return ctx.report(kExitUsage, fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
   }
   if (policy_index(options.policy) < 0) {
     return ctx.report(kExitUsage, fmt::format("bad --policy '{}': use fifo, priority or backfill",
@@ -95,8 +97,8 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
     return simulate_jobs(ctx, options, *jobs, machine, false);
   }
-  auto plan = spec::load_plan(options.plan,
-                              spec::PlanContext{ctx.io().cwd, environment(ctx.io().environ)});
+  auto plan =
+      spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, environment(ctx.io().environ)});
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
   auto jobs = sim::jobs_from_plan(plan->request);

@@ -14,7 +14,8 @@ int run_job_action(Context& ctx, const std::vector<std::string>& refs, std::stri
     auto job = ctx.client().post_json(fmt::format("{}/{}", job_path(ref), action), Json::object());
     if (!job) {
       if (job.error().exit_code == kExitNoDaemon) return ctx.report(job.error());
-      ctx.report(kExitFailed, fmt::format("cannot {} job {}: {}", action, ref, job.error().message));
+      ctx.report(kExitFailed,
+                 fmt::format("cannot {} job {}: {}", action, ref, job.error().message));
       status = kExitFailed;
       continue;
     }

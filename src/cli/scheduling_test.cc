@@ -95,16 +95,17 @@ std::string job_json(int id, std::string_view state, std::string_view extra = ""
 
 TEST_F(Scheduling, EverySchedulingFlagMapsToItsField) {
   script({{"/v1/jobs", json_answer(201, job_json(7, "held"))}});
-  EXPECT_EQ(run({"submit",         "--after",       "prep",        "--after",      "3",
-                 "--after-any",    "a",             "--after-notok", "b",          "--requires",
-                 "test -f x",      "--requires",    "true",        "--done-if",    "test -s y",
-                 "--wait-file",    "ckpt/READY",    "--lane",      "net",          "--lane",
-                 "disk",           "--retries",     "2",           "--retry-delay", "30s",
-                 "--timeout",      "12h",           "--est",       "3h",           "--gpu-mem",
-                 "20000",          "--share",       "--not-before", "2026-11-29T22:00:00Z",
-                 "--hold",         "--",            "python",      "x.py"}),
-            0)
-      << err();
+  // clang-format off
+  std::vector<std::string> args = {
+      "submit",
+      "--after", "prep", "--after", "3", "--after-any", "a", "--after-notok", "b",
+      "--requires", "test -f x", "--requires", "true", "--done-if", "test -s y",
+      "--wait-file", "ckpt/READY", "--lane", "net", "--lane", "disk",
+      "--retries", "2", "--retry-delay", "30s", "--timeout", "12h", "--est", "3h",
+      "--gpu-mem", "20000", "--share", "--not-before", "2026-11-29T22:00:00Z", "--hold",
+      "--", "python", "x.py"};
+  // clang-format on
+  EXPECT_EQ(run(args), 0) << err();
   EXPECT_EQ(out(), "submitted job 7\n");
   Json body = sent_body();
   EXPECT_EQ(body["argv"], Json::parse(R"(["python","x.py"])"));
@@ -220,10 +221,10 @@ TEST_F(Scheduling, PlanTakesNoJobFlagsOrArguments) {
 }
 
 TEST_F(Scheduling, SendPlanPrintsOneLinePerJob) {
-  script({{"/v1/plans",
-           json_answer(200, R"({"jobs":[{"name":"train-a15","id":7,"result":"created"},)"
-                            R"({"name":"prep","id":3,"result":"existing"},)"
-                            R"({"name":"eval","id":9,"result":"replaced"}]})")}});
+  script(
+      {{"/v1/plans", json_answer(200, R"({"jobs":[{"name":"train-a15","id":7,"result":"created"},)"
+                                      R"({"name":"prep","id":3,"result":"existing"},)"
+                                      R"({"name":"eval","id":9,"result":"replaced"}]})")}});
   Context ctx(process_.io, "/tmp/gpuq-fake-home", true);
   SubmitOptions options;
   options.replace = true;
@@ -249,12 +250,11 @@ TEST_F(Scheduling, SendPlanJsonAndRefusal) {
 }
 
 TEST_F(Scheduling, SubmitPlanPostsThePlan) {
-  std::string plan =
-      dir_.write("plan.json", R"({"jobs":[{"id":"prep","command":["true"]}]})");
-  script({{"/v1/plans",
-           json_answer(200, R"({"jobs":[{"name":"prep","id":3,"result":"created"}]})")},
-          {"/v1/plans",
-           json_answer(200, R"({"jobs":[{"name":"prep","id":3,"result":"existing"}]})")}});
+  std::string plan = dir_.write("plan.json", R"({"jobs":[{"id":"prep","command":["true"]}]})");
+  script(
+      {{"/v1/plans", json_answer(200, R"({"jobs":[{"name":"prep","id":3,"result":"created"}]})")},
+       {"/v1/plans",
+        json_answer(200, R"({"jobs":[{"name":"prep","id":3,"result":"existing"}]})")}});
   EXPECT_EQ(run({"submit", plan, "--replace", "--env", "A=1"}), 0) << err();
   EXPECT_EQ(out(), "created job 3 (prep)\n");
   Json body = sent_body();
@@ -267,7 +267,8 @@ TEST_F(Scheduling, SubmitPlanPostsThePlan) {
 
   process_.out.str("");
   EXPECT_EQ(run({"submit", "--json", plan}), 0) << err();
-  EXPECT_EQ(out(), R"({"jobs":[{"name":"prep","id":3,"result":"existing"}]})" "\n");
+  EXPECT_EQ(out(), R"({"jobs":[{"name":"prep","id":3,"result":"existing"}]})"
+                   "\n");
   EXPECT_FALSE(sent_body(1).contains("replace"));
 }
 
@@ -376,7 +377,8 @@ TEST_F(Scheduling, StatusShowsDrainingLanesAndEtas) {
   EXPECT_NE(text.find("ID  NAME  STATE    PRI  GPUS  TIME  ETA       REASON/COMMAND\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("\n1   -     running  50   1     -               train.sh\n"), std::string::npos)
+  EXPECT_NE(text.find("\n1   -     running  50   1     -               train.sh\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("36s   in 12m    r2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("36s   -         r3\n"), std::string::npos) << text;
@@ -410,7 +412,9 @@ TEST_F(Scheduling, LintExitsOneOnErrorsOnly) {
 
 TEST_F(Scheduling, LintJsonListsDiagnostics) {
   std::string empty = dir_.write("empty.sh", "");
-  script({{"/v1/gpus", json_answer(200, R"({"mode":"fake:2","resources":[{"name":"gpu0"},{"name":"gpu1"}]})")}});
+  script(
+      {{"/v1/gpus",
+        json_answer(200, R"({"mode":"fake:2","resources":[{"name":"gpu0"},{"name":"gpu1"}]})")}});
   EXPECT_EQ(run({"lint", "--json", empty}), kExitFailed);
   Json list = Json::parse(out(), nullptr, false);
   ASSERT_TRUE(list.is_array()) << out();

@@ -45,7 +45,8 @@ struct ActiveJob {
   int64_t conditions_false_since_ms = 0;
   int64_t next_check_ms = 0;
   int64_t check_interval_ms = 0;
-  std::string condition_text;      // what the last check found false, for people
+  // What the last check found false lives in Queue::condition_texts_, keyed by job id: few jobs
+  // have conditions, and a string here would cost every job 32 bytes.
 };
 
 }  // namespace gpuq::daemon

@@ -95,6 +95,8 @@ struct WaitList {
   std::vector<JobWait> not_ready;    // pending jobs that were not ready
   bool draining = false;
   std::vector<std::pair<std::string, std::vector<int64_t>>> lane_holders;  // lane → jobs
+  int64_t pass_us = 0;               // how long the pass took (readiness + scheduler)
+  size_t active_jobs = 0;
   // Why `job_id` waits, or "" when it is not waiting.
   std::string reason(int64_t job_id, int64_t now_ms) const;
 };
@@ -192,6 +194,7 @@ class Queue {
   std::vector<std::vector<int64_t>> holders_;           // per GPU slot: jobs holding it
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;
+  std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
   int64_t next_order_ = 0;
   int64_t last_seq_ = 0;
   bool events_added_ = false;

@@ -1,6 +1,7 @@
 // The Queue's scheduling pass: which pending jobs are ready (time, dependencies, conditions),
 // which of those the scheduler starts, and when the actor must wake up next.
 #include <algorithm>
+#include <chrono>
 #include <fmt/format.h>
 
 #include "base/time.h"
@@ -88,6 +89,7 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
 
 void Queue::run_pass() {
   if (stopping_) return;
+  auto pass_started = std::chrono::steady_clock::now();
   int64_t now = wall_now_ms();
   auto published = std::make_shared<WaitList>();
   sched::Snapshot snapshot = machine_snapshot(now);
@@ -138,7 +140,7 @@ void Queue::run_pass() {
       }
       JobWait w(id, job.conditions == ConditionState::kFalse ? JobWait::Kind::kCondition
                                                               : JobWait::Kind::kChecking);
-      w.text = job.condition_text;
+      if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
       w.since_ms = job.conditions_false_since_ms;
       published->not_ready.push_back(std::move(w));
       continue;
@@ -165,7 +167,7 @@ void Queue::run_pass() {
   if (next_wake) arm_wake(next_wake);
 
   published->waits = std::move(decision.waits);
-  snapshot.queue.clear();  // the reasons need the machine, not the queue
+  std::vector<sched::PendingJob>().swap(snapshot.queue);  // the reasons need the machine, not the queue
   published->snapshot = std::move(snapshot);
   published->draining = draining_;
   for (size_t i = 0; i < config_.lanes.size(); ++i) {
@@ -179,6 +181,10 @@ void Queue::run_pass() {
     }
     published->lane_holders.emplace_back(config_.lanes[i].name, std::move(holders));
   }
+  published->active_jobs = active_.size();
+  published->pass_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - pass_started)
+                           .count();
   std::lock_guard lock(waits_mutex_);
   waits_ = std::move(published);
 }
@@ -221,11 +227,11 @@ void Queue::on_conditions(const ConditionResult& result) {
   }
   if (result.holds) {
     job.conditions = ConditionState::kTrue;
-    job.condition_text.clear();
+    condition_texts_.erase(job.id);
   } else {
     if (job.conditions_false_since_ms == 0) job.conditions_false_since_ms = now;
     job.conditions = ConditionState::kFalse;
-    job.condition_text = result.false_text;
+    condition_texts_[job.id] = result.false_text;
     // Back off: check again soon at first, then less and less often.
     job.check_interval_ms = job.check_interval_ms == 0
                                 ? config_.requires_poll_ms

@@ -145,7 +145,10 @@ void Queue::track(ActiveJob job) {
   finished_.erase(id);
 }
 
-void Queue::untrack(int64_t job_id) { active_.erase(job_id); }
+void Queue::untrack(int64_t job_id) {
+  active_.erase(job_id);
+  condition_texts_.erase(job_id);
+}
 
 Result<Submitted> Queue::submit(JobSpec spec) {
   if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");

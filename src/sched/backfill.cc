@@ -95,7 +95,8 @@ bool Profile::lanes_fit(const Need& need, int64_t start, int64_t end) const {
     };
     if (usage_at(start) + 1 > capacity) return false;
     for (const Claim& c : claims_) {
-      if ((c.tokens & bit) && c.start > start && c.start < end && usage_at(c.start) + 1 > capacity) {
+      if ((c.tokens & bit) && c.start > start && c.start < end &&
+          usage_at(c.start) + 1 > capacity) {
         return false;
       }
     }

@@ -20,11 +20,11 @@ struct Claim {
   int64_t end = kInfinity;
   int64_t job = 0;
   GpuSet gpus;
-  TokenSet tokens = 0;     // lanes held (one unit each, `units` for a phantom) and "gpu"
+  TokenSet tokens = 0;  // lanes held (one unit each, `units` for a phantom) and "gpu"
   int units = 1;
-  int64_t mem = 0;         // per GPU, for sharing holds
-  bool share = false;      // a sharing hold: other sharing jobs may join while memory fits
-  bool reserved = false;   // a waiting job's reservation (always a whole-GPU hold)
+  int64_t mem = 0;        // per GPU, for sharing holds
+  bool share = false;     // a sharing hold: other sharing jobs may join while memory fits
+  bool reserved = false;  // a waiting job's reservation (always a whole-GPU hold)
 };
 
 // Where a need fits: its start (kInfinity = nowhere in finite time) and the GPUs free for
@@ -64,7 +64,7 @@ class Profile {
 
   const Machine& machine_;
   std::vector<Claim> claims_;
-  std::vector<int64_t> ends_;   // finite claim ends, sorted, unique: the candidate starts
+  std::vector<int64_t> ends_;  // finite claim ends, sorted, unique: the candidate starts
   int reservations_ = 0;
   mutable std::vector<int64_t> shared_mem_;  // scratch: sharers' memory per GPU in a window
 };

@@ -150,7 +150,9 @@ TEST(BackfillRandom, NeverDelaysTheBestWaitingJobAndEveryStartIsValid) {
   const char* soak = std::getenv("GPUQ_SCHED_SOAK");
   const int cases = soak ? std::atoi(soak) : 3000;
   const char* fixed = std::getenv("GPUQ_SCHED_SEED");
-  const uint64_t seed = fixed ? std::strtoull(fixed, nullptr, 10) : soak ? std::random_device{}() : 20240611;
+  const uint64_t seed = fixed  ? std::strtoull(fixed, nullptr, 10)
+                        : soak ? std::random_device{}()
+                               : 20240611;
   std::cout << "seed " << seed << "\n";
   Generator generator(seed);
   int compared = 0, predicted = 0, backfilled = 0;
@@ -170,8 +172,9 @@ TEST(BackfillRandom, NeverDelaysTheBestWaitingJobAndEveryStartIsValid) {
     std::vector<PendingJob> order = c.snapshot.queue;
     sort_queue(order);
     const Decision& first = p.passes.at(0);
-    auto head = std::find_if(order.begin(), order.end(),
-                             [&](const PendingJob& j) { return reason_of(first, j.id) != nullptr; });
+    auto head = std::find_if(order.begin(), order.end(), [&](const PendingJob& j) {
+      return reason_of(first, j.id) != nullptr;
+    });
     if (head == order.end()) continue;
     ++compared;
     EXPECT_EQ(start_or_never(b, head->id), start_or_never(p, head->id)) << "job " << head->id;

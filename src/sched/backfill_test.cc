@@ -27,7 +27,9 @@ TEST(Backfill, Durations) {
   const int64_t hour = 60 * kMin;
   std::vector<Case> cases = {
       {"a timeout stands in for a missing estimate",
-       one_busy(hour, {job(2, 1).timeout(30 * kMin)}), {2}, {1}},
+       one_busy(hour, {job(2, 1).timeout(30 * kMin)}),
+       {2},
+       {1}},
       {"a timeout past the reservation",
        one_busy(hour, {job(2, 1).timeout(90 * kMin)}),
        {},
@@ -35,7 +37,9 @@ TEST(Backfill, Durations) {
        {},
        {{2, "would delay job 1, which starts in ~1h"}}},
       {"the estimate wins over the timeout",
-       one_busy(hour, {job(2, 1).estimate(30 * kMin).timeout(5 * hour)}), {2}, {1}},
+       one_busy(hour, {job(2, 1).estimate(30 * kMin).timeout(5 * hour)}),
+       {2},
+       {1}},
       {"unknown length, limit 0: never in the way of a reservation",
        one_busy(hour, {job(2, 1)}),
        {},
@@ -43,15 +47,20 @@ TEST(Backfill, Durations) {
        {},
        {{2, "would delay job 1, which starts in ~1h"}}},
       {"unknown length, the reservation starts past the limit",
-       one_busy(hour, {job(2, 1)}, 30 * kMin), {2}, {1}},
+       one_busy(hour, {job(2, 1)}, 30 * kMin),
+       {2},
+       {1}},
       {"unknown length, the reservation starts within the limit",
-       one_busy(hour, {job(2, 1)}, 90 * kMin), {}, {1, 2}},
+       one_busy(hour, {job(2, 1)}, 90 * kMin),
+       {},
+       {1, 2}},
       {"an overdue running job may end any moment",
        one_busy(-10 * kMin, {job(2, 1).estimate(kMin)}),
        {},
        {1, 2},
        {},
-       {{1, "needs 2 GPUs, 1 free, next free in <1s"}, {2, "would delay job 1, which starts in <1s"}}},
+       {{1, "needs 2 GPUs, 1 free, next free in <1s"},
+        {2, "would delay job 1, which starts in <1s"}}},
       {"a running job without an end: its reservation has no start, known work runs",
        one_busy(0, {job(2, 1).estimate(5 * hour)}),
        {2},
@@ -65,7 +74,9 @@ TEST(Backfill, Durations) {
        {},
        {{2, "behind 1 better job waiting for GPUs (needs 1)"}}},
       {"a running job without an end: work of unknown length runs past a limit",
-       one_busy(0, {job(2, 1)}, 30 * kMin), {2}, {1}},
+       one_busy(0, {job(2, 1)}, 30 * kMin),
+       {2},
+       {1}},
   };
   for (const Case& c : cases) expect_case(c);
 }
@@ -95,7 +106,8 @@ TEST(Backfill, ResourcesTheReservationDoesNotNeed) {
 Snapshot conservative(int max_reservations) {
   Snapshot s = machine(4);
   s.now_ms = kNow;
-  s.running = {run(100).slots({0}).ends(kNow + 60 * kMin), run(101).slots({1}).ends(kNow + 120 * kMin)};
+  s.running = {run(100).slots({0}).ends(kNow + 60 * kMin),
+               run(101).slots({1}).ends(kNow + 120 * kMin)};
   s.gpus[0].held_exclusive = s.gpus[1].held_exclusive = true;
   s.queue = {job(1, 4).estimate(60 * kMin), job(2, 3).estimate(60 * kMin),
              job(3, 1).estimate(90 * kMin), job(4, 1).estimate(50 * kMin)};

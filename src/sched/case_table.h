@@ -17,10 +17,10 @@ namespace gpuq::sched::testing {
 struct Case {
   std::string name;
   Snapshot snapshot;
-  std::vector<int64_t> started;                  // in start order
-  std::vector<int64_t> waiting;                  // in scheduling order
-  std::map<int64_t, std::vector<int>> slots{};   // started job -> slots (checked when given)
-  std::map<int64_t, std::string> reasons{};      // waiting job -> reason text (when given)
+  std::vector<int64_t> started;                 // in start order
+  std::vector<int64_t> waiting;                 // in scheduling order
+  std::map<int64_t, std::vector<int>> slots{};  // started job -> slots (checked when given)
+  std::map<int64_t, std::string> reasons{};     // waiting job -> reason text (when given)
 };
 
 inline Snapshot with_queue(Snapshot s, std::vector<PendingJob> queue) {

@@ -24,9 +24,8 @@ Machine::Machine(const Snapshot& snapshot) : snapshot_(&snapshot), now_(snapshot
 void Machine::add_gpus(const Snapshot& snapshot) {
   std::vector<int> order(snapshot.gpus.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return snapshot.gpus[a].slot < snapshot.gpus[b].slot;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return snapshot.gpus[a].slot < snapshot.gpus[b].slot; });
   for (int index : order) {
     const Gpu& gpu = snapshot.gpus[index];
     if (static_cast<int>(gpus_.size()) == kMaxGpus) break;
@@ -59,6 +58,7 @@ void Machine::add_gpus(const Snapshot& snapshot) {
     pools_[r + 1].set(g);
     if (gpu.usable) usable_.set(g);
   }
+  general_usable_ = pools_[0] & usable_;
 }
 
 void Machine::add_lanes(const Snapshot& snapshot) {
@@ -153,7 +153,8 @@ Need Machine::need_of(const PendingJob& job) const {
   need.gpus = std::max(0, job.gpus);
   if (need.gpus > 0) {
     need.reservation = job.reservation;
-    need.pool = job.reservation < 0 ? 0 : (job.reservation + 1 < pool_count() ? job.reservation + 1 : -1);
+    need.pool =
+        job.reservation < 0 ? 0 : (job.reservation + 1 < pool_count() ? job.reservation + 1 : -1);
     need.share = job.share;
     need.mem = std::max<int64_t>(0, job.gpu_mem_mib);
     need.tokens = token_bit(kGpuToken);
@@ -180,7 +181,7 @@ Need Machine::need_of(const PendingJob& job) const {
 
 GpuSet Machine::could_ever_take(const Need& need) const {
   if (need.pool < 0 || need.gpus == 0) return {};
-  if (need.mem == 0 && need.pool == 0) return pools_[0] & usable_;
+  if (need.mem == 0 && need.pool == 0) return general_usable_;
   uint64_t hash = (static_cast<uint64_t>(need.mem) * 0x9e3779b97f4a7c15ULL) ^ need.pool;
   EverEntry& entry = ever_cache_[(hash >> 32) % kEverCacheSize];
   if (entry.mem == need.mem && entry.pool == need.pool) return entry.set;
@@ -256,8 +257,8 @@ void Machine::apply_start(const Need& need, const GpuSet& gpus) {
   }
 }
 
-void Machine::hold_back(const Need& need) {
-  if (need.gpus > 0) held_back_gpus_ |= could_ever_take(need);
+void Machine::hold_back(const Need& need, const GpuSet& could_take) {
+  held_back_gpus_ |= could_take;
   for (TokenSet rest = need.lanes; rest != 0; rest &= rest - 1) {
     ++lanes_[std::countr_zero(rest)].held_back;
   }

@@ -25,35 +25,35 @@ inline constexpr int64_t kPast = std::numeric_limits<int64_t>::min() / 4;
 inline int64_t add_time(int64_t t, int64_t d) { return d >= kInfinity - t ? kInfinity : t + d; }
 
 struct GpuState {
-  int index = 0;          // into Snapshot::gpus
+  int index = 0;  // into Snapshot::gpus
   int slot = 0;
-  int pool = 0;           // 0 = no reservation; r + 1 = reservation r
-  int64_t mem_now = 0;    // free now, after this pass's sharing starts
-  int64_t base_mem = 0;   // free once none of our jobs runs on it
+  int pool = 0;          // 0 = no reservation; r + 1 = reservation r
+  int64_t mem_now = 0;   // free now, after this pass's sharing starts
+  int64_t base_mem = 0;  // free once none of our jobs runs on it
 };
 
 struct LaneState {
   int capacity = 0;
-  int used = 0;                   // running units plus units started in this pass
-  int held_back = 0;              // units held back for better waiting jobs
-  int waiting = 0;                // better jobs waiting that need this lane (for reasons)
-  int64_t holder = 0;             // a job holding a unit, for reasons; 0 = unknown
-  int64_t free_at = kInfinity;    // earliest end of a running holder (reasons only)
+  int used = 0;                 // running units plus units started in this pass
+  int held_back = 0;            // units held back for better waiting jobs
+  int waiting = 0;              // better jobs waiting that need this lane (for reasons)
+  int64_t holder = 0;           // a job holding a unit, for reasons; 0 = unknown
+  int64_t free_at = kInfinity;  // earliest end of a running holder (reasons only)
 };
 
 // What one queued job needs, in the pass's terms.
 struct Need {
   int64_t id = 0;
   int gpus = 0;
-  int pool = 0;                 // as GpuState::pool; -1 = a reservation that has no GPUs
-  int reservation = -1;         // PendingJob::reservation
+  int pool = 0;          // as GpuState::pool; -1 = a reservation that has no GPUs
+  int reservation = -1;  // PendingJob::reservation
   bool share = false;
   int64_t mem = 0;
-  TokenSet lanes = 0;           // lane bits only
-  TokenSet tokens = 0;          // lanes, plus kGpuToken when gpus > 0
-  TokenSet excludes = 0;        // tokens that may not be in use beside it
-  int bad_lane = -1;            // a lane index it names that cannot be tracked
-  int64_t duration = kInfinity; // estimate, else timeout, else kInfinity
+  TokenSet lanes = 0;            // lane bits only
+  TokenSet tokens = 0;           // lanes, plus kGpuToken when gpus > 0
+  TokenSet excludes = 0;         // tokens that may not be in use beside it
+  int bad_lane = -1;             // a lane index it names that cannot be tracked
+  int64_t duration = kInfinity;  // estimate, else timeout, else kInfinity
   bool known_duration = false;
 };
 
@@ -79,8 +79,9 @@ class Machine {
   int held_back_lane(const Need& need) const;
 
   void apply_start(const Need& need, const GpuSet& gpus);
-  // Holds back, for the rest of the pass, what a waiting job that got no reservation needs.
-  void hold_back(const Need& need);
+  // Holds back, for the rest of the pass, what a waiting job that got no reservation needs
+  // (`could_take` is could_ever_take(need), which the caller has at hand).
+  void hold_back(const Need& need, const GpuSet& could_take);
 
   int gpu_count() const { return static_cast<int>(gpus_.size()); }
   const GpuState& gpu(int g) const { return gpus_[g]; }
@@ -109,15 +110,16 @@ class Machine {
 
   const Snapshot* snapshot_;
   int64_t now_;
-  std::vector<GpuState> gpus_;       // slot order
-  std::vector<GpuSet> pools_;        // [0] = no reservation, [r + 1] = reservation r
+  std::vector<GpuState> gpus_;  // slot order
+  std::vector<GpuSet> pools_;   // [0] = no reservation, [r + 1] = reservation r
   GpuSet usable_;
-  GpuSet whole_free_;                // usable, nothing of ours or anyone's on it
-  GpuSet shared_now_;                // usable, only sharing jobs on it
+  GpuSet general_usable_;  // usable and in no reservation: most jobs' answer
+  GpuSet whole_free_;      // usable, nothing of ours or anyone's on it
+  GpuSet shared_now_;      // usable, only sharing jobs on it
   GpuSet held_back_gpus_;
   std::vector<LaneState> lanes_;
   TokenSet tokens_now_ = 0;
-  TokenSet barred_ = 0;              // tokens that would exclude a waiting better job
+  TokenSet barred_ = 0;  // tokens that would exclude a waiting better job
   std::array<TokenSet, 64> excludes_{};
   std::array<int64_t, 64> token_holder_{};
   // could_ever_take() answers by (pool, memory): deep queues repeat a few sizes, so a small

@@ -59,7 +59,8 @@ std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Pol
     min_order = std::min(min_order, job.queue_order);
     max_order = std::max(max_order, job.queue_order);
   }
-  const int order_bits = bits_for(static_cast<uint64_t>(max_order) - static_cast<uint64_t>(min_order));
+  const int order_bits =
+      bits_for(static_cast<uint64_t>(max_order) - static_cast<uint64_t>(min_order));
   const int priority_bits =
       by_priority ? bits_for(static_cast<uint64_t>(max_priority - min_priority)) : 0;
   if (order_bits + priority_bits > 64) {

@@ -31,8 +31,8 @@ class Placer {
 
   const Machine& machine_;
   int n_ = 0;
-  std::vector<int> links_;   // n_ x n_, by GPU position
-  bool uniform_ = true;      // every pair equally linked: placement is "lowest slots"
+  std::vector<int> links_;  // n_ x n_, by GPU position
+  bool uniform_ = true;     // every pair equally linked: placement is "lowest slots"
 };
 
 }  // namespace gpuq::sched

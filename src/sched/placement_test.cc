@@ -42,10 +42,21 @@ TEST(Placement, Topology) {
   one_sided.gpus[0].held_exclusive = true;
   std::vector<Case> cases = {
       {"a 2-GPU job gets a pair", with_queue(pairs(), {job(1, 2)}), {1}, {}, {{1, {0, 1}}}},
-      {"a 2-GPU job gets the whole pair", with_queue(pairs({0}), {job(1, 2)}), {1}, {}, {{1, {2, 3}}}},
-      {"a 1-GPU job fills the half-used pair", with_queue(pairs({0}), {job(1, 1)}), {1}, {}, {{1, {1}}}},
+      {"a 2-GPU job gets the whole pair",
+       with_queue(pairs({0}), {job(1, 2)}),
+       {1},
+       {},
+       {{1, {2, 3}}}},
+      {"a 1-GPU job fills the half-used pair",
+       with_queue(pairs({0}), {job(1, 1)}),
+       {1},
+       {},
+       {{1, {1}}}},
       {"a 1-GPU job keeps the last whole pair whole",
-       with_queue(pairs({2}), {job(1, 1)}), {1}, {}, {{1, {3}}}},
+       with_queue(pairs({2}), {job(1, 1)}),
+       {1},
+       {},
+       {{1, {3}}}},
       {"1-GPU jobs fill pairs one after the other",
        with_queue(pairs(), {job(1, 1), job(2, 1), job(3, 1)}),
        {1, 2, 3},
@@ -56,14 +67,26 @@ TEST(Placement, Topology) {
        {1, 2},
        {},
        {{1, {0}}, {2, {2, 3}}}},
-      {"a 4-GPU job gets the free quad", with_queue(quads({1}), {job(1, 4)}), {1}, {}, {{1, {4, 5, 6, 7}}}},
+      {"a 4-GPU job gets the free quad",
+       with_queue(quads({1}), {job(1, 4)}),
+       {1},
+       {},
+       {{1, {4, 5, 6, 7}}}},
       {"two 4-GPU jobs get a quad each",
        with_queue(quads(), {job(1, 4), job(2, 4)}),
        {1, 2},
        {},
        {{1, {0, 1, 2, 3}}, {2, {4, 5, 6, 7}}}},
-      {"a 2-GPU job stays inside a quad", with_queue(quads({0, 1, 2}), {job(1, 2)}), {1}, {}, {{1, {4, 5}}}},
-      {"the weakest link counts first", with_queue(triangle, {job(1, 3)}), {1}, {}, {{1, {0, 1, 3}}}},
+      {"a 2-GPU job stays inside a quad",
+       with_queue(quads({0, 1, 2}), {job(1, 2)}),
+       {1},
+       {},
+       {{1, {4, 5}}}},
+      {"the weakest link counts first",
+       with_queue(triangle, {job(1, 3)}),
+       {1},
+       {},
+       {{1, {0, 1, 3}}}},
       {"links given on one side of the diagonal",
        with_queue(one_sided, {job(1, 1), job(2, 2)}),
        {1, 2},
@@ -121,13 +144,14 @@ TEST(Placement, MemoryAndSharing) {
        {},
        {{1, {0}}, {2, {1}}}},
       {"a held GPU takes nothing; a shared one only sharing jobs",
-       with_queue(held_and_shared, {job(1, 1), [] {
-                    // Job 1 waits for a whole GPU, at no known time: a sharer may run on
-                    // its GPUs only for a known time.
-                    PendingJob j = mem_job(2, 1, 10000, true);
-                    j.estimate_ms = 600'000;
-                    return j;
-                  }()}),
+       with_queue(held_and_shared, {job(1, 1),
+                                    [] {
+                                      // Job 1 waits for a whole GPU, at no known time: a sharer may
+                                      // run on its GPUs only for a known time.
+                                      PendingJob j = mem_job(2, 1, 10000, true);
+                                      j.estimate_ms = 600'000;
+                                      return j;
+                                    }()}),
        {2},
        {1},
        {{2, {1}}},

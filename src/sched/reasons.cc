@@ -1,16 +1,19 @@
 // WaitReason::text: the one place a reason becomes words. It reads only the machine parts of
 // the snapshot (GPUs, lanes, reservations), never the queue or the running jobs, because the
 // daemon renders reasons later from a snapshot whose queue it has dropped.
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "sched/scheduler.h"
 
 namespace gpuq::sched {
 namespace {
 
-std::string plural(int n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+std::string plural(int n, const char* word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
 
 // "~40m", "~2h30m": people read an estimate, so it is rounded to what they would say.
 std::string approx(int64_t ms) {
@@ -19,7 +22,8 @@ std::string approx(int64_t ms) {
   if (s < 60) return fmt::format("~{}s", s);
   int64_t m = (s + 30) / 60;
   if (m < 60) return fmt::format("~{}m", m);
-  if (m < 24 * 60) return m % 60 == 0 ? fmt::format("~{}h", m / 60) : fmt::format("~{}h{:02}m", m / 60, m % 60);
+  if (m < 24 * 60)
+    return m % 60 == 0 ? fmt::format("~{}h", m / 60) : fmt::format("~{}h{:02}m", m / 60, m % 60);
   if (m < 48 * 60) return fmt::format("~{}h", (m + 30) / 60);
   return fmt::format("~{}d", (m + 12 * 60) / (24 * 60));
 }
@@ -67,7 +71,8 @@ std::string WaitReason::text(const Snapshot& snapshot) const {
     case Kind::kBehindBetterJobs: {
       std::string who = plural(better_jobs, "better job");
       if (needed > 0) return fmt::format("behind {} waiting for GPUs (needs {})", who, needed);
-      if (lane >= 0) return fmt::format("behind {} that {} would delay", who, lane_name(snapshot, lane));
+      if (lane >= 0)
+        return fmt::format("behind {} that {} would delay", who, lane_name(snapshot, lane));
       return fmt::format("behind {} waiting", who);
     }
     case Kind::kReservedForBetter:

@@ -62,7 +62,7 @@ Decision Pass::run() {
   }
   // Scheduling order visits the queue out of its memory order: fetch a few jobs ahead, or
   // the pass spends half its time waiting for memory on deep queues.
-  constexpr size_t kAhead = 12;
+  constexpr size_t kAhead = 16;
   const PendingJob* queue = snapshot_.queue.data();
   for (size_t i = 0; i < order.size(); ++i) {
     if (i + kAhead < order.size()) {
@@ -100,9 +100,9 @@ void Pass::consider(const PendingJob& job) {
     const int64_t now = machine_.now();
     // A job of unknown length is checked over the limit only: it may use what a better job
     // needs only when that job's reservation starts at least that far ahead.
-    int64_t window = need.known_duration ? need.duration
+    int64_t window = need.known_duration                       ? need.duration
                      : snapshot_.backfill_unknown_limit_ms > 0 ? snapshot_.backfill_unknown_limit_ms
-                                                                : kInfinity;
+                                                               : kInfinity;
     const int64_t end = add_time(now, window);
     GpuSet available;
     if (profile_.fits(need, now, end, open, &available)) return start(need, available);
@@ -133,7 +133,7 @@ void Pass::start(const Need& need, const GpuSet& available) {
 
 int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
   if (profile_.reservations() >= cap_) {
-    machine_.hold_back(need);
+    machine_.hold_back(need, could_take);
     return kInfinity;
   }
   Slot slot = profile_.earliest_after(need, machine_.now(), could_take);

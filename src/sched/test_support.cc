@@ -1,8 +1,9 @@
 #include "sched/test_support.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 #include <set>
 
 namespace gpuq::sched::testing {
@@ -51,13 +52,13 @@ std::string text_of(const Decision& decision, const Snapshot& snapshot, int64_t 
 }
 
 std::string describe(const Snapshot& s) {
-  std::string out = fmt::format("now {} policy {} cap {} unknown-limit {}\n", s.now_ms,
-                                static_cast<int>(s.policy), s.max_reservations,
-                                s.backfill_unknown_limit_ms);
+  std::string out =
+      fmt::format("now {} policy {} cap {} unknown-limit {}\n", s.now_ms,
+                  static_cast<int>(s.policy), s.max_reservations, s.backfill_unknown_limit_ms);
   for (const Gpu& g : s.gpus) {
     out += fmt::format("gpu {} usable {} mem {}/{} held {} sharers {} reservation {}\n", g.slot,
-                       g.usable, g.memory_free_mib, g.memory_total_mib, g.held_exclusive,
-                       g.sharers, g.reservation);
+                       g.usable, g.memory_free_mib, g.memory_total_mib, g.held_exclusive, g.sharers,
+                       g.reservation);
   }
   for (const auto& row : s.links) out += fmt::format("links {}\n", fmt::join(row, " "));
   for (const Reservation& r : s.reservations) {
@@ -68,9 +69,10 @@ std::string describe(const Snapshot& s) {
                        fmt::join(l.excludes, ","));
   }
   for (const RunningJob& r : s.running) {
-    out += fmt::format("running {} slots {} lanes {} ends {} share {} mem {}\n", r.id,
-                       fmt::join(r.slots, ","), fmt::join(r.lanes, ","),
-                       r.expected_end_ms ? r.expected_end_ms - s.now_ms : -1, r.share, r.gpu_mem_mib);
+    out +=
+        fmt::format("running {} slots {} lanes {} ends {} share {} mem {}\n", r.id,
+                    fmt::join(r.slots, ","), fmt::join(r.lanes, ","),
+                    r.expected_end_ms ? r.expected_end_ms - s.now_ms : -1, r.share, r.gpu_mem_mib);
   }
   for (const PendingJob& j : s.queue) {
     out += fmt::format(
@@ -85,13 +87,13 @@ namespace {
 
 // The machine as the reference sees it, built straight from the snapshot.
 struct Reference {
-  std::map<int, const Gpu*> gpus;          // by slot
-  std::map<int, int> group;                // slot -> reservation
-  std::map<int, int> held, sharers;        // slot -> count of holders / sharers
-  std::map<int, int64_t> mem;              // slot -> free memory
+  std::map<int, const Gpu*> gpus;            // by slot
+  std::map<int, int> group;                  // slot -> reservation
+  std::map<int, int> held, sharers;          // slot -> count of holders / sharers
+  std::map<int, int64_t> mem;                // slot -> free memory
   std::map<int, int> whole_now, shared_now;  // started in this pass
   std::vector<int> lane_used;
-  std::set<std::string> in_use;            // tokens: lane names, and "gpu"
+  std::set<std::string> in_use;  // tokens: lane names, and "gpu"
   std::set<std::pair<std::string, std::string>> excludes;
 
   explicit Reference(const Snapshot& s) {
@@ -132,7 +134,8 @@ std::string check_start(const Snapshot& s, const PendingJob& job, const Start& s
     return fmt::format("job {} got {} GPUs, needs {}", job.id, start.slots.size(), gpus);
   }
   std::set<int> distinct(start.slots.begin(), start.slots.end());
-  if (static_cast<int>(distinct.size()) != gpus) return fmt::format("job {} got a GPU twice", job.id);
+  if (static_cast<int>(distinct.size()) != gpus)
+    return fmt::format("job {} got a GPU twice", job.id);
   for (int slot : start.slots) {
     if (!ref.gpus.count(slot)) return fmt::format("job {} got unknown slot {}", job.id, slot);
     const Gpu& g = *ref.gpus[slot];
@@ -155,7 +158,8 @@ std::string check_start(const Snapshot& s, const PendingJob& job, const Start& s
   std::set<std::string> tokens;
   if (gpus > 0) tokens.insert("gpu");
   for (int l : job.lanes) {
-    if (l < 0 || l >= static_cast<int>(s.lanes.size())) return fmt::format("job {}: bad lane", job.id);
+    if (l < 0 || l >= static_cast<int>(s.lanes.size()))
+      return fmt::format("job {}: bad lane", job.id);
     tokens.insert(s.lanes[l].name);
   }
   for (const std::string& mine : tokens) {

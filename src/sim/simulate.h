@@ -4,7 +4,8 @@
 // second copy of the policy (DESIGN.md §3, "Deciding apart from doing").
 //
 // The clock is event-driven: at each distinct time where something happens (a submit, a job's
-// end) it builds a sched::Snapshot, asks the scheduler, applies the starts, and jumps to the
+// end) it applies every event of that time (ends first), builds a sched::Snapshot, asks the
+// scheduler (unless nothing waiting fits what is free), applies the starts, and jumps to the
 // next event. Every job succeeds and runs for exactly `duration_ms`; the scheduler is only told
 // `estimate_ms` (running jobs' expected ends are start + estimate).
 // How a pass stays cheap with 100,000 queued jobs without changing any decision is explained

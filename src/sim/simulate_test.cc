@@ -280,7 +280,7 @@ TEST(Simulate, SameInputSameOutput) {
   for (int i = 0; i < 300; ++i) {
     SimJob j = job("j" + std::to_string(i), 1 + (i * 7) % 4, 1 + (i * 13) % 50);
     j.priority = (i * 11) % 3 * 40 + 10;
-    j.submit_ms = (i * 17) % 40 * 1000;
+    j.submit_ms = int64_t{(i * 17) % 40} * 1000;
     if (i % 5 == 4) j.after = {"j" + std::to_string(i - 3)};
     jobs.push_back(j);
   }

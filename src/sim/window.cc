@@ -4,6 +4,12 @@
 #include <limits>
 
 namespace gpuq::sim {
+namespace {
+
+// Pools: 0 for the unreserved GPUs, r + 1 for reservation r.
+size_t pool_index(int reservation) { return static_cast<size_t>(reservation) + 1; }
+
+}  // namespace
 
 int EligibleQueue::class_of(int reservation, bool share, int64_t gpu_mem_mib,
                             std::vector<int> lanes) {
@@ -56,7 +62,7 @@ void EligibleQueue::erase(const QueueKey& key, const QueueJobInfo& info) {
 // a waiting job holds the pool back (P4).
 int EligibleQueue::available(const JobClass& c, const std::vector<sched::Gpu>& gpus,
                              const std::vector<char>& blocked) const {
-  if (blocked[static_cast<size_t>(c.reservation + 1)]) return 0;
+  if (blocked[pool_index(c.reservation)]) return 0;
   int count = 0;
   for (const sched::Gpu& g : gpus) {
     if (!g.usable || g.reservation != c.reservation || g.held_exclusive) continue;
@@ -97,7 +103,7 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
       ++reserved;
       continue;
     }
-    if (info.gpus > 0) blocked[static_cast<size_t>(c.reservation + 1)] = 1;
+    if (info.gpus > 0) blocked[pool_index(c.reservation)] = 1;
     for (int l : c.lanes) ++lanes_held[static_cast<size_t>(l)];
   }
 
@@ -110,8 +116,8 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
     const JobClass& c = classes_[ci];
     if (c.by_gpus.empty()) continue;
     bool lanes_free = std::all_of(c.lanes.begin(), c.lanes.end(), [&](int l) {
-      const size_t i = static_cast<size_t>(l);
-      return lanes[i].used + lanes_held[i] < lanes[i].capacity;
+      auto lane = static_cast<size_t>(l);
+      return lanes[lane].used + lanes_held[lane] < lanes[lane].capacity;
     });
     if (!lanes_free) continue;
     int avail = available(c, gpus, blocked);

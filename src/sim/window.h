@@ -7,8 +7,8 @@
 // What is passed: the first K eligible jobs in scheduling order (priority, then queue order;
 // queue order only under kFifo — the order sched/scheduler.h fixes). After the pass, prove
 // that no job beyond the window would have started had the scheduler seen it; when the proof
-// fails, grow the window (at least doubling, and past the job the proof stumbled on) and ask
-// again. The proof rests on the policy as sched/scheduler.h documents it, not on a copy:
+// fails, double the window and ask again. The proof rests on the policy as
+// sched/scheduler.h documents it, not on a copy of it:
 //  (P1) Prefix: jobs are considered once each, in order, and a job's fate (start or wait,
 //       and its slots) depends on the machine and on better jobs only. So the window's
 //       starts are exactly those of a pass over the whole queue.
@@ -31,10 +31,11 @@
 //       that could never run hold nothing back; simulate() refuses them before it starts,
 //       so every waiting job counts.)
 // Lane exclusions are left out of the proof: that can only make it fail, never wrongly
-// succeed. With P4 a window rarely needs more than max_reservations + (what starts) + (the
-// jobs it takes to fill each pool's blockers), whatever the queue's length.
-// tests: window_test.cc checks windowed == whole-queue simulations on random plans for
-// every policy; SimOptions::full_queue turns the window off.
+// succeed. With P4 a window rarely needs more than max_reservations + what starts + a
+// blocker per pool, whatever the queue's length; the exception is a pool (a reservation)
+// with free GPUs whose first job waits deep in the queue: the window must reach it.
+// Tests: window_test.cc checks windowed == whole-queue simulations on random plans for every
+// policy, with lanes, a reservation and sharing; SimOptions::full_queue turns the window off.
 //
 // Owns its index; used by one simulation on one thread.
 #pragma once

@@ -23,7 +23,7 @@ std::vector<SimJob> random_plan(uint32_t seed, int count, int max_gpus) {
     j.gpus = pick(1, max_gpus);
     j.priority = pick(0, 2) * 40 + 10;
     j.submit_ms = pick(0, 3) == 0 ? 0 : pick(0, 600) * 1000;
-    j.duration_ms = pick(1, 120) * 1000;
+    j.duration_ms = pick(1, 120) * int64_t{1000};
     switch (pick(0, 3)) {
       case 0:
         j.estimate_ms = j.duration_ms;
@@ -118,7 +118,7 @@ std::vector<SimJob> rich_plan(uint32_t seed, int count, int64_t submit_spread_s)
         break;
       case 3:
         j.share = true;
-        j.gpu_mem_mib = pick(1, 4) * 10000;
+        j.gpu_mem_mib = pick(1, 4) * int64_t{10000};
         j.gpus = 1;
         break;
       case 4:

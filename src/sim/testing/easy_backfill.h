@@ -1,10 +1,10 @@
 // A test double for sched::schedule that really backfills (EASY: the first job that does not
 // fit gets a reserved start — the "shadow" time when enough GPUs are expected free — and worse
-// jobs may start if they end by then or use only GPUs it will not need). It exists to test the
-// simulator's window (window.h) against a policy that starts jobs deep in the queue, and to
-// time the simulator under backfill in bench/sim_bench.cc while sched's full policy is being
-// written. It is NOT gpuq's policy and is never used by simulate() itself: whole GPUs only, no
-// lanes, memory, topology or reservations (reserved GPUs are left alone).
+// jobs may start if they end by then or use only GPUs it will not need; no cap: it never holds
+// back, so simulate it with SimMachine::max_reservations huge). It exists to test the
+// simulator's window (window.h, P1-P3) against a policy that starts jobs deep in the queue.
+// It is NOT gpuq's policy and is never used by simulate() itself: whole GPUs only, no lanes,
+// memory, topology or reservations (reserved GPUs are left alone).
 // Header-only; pure; thread-safe.
 #pragma once
 
