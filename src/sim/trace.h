@@ -4,8 +4,8 @@
 // ones (known names: id, submit_s, gpus, duration_s, priority, est_s). Blank lines and lines
 // starting with '#' are skipped. Seconds may be fractional (rounded to milliseconds);
 // priority is an integer or a name (high, normal, low; default normal). The estimate the
-// scheduler is told is est_s when the column is there and not empty, else the true duration
-// (a perfect estimate). Traces have no dependencies, lanes or reservations.
+// scheduler is told is est_s when the column is there and not empty (0 = unknown), else the
+// true duration (a perfect estimate). Traces have no dependencies, lanes or reservations.
 // Errors name "<file>:<line>". Reads one file; thread-safe.
 #pragma once
 
