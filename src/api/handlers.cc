@@ -154,9 +154,19 @@ Response Server::status(const Target& target) {
   auto jobs = store_->list_jobs(active_only, true);
   if (!jobs) return error_response(jobs.error());
   attach_reasons(*jobs);
-  nlohmann::json list = nlohmann::json::array();
-  for (const Job& job : *jobs) list.push_back(job_to_json(job));
   const auto& inventory = context_.queue.inventory();
+  int64_t now = wall_now_ms();
+  auto seq = store_->last_seq();
+  const auto& etas = etas_.get(*jobs, inventory, context_.queue.config(), now, seq ? *seq : 0);
+  nlohmann::json list = nlohmann::json::array();
+  for (const Job& job : *jobs) {
+    nlohmann::json j = job_to_json(job);
+    if (job.state == JobState::kPending) {
+      auto it = etas.start_ms.find(job.id);
+      j["eta"] = it == etas.start_ms.end() ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(std::max(now, it->second)));
+    }
+    list.push_back(std::move(j));
+  }
   auto waits = context_.queue.waits();
   nlohmann::json lanes = nlohmann::json::array();
   for (const auto& lane : context_.queue.config().lanes) {
@@ -170,6 +180,7 @@ Response Server::status(const Target& target) {
   return json_response(http::status::ok, {{"gpu_mode", inventory.mode},
                                           {"gpu_note", inventory.note},
                                           {"draining", waits->draining},
+                                          {"eta_note", etas.note},
                                           {"lanes", std::move(lanes)},
                                           {"resources", resource_objects(inventory.resources)},
                                           {"jobs", std::move(list)}});

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "api/eta.h"
 #include "api/http.h"
 #include "base/paths.h"
 #include "daemon/queue.h"
@@ -65,6 +66,7 @@ class Server {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<boost::asio::steady_timer*> waiters_;
+  EtaCache etas_;
   bool closed_ = false;
 };
 

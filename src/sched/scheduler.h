@@ -170,7 +170,8 @@ struct WaitReason {
   int better_jobs = 0;           // better jobs waiting for the same pool (or lane)
   int lane = -1;                 // kLaneBusy: the full lane; kLaneExcluded: the job's side
   int64_t job = 0;               // the job holding the lane / running the excluding work /
-                                 // whose reservation it would delay; 0 = unknown
+                                 // whose reservation it would delay; 0 = unknown;
+                                 // -1 (kLaneExcluded) = its own lanes exclude each other
   // kNeedsGpus: when the job is expected to start; kLaneBusy: when the lane frees;
   // kReservedForBetter: when the better job starts. -1 = unknown.
   int64_t next_free_in_ms = -1;

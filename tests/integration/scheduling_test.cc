@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <gtest/gtest.h>
 
+#include "base/time.h"
 #include "harness.h"
 
 namespace gpuq::testing {
@@ -238,6 +240,46 @@ TEST(Scheduling, UnknownDependencyIsRefused) {
   auto r = h.gpuq({"submit", "--after", "nosuchjob", "--", "true"});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("nosuchjob"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Scheduling, StatusPredictsWhenWaitingJobsStart) {
+  Harness h("fake:1");
+  h.start();
+  int64_t running = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done", {"--gpus", "1", "--est", "10m"});
+  ASSERT_TRUE(h.wait_for(running, state_is("running")));
+  int64_t next = h.submit_sh("true", {"--gpus", "1", "--est", "5m"});
+  int64_t after = h.submit_sh("true", {"--gpus", "1", "--est", "5m"});
+  auto status = h.gpuq_json({"status", "--json"});
+  std::map<int64_t, std::string> eta;
+  for (const auto& j : status["jobs"]) {
+    if (j["state"] == "pending") eta[j["id"]] = j["eta"].is_null() ? "" : j["eta"].get<std::string>();
+  }
+  ASSERT_FALSE(eta[next].empty()) << status.dump();
+  ASSERT_FALSE(eta[after].empty()) << status.dump();
+  // The running job has ~10m left, so the next starts ~10m from now and the one after ~5m later.
+  int64_t started = 0;
+  for (const auto& e : h.events()) {
+    if (e["kind"] == "job.started" && e["job"] == running) started = e["time_ms"];
+  }
+  auto parse = [](const std::string& t) { return gpuq::parse_rfc3339(t).value_or(0); };
+  EXPECT_NEAR(parse(eta[next]) - started, 10 * 60'000, 60'000);
+  EXPECT_NEAR(parse(eta[after]) - parse(eta[next]), 5 * 60'000, 1'000);
+  // Without an estimate on an active job there is no honest ETA, and status says why.
+  h.submit_sh("true", {"--gpus", "1"});
+  status = h.gpuq_json({"status", "--json"});
+  for (const auto& j : status["jobs"]) {
+    if (j["state"] == "pending") {
+      EXPECT_TRUE(j["eta"].is_null()) << j.dump();
+    }
+  }
+  EXPECT_NE(status["eta_note"].get<std::string>().find("no estimate"), std::string::npos);
+  h.touch("go");
 }
 
 }  // namespace

@@ -1,0 +1,102 @@
+#include "api/eta.h"
+
+#include <chrono>
+#include <fmt/format.h>
+
+#include "sim/simulate.h"
+
+namespace gpuq::api {
+
+const EtaCache::Etas& EtaCache::get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
+                                    const daemon::Config& config, int64_t now_ms, int64_t seq) {
+  bool stale = computed_at_ms_ == 0 || now_ms - computed_at_ms_ > kMaxAgeMs;
+  bool changed = seq != computed_seq_ && cost_ms_ < kSlowMs;
+  if (stale || changed) {
+    auto started = std::chrono::steady_clock::now();
+    cached_ = compute(jobs, inventory, config, now_ms);
+    cost_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    computed_at_ms_ = now_ms;
+    computed_seq_ = seq;
+  }
+  return cached_;
+}
+
+EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
+                                 const daemon::Config& config, int64_t now_ms) const {
+  Etas etas;
+  std::vector<sim::SimJob> waiting;
+  std::vector<sim::SimRunning> running;
+  auto bound = [](const JobSpec& s) { return s.estimate_ms ? s.estimate_ms : s.timeout_ms; };
+  std::unordered_map<int64_t, bool> in_sim;
+  for (const Job& job : jobs) {
+    if (job.state != JobState::kRunning && job.state != JobState::kPending) continue;
+    if (bound(job.spec) == 0) {
+      etas.note = fmt::format("no ETAs: job {} has no estimate (--est) or timeout", job.id);
+      return etas;
+    }
+    in_sim[job.id] = true;
+  }
+  if (in_sim.size() > kMaxJobs) {
+    etas.note = fmt::format("no ETAs: more than {} active jobs", kMaxJobs);
+    return etas;
+  }
+  for (const Job& job : jobs) {
+    if (!in_sim.count(job.id)) continue;
+    if (job.state == JobState::kRunning) {
+      if (job.runs.empty()) continue;
+      const Run& run = job.runs.back();
+      sim::SimRunning r;
+      r.name = std::to_string(job.id);
+      for (size_t slot = 0; slot < inventory.resources.size(); ++slot) {
+        for (const auto& name : run.gpus) {
+          if (inventory.resources[slot].name == name) r.slots.push_back(static_cast<int>(slot));
+        }
+      }
+      // An overrun estimate still ends some time: assume it ends within a minute.
+      r.remaining_ms = std::max<int64_t>(60'000, run.started_at_ms + bound(job.spec) - now_ms);
+      r.lanes = job.spec.lanes;
+      running.push_back(std::move(r));
+      continue;
+    }
+    sim::SimJob s;
+    s.name = std::to_string(job.id);
+    s.gpus = job.spec.gpus;
+    s.priority = job.spec.priority;
+    s.duration_ms = bound(job.spec);
+    s.estimate_ms = s.duration_ms;
+    s.submit_ms = std::max<int64_t>(0, std::max(job.spec.not_before_ms, job.retry_at_ms) - now_ms);
+    for (const auto& d : job.spec.deps) {
+      if (!d.job_id || !in_sim.count(d.job_id)) continue;
+      if (d.kind == Dependency::Kind::kAfterOk) s.after.push_back(std::to_string(d.job_id));
+      if (d.kind == Dependency::Kind::kAfterAny) s.after_any.push_back(std::to_string(d.job_id));
+    }
+    s.lanes = job.spec.lanes;
+    s.gpu_mem_mib = job.spec.gpu_mem_mib;
+    s.share = job.spec.share;
+    waiting.push_back(std::move(s));
+  }
+  if (waiting.empty()) return etas;
+  sim::SimMachine machine;
+  machine.gpus = static_cast<int>(inventory.resources.size());
+  machine.links = inventory.links;
+  for (const auto& lane : config.lanes) {
+    sched::Lane l;
+    l.name = lane.name;
+    l.capacity = lane.capacity;
+    l.excludes = lane.excludes;
+    machine.lanes.push_back(std::move(l));
+  }
+  machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
+  sched::Policy policy = config.policy == "fifo"       ? sched::Policy::kFifo
+                         : config.policy == "priority" ? sched::Policy::kPriority
+                                                       : sched::Policy::kBackfill;
+  auto result = sim::simulate(waiting, machine, policy, running);
+  if (!result) {
+    etas.note = "no ETAs: " + result.error().message;
+    return etas;
+  }
+  for (const auto& row : result->jobs) etas.start_ms[std::stoll(row.name)] = now_ms + row.start_ms;
+  return etas;
+}
+
+}  // namespace gpuq::api
