@@ -6,8 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
-  libfmt-dev libexpected-dev
-  libgtest-dev libgmock-dev
+  libfmt-dev libexpected-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
 )
 
 missing=()
