@@ -41,6 +41,16 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
                     : config_.policy == "priority" ? sched::Policy::kPriority
                                                    : sched::Policy::kBackfill;
   snapshot.reservations = reservations_;
+  // A reservation holds its GPUs only while one of its jobs is unfinished.
+  std::vector<bool> reservation_in_use(reservations_.size(), false);
+  for (const auto& [id, job] : active_) {
+    if (job.reservation >= 0 && job.reservation < static_cast<int>(reservations_.size())) {
+      reservation_in_use[job.reservation] = true;
+    }
+  }
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    if (!reservation_in_use[r]) snapshot.reservations[r].slots.clear();
+  }
   for (size_t slot = 0; slot < holders_.size(); ++slot) {
     sched::Gpu gpu;
     gpu.slot = static_cast<int>(slot);
@@ -57,6 +67,7 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
       }
     }
     for (size_t r = 0; r < reservations_.size(); ++r) {
+      if (!reservation_in_use[r]) continue;
       for (int s : reservations_[r].slots) {
         if (s == static_cast<int>(slot)) gpu.reservation = static_cast<int>(r);
       }

@@ -62,3 +62,59 @@ TEST(Plans, AnInvalidJobQueuesNothing) {
 
 }  // namespace
 }  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Plans, AReservationKeepsItsGpusForItsJobsUntilTheyFinish) {
+  Harness h("fake:2");
+  h.start();
+  std::ofstream(h.path("show.sh")) << "#!/bin/bash\necho \"$CUDA_VISIBLE_DEVICES\"\n";
+  std::ofstream(h.path("hold.sh")) << "#!/bin/bash\nwhile [ ! -e go ]; do sleep 0.02; done\necho \"$CUDA_VISIBLE_DEVICES\"\n";
+  std::ofstream(h.path("plan.json")) << R"({
+  "jobs": [
+    {"id": "reserved", "script": "hold.sh", "gpus": 1},
+    {"id": "outside", "script": "show.sh", "gpus": 1}
+  ],
+  "reservations": [{"name": "pair", "gpus": [1], "jobs": ["reserved"]}]
+})";
+  ASSERT_EQ(h.gpuq({"submit", "plan.json"}).status, 0);
+  ASSERT_EQ(h.gpuq({"wait", "outside", "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", "outside"}).out, "0\n");
+  // GPU 0 is free again and GPU 1 is the reserved job's: a new job must not take GPU 1.
+  int64_t blocker = h.submit_sh("while [ ! -e go2 ]; do sleep 0.02; done", {"--gpus", "1"});
+  int64_t waiter = h.submit_sh("echo \"$CUDA_VISIBLE_DEVICES\"", {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(blocker, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  EXPECT_EQ(h.show(blocker)["runs"][0]["gpus"], nlohmann::json::array({0}));
+  EXPECT_EQ(h.show(waiter)["state"], "pending") << h.show(waiter).dump();
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", "reserved", "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", "reserved"}).out, "1\n");
+  // With its group finished, the reservation lets GPU 1 serve everyone.
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(waiter), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", std::to_string(waiter)}).out, "1\n");
+  h.touch("go2");
+}
+
+TEST(Plans, SharingJobsRunTogetherOnOneGpuWhileTheirMemoryFits) {
+  Harness h("fake:1");
+  h.start();
+  auto sharer = [&](const std::string& tag) {
+    return "touch " + tag + ".started; while [ ! -e go ]; do sleep 0.02; done";
+  };
+  int64_t a = h.submit_sh(sharer("a"), {"--gpus", "1", "--gpu-mem", "25000", "--share"});
+  int64_t b = h.submit_sh(sharer("b"), {"--gpus", "1", "--gpu-mem", "25000", "--share"});
+  int64_t c = h.submit_sh("true", {"--gpus", "1", "--gpu-mem", "25000", "--share"});
+  int64_t whole = h.submit_sh("true", {"--gpus", "1"});
+  auto running = [](const nlohmann::json& j) { return j["state"] == "running"; };
+  ASSERT_TRUE(h.wait_for(a, running));
+  ASSERT_TRUE(h.wait_for(b, running));
+  // A third 25000 MiB sharer still fits in 81920 MiB; a whole-GPU job must wait.
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(c), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.show(whole)["state"], "pending");
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(a), std::to_string(b), std::to_string(whole), "--timeout", "30s"}).status, 0);
+}
+
+}  // namespace
+}  // namespace gpuq::testing
