@@ -87,10 +87,7 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     machine.lanes.push_back(std::move(l));
   }
   machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
-  sched::Policy policy = config.policy == "fifo"       ? sched::Policy::kFifo
-                         : config.policy == "priority" ? sched::Policy::kPriority
-                                                       : sched::Policy::kBackfill;
-  auto result = sim::simulate(waiting, machine, policy, running);
+  auto result = sim::simulate(waiting, machine, daemon::policy_of(config), running);
   if (!result) {
     etas.note = "no ETAs: " + result.error().message;
     return etas;

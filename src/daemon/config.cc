@@ -432,3 +432,13 @@ Result<Config> load_config(const std::string& path) {
 }
 
 }  // namespace gpuq::daemon
+
+namespace gpuq::daemon {
+
+sched::Policy policy_of(const Config& config) {
+  if (config.policy == "fifo") return sched::Policy::kFifo;
+  if (config.policy == "priority") return sched::Policy::kPriority;
+  return sched::Policy::kBackfill;
+}
+
+}  // namespace gpuq::daemon

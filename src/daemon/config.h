@@ -31,6 +31,8 @@
 //   requires_poll_max = "5m"       # backoff cap
 #pragma once
 
+#include "sched/scheduler.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -69,6 +71,9 @@ struct Config {
 // anything wrong inside it is Code::kInvalidArgument with a message
 // "path:line:column: what is wrong; how to fix it".
 Result<Config> load_config(const std::string& path);
+
+// The scheduler policy the config names.
+sched::Policy policy_of(const Config& config);
 
 // The same for text already in memory; `path` only names it in messages.
 Result<Config> parse_config(std::string_view text, std::string_view path);

@@ -151,6 +151,7 @@ class Queue {
   Result<ActiveJob> make_active(int64_t id, const Job& job);
   void track(ActiveJob job);
   void untrack(int64_t job_id);
+  Status make_job_dir(const Job& job);  // the job directory and its script snapshot
 
   // The pass (queue_pass.cc).
   void request_pass();

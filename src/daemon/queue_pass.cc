@@ -37,9 +37,7 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
   snapshot.links = inventory_.links;
   snapshot.draining = draining_;
   snapshot.backfill_unknown_limit_ms = config_.backfill_unknown_limit_ms;
-  snapshot.policy = config_.policy == "fifo"       ? sched::Policy::kFifo
-                    : config_.policy == "priority" ? sched::Policy::kPriority
-                                                   : sched::Policy::kBackfill;
+  snapshot.policy = policy_of(config_);
   snapshot.reservations = reservations_;
   // A reservation holds its GPUs only while one of its jobs is unfinished.
   std::vector<bool> reservation_in_use(reservations_.size(), false);

@@ -140,7 +140,6 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
                             conflicts.size() == 1 ? "s" : "", list));
   }
   std::vector<Job> inserted;
-  std::error_code ec;
   auto committed = commit([&]() -> Status {
     for (const auto& [name, slots] : reservation_slots) {
       if (auto st = store_.upsert_reservation(name, slots); !st) return st;
@@ -171,13 +170,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
         if (auto it = plan_ids.find(d.target); it != plan_ids.end() && d.job_id == 0) d.job_id = it->second;
       }
       if (auto st = store_.set_spec(job.id, job.spec); !st) return st;
-      std::string job_dir = options_.layout.job_dir(job.id);
-      if (auto made = os::make_dirs(job_dir); !made) return made;
-      if (!job.spec.script_text.empty()) {
-        std::string path = runner::script_snapshot_path(job_dir);
-        if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
-        std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
-      }
+      if (auto st = make_job_dir(job); !st) return st;
       nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority},
                              {"name", job.spec.name}, {"plan", true}};
       if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;

@@ -139,6 +139,18 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   return a;
 }
 
+Status Queue::make_job_dir(const Job& job) {
+  std::string job_dir = options_.layout.job_dir(job.id);
+  if (auto made = os::make_dirs(job_dir); !made) return made;
+  if (job.spec.script_text.empty()) return ok();
+  // The snapshot: editing the submitted file later changes nothing.
+  std::string path = runner::script_snapshot_path(job_dir);
+  if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
+  std::error_code ec;
+  std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
+  return ok();
+}
+
 void Queue::track(ActiveJob job) {
   int64_t id = job.id;
   active_[id] = std::move(job);
@@ -170,18 +182,11 @@ Result<Submitted> Queue::submit(JobSpec spec) {
   job.submitted_at_ms = wall_now_ms();
   next_order_ += kOrderStep;
   job.queue_order = next_order_;
-  std::error_code ec;
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_job(job);
     if (!id) return tl::unexpected(id.error());
     job.id = *id;
-    std::string job_dir = options_.layout.job_dir(job.id);
-    if (auto made = os::make_dirs(job_dir); !made) return made;
-    if (!job.spec.script_text.empty()) {
-      std::string path = runner::script_snapshot_path(job_dir);
-      if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
-      std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
-    }
+    if (auto st = make_job_dir(job); !st) return st;
     nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority}};
     if (!job.spec.name.empty()) data["name"] = job.spec.name;
     if (job.spec.hold) data["held"] = true;
