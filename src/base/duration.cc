@@ -7,6 +7,9 @@
 namespace gpuq {
 namespace {
 
+// A hundred years: longer is a typo, and far longer would overflow int64 milliseconds.
+constexpr int64_t kMaxMillis = int64_t{36'500} * 86'400'000;
+
 constexpr std::string_view kForms = "use forms like 250ms, 45s, 3m12s, 2h30m, 1d or a number of seconds";
 
 // Returns the length of a unit in milliseconds, or 0 when `unit` is not a unit.
@@ -30,8 +33,9 @@ Result<Millis> parse_duration(std::string_view text) {
   bool all_digits = true;
   for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
   if (all_digits) {
-    if (text.size() > 12) return bad("it is too large");
-    return Millis(std::strtoll(std::string(text).c_str(), nullptr, 10) * 1000);
+    int64_t seconds = text.size() > 12 ? INT64_MAX : std::strtoll(std::string(text).c_str(), nullptr, 10);
+    if (seconds > kMaxMillis / 1000) return bad("it is too large (at most 36500d)");
+    return Millis(seconds * 1000);
   }
   int64_t total = 0;
   size_t i = 0;
@@ -40,7 +44,7 @@ Result<Millis> parse_duration(std::string_view text) {
     size_t start = i;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
     if (i == start) return bad("expected a number");
-    if (i - start > 12) return bad("a number is too large");
+    if (i - start > 12) return bad("it is too large (at most 36500d)");
     int64_t value = std::strtoll(std::string(text.substr(start, i - start)).c_str(), nullptr, 10);
     size_t unit_start = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
@@ -50,6 +54,7 @@ Result<Millis> parse_duration(std::string_view text) {
     if (millis == 0) return bad(fmt::format("unknown unit '{}'", unit));
     if (millis >= last_unit) return bad("units must go from largest to smallest");
     last_unit = millis;
+    if (value > (kMaxMillis - total) / millis) return bad("it is too large (at most 36500d)");
     total += value * millis;
   }
   return Millis(total);

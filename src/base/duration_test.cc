@@ -52,3 +52,16 @@ TEST(Rfc3339, ParsesUtcOffsetsAndFractions) {
 }
 }  // namespace
 }  // namespace gpuq
+
+namespace gpuq {
+namespace {
+TEST(ParseDuration, RefusesValuesThatWouldOverflow) {
+  for (const char* text : {"999999999999d", "99999999999h30m", "999999999999"}) {
+    auto parsed = parse_duration(text);
+    ASSERT_FALSE(parsed.has_value()) << text << " = " << parsed->count();
+    EXPECT_NE(parsed.error().message.find("too large"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(parse_duration("36500d"));  // a hundred years is still a duration
+}
+}  // namespace
+}  // namespace gpuq
