@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <malloc.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -161,6 +162,10 @@ int serve(const cli::DaemonFlags& flags) {
     if (parent_status >= 0) return parent_status;
     lock->write_pid();
   }
+  // Big, short-lived buffers (a pass over 100k jobs, a large plan) go to mmap and back to the
+  // system when freed; a fixed threshold stops glibc from raising it after the first free.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  ::mallopt(M_ARENA_MAX, 2);
   // Forked now, while this process has a single thread (see runner/spawner.h).
   auto spawner = runner::ShimSpawner::start();
   ::signal(SIGPIPE, SIG_IGN);
