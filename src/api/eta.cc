@@ -36,6 +36,34 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     }
     in_sim[job.id] = true;
   }
+  // A job waiting on a file or a REQUIRES test starts when that holds, which no estimate
+  // predicts: it gets no ETA, and neither does any job that waits on it.
+  for (const Job& job : jobs) {
+    if (job.state != JobState::kPending) continue;
+    for (const auto& d : job.spec.deps) {
+      if (d.kind == Dependency::Kind::kFile || d.kind == Dependency::Kind::kRequires) in_sim.erase(job.id);
+    }
+  }
+  std::unordered_map<int64_t, bool> active;
+  for (const Job& job : jobs) {
+    if (job.state == JobState::kRunning || job.state == JobState::kPending || job.state == JobState::kHeld ||
+        job.state == JobState::kBlocked) {
+      active[job.id] = true;
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Job& job : jobs) {
+      if (job.state != JobState::kPending || !in_sim.count(job.id)) continue;
+      for (const auto& d : job.spec.deps) {
+        if (d.job_id && active.count(d.job_id) && !in_sim.count(d.job_id)) {
+          in_sim.erase(job.id);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
   if (in_sim.size() > kMaxJobs) {
     etas.note = fmt::format("no ETAs: more than {} active jobs", kMaxJobs);
     return etas;

@@ -270,6 +270,18 @@ TEST(Scheduling, StatusPredictsWhenWaitingJobsStart) {
   auto parse = [](const std::string& t) { return gpuq::parse_rfc3339(t).value_or(0); };
   EXPECT_NEAR(parse(eta[next]) - started, 10 * 60'000, 60'000);
   EXPECT_NEAR(parse(eta[after]) - parse(eta[next]), 5 * 60'000, 1'000);
+  // A job waiting on a file starts when the file appears, which no estimate predicts.
+  int64_t on_file = h.submit_sh("true", {"--est", "1m", "--wait-file", "never.txt"});
+  int64_t behind_file = h.submit_sh("true", {"--est", "1m", "--after", std::to_string(on_file)});
+  status = h.gpuq_json({"status", "--json"});
+  for (const auto& j : status["jobs"]) {
+    if (j["id"] == on_file || j["id"] == behind_file) {
+      EXPECT_TRUE(j["eta"].is_null()) << j.dump();
+    }
+    if (j["id"] == next) {
+      EXPECT_FALSE(j["eta"].is_null()) << j.dump();
+    }
+  }
   // Without an estimate on an active job there is no honest ETA, and status says why.
   h.submit_sh("true", {"--gpus", "1"});
   status = h.gpuq_json({"status", "--json"});
