@@ -86,7 +86,8 @@ Result<Job> Queue::cancel(int64_t job_id) {
     auto live = running_.find(job_id);
     if (live == running_.end()) return fail(Code::kInternal, "running job without a live run");
     Run& run = live->second.run;
-    if (run.stop_reason.empty()) {
+    // A cancel wins over a timeout already under way: the job must not be retried.
+    if (run.stop_reason != "cancel") {
       auto committed = commit([&]() -> Status {
         if (auto st = store_.set_stop_reason(run.id, "cancel"); !st) return st;
         return add_event("job.cancel_requested", job_id, run.number);

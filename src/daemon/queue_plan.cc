@@ -109,7 +109,10 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       return tl::unexpected(st.error());
     }
     auto existing = store_.find_job_by_name(spec.name, false);
-    if (!existing) return tl::unexpected(existing.error());
+    if (!existing) {
+      reservations_ = saved_reservations;
+      return tl::unexpected(existing.error());
+    }
     if (!*existing) {
       to_insert.push_back(i);
       continue;

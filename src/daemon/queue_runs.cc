@@ -95,11 +95,11 @@ int64_t Queue::retry_delay(const ActiveJob& job) const {
 void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   auto active = active_.find(job_id);
   if (active == active_.end()) return;
+  hold_slots(job_id, slots);  // first: fail_to_start() frees exactly what was held
   auto job = load_job(job_id, false);
   if (!job) return fail_to_start(job_id, slots, job.error().message);
   auto last = store_.last_run_number(job_id);
   if (!last) return fail_to_start(job_id, slots, last.error().message);
-  hold_slots(job_id, slots);
 
   Run run;
   run.job_id = job_id;
@@ -276,7 +276,10 @@ void Queue::settle_run(LiveRun live, bool while_down) {
       LiveRun settled = std::move(it->second);
       running_.erase(it);
       end.verified = result.done;
-      if (!result.done) {
+      if (settled.run.stop_reason == "cancel") {
+        end.outcome = RunOutcome::kCancelled;
+        end.reason = "cancelled by request";
+      } else if (!result.done) {
         end.outcome = RunOutcome::kFailed;
         end.reason = fmt::format("run {} exited 0 but DONE_IF does not hold", settled.run.number);
       }
@@ -361,7 +364,10 @@ void Queue::settle_lost_run(const Job& job, const Run& run) {
   });
   if (!committed) return;
   if (requeue) {
-    if (auto it = active_.find(job.id); it != active_.end()) it->second.state = JobState::kPending;
+    if (auto it = active_.find(job.id); it != active_.end()) {
+      it->second.state = JobState::kPending;
+      it->second.conditions = it->second.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+    }
   } else {
     note_finished(job.id, to);
   }
@@ -401,6 +407,11 @@ Status Queue::recover() {
       running_[run.job_id] = std::move(live);
       watch_exit(run.job_id);
       arm_timeout(run.job_id);
+      continue;
+    }
+    if (runner::read_exit_record(run.run_dir)) {
+      // It finished between the first look and the process check.
+      settle_run(std::move(live), true);
       continue;
     }
     free_slots(run.job_id, live.slots);

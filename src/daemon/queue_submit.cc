@@ -1,4 +1,5 @@
 // The Queue's submissions: single jobs and whole plans, checked before anything is written.
+#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
@@ -86,8 +87,10 @@ Status Queue::check_and_resolve(JobSpec& spec,
     int64_t id = 0;
     bool numeric = !dep.target.empty() && dep.target.find_first_not_of("0123456789") == std::string::npos;
     if (numeric) {
-      id = std::stoll(dep.target);
-      if (!state_of(id)) return bad(fmt::format("dependency on job {}, which does not exist", id));
+      auto [end, error] = std::from_chars(dep.target.data(), dep.target.data() + dep.target.size(), id);
+      if (error != std::errc() || !state_of(id)) {
+        return bad(fmt::format("dependency on job {}, which does not exist", dep.target));
+      }
     } else {
       auto found = store_.find_job_by_name(dep.target, false);
       if (!found) return tl::unexpected(found.error());

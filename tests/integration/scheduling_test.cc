@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <gtest/gtest.h>
 
 #include "base/time.h"
@@ -292,6 +293,40 @@ TEST(Scheduling, StatusPredictsWhenWaitingJobsStart) {
   }
   EXPECT_NE(status["eta_note"].get<std::string>().find("no estimate"), std::string::npos);
   h.touch("go");
+}
+
+}  // namespace
+}  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Scheduling, ACancelDuringATimeoutsGracePeriodIsNotRetried) {
+  Harness h("fake:1");
+  std::ofstream(h.home() + "/config.toml") << "[runs]\nkill_grace = \"2s\"\n";
+  h.start();
+  int64_t id = h.submit_sh("trap '' TERM; sleep 30", {"--timeout", "200ms", "--retries", "2", "--retry-delay", "50ms"});
+  bool timed_out = false;
+  for (int i = 0; i < 300 && !timed_out; ++i) {
+    for (const auto& e : h.events()) timed_out = timed_out || (e["kind"] == "job.timeout" && e["job"] == id);
+    if (!timed_out) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(timed_out);
+  ASSERT_EQ(h.gpuq({"cancel", std::to_string(id)}).status, 0);
+  ASSERT_TRUE(h.wait_for(id, state_is("cancelled"))) << h.show(id).dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto job = h.show(id);
+  EXPECT_EQ(job["state"], "cancelled");
+  EXPECT_EQ(job["runs"].size(), 1u) << job.dump();
+}
+
+TEST(Scheduling, AHugeNumericDependencyIsRefusedNotFatal) {
+  Harness h("fake:1");
+  h.start();
+  auto r = h.gpuq({"submit", "--after", "99999999999999999999", "--", "true"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_EQ(h.gpuq({"status"}).status, 0);  // the daemon is still there
 }
 
 }  // namespace
