@@ -58,17 +58,19 @@ Result<Job> Queue::retry(int64_t job_id) {
                             to_string(from),
                             from == JobState::kSucceeded ? " (submit it again to rerun it)" : ""));
   }
+  int retry_base = job->runs.empty() ? 0 : job->runs.back().number;
   auto committed = commit([&]() -> Status {
     if (auto st = set_state(job_id, from, JobState::kPending, ""); !st) return st;
     if (auto st = store_.set_retry_at(job_id, 0); !st) return st;
+    if (auto st = store_.set_retry_base(job_id, retry_base); !st) return st;
     return add_event("job.retried", job_id, std::nullopt, {{"from", to_string(from)}});
   });
   if (!committed) return tl::unexpected(committed.error());
   job->state = JobState::kPending;
   job->retry_at_ms = 0;
+  job->retry_base = retry_base;  // a person asked for it: the retry budget starts afresh
   auto active = make_active(job_id, *job);
   if (!active) return tl::unexpected(active.error());
-  active->failed_runs = 0;  // a person asked for it: the retry budget starts afresh
   track(std::move(*active));
   request_pass();  // jobs blocked by this one are released in the pass
   return load_job(job_id, true);

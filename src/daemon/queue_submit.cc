@@ -137,6 +137,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.not_before_ms = spec.not_before_ms;
   a.retry_at_ms = job.retry_at_ms;
   for (const auto& run : job.runs) {
+    if (run.number <= job.retry_base) continue;  // before a `gpuq retry`
     if (run.outcome == RunOutcome::kFailed || run.outcome == RunOutcome::kTimedOut) ++a.failed_runs;
   }
   return a;

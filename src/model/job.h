@@ -116,6 +116,7 @@ struct Job {
   int64_t queue_order = 0;         // FIFO key within a priority
   int lost_count = 0;              // runs lost to a vanished shim (a power cut)
   int64_t retry_at_ms = 0;         // a retry waits until then
+  int retry_base = 0;              // runs up to this number do not count against `retries`
   std::vector<Run> runs;
 };
 

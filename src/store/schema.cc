@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 2> kMigrations = {
+constexpr std::array<const char*, 3> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -76,6 +76,10 @@ CREATE TABLE reservations (
   gpus TEXT NOT NULL,
   created_at INTEGER NOT NULL
 );
+)sql",
+    // 3: `gpuq retry` starts a fresh retry budget: only runs after this number count.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN retry_base INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

@@ -39,6 +39,7 @@ class Store {
                        std::optional<int64_t> finished_at_ms);
   Status set_lost_count(int64_t job_id, int lost_count);
   Status set_retry_at(int64_t job_id, int64_t retry_at_ms);
+  Status set_retry_base(int64_t job_id, int retry_base);
   Status set_spec(int64_t job_id, const JobSpec& spec);
   Status set_queue_position(int64_t job_id, int priority, int64_t queue_order);
   // Frees a job's name for a replacement; the old job keeps its history under its id.

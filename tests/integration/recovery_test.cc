@@ -97,3 +97,27 @@ TEST(Recovery, ALostRunIsRequeuedOnceNeverDropped) {
 
 }  // namespace
 }  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Recovery, AManualRetryGivesAFreshRetryBudgetThatSurvivesARestart) {
+  Harness h("fake:1");
+  h.start();
+  int64_t id = h.submit_sh(
+      "if [ \"$GPUQ_RUN_NUMBER\" -ge 3 ]; then while [ ! -e go ]; do sleep 0.02; done; fi; exit 1",
+      {"--retries", "1", "--retry-delay", "50ms"});
+  EXPECT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 1);
+  ASSERT_EQ(h.show(id)["runs"].size(), 2u);
+  ASSERT_EQ(h.gpuq({"retry", std::to_string(id)}).status, 0);
+  ASSERT_TRUE(h.wait_for(id, running));
+  h.stop();
+  h.start();
+  h.touch("go");
+  EXPECT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 1);
+  // Run 3 failed and, with the budget the retry gave, was retried once more as run 4.
+  EXPECT_EQ(h.show(id)["runs"].size(), 4u) << h.show(id).dump();
+}
+
+}  // namespace
+}  // namespace gpuq::testing
