@@ -101,6 +101,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   PlanOutcome outcome;
   std::vector<size_t> to_insert;
   std::vector<std::pair<size_t, Job>> to_replace;
+  std::vector<std::pair<size_t, Job>> unchanged;
   std::vector<std::string> conflicts;
   for (size_t i = 0; i < plan.jobs.size(); ++i) {
     JobSpec& spec = plan.jobs[i];
@@ -119,8 +120,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
     }
     Job& old = **existing;
     if (same_work(old.spec, spec)) {
-      outcome.jobs.push_back({spec.name, old.id, "existing"});
-      plan_ids[spec.name] = old.id;
+      unchanged.emplace_back(i, std::move(old));
       continue;
     }
     if (!plan.replace) {
@@ -131,6 +131,41 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       to_replace.emplace_back(i, std::move(old));
       to_insert.push_back(i);
     }
+  }
+  // A job whose own spec is unchanged still changes when a job it depends on is new or
+  // replaced: it must wait for the new one, not the old (and cancelled) one.
+  std::set<std::string> changed;
+  for (size_t index : to_insert) changed.insert(plan.jobs[index].name);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (auto it = unchanged.begin(); it != unchanged.end();) {
+      const JobSpec& spec = plan.jobs[it->first];
+      bool touches = std::any_of(spec.deps.begin(), spec.deps.end(), [&](const Dependency& d) {
+        return d.kind != Dependency::Kind::kFile && d.kind != Dependency::Kind::kRequires &&
+               changed.count(d.target);
+      });
+      if (!touches) {
+        ++it;
+        continue;
+      }
+      Job& old = it->second;
+      if (!plan.replace) {
+        conflicts.push_back(fmt::format("{} (job {}: a job it depends on changes)", spec.name, old.id));
+      } else if (old.state == JobState::kRunning) {
+        conflicts.push_back(fmt::format("{} (job {} is running and cannot be replaced)", spec.name, old.id));
+      } else {
+        to_replace.emplace_back(it->first, std::move(old));
+        to_insert.push_back(it->first);
+      }
+      changed.insert(spec.name);
+      it = unchanged.erase(it);
+      grew = true;
+    }
+  }
+  std::sort(to_insert.begin(), to_insert.end());  // queue order follows the plan's order
+  for (auto& [index, old] : unchanged) {
+    outcome.jobs.push_back({plan.jobs[index].name, old.id, "existing"});
+    plan_ids[plan.jobs[index].name] = old.id;
   }
   if (!conflicts.empty()) {
     reservations_ = saved_reservations;

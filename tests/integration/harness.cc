@@ -116,6 +116,8 @@ int64_t Harness::submit_sh(const std::string& script, const std::vector<std::str
 
 nlohmann::json Harness::show(int64_t id) const { return gpuq_json({"show", std::to_string(id), "--json"}); }
 
+nlohmann::json Harness::show_ref(const std::string& ref) const { return gpuq_json({"show", ref, "--json"}); }
+
 bool Harness::wait_for(int64_t id, const std::function<bool(const nlohmann::json&)>& predicate,
                        int timeout_ms) const {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -39,6 +39,7 @@ class Harness {
   int64_t submit_sh(const std::string& script, const std::vector<std::string>& flags = {}) const;
   // `gpuq show ID --json`.
   nlohmann::json show(int64_t id) const;
+  nlohmann::json show_ref(const std::string& ref) const;  // by id or name
   // Waits until `predicate(show(id))` holds or `timeout_ms` passes; returns whether it held.
   bool wait_for(int64_t id, const std::function<bool(const nlohmann::json&)>& predicate,
                 int timeout_ms = 30'000) const;

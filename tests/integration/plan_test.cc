@@ -1,5 +1,6 @@
 // Plans end to end: submitted whole, idempotent when submitted again, conflicts refused.
 #include <fstream>
+#include <thread>
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -114,6 +115,43 @@ TEST(Plans, SharingJobsRunTogetherOnOneGpuWhileTheirMemoryFits) {
   EXPECT_EQ(h.show(whole)["state"], "pending");
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(a), std::to_string(b), std::to_string(whole), "--timeout", "30s"}).status, 0);
+}
+
+}  // namespace
+}  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(Plans, ReplacingAJobAlsoReplacesTheJobsThatDependOnIt) {
+  Harness h("fake:1");
+  h.start();
+  auto plan = [&](const std::string& y_body) {
+    std::ofstream(h.path("y.sh")) << "#!/bin/bash\n" << y_body;
+    std::ofstream(h.path("x.sh")) << "#!/bin/bash\necho x\n";
+    std::ofstream(h.path("plan.json")) << R"({"jobs": [
+      {"id": "y", "script": "y.sh", "hold": true},
+      {"id": "x", "script": "x.sh", "deps": ["after:y"]}
+    ]})";
+  };
+  plan("echo y1\n");
+  ASSERT_EQ(h.gpuq({"submit", "plan.json"}).status, 0);
+  plan("echo y2\n");
+  auto refused = h.gpuq({"submit", "plan.json"});
+  EXPECT_NE(refused.status, 0);
+  auto r = h.gpuq({"submit", "plan.json", "--replace"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("replaced"), std::string::npos) << r.out;
+  // The new x waits for the new (held) y instead of running because the old y was cancelled.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto x = h.show_ref("x");
+  auto y = h.show_ref("y");
+  EXPECT_EQ(x["state"], "pending") << x.dump();
+  ASSERT_EQ(x["deps"].size(), 1u);
+  EXPECT_EQ(x["deps"][0]["job"], y["id"]) << x.dump();
+  ASSERT_EQ(h.gpuq({"release", "y"}).status, 0);
+  ASSERT_EQ(h.gpuq({"wait", "x", "y", "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", "y"}).out, "y2\n");
 }
 
 }  // namespace
