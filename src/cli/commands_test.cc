@@ -16,31 +16,9 @@ namespace {
 
 using testing::json_answer;
 
-class Commands : public ::testing::Test {
+class Commands : public testing::ScriptedCli {
  protected:
-  int run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--home", "/tmp/gpuq-fake-home"});
-    return run_cli(args, Hooks{}, process_.io);
-  }
-  // Answers requests in order from a queue; fails the test on an unexpected target.
-  void script(std::vector<std::pair<std::string, Result<HttpResponse>>> steps) {
-    steps_.assign(steps.begin(), steps.end());
-    process_.daemon.handler = [this](const HttpRequest& request) -> Result<HttpResponse> {
-      if (steps_.empty()) {
-        ADD_FAILURE() << "unexpected request " << request.target;
-        return fail(Code::kIoError, "unexpected");
-      }
-      auto [target, answer] = steps_.front();
-      steps_.pop_front();
-      EXPECT_EQ(request.target, target);
-      return answer;
-    };
-  }
-  std::string out() const { return process_.out.str(); }
-  std::string err() const { return process_.err.str(); }
 
-  testing::FakeProcess process_;
-  std::deque<std::pair<std::string, Result<HttpResponse>>> steps_;
 };
 
 std::string job_json(int id, std::string_view state, std::string_view extra = "",

@@ -3,12 +3,16 @@
 // Not part of the gpuq_cli library; included by cli tests only. One thread.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "cli/app.h"
 #include "cli/context.h"
 #include "cli/transport.h"
 
@@ -76,6 +80,34 @@ struct FakeProcess {
   }
   FakeProcess(const FakeProcess&) = delete;
   FakeProcess& operator=(const FakeProcess&) = delete;
+};
+
+// A test fixture that runs the CLI against a FakeProcess whose daemon answers a script.
+class ScriptedCli : public ::testing::Test {
+ protected:
+  int run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--home", "/tmp/gpuq-fake-home"});
+    return run_cli(args, Hooks{}, process_.io);
+  }
+  // Answers requests in order; fails the test on an unexpected target.
+  void script(std::vector<std::pair<std::string, Result<HttpResponse>>> steps) {
+    steps_.assign(steps.begin(), steps.end());
+    process_.daemon.handler = [this](const HttpRequest& request) -> Result<HttpResponse> {
+      if (steps_.empty()) {
+        ADD_FAILURE() << "unexpected request " << request.target;
+        return fail(Code::kIoError, "unexpected");
+      }
+      auto [target, answer] = steps_.front();
+      steps_.pop_front();
+      EXPECT_EQ(request.target, target);
+      return answer;
+    };
+  }
+  std::string out() const { return process_.out.str(); }
+  std::string err() const { return process_.err.str(); }
+
+  FakeProcess process_;
+  std::deque<std::pair<std::string, Result<HttpResponse>>> steps_;
 };
 
 }  // namespace gpuq::cli::testing

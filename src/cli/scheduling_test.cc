@@ -42,26 +42,8 @@ class TempDir {
   std::string path_;
 };
 
-class Scheduling : public ::testing::Test {
+class Scheduling : public testing::ScriptedCli {
  protected:
-  int run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--home", "/tmp/gpuq-fake-home"});
-    return run_cli(args, Hooks{}, process_.io);
-  }
-  // Answers requests in order; fails the test on an unexpected target.
-  void script(std::vector<std::pair<std::string, Result<HttpResponse>>> steps) {
-    steps_.assign(steps.begin(), steps.end());
-    process_.daemon.handler = [this](const HttpRequest& request) -> Result<HttpResponse> {
-      if (steps_.empty()) {
-        ADD_FAILURE() << "unexpected request " << request.target;
-        return fail(Code::kIoError, "unexpected");
-      }
-      auto [target, answer] = steps_.front();
-      steps_.pop_front();
-      EXPECT_EQ(request.target, target);
-      return answer;
-    };
-  }
   // Exit 2, a "gpuq: " message on stderr, and nothing sent.
   void expect_usage_error(const std::vector<std::string>& args, std::string_view message_part) {
     SCOPED_TRACE(::testing::PrintToString(args));
@@ -76,11 +58,7 @@ class Scheduling : public ::testing::Test {
     if (i >= process_.daemon.requests.size()) return Json();
     return Json::parse(process_.daemon.requests[i].body, nullptr, false);
   }
-  std::string out() const { return process_.out.str(); }
-  std::string err() const { return process_.err.str(); }
 
-  testing::FakeProcess process_;
-  std::deque<std::pair<std::string, Result<HttpResponse>>> steps_;
   TempDir dir_;
 };
 

@@ -8,16 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu/testdata.h"
+
 namespace gpuq::gpu {
 namespace {
 
-std::string read_testdata(const std::string& name) {
-  std::ifstream file(std::string(GPUQ_GPU_TESTDATA) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << "missing testdata " << name;
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using testing::read_testdata;
 
 os::CommandResult exited(int code, std::string out, std::string err = "") {
   os::CommandResult result;

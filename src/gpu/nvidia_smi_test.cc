@@ -6,16 +6,12 @@
 #include <sstream>
 #include <string>
 
+#include "gpu/testdata.h"
+
 namespace gpuq::gpu {
 namespace {
 
-std::string read_testdata(const std::string& name) {
-  std::ifstream file(std::string(GPUQ_GPU_TESTDATA) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << "missing testdata " << name;
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using testing::read_testdata;
 
 TEST(ParseNvidiaSmiTest, EightH100Box) {
   auto gpus = parse_nvidia_smi_gpus(read_testdata("h100x8.txt"));

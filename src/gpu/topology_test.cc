@@ -6,16 +6,12 @@
 #include <sstream>
 #include <string>
 
+#include "gpu/testdata.h"
+
 namespace gpuq::gpu {
 namespace {
 
-std::string read_testdata(const std::string& name) {
-  std::ifstream file(std::string(GPUQ_GPU_TESTDATA) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << "missing testdata " << name;
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using testing::read_testdata;
 
 void expect_corrupt(const Result<Links>& links, std::string_view where, std::string_view what) {
   ASSERT_FALSE(links.has_value()) << "accepted";
