@@ -61,6 +61,7 @@ awaitable<Response> Server::handle(const Request& request) {
   if (s.size() == 2 && s[1] == "health" && get) co_return health();
   if (s.size() == 2 && s[1] == "status" && get) co_return status(target);
   if (s.size() == 2 && s[1] == "gpus" && get) co_return gpus();
+  if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) co_return co_await release_gpu(s[2], request);
   if (s.size() == 2 && s[1] == "events" && get) co_return co_await events(target);
   if (s.size() == 2 && s[1] == "jobs" && post) co_return co_await submit(request);
   if (s.size() == 3 && s[1] == "jobs" && get) co_return show(s[2]);
@@ -116,17 +117,32 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
       for (const auto& name : run.gpus) holder[name] = run.job_id;
     }
   }
+  auto waits = context_.queue.waits();
   std::vector<nlohmann::json> out;
-  for (const Resource& r : resources) {
+  for (size_t slot = 0; slot < resources.size(); ++slot) {
+    const Resource& r = resources[slot];
     auto it = holder.find(r.name);
+    daemon::GpuHealth health;
+    if (slot < waits->gpus.size()) health = waits->gpus[slot];
+    // The most pressing truth first: a person must act, something else holds it, a run's
+    // leftovers are being swept, a run holds it.
+    std::string state = !health.attention.is_null() ? "attention"
+                        : !health.foreign.is_null() ? "foreign"
+                        : it != holder.end()        ? "busy"
+                        : health.cleaning           ? "cleaning"
+                                                    : "free";
     out.push_back({{"name", r.name},
                    {"index", r.index ? nlohmann::json(*r.index) : nlohmann::json(nullptr)},
                    {"uuid", r.uuid},
                    {"model", r.model},
                    {"memory_total_mib", r.memory_total_mib},
-                   {"memory_used_mib", r.memory_used_mib},
-                   {"state", it == holder.end() ? "free" : "busy"},
-                   {"job", it == holder.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second)}});
+                   {"memory_used_mib", health.memory_used_mib >= 0 ? health.memory_used_mib : r.memory_used_mib},
+                   {"utilization", health.utilization >= 0 ? nlohmann::json(health.utilization) : nlohmann::json(nullptr)},
+                   {"state", state},
+                   {"job", it == holder.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second)},
+                   {"attention", health.attention},
+                   {"foreign", health.foreign},
+                   {"preempting_for", health.preempting_for ? nlohmann::json(health.preempting_for) : nlohmann::json(nullptr)}});
   }
   return out;
 }
@@ -194,7 +210,15 @@ Response Server::show(const std::string& ref) {
   if (!*job) return not_found(fmt::format("no job {}", ref));
   std::vector<Job> one{std::move(**job)};
   attach_reasons(one);
-  return json_response(http::status::ok, job_to_json(one[0]));
+  nlohmann::json out = job_to_json(one[0]);
+  const JobSpec& spec = one[0].spec;
+  // What the daemon schedules this job with while it is not finished (queue_submit.cc).
+  if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty() && !is_terminal(one[0].state)) {
+    if (auto learned = store_->learned_footprint(spec.name); learned && *learned) {
+      out["gpu_mem_learned"] = {{"mib", (*learned)->peak_mib}, {"runs", (*learned)->runs}};
+    }
+  }
+  return json_response(http::status::ok, out);
 }
 
 Response Server::log(const std::string& ref, const Target& target) {
@@ -258,6 +282,20 @@ awaitable<Response> Server::submit(const Request& request) {
   if (!submitted) co_return error_response(submitted.error());
   co_return json_response(submitted->existing ? http::status::ok : http::status::created,
                           job_to_json(submitted->job));
+}
+
+awaitable<Response> Server::release_gpu(const std::string& gpu, const Request& request) {
+  nlohmann::json body = nlohmann::json::parse(request.body().empty() ? "{}" : request.body(), nullptr, false);
+  if (!body.is_object() || body.value("attention", false) != true || body.size() != 1) {
+    co_return error_response({Code::kInvalidArgument,
+                              "release a GPU with {\"attention\": true}: it says a person checked "
+                              "that nothing is left on it (gpuq release --attention GPU)"});
+  }
+  daemon::Queue* queue = &context_.queue;
+  auto work = [queue, gpu] { return queue->release_attention(gpu); };
+  auto released = co_await on_actor<Result<nlohmann::json>>(context_.actor_ioc, work);
+  if (!released) co_return error_response(released.error());
+  co_return json_response(http::status::ok, *released);
 }
 
 awaitable<Response> Server::control(const std::string& ref, const std::string& verb,

@@ -1,6 +1,9 @@
 // Connection handling: accepting on the unix socket, reading requests and writing answers.
 #include "api/server.h"
 
+#include <fmt/format.h>
+#include <sys/un.h>
+
 #include <boost/beast/core.hpp>
 #include <malloc.h>
 #include <sys/socket.h>
@@ -24,6 +27,13 @@ Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
 Server::~Server() = default;
 
 Status Server::listen_unix(const std::string& path) {
+  constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path) - 1;
+  if (path.size() > kMaxPath) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("the socket path {} is {} bytes long, but a unix socket path may have "
+                            "at most {}: use a shorter --home (or GPUQ_HOME)",
+                            path, path.size(), kMaxPath));
+  }
   ::unlink(path.c_str());  // a stale socket of a dead daemon; the lock proved none is alive
   boost::system::error_code ec;
   acceptor_ = std::make_unique<asio::local::stream_protocol::acceptor>(context_.api_ioc);

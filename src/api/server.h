@@ -52,6 +52,7 @@ class Server {
                                            const Request& request);
   boost::asio::awaitable<Response> submit_plan(const Request& request);
   boost::asio::awaitable<Response> drain(bool draining);
+  boost::asio::awaitable<Response> release_gpu(const std::string& gpu, const Request& request);
   boost::asio::awaitable<Response> events(const Target& target);
   Response show(const std::string& ref);
   Response status(const Target& target);

@@ -20,6 +20,7 @@ extern char** environ;
 #include "daemon/instance_lock.h"
 #include "daemon/queue.h"
 #include "gpu/discovery.h"
+#include "gpu/probe.h"
 #include "os/process.h"
 #include "model/run_variables.h"
 #include "store/store.h"
@@ -180,14 +181,19 @@ int serve(const cli::DaemonFlags& flags) {
 
   asio::io_context actor_ioc(1);
   asio::io_context api_ioc(1);
-  daemon::QueueOptions options{layout, *executable};
+  daemon::QueueOptions options;
+  options.layout = layout;
+  options.shim_executable = *executable;
   if (spawner) {
     options.spawner = spawner->get();
   } else {
     std::fprintf(stderr, "gpuq daemon: no shim spawner (%s); runs start by exec instead\n",
                  spawner.error().message.c_str());
   }
-  daemon::Queue queue(actor_ioc, **store, *inventory, *config, options);
+  auto probe = gpu::choose_probe(*inventory);
+  std::fprintf(stderr, "gpuq daemon: GPU probe: %s\n", probe.note.c_str());
+  options.probe = std::move(probe.probe);
+  daemon::Queue queue(actor_ioc, **store, *inventory, *config, std::move(options));
   api::Server server({api_ioc, actor_ioc, queue, layout, GPUQ_VERSION}, std::move(*read_store));
   queue.set_event_listener([&server](int64_t seq) { server.notify_events(seq); });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);

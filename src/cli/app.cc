@@ -23,7 +23,7 @@ struct Parsed {
   WaitOptions wait;
   CancelOptions cancel;
   JobRefsOptions hold;
-  JobRefsOptions release;
+  ReleaseOptions release;
   JobRefsOptions retry;
   MoveOptions move;
   EventsOptions events;
@@ -77,6 +77,12 @@ void define_scheduling_flags(CLI::App* submit, SubmitOptions& o) {
   text("--not-before", o.not_before, "do not start before this time (RFC 3339, or +2h from now)",
        "TIME");
   submit->add_flag("--hold", o.hold, "queue it held: it starts after gpuq release");
+  text("--preempt", o.preempt,
+       "when a better job needs its GPUs: yield (save state, exit 75, resume later), restart "
+       "(stopped and rerun) or never (the default)",
+       "MODE");
+  text("--restart-within", o.restart_within,
+       "with --preempt restart: only while the run is younger than this", "DUR");
   submit->add_flag("--replace", o.replace,
                    "with a plan: replace pending jobs whose spec changed");
 }
@@ -135,8 +141,15 @@ void define_commands(CLI::App& app, Parsed& p) {
 
   auto* hold = add_command(app, p, "hold", "keep pending jobs from starting");
   hold->add_option("job", p.hold.refs, "job ids or names")->required();
-  auto* release = add_command(app, p, "release", "let held jobs start");
-  release->add_option("job", p.release.refs, "job ids or names")->required();
+  auto* release = add_command(app, p, "release",
+                              "let held jobs start, or return a GPU in attention to service");
+  auto* release_jobs = release->add_option("job", p.release.refs, "job ids or names");
+  auto* release_gpu = release->add_option(
+      "--attention", p.release.attention,
+      "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
+      "nothing is left on it");
+  release_jobs->excludes(release_gpu);
+  release->require_option(1);
   auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again");
   retry->add_option("job", p.retry.refs, "job ids or names")->required();
 

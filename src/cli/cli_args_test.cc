@@ -209,6 +209,7 @@ TEST_F(NoDaemon, EveryClientCommandExitsThree) {
                                              {"cancel", "7"},
                                              {"hold", "7"},
                                              {"release", "7"},
+                                             {"release", "--attention", "gpu1"},
                                              {"retry", "7"},
                                              {"move", "7", "--top"},
                                              {"drain"},
@@ -217,6 +218,12 @@ TEST_F(NoDaemon, EveryClientCommandExitsThree) {
     args.insert(args.begin(), {"--home", home_.path()});
     EXPECT_EQ(run(args), kExitNoDaemon) << ::testing::PrintToString(args);
   }
+}
+
+TEST_F(NoDaemon, ReleaseTakesJobsOrAGpuButNotBoth) {
+  EXPECT_EQ(run({"--home", home_.path(), "release"}), kExitUsage);
+  EXPECT_EQ(run({"--home", home_.path(), "release", "7", "--attention", "gpu1"}), kExitUsage);
+  EXPECT_NE(err_.str().find("excludes"), std::string::npos) << err_.str();
 }
 
 TEST_F(NoDaemon, LintNeedsNoDaemon) {

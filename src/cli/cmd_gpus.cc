@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/gpu_state.h"
 
 namespace gpuq::cli {
 namespace {
@@ -30,12 +31,13 @@ int run_gpus(Context& ctx, const GpusOptions& options) {
     ctx.out() << "no GPUs\n";
     return kExitOk;
   }
-  Table table({"NAME", "INDEX", "MODEL", "MEMORY", "STATE", "JOB"});
+  Table table({"NAME", "INDEX", "MODEL", "MEMORY", "UTIL", "STATE", "JOB", "NOTE"});
   for (const auto& r : resources) {
-    std::string state = json_string(r, "state");
+    std::string util = r.contains("utilization") && r["utilization"].is_number()
+                           ? field_text(r, "utilization") + "%"
+                           : "-";
     table.add_row({field_text(r, "name"), field_text(r, "index"), field_text(r, "model"),
-                   memory_text(r), Cell(state, state == "free" ? Style::kGreen : Style::kPlain),
-                   field_text(r, "job")});
+                   memory_text(r), util, gpu_state_cell(r), field_text(r, "job"), gpu_state_note(r)});
   }
   ctx.out() << table.render(ctx.color());
   return kExitOk;

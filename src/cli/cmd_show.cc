@@ -1,4 +1,5 @@
-// `gpuq show ID|NAME`: one job in full, with a table of its runs.
+// `gpuq show ID|NAME`: one job in full, with a table of its runs: how each ended (and which
+// job preempted it), and the most GPU memory it was seen to use.
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -13,17 +14,69 @@ std::string exit_text(const Json& run) {
   return "-";
 }
 
+// "preempted by job 9"; for a run still going that a better job has asked to stop,
+// "running, yielding to job 9" (yield) or "running, stopping for job 9" (restart).
+std::string outcome_text(const Json& job, const Json& run) {
+  std::string outcome = json_string(run, "outcome");
+  auto by = json_int(run, "preempted_by");
+  if (!by || *by == 0) return outcome;
+  if (outcome == "preempted") return fmt::format("preempted by job {}", *by);
+  if (outcome == "running") {
+    bool yields = json_string(job, "preempt") == "yield";
+    return fmt::format("running, {} job {}", yields ? "yielding to" : "stopping for", *by);
+  }
+  return outcome;
+}
+
 std::string render_runs(const Json& job, int64_t now_ms, bool color) {
   const Json& runs = json_array(job, "runs");
   if (runs.empty()) return "no runs yet\n";
-  Table table({"RUN", "GPUS", "STARTED", "DURATION", "EXIT", "OUTCOME"});
+  // The memory column only when the daemon measured some, so older daemons' output is as it was.
+  bool memory = false;
+  for (const auto& run : runs) memory = memory || json_int(run, "peak_gpu_mem_mib").has_value();
+  std::vector<std::string> headers = {"RUN", "GPUS", "STARTED", "DURATION", "EXIT", "OUTCOME"};
+  if (memory) headers.emplace_back("GPU MEMORY");
+  Table table(headers);
   for (const auto& run : runs) {
     std::string outcome = json_string(run, "outcome");
-    table.add_row({field_text(run, "number"), gpu_list(run.contains("gpus") ? run["gpus"] : Json()),
-                   field_text(run, "started_at"), run_duration(run, now_ms), exit_text(run),
-                   Cell(outcome, state_style(outcome))});
+    std::vector<Cell> row = {field_text(run, "number"),
+                             gpu_list(run.contains("gpus") ? run["gpus"] : Json()),
+                             field_text(run, "started_at"),
+                             run_duration(run, now_ms),
+                             exit_text(run),
+                             Cell(outcome_text(job, run), state_style(outcome))};
+    if (memory) {
+      auto peak = json_int(run, "peak_gpu_mem_mib");
+      row.emplace_back(peak ? "peak " + format_mib(*peak) : "-");
+    }
+    table.add_row(std::move(row));
   }
   return table.render(color);
+}
+
+// "yield", "restart", "restart (only while a run is younger than 30m)"; empty for never.
+std::string preempt_text(const Json& job) {
+  std::string mode = json_string(job, "preempt");
+  if (mode.empty() || mode == "never") return "";
+  auto within = json_int(job, "restart_within_ms");
+  if (mode == "restart" && within && *within > 0) {
+    return fmt::format("restart (only while a run is younger than {})",
+                       format_duration(Millis(*within)));
+  }
+  return mode;
+}
+
+// The footprint the daemon learned for a job that declares no --gpu-mem; empty when none.
+std::string learned_memory_text(const Json& job) {
+  auto it = job.find("gpu_mem_learned");
+  if (it == job.end() || !it->is_object()) return "";
+  auto mib = json_int(*it, "mib");
+  auto runs = json_int(*it, "runs");
+  if (!mib || !runs) return "";
+  return fmt::format(
+      "gpu memory: {} MiB learned from {} successful run{} (peak); declare --gpu-mem to "
+      "override\n",
+      *mib, *runs, *runs == 1 ? "" : "s");
 }
 
 std::string render_job(const Json& job, int64_t now_ms, bool color) {
@@ -41,6 +94,9 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
   if (!json_string(job, "reason").empty()) lines.emplace_back("reason", json_string(job, "reason"));
   lines.emplace_back("priority", field_text(job, "priority"));
   lines.emplace_back("gpus", field_text(job, "gpus_requested"));
+  if (std::string preempt = preempt_text(job); !preempt.empty()) {
+    lines.emplace_back("preempt", preempt);
+  }
   lines.emplace_back("command", field_text(job, "command"));
   lines.emplace_back("cwd", field_text(job, "cwd"));
   lines.emplace_back("submitted", submitted);
@@ -48,7 +104,7 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
 
   Table table({});
   for (auto& [key, value] : lines) table.add_row({key + ":", value});
-  return table.render(color) + "\n" + render_runs(job, now_ms, color);
+  return table.render(color) + learned_memory_text(job) + "\n" + render_runs(job, now_ms, color);
 }
 
 }  // namespace

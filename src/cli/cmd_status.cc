@@ -8,6 +8,7 @@
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/gpu_state.h"
 
 namespace gpuq::cli {
 namespace {
@@ -25,12 +26,10 @@ std::string render_gpus(const Json& answer, bool color) {
     std::string mode = json_string(answer, "gpu_mode");
     return fmt::format("no GPUs{}\n", mode.empty() ? "" : " (mode " + mode + ")");
   }
-  Table table({"NAME", "INDEX", "STATE", "JOB", "MODEL"});
+  Table table({"NAME", "INDEX", "STATE", "JOB", "MODEL", "NOTE"});
   for (const auto& r : resources) {
-    std::string state = json_string(r, "state");
-    table.add_row({field_text(r, "name"), field_text(r, "index"),
-                   Cell(state, state == "free" ? Style::kGreen : Style::kPlain),
-                   field_text(r, "job"), field_text(r, "model")});
+    table.add_row({field_text(r, "name"), field_text(r, "index"), gpu_state_cell(r),
+                   field_text(r, "job"), field_text(r, "model"), gpu_state_note(r)});
   }
   return table.render(color);
 }

@@ -113,6 +113,12 @@ Status check_flags(const SubmitOptions& options) {
   if (auto st = check_duration("--retry-delay", options.retry_delay); !st) return st;
   if (auto st = check_duration("--timeout", options.timeout); !st) return st;
   if (auto st = check_duration("--est", options.est); !st) return st;
+  if (auto st = check_duration("--restart-within", options.restart_within); !st) return st;
+  if (options.preempt) {
+    if (auto mode = parse_preempt_mode(*options.preempt); !mode) {
+      return bad(fmt::format("--preempt: {}", mode.error().message));
+    }
+  }
   struct ListFlag {
     const char* flag;
     const std::vector<std::string>& values;
@@ -183,7 +189,30 @@ Status apply_scheduling_flags(const SubmitOptions& options, int64_t now_ms, Json
     request["not_before"] = format_rfc3339(*at);
   }
   if (options.hold) request["hold"] = true;
+  if (options.preempt) request["preempt"] = *options.preempt;
+  set_duration("restart_within", options.restart_within);
   return ok();
+}
+
+// `restart_within` limits when a restart may happen, so it needs preempt=restart, whether
+// each came from a flag or from the script's header.
+Status check_preemption(const SubmitOptions& options, const Json& request) {
+  if (!request.contains("restart_within") && !request.contains("restart_within_ms")) return ok();
+  std::string mode = request.contains("preempt") && request["preempt"].is_string()
+                         ? request["preempt"].get<std::string>()
+                         : "never";
+  if (mode == "restart") return ok();
+  if (options.restart_within) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("--restart-within needs --preempt restart (the job's preempt mode is "
+                            "{}): it limits how long a run may still be stopped and rerun",
+                            mode));
+  }
+  return fail(Code::kInvalidArgument,
+              fmt::format("--preempt {}: the script's header sets restart-within=, which applies "
+                          "only to preempt=restart; give --preempt restart or remove "
+                          "restart-within= from the header",
+                          mode));
 }
 
 // The flags given that have no meaning for a plan (it says all of that itself).
@@ -210,6 +239,8 @@ std::vector<std::string> flags_not_for_plans(const SubmitOptions& o) {
   add(o.share, "--share");
   add(o.not_before.has_value(), "--not-before");
   add(o.hold, "--hold");
+  add(o.preempt.has_value(), "--preempt");
+  add(o.restart_within.has_value(), "--restart-within");
   return given;
 }
 
@@ -337,6 +368,9 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   request[options.command_mode ? "argv" : "script"] = std::move(what);
   for (auto& [key, value] : header.items()) request[key] = std::move(value);
   if (auto st = apply_scheduling_flags(options, now_ms, request); !st) {
+    return cli_fail(kExitUsage, st.error().message);
+  }
+  if (auto st = check_preemption(options, request); !st) {
     return cli_fail(kExitUsage, st.error().message);
   }
   return request;

@@ -42,6 +42,8 @@ struct SubmitOptions {
   bool share = false;
   std::optional<std::string> not_before;   // RFC 3339 or "+DUR" (from now)
   bool hold = false;
+  std::optional<std::string> preempt;         // yield | restart | never
+  std::optional<std::string> restart_within;  // a duration; only with preempt restart
   bool replace = false;                    // plans only: replace changed pending jobs
 };
 // The submit request of docs/api.md, or a usage error (exit 2) saying what is wrong.
@@ -94,7 +96,13 @@ int run_cancel(Context& ctx, const CancelOptions& options);
 // `hold`, `release` and `retry` take the same options as `cancel`: job ids or names.
 using JobRefsOptions = CancelOptions;
 int run_hold(Context& ctx, const JobRefsOptions& options);
-int run_release(Context& ctx, const JobRefsOptions& options);
+// `release ID...` lets held jobs start; `release --attention GPU` returns a GPU in attention
+// to service after a person has checked it.
+struct ReleaseOptions {
+  std::vector<std::string> refs;
+  std::vector<std::string> attention;  // GPU names ("gpu1") or indices ("1")
+};
+int run_release(Context& ctx, const ReleaseOptions& options);
 int run_retry(Context& ctx, const JobRefsOptions& options);
 // POSTs /v1/jobs/{ref}/<action> for each job in turn and prints "<done> job <id>"; a failure
 // is reported and the rest still go. Exit 1 if any failed, 3 (at once) without a daemon.

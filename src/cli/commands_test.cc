@@ -123,7 +123,7 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   script({{"/v1/status", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
-  EXPECT_NE(text.find("NAME  INDEX  STATE  JOB  MODEL\ngpu0  0      busy   20   fake\n"),
+  EXPECT_NE(text.find("NAME  INDEX  STATE  JOB  MODEL  NOTE\ngpu0  0      busy   20   fake\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("ID  NAME  STATE      PRI  GPUS  TIME  REASON/COMMAND\n"), std::string::npos)
@@ -305,15 +305,22 @@ TEST_F(Commands, GpusShowsModeAndTable) {
       {{"/v1/gpus",
         json_answer(
             200,
-            R"({"mode":"fake:2","note":"simulated GPUs","resources":[)"
-            R"({"name":"gpu0","index":0,"model":"fake","memory_total_mib":1024,"memory_used_mib":0,"state":"free","job":null},)"
-            R"({"name":"gpu1","index":1,"model":"fake","memory_total_mib":1024,"memory_used_mib":512,"state":"busy","job":3}]})")}});
+            R"({"mode":"fake:4","note":"simulated GPUs","resources":[)"
+            R"({"name":"gpu0","index":0,"model":"fake","memory_total_mib":1024,"memory_used_mib":0,"utilization":0,"state":"free","job":null},)"
+            R"({"name":"gpu1","index":1,"model":"fake","memory_total_mib":1024,"memory_used_mib":512,"utilization":97,"state":"busy","job":3},)"
+            R"({"name":"gpu2","index":2,"model":"fake","memory_total_mib":1024,"memory_used_mib":900,"state":"foreign","job":null,)"
+            R"("foreign":{"processes":[{"pid":4242,"command":"sleep 300","user":"ann","used_memory_mib":900}]}},)"
+            R"({"name":"gpu3","index":3,"model":"fake","memory_total_mib":1024,"memory_used_mib":0,"state":"attention","job":null,)"
+            R"("attention":{"job":5,"run":2,"processes":[{"pid":77,"command":"python serve.py","user":"ann"}]}}]})")}});
   EXPECT_EQ(run({"gpus"}), 0);
   EXPECT_EQ(out(),
-            "mode: fake:2 (simulated GPUs)\n"
-            "NAME  INDEX  MODEL  MEMORY        STATE  JOB\n"
-            "gpu0  0      fake   0/1024 MiB    free   -\n"
-            "gpu1  1      fake   512/1024 MiB  busy   3\n");
+            "mode: fake:4 (simulated GPUs)\n"
+            "NAME  INDEX  MODEL  MEMORY        UTIL  STATE      JOB  NOTE\n"
+            "gpu0  0      fake   0/1024 MiB    0%    free       -\n"
+            "gpu1  1      fake   512/1024 MiB  97%   busy       3\n"
+            "gpu2  2      fake   900/1024 MiB  -     foreign    -    pid 4242 sleep 300 (900 MiB)\n"
+            "gpu3  3      fake   0/1024 MiB    -     attention  -    cleanup of job 5 run 2 unconfirmed "
+            "(pid 77 python serve.py); check, then: gpuq release --attention gpu3\n");
 }
 
 }  // namespace

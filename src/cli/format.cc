@@ -50,6 +50,11 @@ std::string job_time(const Json& job, int64_t now_ms) {
   return run == nullptr ? "-" : run_duration(*run, now_ms);
 }
 
+std::string format_mib(int64_t mib) {
+  if (mib < 1024) return fmt::format("{} MiB", mib);
+  return fmt::format("{:.1f} GiB", static_cast<double>(mib) / 1024.0);
+}
+
 std::string gpu_list(const Json& gpus) {
   if (!gpus.is_array() || gpus.empty()) return "-";
   std::string out;

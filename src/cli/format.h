@@ -26,6 +26,9 @@ std::string job_time(const Json& job, int64_t now_ms);
 // A run's duration: ended - started, or now - started while it runs; "-" when unknown.
 std::string run_duration(const Json& run, int64_t now_ms);
 
+// GPU memory for people: "900 MiB" below 1 GiB, else "17.6 GiB" (one decimal).
+std::string format_mib(int64_t mib);
+
 // "0,1" from [0,1] or ["gpu0"]; "-" when empty.
 std::string gpu_list(const Json& gpus);
 

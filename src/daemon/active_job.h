@@ -40,6 +40,9 @@ struct ActiveJob {
   int failed_runs = 0;             // runs that count against `retries`
   int64_t not_before_ms = 0;       // the spec's not-before
   int64_t retry_at_ms = 0;         // a retry's delay ends then
+  PreemptMode preempt = PreemptMode::kNever;
+  int64_t restart_within_ms = 0;
+  bool gpu_mem_learned = false;    // gpu_mem_mib comes from earlier runs' peak, not the spec
 
   ConditionState conditions = ConditionState::kNone;
   int64_t conditions_false_since_ms = 0;

@@ -1,5 +1,7 @@
 #include "daemon/condition_checker.h"
 
+#include "model/run_variables.h"
+
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -48,9 +50,12 @@ void ConditionChecker::worker() {
 bool ConditionChecker::run_test(const std::string& shell, const std::string& cwd,
                                 const std::map<std::string, std::string>& env, Millis timeout,
                                 std::string* why) {
-  // env -i gives the test exactly the job's environment, not the daemon's.
+  // env -i gives the test exactly the job's environment, not the daemon's — without any run
+  // variable: a test is not the run, and must never carry a run's cleanup marker.
   std::vector<std::string> argv = {"env", "-i"};
-  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) {
+    if (!is_run_variable(k)) argv.push_back(k + "=" + v);
+  }
   argv.insert(argv.end(), {"bash", "-c", "cd -- \"$0\" && eval \"$1\"", cwd, shell});
   auto result = os::run_command(argv, timeout);
   if (!result) {

@@ -33,11 +33,15 @@ const std::vector<TableSpec>& table_specs() {
       {"scheduler", {"policy", "backfill_unknown_limit"}},
       {"retries", {"delay", "backoff", "max_delay"}},
       {"runs", {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max"}},
+      {"preemption", {"gap", "yield_grace"}},
+      {"cleanup", {"poll", "limit"}},
+      {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
   };
   return kSpecs;
 }
 
-constexpr std::string_view kKnownTables = "[lanes.NAME], [scheduler], [retries], [runs]";
+constexpr std::string_view kKnownTables =
+    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 // The pseudo-lane meaning "any job holding GPUs" (sched::Lane::excludes).
@@ -107,6 +111,7 @@ class ConfigReader {
     if (auto status = read_scheduler(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_retries(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_runs(root, config); !status) return tl::unexpected(status.error());
+    if (auto status = read_gpu_truth(root, config); !status) return tl::unexpected(status.error());
     return config;
   }
 
@@ -275,6 +280,87 @@ class ConfigReader {
                                   "({}); raise requires_poll_max or lower requires_poll",
                                   format_duration(Millis(config.requires_poll_max_ms)),
                                   format_duration(Millis(config.requires_poll_ms))));
+    }
+    return ok();
+  }
+
+  // Reads `key` of `table` (shown as `name.key`) as an integer in [min, max] into `value`.
+  Status read_integer(const toml::table& table, std::string_view name, std::string_view key,
+                      int64_t min, int64_t max, std::string_view meaning, int64_t& value) const {
+    const toml::node* node = table.get(key);
+    if (node == nullptr) return ok();
+    const auto* number = node->as_integer();
+    if (number == nullptr || number->get() < min || number->get() > max) {
+      return error_at(node->source(), fmt::format("{}.{} must be a whole number from {} to {} ({}), "
+                                                  "e.g. {} = {}",
+                                                  name, key, min, max, meaning, key, value));
+    }
+    value = number->get();
+    return ok();
+  }
+
+  // Reads every duration of `keys` in table `name`; each must be longer than 0s.
+  Status read_positive_durations(const toml::table& table, std::string_view name,
+                                 std::initializer_list<std::pair<const char*, int64_t*>> keys) {
+    for (auto [key, value] : keys) {
+      int64_t fallback = *value;
+      if (auto status = read_duration(table, name, key, *value); !status) return status;
+      if (*value == 0) {
+        return error_at(blame(fmt::format("{}.{}", name, key), {}),
+                        fmt::format("{}.{} must be longer than 0s, e.g. {} = \"{}\"", name, key,
+                                    key, format_duration(Millis(fallback))));
+      }
+    }
+    return ok();
+  }
+
+  // [preemption], [cleanup] and [gpu]: what keeps the GPUs honest.
+  Status read_gpu_truth(const toml::table& root, Config& config) {
+    if (const toml::table* table = sub_table(root, "preemption")) {
+      if (auto status = check_keys(*table, spec_named("preemption")); !status) return status;
+      int64_t gap = config.preemption_gap;
+      if (auto status = read_integer(*table, "preemption", "gap", 1, 1000,
+                                     "how much better a priority must be to preempt", gap);
+          !status) {
+        return status;
+      }
+      config.preemption_gap = static_cast<int>(gap);
+      if (auto status = read_positive_durations(*table, "preemption",
+                                                {{"yield_grace", &config.yield_grace_ms}});
+          !status) {
+        return status;
+      }
+    }
+    if (const toml::table* table = sub_table(root, "cleanup")) {
+      if (auto status = check_keys(*table, spec_named("cleanup")); !status) return status;
+      if (auto status = read_positive_durations(
+              *table, "cleanup", {{"poll", &config.cleanup_poll_ms}, {"limit", &config.cleanup_limit_ms}});
+          !status) {
+        return status;
+      }
+      if (config.cleanup_limit_ms <= config.cleanup_poll_ms) {
+        return error_at(blame("cleanup.limit", "cleanup.poll"),
+                        fmt::format("cleanup.limit ({}) must be longer than cleanup.poll ({}): "
+                                    "a cleanup needs two scans a poll apart",
+                                    format_duration(Millis(config.cleanup_limit_ms)),
+                                    format_duration(Millis(config.cleanup_poll_ms))));
+      }
+    }
+    if (const toml::table* table = sub_table(root, "gpu")) {
+      if (auto status = check_keys(*table, spec_named("gpu")); !status) return status;
+      if (auto status = read_positive_durations(*table, "gpu",
+                                                {{"probe_interval", &config.probe_interval_ms},
+                                                 {"foreign_repeat", &config.foreign_repeat_ms}});
+          !status) {
+        return status;
+      }
+      if (auto status = read_integer(*table, "gpu", "foreign_memory_mib", 0, 1'000'000'000,
+                                     "used memory with no process listed that makes a GPU "
+                                     "foreign; 0 turns the rule off",
+                                     config.foreign_memory_mib);
+          !status) {
+        return status;
+      }
     }
     return ok();
   }

@@ -29,6 +29,19 @@
 //   requires_timeout = "30s"       # one REQUIRES / DONE_IF check
 //   requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
 //   requires_poll_max = "5m"       # backoff cap
+//
+//   [preemption]
+//   gap = 40                       # a job preempts only runs whose priority is worse by this
+//   yield_grace = "5m"             # how long a yield may take before SIGTERM
+//
+//   [cleanup]
+//   poll = "50ms"                  # between the two empty scans that free a GPU after a run
+//   limit = "2m"                   # unconfirmed by then: the GPU goes to attention
+//
+//   [gpu]
+//   probe_interval = "10s"         # how often the GPU probe reads usage and processes
+//   foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
+//   foreign_memory_mib = 1024      # used memory with no process listed: foreign (0 = off)
 #pragma once
 
 #include "sched/scheduler.h"
@@ -64,6 +77,13 @@ struct Config {
   int64_t requires_timeout_ms = 30'000;    // > 0
   int64_t requires_poll_ms = 5'000;        // > 0
   int64_t requires_poll_max_ms = 300'000;  // >= requires_poll_ms
+  int preemption_gap = 40;                 // 1..1000
+  int64_t yield_grace_ms = 300'000;        // > 0
+  int64_t cleanup_poll_ms = 50;            // > 0
+  int64_t cleanup_limit_ms = 120'000;      // > cleanup_poll_ms
+  int64_t probe_interval_ms = 10'000;      // > 0
+  int64_t foreign_repeat_ms = 600'000;     // > 0
+  int64_t foreign_memory_mib = 1024;       // 0: off
 };
 
 // Reads the file at `path`. A missing file gives Config{} (the defaults). A file that cannot be

@@ -32,6 +32,19 @@ kill_grace = "10s"             # SIGTERM to SIGKILL
 requires_timeout = "30s"       # one REQUIRES / DONE_IF check
 requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
 requires_poll_max = "5m"       # backoff cap
+
+[preemption]
+gap = 40                       # a job preempts only runs whose priority is worse by this
+yield_grace = "5m"             # how long a yield may take before SIGTERM
+
+[cleanup]
+poll = "50ms"                  # between the two empty scans that free a GPU after a run
+limit = "2m"                   # unconfirmed by then: the GPU goes to attention
+
+[gpu]
+probe_interval = "10s"         # how often the GPU probe reads usage and processes
+foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
+foreign_memory_mib = 1024      # used memory with no process listed: foreign (0 = off)
 )";
 
 void expect_defaults(const Config& config) {
@@ -45,6 +58,13 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.requires_timeout_ms, 30'000);
   EXPECT_EQ(config.requires_poll_ms, 5'000);
   EXPECT_EQ(config.requires_poll_max_ms, 300'000);
+  EXPECT_EQ(config.preemption_gap, 40);
+  EXPECT_EQ(config.yield_grace_ms, 300'000);
+  EXPECT_EQ(config.cleanup_poll_ms, 50);
+  EXPECT_EQ(config.cleanup_limit_ms, 120'000);
+  EXPECT_EQ(config.probe_interval_ms, 10'000);
+  EXPECT_EQ(config.foreign_repeat_ms, 600'000);
+  EXPECT_EQ(config.foreign_memory_mib, 1024);
 }
 
 // A fresh directory per test, removed afterwards.
@@ -135,6 +155,16 @@ excludes = ["gpu", "io"]
 [lanes.io]
 capacity = 4
 excludes = ["dl"]
+[preemption]
+gap = 80
+yield_grace = "90s"
+[cleanup]
+poll = "20ms"
+limit = "30s"
+[gpu]
+probe_interval = "1s"
+foreign_repeat = "1m"
+foreign_memory_mib = 0
 )",
                              kPath);
   ASSERT_TRUE(config.has_value()) << config.error().message;
@@ -152,6 +182,13 @@ excludes = ["dl"]
   EXPECT_EQ(config->lanes[0].capacity, 1);
   EXPECT_EQ(config->lanes[0].excludes, (std::vector<std::string>{"gpu", "io"}));
   EXPECT_EQ(config->lanes[1].capacity, 4);
+  EXPECT_EQ(config->preemption_gap, 80);
+  EXPECT_EQ(config->yield_grace_ms, 90'000);
+  EXPECT_EQ(config->cleanup_poll_ms, 20);
+  EXPECT_EQ(config->cleanup_limit_ms, 30'000);
+  EXPECT_EQ(config->probe_interval_ms, 1'000);
+  EXPECT_EQ(config->foreign_repeat_ms, 60'000);
+  EXPECT_EQ(config->foreign_memory_mib, 0);
 }
 
 TEST(ParseConfigTest, InlineLaneTablesAndLaneNameCharacters) {
@@ -253,7 +290,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "lanes.net.capacity must be a whole number from 1 to 1000000"},
         BadCase{"[lanes.net]\ncapacity = 1.5\n", "2:12", "lanes.net.capacity must be a whole"},
         BadCase{"[lanes.net]\ncapacity = \"2\"\n", "2:12", "lanes.net.capacity must be a whole"},
-        BadCase{"[lanes.net]\ncapacity = 9999999999\n", "2:12", "must be a whole number"}));
+        BadCase{"[lanes.net]\ncapacity = 9999999999\n", "2:12", "must be a whole number"},
+        BadCase{"[preemption]\ngap = 0\n", "2:7",
+                "preemption.gap must be a whole number from 1 to 1000"},
+        BadCase{"[preemption]\nyield_grace = \"0s\"\n", "2:15",
+                "preemption.yield_grace must be longer than 0s, e.g. yield_grace = \"5m00s\""},
+        BadCase{"[cleanup]\npoll = \"1s\"\nlimit = \"500ms\"\n", "3:9",
+                "cleanup.limit (500ms) must be longer than cleanup.poll (1s)"},
+        BadCase{"[gpu]\nforeign_memory_mib = -1\n", "2:22", "gpu.foreign_memory_mib must be a whole"},
+        BadCase{"[gpu]\nprobe = \"1s\"\n", "2:1",
+                "unknown setting gpu.probe; the settings of [gpu] are probe_interval, "
+                "foreign_repeat, foreign_memory_mib"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Lanes, ParseConfigErrorTest,

@@ -20,9 +20,15 @@ Queue::Queue(boost::asio::io_context& ioc, store::Store& store, gpu::Inventory i
       checker_(ioc, 2),
       wake_timer_(ioc),
       holders_(inventory_.resources.size()),
-      lane_used_(config_.lanes.size(), 0) {}
+      lane_used_(config_.lanes.size(), 0),
+      health_(inventory_.resources.size()),
+      foreign_(inventory_.resources.size(), config_.foreign_repeat_ms) {}
 
-Queue::~Queue() = default;
+Queue::~Queue() {
+  // Their threads call back into this object: stop them first.
+  prober_.reset();
+  cleaner_.reset();
+}
 
 Status Queue::commit(const std::function<Status()>& fn) {
   events_added_ = false;
@@ -123,6 +129,7 @@ void Queue::stop() {
   for (auto& [id, live] : running_) {
     if (live.exit_watch) live.exit_watch->cancel();
     if (live.timeout) live.timeout->cancel();
+    if (live.yield_deadline) live.yield_deadline->cancel();
   }
   wake_timer_.cancel();
 }

@@ -24,9 +24,14 @@
 #include "daemon/active_job.h"
 #include "daemon/condition_checker.h"
 #include "daemon/config.h"
+#include "daemon/foreign_tracker.h"
+#include "daemon/prober.h"
 #include "daemon/readiness.h"
 #include "gpu/discovery.h"
+#include "gpu/probe.h"
 #include "model/job.h"
+#include "os/process_table.h"
+#include "runner/cleaner.h"
 #include "runner/spawner.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
@@ -37,6 +42,18 @@ struct QueueOptions {
   HomeLayout layout;
   std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
   runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
+  std::unique_ptr<gpu::GpuProbe> probe;    // GPU usage and processes; null: no probing
+};
+
+// What the daemon knows about each GPU beyond who holds it, published for the API.
+struct GpuHealth {
+  bool cleaning = false;          // a finished run's cleanup has not been confirmed yet
+  nlohmann::json attention;       // null, or {"since", "job", "run", "processes", "why"}
+  nlohmann::json foreign;         // null, or ForeignTracker::detail()
+  int64_t memory_used_mib = -1;   // from the last probe; -1 before the first
+  int utilization = -1;           // percent; -1 unknown
+  int64_t other_memory_mib = 0;   // used by processes that are not a run's (for admission)
+  int64_t preempting_for = 0;     // a preemption of its holder is in flight for this job
 };
 
 // What a submit produced: the job, and whether it already existed (same name, same spec).
@@ -97,6 +114,7 @@ struct WaitList {
   std::vector<std::pair<std::string, std::vector<int64_t>>> lane_holders;  // lane → jobs
   int64_t pass_us = 0;               // how long the pass took (readiness + scheduler)
   size_t active_jobs = 0;
+  std::vector<GpuHealth> gpus;       // per inventory slot
   // Why `job_id` waits, or "" when it is not waiting.
   std::string reason(int64_t job_id, int64_t now_ms) const;
 };
@@ -121,6 +139,9 @@ class Queue {
   Result<Job> retry(int64_t job_id);
   Result<Job> move(int64_t job_id, const MoveRequest& request);
   bool set_draining(bool draining);
+  // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
+  // resource name ("gpu1") or a device index ("1").
+  Result<nlohmann::json> release_attention(const std::string& gpu);
 
   // The outcome of the last scheduling pass. Thread-safe.
   std::shared_ptr<const WaitList> waits() const;
@@ -132,9 +153,19 @@ class Queue {
   struct LiveRun {
     Run run;
     std::vector<int> slots;
+    std::vector<int> lanes;
     std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch;
     std::unique_ptr<boost::asio::steady_timer> timeout;
+    std::unique_ptr<boost::asio::steady_timer> yield_deadline;
     bool settling = false;  // exited; DONE_IF being verified
+  };
+  // A finished run whose GPUs and lanes stay held until the sweep for its marker is confirmed.
+  struct Cleaning {
+    int64_t job_id = 0;
+    int run_number = 0;
+    std::string run_id;
+    std::vector<int> slots;
+    std::vector<int> lanes;
   };
 
   // Runs `fn` in a transaction, then tells the listener about new events.
@@ -175,8 +206,28 @@ class Queue {
   void settle_lost_run(const Job& job, const Run& run);
   Status recover();
   std::vector<int> slots_of(const Run& run) const;
-  void hold_slots(int64_t job_id, const std::vector<int>& slots);
-  void free_slots(int64_t job_id, const std::vector<int>& slots);
+  void hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
+  void free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
+  std::vector<int> lanes_of(const JobSpec& spec) const;
+
+  // Cleanup after every run (queue_cleanup.cc).
+  void begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks);
+  void on_cleanup(const runner::CleanupOutcome& outcome);
+  Status recover_cleanups();
+  int slot_named(const std::string& gpu) const;
+
+  // The GPU probe (queue_probe.cc): foreign processes, usage, peak memory per run.
+  void on_probe(Result<gpu::ProbeSample> sample);
+  std::optional<std::pair<int64_t, int>> learned_gpu_mem(const std::string& name);
+
+  // Preemption (queue_preempt.cc).
+  void add_preemption_facts(sched::Snapshot& snapshot) const;
+  void apply_preemptions(const sched::Snapshot& snapshot, const sched::Decision& decision);
+  void start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots);
+  void arm_yield_deadline(int64_t job_id);
+  void stop_for_preemption(int64_t job_id);
+  void reconcile_preemptions();
+  void withdraw_preemption(int64_t victim, const std::string& why);
   int64_t retry_delay(const ActiveJob& job) const;
 
   boost::asio::io_context& ioc_;
@@ -196,6 +247,15 @@ class Queue {
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
+  std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id
+  std::vector<GpuHealth> health_;                       // per GPU slot
+  ForeignTracker foreign_;
+  bool probe_failing_ = false;
+  std::unordered_map<std::string, std::optional<std::pair<int64_t, int>>> learned_;  // name → (MiB, runs)
+  std::unordered_map<int64_t, int64_t> peaks_;          // run row id → peak GPU MiB seen
+  std::unique_ptr<os::ProcessTable> processes_;         // for telling runs' GPU processes apart
+  std::unique_ptr<runner::Cleaner> cleaner_;
+  std::unique_ptr<Prober> prober_;
   int64_t next_order_ = 0;
   int64_t last_seq_ = 0;
   bool events_added_ = false;

@@ -53,7 +53,12 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     sched::Gpu gpu;
     gpu.slot = static_cast<int>(slot);
     gpu.memory_total_mib = inventory_.resources[slot].memory_total_mib;
-    gpu.memory_free_mib = gpu.memory_total_mib - inventory_.resources[slot].memory_used_mib;
+    const GpuHealth& health = health_[slot];
+    // Before the first probe, what discovery saw; after it, what processes other than runs use.
+    int64_t other_used = health.memory_used_mib < 0 ? inventory_.resources[slot].memory_used_mib
+                                                    : health.other_memory_mib;
+    gpu.memory_free_mib = std::max<int64_t>(0, gpu.memory_total_mib - other_used);
+    gpu.usable = health.attention.is_null() && !foreign_.foreign(static_cast<int>(slot));
     for (int64_t holder : holders_[slot]) {
       auto it = active_.find(holder);
       bool share = it != active_.end() && it->second.share;
@@ -93,6 +98,16 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     r.gpu_mem_mib = it->second.gpu_mem_mib;
     snapshot.running.push_back(std::move(r));
   }
+  // A finished run under cleanup holds its GPUs and lanes for a moment more.
+  for (const auto& [row, c] : cleaning_) {
+    sched::RunningJob r;
+    r.id = c.job_id;
+    r.slots = c.slots;
+    r.lanes = c.lanes;
+    r.expected_end_ms = now + 2 * config_.cleanup_poll_ms;
+    snapshot.running.push_back(std::move(r));
+  }
+  add_preemption_facts(snapshot);
   return snapshot;
 }
 
@@ -173,6 +188,8 @@ void Queue::run_pass() {
 
   sched::Decision decision = sched::schedule(snapshot);
   for (const auto& start : decision.starts) start_run(start.job_id, start.slots);
+  reconcile_preemptions();
+  apply_preemptions(snapshot, decision);
   if (next_wake) arm_wake(next_wake);
 
   published->waits = std::move(decision.waits);
@@ -191,6 +208,14 @@ void Queue::run_pass() {
     published->lane_holders.emplace_back(config_.lanes[i].name, std::move(holders));
   }
   published->active_jobs = active_.size();
+  published->gpus = health_;
+  for (size_t slot = 0; slot < health_.size(); ++slot) {
+    published->gpus[slot].foreign = foreign_.detail(static_cast<int>(slot));
+  }
+  for (const auto& [id, live] : running_) {
+    if (live.run.preempted_by == 0) continue;
+    for (int slot : live.slots) published->gpus[slot].preempting_for = live.run.preempted_by;
+  }
   published->pass_us = std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::steady_clock::now() - pass_started)
                            .count();

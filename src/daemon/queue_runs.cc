@@ -25,6 +25,7 @@ struct RunEnd {
   std::string reason;
   nlohmann::json data = nlohmann::json::object();
   std::optional<bool> verified;
+  std::string how;  // preempted: "yielded" or "stopped"
 };
 
 namespace {
@@ -69,21 +70,17 @@ std::vector<int> Queue::slots_of(const Run& run) const {
   return slots;
 }
 
-void Queue::hold_slots(int64_t job_id, const std::vector<int>& slots) {
+void Queue::hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes) {
   for (int slot : slots) holders_[slot].push_back(job_id);
-  if (auto it = active_.find(job_id); it != active_.end()) {
-    for (int lane : it->second.lanes) ++lane_used_[lane];
-  }
+  for (int lane : lanes) ++lane_used_[lane];
 }
 
-void Queue::free_slots(int64_t job_id, const std::vector<int>& slots) {
+void Queue::free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes) {
   for (int slot : slots) {
     auto& h = holders_[slot];
-    h.erase(std::remove(h.begin(), h.end(), job_id), h.end());
+    if (auto it = std::find(h.begin(), h.end(), job_id); it != h.end()) h.erase(it);
   }
-  if (auto it = active_.find(job_id); it != active_.end()) {
-    for (int lane : it->second.lanes) lane_used_[lane] = std::max(0, lane_used_[lane] - 1);
-  }
+  for (int lane : lanes) lane_used_[lane] = std::max(0, lane_used_[lane] - 1);
 }
 
 int64_t Queue::retry_delay(const ActiveJob& job) const {
@@ -95,15 +92,19 @@ int64_t Queue::retry_delay(const ActiveJob& job) const {
 void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   auto active = active_.find(job_id);
   if (active == active_.end()) return;
-  hold_slots(job_id, slots);  // first: fail_to_start() frees exactly what was held
+  std::vector<int> lanes = active->second.lanes;
+  hold_slots(job_id, slots, lanes);  // first: fail_to_start() frees exactly what was held
   auto job = load_job(job_id, false);
   if (!job) return fail_to_start(job_id, slots, job.error().message);
-  auto last = store_.last_run_number(job_id);
+  auto last = store_.last_run(job_id);
   if (!last) return fail_to_start(job_id, slots, last.error().message);
+  // A job that yielded its GPUs resumes from its checkpoint.
+  bool resume = *last && (*last)->outcome == RunOutcome::kPreempted &&
+                job->spec.preempt == PreemptMode::kYield;
 
   Run run;
   run.job_id = job_id;
-  run.number = *last + 1;
+  run.number = *last ? (*last)->number + 1 : 1;
   run.run_dir = options_.layout.run_dir(job_id, run.number);
   runner::RunContext context;
   context.job_id = job_id;
@@ -111,7 +112,8 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   context.job_dir = options_.layout.job_dir(job_id);
   context.run_dir = run.run_dir;
   context.run_id = new_run_id(job_id, run.number);
-  context.resume = false;
+  context.resume = resume;
+  run.run_id = context.run_id;
   for (int slot : slots) {
     const Resource& r = inventory_.resources[slot];
     context.held.push_back(&r);
@@ -142,11 +144,14 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
     }
   }
   auto committed = commit([&]() -> Status {
-    auto id = store_.insert_run(run);
+    auto id = store_.insert_run(run, job->spec.name);
     if (!id) return tl::unexpected(id.error());
     run.id = *id;
     if (auto st = set_state(job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
-    return add_event("job.started", job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}});
+    if (auto st = add_event("job.started", job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) return st;
+    if (!resume) return ok();
+    return add_event("job.resumed", job_id, run.number,
+                     {{"after_run", (*last)->number}, {"preempted_by", (*last)->preempted_by}});
   });
   if (!committed) return fail_to_start(job_id, slots, committed.error().message);
   active->second.state = JobState::kRunning;
@@ -156,13 +161,15 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   LiveRun live;
   live.run = std::move(run);
   live.slots = slots;
+  live.lanes = std::move(lanes);
   running_[job_id] = std::move(live);
   watch_exit(job_id);
   arm_timeout(job_id);
 }
 
 void Queue::fail_to_start(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
-  free_slots(job_id, slots);
+  auto active = active_.find(job_id);
+  free_slots(job_id, slots, active != active_.end() ? active->second.lanes : std::vector<int>{});
   auto job = load_job(job_id, false);
   if (job && job->state == JobState::kPending) {
     auto committed = commit([&]() -> Status {
@@ -230,9 +237,12 @@ void Queue::on_shim_exit(int64_t job_id) {
 void Queue::settle_run(LiveRun live, bool while_down) {
   const Run& run = live.run;
   auto record = runner::read_exit_record(run.run_dir);
+  begin_cleanup(run.id, {run.job_id, run.number, run.run_id, std::move(live.slots), std::move(live.lanes)},
+                run.shim_start_ticks);
+  live.slots.clear();
+  live.lanes.clear();
   if (!record) {
     auto job = load_job(run.job_id, false);
-    free_slots(run.job_id, live.slots);
     if (job) settle_lost_run(*job, run);
     return;
   }
@@ -246,6 +256,13 @@ void Queue::settle_run(LiveRun live, bool while_down) {
   } else if (run.stop_reason == "timeout") {
     end.outcome = RunOutcome::kTimedOut;
     end.reason = fmt::format("run {} timed out", run.number);
+  } else if (run.preempt_deadline_ms != 0 && record->exit_code == kYieldExitCode) {
+    // It was asked to yield (even if the request was withdrawn since) and did.
+    end.outcome = RunOutcome::kPreempted;
+    end.how = "yielded";
+  } else if (run.stop_reason == "preempt" && record->stop_requested) {
+    end.outcome = RunOutcome::kPreempted;
+    end.how = "stopped";
   } else if (!record->error.empty()) {
     end.reason = "could not start: " + record->error;
   } else if (record->exit_code == 0) {
@@ -257,7 +274,6 @@ void Queue::settle_run(LiveRun live, bool while_down) {
               {"signal", record->signal ? nlohmann::json(*record->signal) : nlohmann::json(nullptr)}};
   if (record->leftovers_killed > 0) end.data["leftovers_killed"] = record->leftovers_killed;
   if (while_down) end.data["while_daemon_down"] = true;
-  free_slots(run.job_id, live.slots);
   auto job = load_job(run.job_id, false);
   if (end.outcome == RunOutcome::kSucceeded && job && !job->spec.done_if.empty()) {
     // Exit 0 counts only if DONE_IF now holds: check it off-thread, then finish.
@@ -303,6 +319,8 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
   int failed_runs = active != active_.end() ? active->second.failed_runs + (counts ? 1 : 0) : 0;
   int retries = active != active_.end() ? active->second.retries : 0;
   int64_t retry_at = 0;
+  bool preempted = end.outcome == RunOutcome::kPreempted && active != active_.end();
+  if (preempted) to = JobState::kPending;  // back in its place; never counts as a failure
   if (counts && failed_runs <= retries && active != active_.end()) {
     active->second.failed_runs = failed_runs;
     retry_at = wall_now_ms() + retry_delay(active->second);
@@ -310,11 +328,31 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
   }
   end.data["outcome"] = to_string(end.outcome);
   if (end.verified) end.data["verified"] = *end.verified;
+  std::optional<int64_t> peak;
+  if (auto p = peaks_.find(run.id); p != peaks_.end()) {
+    peak = p->second;
+    end.data["peak_gpu_mem_mib"] = p->second;
+    peaks_.erase(p);
+  }
   auto committed = commit([&]() -> Status {
     auto st = store_.finish_run(run.id, end.ended_ms, end.exit_code, end.signal, end.outcome);
     if (!st) return st;
+    if (peak) {
+      if (st = store_.set_peak_gpu_mem(run.id, *peak); !st) return st;
+    }
     if (end.verified) {
       if (st = store_.set_run_verified(run.id, *end.verified); !st) return st;
+    }
+    if (preempted) {
+      std::string reason = run.preempted_by != 0
+                               ? fmt::format("preempted by job {} (run {} {}); back in the queue in its place",
+                                             run.preempted_by, run.number, end.how)
+                               : fmt::format("run {} yielded; back in the queue in its place", run.number);
+      if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
+      end.data["by"] = run.preempted_by != 0 ? nlohmann::json(run.preempted_by) : nlohmann::json(nullptr);
+      end.data["mode"] = to_string(active->second.preempt);
+      end.data["how"] = end.how;
+      return add_event("job.preempted", job_id, run.number, end.data);
     }
     if (to == JobState::kPending) {
       std::string reason = fmt::format("{}; retry {}/{}", end.reason, failed_runs, retries);
@@ -332,6 +370,9 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
     std::fprintf(stderr, "gpuq daemon: recording the end of job %lld failed: %s\n",
                  static_cast<long long>(job_id), committed.error().message.c_str());
     return;
+  }
+  if (end.outcome == RunOutcome::kSucceeded && peak) {
+    if (auto job = load_job(job_id, false); job && !job->spec.name.empty()) learned_.erase(job->spec.name);
   }
   if (to == JobState::kPending) {
     active->second.state = JobState::kPending;
@@ -396,7 +437,8 @@ Status Queue::recover() {
     LiveRun live;
     live.run = run;
     live.slots = slots_of(run);
-    hold_slots(run.job_id, live.slots);
+    if (auto it = active_.find(run.job_id); it != active_.end()) live.lanes = it->second.lanes;
+    hold_slots(run.job_id, live.slots, live.lanes);
     if (runner::read_exit_record(run.run_dir)) {
       settle_run(std::move(live), true);
       continue;
@@ -407,6 +449,7 @@ Status Queue::recover() {
       running_[run.job_id] = std::move(live);
       watch_exit(run.job_id);
       arm_timeout(run.job_id);
+      arm_yield_deadline(run.job_id);
       continue;
     }
     if (runner::read_exit_record(run.run_dir)) {
@@ -414,12 +457,12 @@ Status Queue::recover() {
       settle_run(std::move(live), true);
       continue;
     }
-    free_slots(run.job_id, live.slots);
+    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, live.slots, live.lanes}, run.shim_start_ticks);
     auto job = load_job(run.job_id, false);
     if (!job) return tl::unexpected(job.error());
     settle_lost_run(*job, run);
   }
-  return ok();
+  return recover_cleanups();
 }
 
 Status Queue::start() {
@@ -438,7 +481,18 @@ Status Queue::start() {
     return store_.set_meta("gpu_note", inventory_.note);
   });
   if (!recorded) return recorded;
+  processes_ = os::make_linux_process_table();
+  cleaner_ = std::make_unique<runner::Cleaner>(
+      os::make_linux_process_table(),
+      runner::CleanupLimits{config_.cleanup_poll_ms, config_.kill_grace_ms, config_.cleanup_limit_ms});
   if (auto recovered = recover(); !recovered) return recovered;
+  if (options_.probe) {
+    prober_ = std::make_unique<Prober>(
+        std::move(options_.probe), config_.probe_interval_ms,
+        [this](Result<gpu::ProbeSample> sample) {
+          boost::asio::post(ioc_, [this, sample = std::move(sample)]() mutable { on_probe(std::move(sample)); });
+        });
+  }
   auto started = commit([&] {
     return add_event("daemon.started", std::nullopt, std::nullopt,
                      {{"pid", ::getpid()}, {"gpu_mode", inventory_.mode},

@@ -105,6 +105,16 @@ Status Queue::check_and_resolve(JobSpec& spec,
   return ok();
 }
 
+std::vector<int> Queue::lanes_of(const JobSpec& spec) const {
+  std::vector<int> lanes;
+  for (const auto& lane : spec.lanes) {
+    for (size_t i = 0; i < config_.lanes.size(); ++i) {
+      if (config_.lanes[i].name == lane) lanes.push_back(static_cast<int>(i));
+    }
+  }
+  return lanes;
+}
+
 Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   const JobSpec& spec = job.spec;
   ActiveJob a;
@@ -113,12 +123,16 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.priority = spec.priority;
   a.queue_order = job.queue_order;
   a.gpus = spec.gpus;
-  for (const auto& lane : spec.lanes) {
-    for (size_t i = 0; i < config_.lanes.size(); ++i) {
-      if (config_.lanes[i].name == lane) a.lanes.push_back(static_cast<int>(i));
+  a.lanes = lanes_of(spec);
+  a.gpu_mem_mib = spec.gpu_mem_mib;
+  if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty()) {
+    if (auto learned = learned_gpu_mem(spec.name)) {
+      a.gpu_mem_mib = learned->first;
+      a.gpu_mem_learned = true;
     }
   }
-  a.gpu_mem_mib = spec.gpu_mem_mib;
+  a.preempt = spec.preempt;
+  a.restart_within_ms = spec.restart_within_ms;
   a.share = spec.share;
   a.estimate_ms = spec.estimate_ms;
   a.timeout_ms = spec.timeout_ms;

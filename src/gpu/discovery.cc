@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,11 +19,6 @@ struct SmiAnswer {
   std::vector<Resource> gpus;
   std::string no_gpu_reason;
 };
-
-std::string nvidia_smi_program() {
-  const char* configured = std::getenv("GPUQ_NVIDIA_SMI");
-  return configured != nullptr && *configured != '\0' ? configured : "nvidia-smi";
-}
 
 Result<SmiAnswer> ask_nvidia_smi(const CommandFn& run) {
   std::string smi = nvidia_smi_program();

@@ -5,20 +5,22 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
 namespace gpuq::gpu {
-namespace {
-
-constexpr std::string_view kWhitespace = " \t\r\n\v\f";
 
 std::string_view trim(std::string_view text) {
+  constexpr std::string_view kWhitespace = " \t\r\n\v\f";
   size_t begin = text.find_first_not_of(kWhitespace);
   if (begin == std::string_view::npos) return {};
   size_t end = text.find_last_not_of(kWhitespace);
   return text.substr(begin, end - begin + 1);
 }
+
+namespace {
+
 
 std::string lower(std::string_view text) {
   std::string result(text);
@@ -127,6 +129,11 @@ bool is_driver_missing_text(std::string_view text) {
 
 bool is_no_devices_text(std::string_view text) {
   return contains_any(text, {"no devices were found"});
+}
+
+std::string nvidia_smi_program() {
+  const char* configured = std::getenv("GPUQ_NVIDIA_SMI");
+  return configured != nullptr && *configured != '\0' ? configured : "nvidia-smi";
 }
 
 std::string first_line(std::string_view text) {

@@ -2,7 +2,8 @@
 //   nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used
 //              --format=csv,noheader,nounits
 // and the texts it prints instead when there is no usable driver or no GPU.
-// Pure functions over text (running nvidia-smi is discovery's job); owns nothing; thread-safe.
+// Pure functions over text (running nvidia-smi is the job of discovery and of the smi probe), plus
+// which nvidia-smi to run; owns nothing; thread-safe.
 #pragma once
 
 #include <string>
@@ -39,7 +40,14 @@ bool is_driver_missing_text(std::string_view text);
 // True for "No devices were found": a driver without any GPU.
 bool is_no_devices_text(std::string_view text);
 
+// `text` without leading and trailing whitespace (CR included).
+std::string_view trim(std::string_view text);
+
 // The first non-blank line of `text`, trimmed: what a person needs to see of a failure.
 std::string first_line(std::string_view text);
+
+// The nvidia-smi to run: $GPUQ_NVIDIA_SMI when set and not empty, else "nvidia-smi" (from PATH).
+// Read at every call, so tests may change it.
+std::string nvidia_smi_program();
 
 }  // namespace gpuq::gpu

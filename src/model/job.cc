@@ -36,6 +36,25 @@ std::string_view to_string(ResourceState state) {
   return state == ResourceState::kFree ? "free" : "busy";
 }
 
+std::string_view to_string(PreemptMode mode) {
+  switch (mode) {
+    case PreemptMode::kYield: return "yield";
+    case PreemptMode::kRestart: return "restart";
+    case PreemptMode::kNever: break;
+  }
+  return "never";
+}
+
+Result<PreemptMode> parse_preempt_mode(std::string_view text) {
+  for (auto m : {PreemptMode::kYield, PreemptMode::kRestart, PreemptMode::kNever}) {
+    if (to_string(m) == text) return m;
+  }
+  return fail(Code::kInvalidArgument,
+              fmt::format("bad preempt mode '{}': use yield (the job saves its state and exits "
+                          "75), restart (killed and rerun) or never",
+                          text));
+}
+
 Result<JobState> parse_job_state(std::string_view text) {
   for (auto s : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kSucceeded,
                  JobState::kFailed, JobState::kCancelled, JobState::kBlocked, JobState::kSkipped}) {
@@ -94,7 +113,8 @@ bool same_work(const JobSpec& a, const JobSpec& b) {
          a.done_if == b.done_if && a.lanes == b.lanes && a.retries == b.retries &&
          a.retry_delay_ms == b.retry_delay_ms && a.timeout_ms == b.timeout_ms &&
          a.estimate_ms == b.estimate_ms && a.gpu_mem_mib == b.gpu_mem_mib && a.share == b.share &&
-         a.reservation == b.reservation && a.inputs == b.inputs && a.outputs == b.outputs;
+         a.reservation == b.reservation && a.inputs == b.inputs && a.outputs == b.outputs &&
+         a.preempt == b.preempt && a.restart_within_ms == b.restart_within_ms;
 }
 
 Result<int> parse_priority(std::string_view text) {

@@ -19,9 +19,22 @@ enum class RunOutcome { kRunning, kSucceeded, kFailed, kTimedOut, kCancelled, kP
 
 enum class ResourceState { kFree, kBusy };
 
+// What may happen to a running job when a better job needs its GPUs (DESIGN.md §2):
+//   yield    gpuq creates $GPUQ_YIELD_FILE; the job saves its state and exits 75; it is
+//            requeued in its place and its next run sees GPUQ_RESUME=1;
+//   restart  the run is stopped (SIGTERM, grace, SIGKILL) and the job requeued from scratch,
+//            only while the run is younger than `restart_within` when that is set;
+//   never    never interrupted (the default).
+enum class PreemptMode { kNever, kYield, kRestart };
+
+// The exit status by which a job says "I saved my state and yielded".
+constexpr int kYieldExitCode = 75;
+
 std::string_view to_string(JobState state);
 std::string_view to_string(RunOutcome outcome);
 std::string_view to_string(ResourceState state);
+std::string_view to_string(PreemptMode mode);
+Result<PreemptMode> parse_preempt_mode(std::string_view text);  // "yield" | "restart" | "never"
 Result<JobState> parse_job_state(std::string_view text);
 Result<RunOutcome> parse_run_outcome(std::string_view text);
 
@@ -79,6 +92,8 @@ struct JobSpec {
   int64_t not_before_ms = 0;               // do not start before this wall-clock time
   bool hold = false;                       // submitted held: starts after `gpuq release`
   std::string reservation;                 // reserved GPU set it must run on (plan groups)
+  PreemptMode preempt = PreemptMode::kNever;
+  int64_t restart_within_ms = 0;           // restart mode: only while a run is younger; 0: always
   std::vector<std::string> inputs;         // declared `gpuq-in:` paths (for the fleet)
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
   std::string source;                      // where it was declared ("plan.json:12"), for messages
@@ -104,6 +119,10 @@ struct Run {
   std::string run_dir;
   std::string stop_reason;         // why the daemon stopped it ("cancel", "timeout"), or empty
   std::optional<bool> verified;    // DONE_IF after exit 0: held (true) or not (false)
+  std::string run_id;              // the cleanup marker GPUQ_RUN_ID of this run
+  std::optional<int64_t> peak_gpu_mem_mib;  // the most GPU memory (per GPU) the probe saw
+  int64_t preempted_by = 0;        // the job whose start preempts (or preempted) this run
+  int64_t preempt_deadline_ms = 0; // yield: when the stop turns into SIGTERM; 0 when none
 };
 
 struct Job {

@@ -48,6 +48,11 @@ nlohmann::json run_to_json(const Run& run) {
       {"verified", run.verified ? nlohmann::json(*run.verified) : nlohmann::json(nullptr)},
       {"started_at_ms", run.started_at_ms},
       {"ended_at_ms", run.ended_at_ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(run.ended_at_ms)},
+      {"run_id", run.run_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.run_id)},
+      {"peak_gpu_mem_mib",
+       run.peak_gpu_mem_mib ? nlohmann::json(*run.peak_gpu_mem_mib) : nlohmann::json(nullptr)},
+      {"preempted_by", run.preempted_by ? nlohmann::json(run.preempted_by) : nlohmann::json(nullptr)},
+      {"preempt_deadline", time_or_null(run.preempt_deadline_ms)},
   };
   return j;
 }
@@ -77,6 +82,9 @@ nlohmann::json job_to_json(const Job& job) {
       {"not_before", time_or_null(job.spec.not_before_ms)},
       {"retry_at", time_or_null(job.retry_at_ms)},
       {"source", job.spec.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.source)},
+      {"preempt", to_string(job.spec.preempt)},
+      {"restart_within_ms", job.spec.restart_within_ms ? nlohmann::json(job.spec.restart_within_ms)
+                                                        : nlohmann::json(nullptr)},
   };
 }
 

@@ -10,11 +10,15 @@
 namespace gpuq {
 
 // {"number","gpus":[indices or names],"started_at","ended_at","exit_code","signal","outcome",
-//  "duration_ms"}; absent values are null.
+//  "verified","started_at_ms","ended_at_ms","run_id","peak_gpu_mem_mib","preempted_by",
+//  "preempt_deadline"}; absent values are null (`preempted_by` is null when no job preempts
+//  or preempted the run, `peak_gpu_mem_mib` when the probe saw none).
 nlohmann::json run_to_json(const Run& run);
 
 // {"id","name","state","priority","gpus_requested","reason","submitted_at","finished_at",
-//  "command","cwd","runs":[...]}; `name` is null when the job has none.
+//  "command","cwd","runs":[...],...,"preempt","restart_within_ms"}; `name` is null when the
+//  job has none; `preempt` is "never", "yield" or "restart"; `restart_within_ms` is null when
+//  unset. The API may add fields it alone knows, such as "gpu_mem_learned".
 nlohmann::json job_to_json(const Job& job);
 
 }  // namespace gpuq

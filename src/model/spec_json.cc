@@ -18,7 +18,7 @@ const std::set<std::string>& known_fields() {
       "deps",     "done_if",   "lane",        "lanes",       "retries",      "retry_delay",
       "retry_delay_ms", "timeout", "timeout_ms", "est",      "est_ms",       "gpu_mem",
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
-      "outputs",  "source"};
+      "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms"};
   return fields;
 }
 
@@ -162,6 +162,28 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
   return ok();
 }
 
+// `preempt` and `restart_within`: the second only means something for restartable jobs, so
+// it is refused anywhere else rather than silently ignored.
+Status read_preemption(const Reader& r, const json& body, JobSpec& spec) {
+  if (body.contains("preempt")) {
+    if (!body["preempt"].is_string()) {
+      return r.error("field 'preempt' must be \"yield\", \"restart\" or \"never\"");
+    }
+    auto mode = parse_preempt_mode(body["preempt"].get<std::string>());
+    if (!mode) return r.error(mode.error().message);
+    spec.preempt = *mode;
+  }
+  GPUQ_TRY(r.duration("restart_within", spec.restart_within_ms));
+  bool within = body.contains("restart_within") || body.contains("restart_within_ms");
+  if (within && spec.preempt != PreemptMode::kRestart) {
+    return r.error(fmt::format(
+        "'restart_within' applies only to \"preempt\": \"restart\" (this job's mode is {}); "
+        "add \"preempt\": \"restart\" or remove it",
+        to_string(spec.preempt)));
+  }
+  return ok();
+}
+
 }  // namespace
 
 Result<JobSpec> spec_from_json(const json& body) {
@@ -230,6 +252,7 @@ Result<JobSpec> spec_from_json(const json& body) {
   GPUQ_TRY(r.integer("not_before_ms", spec.not_before_ms, 0, INT64_MAX / 4));
   GPUQ_TRY(r.boolean("hold", spec.hold));
   GPUQ_TRY(r.string("reservation", spec.reservation));
+  GPUQ_TRY(read_preemption(r, body, spec));
   GPUQ_TRY(r.strings("inputs", spec.inputs));
   GPUQ_TRY(r.strings("outputs", spec.outputs));
   GPUQ_TRY(r.string("source", spec.source));
@@ -264,6 +287,9 @@ json spec_to_json(const JobSpec& spec) {
   if (spec.not_before_ms) j["not_before_ms"] = spec.not_before_ms;
   if (spec.hold) j["hold"] = true;
   if (!spec.reservation.empty()) j["reservation"] = spec.reservation;
+  // Defaults are left out, so specs stored before preemption existed read the same.
+  if (spec.preempt != PreemptMode::kNever) j["preempt"] = to_string(spec.preempt);
+  if (spec.restart_within_ms) j["restart_within_ms"] = spec.restart_within_ms;
   if (!spec.inputs.empty()) j["inputs"] = spec.inputs;
   if (!spec.outputs.empty()) j["outputs"] = spec.outputs;
   if (!spec.source.empty()) j["source"] = spec.source;

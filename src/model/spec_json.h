@@ -13,11 +13,14 @@ namespace gpuq {
 
 // Accepts the request form (durations as "2h" or *_ms integers, `after`/`after_any`/
 // `after_notok`/`requires`/`wait_file` lists, `lane` or `lanes`, `not_before` as RFC 3339 or
-// epoch ms) and the stored form (`deps` objects). Checks types and ranges only; whether a
-// dependency or lane exists is for the daemon to decide.
+// epoch ms) and the stored form (`deps` objects). `preempt` is "yield", "restart" or "never"
+// (absent: never, as in specs stored before preemption existed); `restart_within` (or
+// `restart_within_ms`) is refused unless `preempt` is "restart". Checks types and ranges only;
+// whether a dependency or lane exists is for the daemon to decide.
 Result<JobSpec> spec_from_json(const nlohmann::json& body);
 
-// The stored form; spec_from_json(spec_to_json(s)) == s.
+// The stored form; spec_from_json(spec_to_json(s)) == s. Default values are left out
+// (`preempt` only when not never, `restart_within_ms` only when set).
 nlohmann::json spec_to_json(const JobSpec& spec);
 
 }  // namespace gpuq

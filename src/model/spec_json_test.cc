@@ -107,3 +107,108 @@ TEST(SpecJson, ErrorsNameTheSource) {
 
 }  // namespace
 }  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+TEST(SpecJson, PreemptionFields) {
+  auto yield = spec_from_json(json::parse(R"({"argv": ["x"], "preempt": "yield"})"));
+  ASSERT_TRUE(yield) << yield.error().message;
+  EXPECT_EQ(yield->preempt, PreemptMode::kYield);
+  EXPECT_EQ(yield->restart_within_ms, 0);
+
+  auto never = spec_from_json(json::parse(R"({"argv": ["x"], "preempt": "never"})"));
+  ASSERT_TRUE(never) << never.error().message;
+  EXPECT_EQ(never->preempt, PreemptMode::kNever);
+
+  auto within = spec_from_json(
+      json::parse(R"({"argv": ["x"], "preempt": "restart", "restart_within": "30m"})"));
+  ASSERT_TRUE(within) << within.error().message;
+  EXPECT_EQ(within->preempt, PreemptMode::kRestart);
+  EXPECT_EQ(within->restart_within_ms, 30 * 60'000);
+
+  auto ms = spec_from_json(
+      json::parse(R"({"argv": ["x"], "preempt": "restart", "restart_within_ms": 5000})"));
+  ASSERT_TRUE(ms) << ms.error().message;
+  EXPECT_EQ(ms->restart_within_ms, 5000);
+
+  auto always = spec_from_json(json::parse(R"({"argv": ["x"], "preempt": "restart"})"));
+  ASSERT_TRUE(always) << always.error().message;
+  EXPECT_EQ(always->restart_within_ms, 0);
+}
+
+TEST(SpecJson, PreemptionErrors) {
+  struct Case { const char* body; const char* message; };
+  for (Case c : {
+           Case{R"({"argv":["x"],"preempt":"sometimes"})",
+                "bad preempt mode 'sometimes': use yield (the job saves its state and exits 75), "
+                "restart (killed and rerun) or never"},
+           Case{R"({"argv":["x"],"preempt":true})",
+                "field 'preempt' must be \"yield\", \"restart\" or \"never\""},
+           Case{R"({"argv":["x"],"preempt":"Yield"})", "bad preempt mode 'Yield'"},
+           Case{R"({"argv":["x"],"restart_within":"30m"})",
+                "'restart_within' applies only to \"preempt\": \"restart\" (this job's mode is "
+                "never); add \"preempt\": \"restart\" or remove it"},
+           Case{R"({"argv":["x"],"preempt":"yield","restart_within":"30m"})",
+                "(this job's mode is yield)"},
+           Case{R"({"argv":["x"],"preempt":"never","restart_within_ms":1000})",
+                "'restart_within' applies only to"},
+           Case{R"({"argv":["x"],"preempt":"restart","restart_within":"soon"})",
+                "field 'restart_within': bad duration 'soon'"},
+           Case{R"({"argv":["x"],"preempt":"restart","restart_within":30})",
+                "field 'restart_within' must be a duration such as \"2h\""},
+           Case{R"({"argv":["x"],"preempt":"restart","restart_within_ms":-1})",
+                "field 'restart_within_ms' is -1; it must be between 0 and"},
+           Case{R"({"argv":["x"],"preempt":"restart","restart_within":"1h","restart_within_ms":1})",
+                "give 'restart_within' or 'restart_within_ms', not both"},
+       }) {
+    auto spec = spec_from_json(json::parse(c.body));
+    ASSERT_FALSE(spec) << c.body;
+    EXPECT_NE(spec.error().message.find(c.message), std::string::npos)
+        << c.body << " -> " << spec.error().message;
+  }
+  auto located = spec_from_json(
+      json::parse(R"({"argv":["x"],"restart_within":"1h","source":"plan.json:3"})"));
+  ASSERT_FALSE(located);
+  EXPECT_EQ(located.error().message.rfind("plan.json:3: 'restart_within' applies only", 0), 0u)
+      << located.error().message;
+}
+
+TEST(SpecJson, PreemptionStoredForm) {
+  JobSpec spec;
+  spec.argv = {"x"};
+  spec.cwd = "/w";
+  json plain = spec_to_json(spec);
+  EXPECT_FALSE(plain.contains("preempt")) << plain;  // the default is left out
+  EXPECT_FALSE(plain.contains("restart_within_ms")) << plain;
+
+  spec.preempt = PreemptMode::kRestart;
+  spec.restart_within_ms = 1'800'000;
+  json stored = spec_to_json(spec);
+  EXPECT_EQ(stored["preempt"], "restart");
+  EXPECT_EQ(stored["restart_within_ms"], 1'800'000);
+  auto again = spec_from_json(stored);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->preempt, PreemptMode::kRestart);
+  EXPECT_EQ(again->restart_within_ms, 1'800'000);
+  EXPECT_TRUE(same_work(spec, *again));
+
+  spec.preempt = PreemptMode::kYield;
+  spec.restart_within_ms = 0;
+  EXPECT_EQ(spec_to_json(spec)["preempt"], "yield");
+  EXPECT_FALSE(same_work(spec, *again));  // a different mode is a different job
+}
+
+TEST(SpecJson, SpecsStoredBeforePreemptionReadAsNever) {
+  // A spec as the store kept it before the preemption fields existed.
+  auto old = spec_from_json(json::parse(R"({
+    "gpus": 1, "priority": 50, "cwd": "/w", "env": {}, "name": "train",
+    "script": {"name": "t.sh", "text": "echo\n", "args": []}, "retries": 1,
+    "timeout_ms": 3600000, "source": "plan.json:2"})"));
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->preempt, PreemptMode::kNever);
+  EXPECT_EQ(old->restart_within_ms, 0);
+}
+
+}  // namespace
+}  // namespace gpuq

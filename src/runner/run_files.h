@@ -28,7 +28,8 @@ struct ExitRecord {
   std::optional<int> signal;      // set when it was killed by a signal
   int64_t started_at_ms = 0;
   int64_t ended_at_ms = 0;
-  bool stop_requested = false;    // the shim was asked to stop the run (cancel, timeout)
+  bool stop_requested = false;    // the shim was asked to stop the run (cancel, timeout,
+                                  // preemption) while the job's main process still ran
   int leftovers_killed = 0;       // processes still in the group after the main one exited
   int job_pid = 0;                // the job's main process, also its process group id
   std::string error;              // why the job could not be started, if it could not

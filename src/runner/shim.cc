@@ -176,8 +176,13 @@ class Shim {
       if (ready > 0) {
         signalfd_siginfo info{};
         if (::read(signal_fd_, &info, sizeof info) == sizeof info &&
-            info.ssi_signo != SIGCHLD && !record_.stop_requested) {
-          record_.stop_requested = true;
+            info.ssi_signo != SIGCHLD && !stop_signalled_) {
+          stop_signalled_ = true;
+          // A job that exited by itself before the stop arrived keeps its own status: the
+          // daemon tells "stopped" from "exited" by this flag (a natural exit racing a
+          // preemption is not a preemption).
+          reap(child);
+          record_.stop_requested = !leader_done_;
           signal_group(SIGTERM);
           signal_group(SIGCONT);
           kill_at = wall_now_ms() + spec_.kill_grace_ms;
@@ -202,6 +207,7 @@ class Shim {
   int signal_fd_ = -1;
   pid_t pgid_ = 0;
   bool leader_done_ = false;
+  bool stop_signalled_ = false;
 };
 
 }  // namespace

@@ -84,6 +84,24 @@ TEST_F(ShimTest, StopRequestTerminatesTheRun) {
   EXPECT_FALSE(record->exit_code);
 }
 
+TEST_F(ShimTest, AStopAfterTheJobExitedKeepsItsOwnStatus) {
+  // The job exits 0 but leaves a child that ignores SIGTERM, so the shim is still emptying the
+  // group when the stop arrives: the exit came first and must stay a natural one.
+  auto shim = start({"sh", "-c", "(trap '' TERM; exec sleep 300) & touch ready; exit 0"}, 1000);
+  ASSERT_TRUE(shim.release());
+  for (int i = 0; i < 500 && !std::filesystem::exists(dir_ + "/ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(shim.pid(), SIGTERM);
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_FALSE(record->stop_requested);
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_GE(record->leftovers_killed, 1);
+}
+
 TEST_F(ShimTest, EscalatesToSigkillAfterTheGrace) {
   auto shim = start({"sh", "-c", "trap '' TERM; echo ready > ready; while :; do sleep 0.05; done"},
                     200);

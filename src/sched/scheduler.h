@@ -28,6 +28,9 @@
 //  as "any moment now"); 0 = unknown, held forever. A GPU, sharer or lane unit that the
 //  snapshot marks busy without a RunningJob naming it is held forever too. A job started now
 //  holds its resources for estimate_ms, else timeout_ms, else forever ("unknown duration").
+//  The daemon sets expected_end_ms of a run being preempted (preempted_by != 0) to its stop
+//  deadline, so the GPUs it frees are seen as freeing soon (preemption.h plans which runs to
+//  preempt; schedule() itself reads none of RunningJob's preemption fields).
 //
 //  Policy::kBackfill (default): conservative backfill over a time profile. Jobs are taken in
 //  order; each either starts now or, if it cannot, gets a reservation: the earliest time t
@@ -80,6 +83,8 @@
 #include <string>
 #include <vector>
 
+#include "model/job.h"
+
 namespace gpuq::sched {
 
 enum class Policy { kFifo, kPriority, kBackfill };
@@ -108,6 +113,12 @@ struct RunningJob {
   int64_t expected_end_ms = 0;         // start + estimate (or timeout); 0 when unknown
   bool share = false;
   int64_t gpu_mem_mib = 0;
+  // Preemption (read by plan_preemptions() in preemption.h; schedule() ignores them).
+  int priority = 50;                          // lower is better
+  PreemptMode preempt = PreemptMode::kNever;  // from model/job.h
+  int64_t started_at_ms = 0;
+  int64_t restart_within_ms = 0;  // kRestart: only while now - started < this; 0 = always
+  int64_t preempted_by = 0;       // != 0: a preemption of this run is in flight for that job
 };
 
 struct PendingJob {

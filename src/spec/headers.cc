@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 
 #include "base/duration.h"
 #include "base/time.h"
@@ -26,6 +27,7 @@ enum class Kind {
   kDuration,     // "3h", kept as a string
   kBool,         // bare key = true
   kTime,         // RFC 3339 (kept as a string) or epoch milliseconds
+  kPreempt,      // yield | restart | never
   kUnsupported,  // a key of the design that this gpuq cannot honour yet
 };
 
@@ -57,8 +59,8 @@ const std::vector<Key>& keys() {
       {"share", "share", Kind::kBool},
       {"not-before", "not_before", Kind::kTime},
       {"hold", "hold", Kind::kBool},
-      {"preempt", "preempt", Kind::kUnsupported},
-      {"restart-within", "restart_within", Kind::kUnsupported},
+      {"preempt", "preempt", Kind::kPreempt},
+      {"restart-within", "restart_within", Kind::kDuration},
       {"quiet", "quiet", Kind::kUnsupported},
   };
   return table;
@@ -214,7 +216,10 @@ class HeaderReader {
                    fmt::format("'{}' has an empty value; write it as {}", key.flag, example(key)));
     }
     auto parsed = parse_value(key, bare, value, form);
-    if (!parsed) return error(line, parsed.error().message);
+    if (!parsed) {
+      rejected_.insert(key.field);
+      return error(line, parsed.error().message);
+    }
     if (is_list) {
       if (!fields.contains(key.field)) fields[key.field] = json::array();
       for (auto& item : *parsed) {
@@ -226,6 +231,9 @@ class HeaderReader {
     }
     lines.emplace(key.field, line);
   }
+
+  // Whether a directive for `field` was written but refused (its error is already reported).
+  bool rejected(const std::string& field) const { return rejected_.count(field) > 0; }
 
  private:
   static std::string example(const Key& key) {
@@ -240,6 +248,8 @@ class HeaderReader {
         return key.flag;
       case Kind::kTime:
         return "not-before=2026-11-29T10:00:00Z";
+      case Kind::kPreempt:
+        return "preempt=yield (or restart, or never)";
       case Kind::kList:
       case Kind::kCommaList:
       case Kind::kString:
@@ -305,6 +315,10 @@ class HeaderReader {
           return bad(fmt::format("{}{}: {}", form, value, t.error().message));
         return json(value);
       }
+      case Kind::kPreempt:
+        if (auto mode = parse_preempt_mode(value); !mode)
+          return bad(fmt::format("{}{}: {}", form, value, mode.error().message));
+        return json(value);
       case Kind::kUnsupported:
         break;
     }
@@ -320,6 +334,7 @@ class HeaderReader {
 
   std::string file_;
   HeaderScan& scan_;
+  std::set<std::string> rejected_;
 };
 
 constexpr const char* kCompatKeys[] = {"LANE", "REQUIRES", "DONE_IF", "RETRIES"};
@@ -404,6 +419,19 @@ void read_in_out_line(HeaderReader& reader, HeaderScan& scan, std::string_view b
   scan.headers.item_lines[field].push_back(line);
 }
 
+// restart-within= limits when a restart may happen, so it means nothing without
+// preempt=restart; a header block must say both, as a submit request must.
+void check_preemption(HeaderReader& reader, const HeaderScan& scan) {
+  const json& fields = scan.headers.fields;
+  if (!fields.contains("restart_within") || reader.rejected("preempt")) return;
+  std::string mode = fields.value("preempt", std::string("never"));
+  if (mode == "restart") return;
+  reader.error(scan.headers.lines.at("restart_within"),
+               fmt::format("restart-within= applies only to preempt=restart (this script's mode "
+                           "is {}); add preempt=restart or remove restart-within=",
+                           mode));
+}
+
 }  // namespace
 
 std::string known_header_keys() {
@@ -473,6 +501,7 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
         break;
     }
   }
+  check_preemption(reader, scan);
   return scan;
 }
 

@@ -134,7 +134,7 @@ TEST(Headers, Errors) {
             "gpus, priority, "
             "after, after-any, after-notok, requires, done-if, wait-file, lane, retries, "
             "retry-delay, timeout, "
-            "est, gpu-mem, share, not-before, hold");
+            "est, gpu-mem, share, not-before, hold, preempt, restart-within");
   EXPECT_EQ(error_of("#gpuq gpus=two\n"),
             "job.sh:1: gpus=two is not a whole number; write it as gpus=2");
   EXPECT_EQ(error_of("#gpuq gpus=-1\n"),
@@ -156,11 +156,6 @@ TEST(Headers, Errors) {
             "job.sh:2: gpuq directive below the header block");
   EXPECT_EQ(error_of("set -e\n# gpuq-out: x\n").substr(0, 47),
             "job.sh:2: gpuq directive below the header block");
-  EXPECT_EQ(error_of("#gpuq preempt=yield\n"),
-            "job.sh:1: preempt= is not supported by this gpuq yet; remove it (the job would run "
-            "without it)");
-  EXPECT_EQ(error_of("#gpuq restart-within=1h\n").substr(0, 50),
-            "job.sh:1: restart-within= is not supported by this");
   EXPECT_EQ(error_of("#gpuq quiet=30m\n").substr(0, 40),
             "job.sh:1: quiet= is not supported by thi");
   EXPECT_EQ(error_of("#gpuq gpus=1\n# RETRIES=1\n#gpuq gpus=2\n"),
@@ -189,6 +184,50 @@ TEST(Headers, Errors) {
             "job.sh:1: unknown gpuq directive '#gpuq-output: x'; use '#gpuq key=value', '# "
             "gpuq-in: PATH' or "
             "'# gpuq-out: PATH'");
+}
+
+TEST(Headers, Preemption) {
+  EXPECT_EQ(fields_of("#!/bin/bash\n#gpuq preempt=yield\necho\n"),
+            json::parse(R"({"preempt": "yield"})"));
+  EXPECT_EQ(fields_of("#gpuq preempt=never\n"), json::parse(R"({"preempt": "never"})"));
+  EXPECT_EQ(fields_of("#gpuq preempt=restart restart_within=30m\n"),
+            json::parse(R"({"preempt": "restart", "restart_within": "30m"})"));
+  // Either order and either spelling, over several lines.
+  auto parsed = parse_script_headers("job.sh",
+                                     "#!/bin/bash\n"
+                                     "#gpuq restart-within=2h\n"
+                                     "#gpuq gpus=1 preempt=restart\n"
+                                     "run\n");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->fields["restart_within"], "2h");
+  EXPECT_EQ(parsed->lines.at("restart_within"), 2);
+  EXPECT_EQ(parsed->lines.at("preempt"), 3);
+  // A python script's header lines are comments in python too.
+  EXPECT_EQ(fields_of("#!/usr/bin/env python3\n#gpuq preempt=yield gpus=1\nimport os\n"),
+            json::parse(R"({"preempt": "yield", "gpus": 1})"));
+}
+
+TEST(Headers, PreemptionErrors) {
+  EXPECT_EQ(error_of("#gpuq preempt=sometimes\n"),
+            "job.sh:1: preempt=sometimes: bad preempt mode 'sometimes': use yield (the job saves "
+            "its state and exits 75), restart (killed and rerun) or never");
+  EXPECT_EQ(error_of("#gpuq preempt\n"),
+            "job.sh:1: 'preempt' needs a value, as in preempt=yield (or restart, or never)");
+  EXPECT_EQ(error_of("#gpuq preempt=yield\n#gpuq preempt=restart\n"),
+            "job.sh:2: 'preempt' is already set at line 1; set it once");
+  EXPECT_EQ(error_of("#gpuq preempt=restart restart-within=soon\n"),
+            "job.sh:1: restart-within=bad duration 'soon': expected a number; use forms like "
+            "250ms, 45s, 3m12s, 2h30m, 1d or a number of seconds");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq restart_within=30m\n"),
+            "job.sh:2: restart-within= applies only to preempt=restart (this script's mode is "
+            "never); add preempt=restart or remove restart-within=");
+  EXPECT_EQ(error_of("#gpuq preempt=yield\n#gpuq restart-within=30m\n"),
+            "job.sh:2: restart-within= applies only to preempt=restart (this script's mode is "
+            "yield); add preempt=restart or remove restart-within=");
+  // A bad mode is reported once, not again as a mismatch with restart-within=.
+  HeaderScan scan = scan_script_headers("job.sh", "#gpuq preempt=later restart-within=1h\n");
+  ASSERT_EQ(scan.errors.size(), 1u);
+  EXPECT_EQ(scan.errors[0].message.substr(0, 15), "preempt=later: ");
 }
 
 TEST(Headers, RefusesEmptyAndBinaryScripts) {

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "spec/headers.h"
+#include "spec/script.h"
+
 namespace gpuq::spec {
 namespace {
 
@@ -86,7 +89,7 @@ TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
                 "name, gpus, "
                 "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
                 "retries, retry-delay, "
-                "timeout, est, gpu-mem, share, not-before, hold",
+                "timeout, est, gpu-mem, share, not-before, hold, preempt, restart-within",
                 "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
                 "h.sh:4: error: gpuq directive below the header block (the first command is at "
                 "line 3); gpuq reads "
@@ -96,6 +99,36 @@ TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
                 "the current "
                 "directory)",
             }));
+}
+
+TEST_F(LintFiles, PreemptionKeys) {
+  write("yield.sh", "#!/bin/bash\n#gpuq gpus=1 preempt=yield\necho\n");
+  write("restart.py", "#!/usr/bin/env python3\n#gpuq preempt=restart restart_within=30m\npass\n");
+  write("within.sh", "#!/bin/bash\n#gpuq restart-within=30m\necho\n");
+  write("plan.json", R"({"jobs": [
+  {"id": "a", "script": "yield.sh"},
+  {"id": "b", "command": ["true"], "preempt": "restart", "restart_within": "1h"},
+  {"id": "c", "command": ["true"], "preempt": "sometimes"}]})");
+  EXPECT_EQ(lint({"yield.sh", "restart.py", "within.sh", "plan.json"}),
+            (std::vector<std::string>{
+                "plan.json:4: error: job 'c': bad preempt mode 'sometimes': use yield (the job "
+                "saves its state and exits 75), restart (killed and rerun) or never",
+                "within.sh:2: error: restart-within= applies only to preempt=restart (this "
+                "script's mode is never); add preempt=restart or remove restart-within=",
+            }));
+}
+
+// The checkpoint examples of docs/jobs.md are real jobs: their headers and syntax must pass.
+TEST(LintExamples, CheckpointExamplesAreClean) {
+  for (const char* name : {"count.sh", "count.py"}) {
+    std::string path = std::string(GPUQ_SOURCE_DIR) + "/examples/checkpoint/" + name;
+    EXPECT_EQ(lint_files({path}, LintOptions{}).size(), 0u) << path;
+    auto text = read_script(path);
+    ASSERT_TRUE(text) << text.error().message;
+    auto headers = parse_script_headers(path, *text);
+    ASSERT_TRUE(headers) << headers.error().message;
+    EXPECT_EQ(headers->fields.value("preempt", ""), "yield") << path;
+  }
 }
 
 TEST_F(LintFiles, PlanFindingsIncludeItsScriptsAndGpuCounts) {

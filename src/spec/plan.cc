@@ -37,7 +37,8 @@ const std::vector<std::set<std::string>> kSameSetting = {{"lane", "lanes"},
                                                          {"est", "est_ms"},
                                                          {"timeout", "timeout_ms"},
                                                          {"retry_delay", "retry_delay_ms"},
-                                                         {"not_before", "not_before_ms"}};
+                                                         {"not_before", "not_before_ms"},
+                                                         {"restart_within", "restart_within_ms"}};
 
 std::set<std::string> spellings(const std::string& key) {
   for (const auto& family : kSameSetting) {

@@ -267,6 +267,71 @@ TEST_F(PlanFiles, CheckPlanReportsEveryError) {
   EXPECT_EQ(all[4].substr(0, 37), "plan.json:5: error: job has no \"id\"; ");
 }
 
+TEST_F(PlanFiles, PreemptionInBothForms) {
+  write("count.sh", "#!/bin/bash\n#gpuq preempt=yield\necho\n");
+  write("again.sh", "#!/bin/bash\n#gpuq preempt=restart restart-within=1h\necho\n");
+  Plan object = load(R"({"jobs": [
+    {"id": "a", "command": ["true"], "preempt": "restart", "restart_within": "30m"},
+    {"id": "b", "command": ["true"], "preempt": "yield"},
+    {"id": "c", "script": "count.sh"},
+    {"id": "d", "script": "again.sh", "restart_within": "10m"},
+    {"id": "e", "script": "again.sh", "restart_within_ms": 5000},
+    {"id": "f", "command": ["true"]}]})");
+  const json& jobs = object.request["jobs"];
+  EXPECT_EQ(jobs[0]["preempt"], "restart");
+  EXPECT_EQ(jobs[0]["restart_within"], "30m");
+  EXPECT_EQ(jobs[1]["preempt"], "yield");
+  EXPECT_EQ(jobs[2]["preempt"], "yield");  // from the script's header
+  EXPECT_EQ(jobs[3]["preempt"], "restart");
+  EXPECT_EQ(jobs[3]["restart_within"], "10m");  // the plan's value replaces the header's
+  EXPECT_FALSE(jobs[4].contains("restart_within"));  // either spelling replaces both
+  EXPECT_EQ(jobs[4]["restart_within_ms"], 5000);
+  EXPECT_FALSE(jobs[5].contains("preempt"));
+  for (const auto& job : jobs) {
+    auto spec = spec_from_json(job);
+    ASSERT_TRUE(spec) << spec.error().message;
+  }
+  EXPECT_EQ(spec_from_json(jobs[0])->restart_within_ms, 30 * 60'000);
+  EXPECT_EQ(spec_from_json(jobs[2])->preempt, PreemptMode::kYield);
+
+  Plan list = load(R"([
+    {"id": "x", "command": ["true"], "preempt": "restart", "restart_within": "2h"},
+    {"id": "y", "script": "count.sh", "preempt": "never"}])");
+  EXPECT_EQ(list.request["jobs"][0]["preempt"], "restart");
+  EXPECT_EQ(list.request["jobs"][0]["restart_within"], "2h");
+  EXPECT_EQ(list.request["jobs"][1]["preempt"], "never");  // the plan overrides the header
+}
+
+TEST_F(PlanFiles, PreemptionErrors) {
+  EXPECT_EQ(error_of("[\n {\"id\": \"a\", \"command\": [\"true\"], \"preempt\": \"later\"}]"),
+            "plan.json:2: job 'a': bad preempt mode 'later': use yield (the job saves its state "
+            "and exits 75), restart (killed and rerun) or never");
+  EXPECT_EQ(error_of(R"([{"id": "a", "command": ["true"], "preempt": 1}])"),
+            "plan.json:1: job 'a': field 'preempt' must be \"yield\", \"restart\" or \"never\"");
+  EXPECT_EQ(error_of(R"([{"id": "a", "command": ["true"], "restart_within": "30m"}])"),
+            "plan.json:1: job 'a': 'restart_within' applies only to \"preempt\": \"restart\" "
+            "(this job's mode is never); add \"preempt\": \"restart\" or remove it");
+  EXPECT_EQ(error_of(R"({"jobs": [
+    {"id": "a", "command": ["true"], "preempt": "yield", "restart_within": "30m"}]})"),
+            "plan.json:2: job 'a': 'restart_within' applies only to \"preempt\": \"restart\" "
+            "(this job's mode is yield); add \"preempt\": \"restart\" or remove it");
+  EXPECT_EQ(
+      error_of(
+          R"([{"id": "a", "command": ["true"], "preempt": "restart", "restart_within": "soon"}])")
+          .substr(0, 65),
+      "plan.json:1: job 'a': field 'restart_within': bad duration 'soon'");
+  // A header's restart-within= without its preempt=restart is the script's error.
+  write("within.sh", "#!/bin/bash\n#gpuq restart-within=1h\necho\n");
+  EXPECT_EQ(error_of(R"([{"id": "a", "script": "within.sh", "preempt": "restart"}])"),
+            "within.sh:2: restart-within= applies only to preempt=restart (this script's mode is "
+            "never); add preempt=restart or remove restart-within=");
+  // The plan's mode replaces the header's, and the header's limit no longer fits it.
+  write("again.sh", "#!/bin/bash\n#gpuq preempt=restart restart-within=1h\necho\n");
+  EXPECT_EQ(error_of(R"([{"id": "a", "script": "again.sh", "preempt": "yield"}])"),
+            "plan.json:1: job 'a': 'restart_within' applies only to \"preempt\": \"restart\" "
+            "(this job's mode is yield); add \"preempt\": \"restart\" or remove it");
+}
+
 TEST(JsonLines, FindsTheLineOfEachValue) {
   const std::string text =
       "{\"jobs\": [\n"

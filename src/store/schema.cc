@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -80,6 +80,19 @@ CREATE TABLE reservations (
     // 3: `gpuq retry` starts a fresh retry budget: only runs after this number count.
     R"sql(
 ALTER TABLE jobs ADD COLUMN retry_base INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 4: GPU truth: each run's cleanup marker and cleanup state, its peak GPU memory and the
+    // job name it ran under (learned footprints), and preemptions in flight.
+    R"sql(
+ALTER TABLE runs ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN job_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN peak_gpu_mem_mib INTEGER CHECK (peak_gpu_mem_mib >= 0);
+ALTER TABLE runs ADD COLUMN preempted_by INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN preempt_deadline INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cleanup TEXT NOT NULL DEFAULT 'done'
+  CHECK (cleanup IN ('pending','done','attention','released'));
+CREATE INDEX runs_cleanup ON runs(cleanup) WHERE cleanup IN ('pending','attention');
+CREATE INDEX runs_by_name ON runs(job_name) WHERE job_name != '' AND outcome = 'succeeded';
 )sql",
 };
 

@@ -15,7 +15,8 @@ constexpr const char* kJobColumns =
     "lost_count, retry_at, retry_base";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
-    "exit_code, signal, outcome, run_dir, stop_reason, verified";
+    "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
+    "preempted_by, preempt_deadline";
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -58,6 +59,10 @@ Result<Run> run_from_row(const Statement& row) {
   run.run_dir = row.text(12);
   run.stop_reason = row.text(13);
   if (!row.is_null(14)) run.verified = row.int64(14) != 0;
+  run.run_id = row.text(15);
+  if (!row.is_null(16)) run.peak_gpu_mem_mib = row.int64(16);
+  run.preempted_by = row.int64(17);
+  run.preempt_deadline_ms = row.int64(18);
   return run;
 }
 
@@ -76,6 +81,16 @@ Result<std::vector<T>> collect(Statement& stmt, Fn&& from_row) {
 }
 
 }  // namespace
+
+std::string_view to_string(CleanupState state) {
+  switch (state) {
+    case CleanupState::kPending: return "pending";
+    case CleanupState::kAttention: return "attention";
+    case CleanupState::kReleased: return "released";
+    case CleanupState::kDone: break;
+  }
+  return "done";
+}
 
 Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_only) {
   auto db = Database::open(path, read_only);
@@ -123,10 +138,11 @@ Status Store::set_lost_count(int64_t job_id, int lost_count) {
   return stmt->bind(1, lost_count).bind(2, job_id).run();
 }
 
-Result<int64_t> Store::insert_run(const Run& run) {
+Result<int64_t> Store::insert_run(const Run& run, const std::string& job_name) {
   auto stmt = db_->prepare(
       "INSERT INTO runs(job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, "
-      "started_at, outcome, run_dir) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+      "started_at, outcome, run_dir, run_id, job_name, cleanup) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 'pending')");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, run.job_id)
       .bind(2, run.number)
@@ -135,7 +151,9 @@ Result<int64_t> Store::insert_run(const Run& run) {
       .bind(5, run.shim_pid)
       .bind(6, static_cast<int64_t>(run.shim_start_ticks))
       .bind(7, run.started_at_ms)
-      .bind(8, run.run_dir);
+      .bind(8, run.run_dir)
+      .bind(9, run.run_id)
+      .bind(10, job_name);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }
@@ -214,6 +232,45 @@ Result<std::vector<Store::ReservationRow>> Store::reservations() {
   return collect<ReservationRow>(*stmt, [](const Statement& row) -> Result<ReservationRow> {
     return ReservationRow{row.text(0), decode_ints(row.text(1))};
   });
+}
+
+Status Store::set_preemption(int64_t run_id, int64_t by, int64_t deadline_ms) {
+  auto stmt = db_->prepare("UPDATE runs SET preempted_by = ?, preempt_deadline = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, by).bind(2, deadline_ms).bind(3, run_id).run();
+}
+
+Status Store::set_peak_gpu_mem(int64_t run_id, int64_t mib) {
+  auto stmt = db_->prepare("UPDATE runs SET peak_gpu_mem_mib = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, mib).bind(2, run_id).run();
+}
+
+Status Store::set_cleanup(int64_t run_id, CleanupState state) {
+  auto stmt = db_->prepare("UPDATE runs SET cleanup = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, std::string(to_string(state))).bind(2, run_id).run();
+}
+
+Result<std::vector<Run>> Store::runs_in_cleanup(CleanupState state) {
+  auto stmt = db_->prepare(fmt::format(
+      "SELECT {} FROM runs WHERE cleanup = ? AND outcome != 'running' ORDER BY id", kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, std::string(to_string(state)));
+  return collect<Run>(*stmt, run_from_row);
+}
+
+Result<std::optional<Store::Footprint>> Store::learned_footprint(const std::string& job_name) {
+  auto stmt = db_->prepare(
+      "SELECT MAX(peak_gpu_mem_mib), COUNT(*) FROM (SELECT peak_gpu_mem_mib FROM runs "
+      "WHERE job_name = ? AND job_name != '' AND outcome = 'succeeded' AND "
+      "peak_gpu_mem_mib IS NOT NULL ORDER BY ended_at DESC, id DESC LIMIT 3)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, job_name);
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  if (stmt->is_null(0)) return std::optional<Footprint>();
+  return std::optional<Footprint>(Footprint{stmt->int64(0), static_cast<int>(stmt->int64(1))});
 }
 
 Status Store::set_stop_reason(int64_t run_id, const std::string& reason) {
@@ -340,6 +397,17 @@ Result<int> Store::last_run_number(int64_t job_id) {
   auto row = stmt->step();
   if (!row) return tl::unexpected(row.error());
   return static_cast<int>(stmt->int64(0));
+}
+
+Result<std::optional<Run>> Store::last_run(int64_t job_id) {
+  auto stmt = db_->prepare(
+      fmt::format("SELECT {} FROM runs WHERE job_id = ? ORDER BY number DESC LIMIT 1", kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, job_id);
+  auto runs = collect<Run>(*stmt, run_from_row);
+  if (!runs) return tl::unexpected(runs.error());
+  if (runs->empty()) return std::optional<Run>();
+  return std::optional<Run>(std::move(runs->front()));
 }
 
 Result<std::vector<Resource>> Store::resources() {

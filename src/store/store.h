@@ -25,6 +25,12 @@ struct QueuedJob {
   int gpus = 0;
 };
 
+// Where a finished run's cleanup stands (runs.cleanup): `pending` from its start until the
+// sweep for its marker is confirmed (`done`); `attention` when it could not be confirmed and
+// its GPUs wait for a person; `released` after `gpuq release --attention`.
+enum class CleanupState { kPending, kDone, kAttention, kReleased };
+std::string_view to_string(CleanupState state);
+
 class Store {
  public:
   // Opens the store at `path`; a writable open creates and migrates it.
@@ -46,7 +52,13 @@ class Store {
   Status clear_name(int64_t job_id);
   Status set_run_verified(int64_t run_id, bool verified);
   Status upsert_reservation(const std::string& name, const std::vector<int>& gpus);
-  Result<int64_t> insert_run(const Run& run);  // returns the run's row id
+  // Returns the run's row id; `job_name` is kept with the run for learned footprints.
+  Result<int64_t> insert_run(const Run& run, const std::string& job_name = "");
+  // A preemption of the run: requested by job `by` (0: none or withdrawn), with the yield
+  // deadline (0: none was asked).
+  Status set_preemption(int64_t run_id, int64_t by, int64_t deadline_ms);
+  Status set_peak_gpu_mem(int64_t run_id, int64_t mib);
+  Status set_cleanup(int64_t run_id, CleanupState state);
   Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
                     std::optional<int> signal, RunOutcome outcome);
   // Records why the daemon stopped a run ("cancel"), so a restart still knows.
@@ -62,8 +74,18 @@ class Store {
   Result<std::vector<Job>> list_jobs(bool active_only, bool with_runs);
   Result<std::vector<QueuedJob>> queued_jobs();  // state = pending
   Result<std::vector<Run>> running_runs();
+  // Finished runs whose cleanup is in `state` (pending or attention), oldest first.
+  Result<std::vector<Run>> runs_in_cleanup(CleanupState state);
+  // The footprint learned for a job name: the largest peak GPU memory of the last (up to 3)
+  // succeeded runs under that name; nullopt when none recorded a peak.
+  struct Footprint {
+    int64_t peak_mib = 0;
+    int runs = 0;
+  };
+  Result<std::optional<Footprint>> learned_footprint(const std::string& job_name);
   Result<std::vector<Run>> runs_of(int64_t job_id);
   Result<int> last_run_number(int64_t job_id);
+  Result<std::optional<Run>> last_run(int64_t job_id);
   Result<std::vector<Resource>> resources();
   Result<std::vector<Event>> events_after(int64_t seq, int limit);
   Result<int64_t> last_seq();

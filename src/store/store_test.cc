@@ -202,5 +202,59 @@ TEST_F(StoreTest, AVersionOneStoreIsMigratedKeepingItsJobs) {
   auto db = Database::open(path_, false);
   EXPECT_EQ(*schema_version(**db), current_schema_version());
 }
+
+TEST_F(StoreTest, RunsKeepTheirMarkerPeakPreemptionAndCleanupState) {
+  int64_t job_id = 0, first = 0, second = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(sample_job());
+    if (!inserted) return tl::unexpected(inserted.error());
+    job_id = *inserted;
+    gpuq::Run run;
+    run.job_id = job_id;
+    run.number = 1;
+    run.gpus = {"gpu0"};
+    run.started_at_ms = 1000;
+    run.run_dir = "/r1";
+    run.run_id = "1-1-abc";
+    auto id = store_->insert_run(run, "train");
+    if (!id) return tl::unexpected(id.error());
+    first = *id;
+    run.number = 2;
+    run.run_dir = "/r2";
+    run.run_id = "1-2-def";
+    id = store_->insert_run(run, "train");
+    if (!id) return tl::unexpected(id.error());
+    second = *id;
+    if (auto st = store_->set_preemption(first, 7, 12345); !st) return st;
+    if (auto st = store_->set_peak_gpu_mem(first, 900); !st) return st;
+    if (auto st = store_->set_peak_gpu_mem(second, 1200); !st) return st;
+    if (auto st = store_->finish_run(first, 2000, 75, std::nullopt, RunOutcome::kPreempted); !st) return st;
+    return store_->finish_run(second, 3000, 0, std::nullopt, RunOutcome::kSucceeded);
+  }));
+  auto runs = store_->runs_of(job_id);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].run_id, "1-1-abc");
+  EXPECT_EQ((*runs)[0].preempted_by, 7);
+  EXPECT_EQ((*runs)[0].preempt_deadline_ms, 12345);
+  EXPECT_EQ((*runs)[0].peak_gpu_mem_mib, 900);
+  // A new run needs its cleanup until the sweep confirms it.
+  auto pending = store_->runs_in_cleanup(CleanupState::kPending);
+  ASSERT_TRUE(pending);
+  EXPECT_EQ(pending->size(), 2u);
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    if (auto st = store_->set_cleanup(first, CleanupState::kDone); !st) return st;
+    return store_->set_cleanup(second, CleanupState::kAttention);
+  }));
+  EXPECT_TRUE(store_->runs_in_cleanup(CleanupState::kPending)->empty());
+  ASSERT_EQ(store_->runs_in_cleanup(CleanupState::kAttention)->size(), 1u);
+  // Only succeeded runs teach a footprint.
+  auto footprint = store_->learned_footprint("train");
+  ASSERT_TRUE(footprint && *footprint);
+  EXPECT_EQ((*footprint)->peak_mib, 1200);
+  EXPECT_EQ((*footprint)->runs, 1);
+  EXPECT_FALSE(*store_->learned_footprint("eval"));
+}
+
 }  // namespace
 }  // namespace gpuq::store

@@ -82,3 +82,20 @@ TEST(BadInput, ANameIsUniqueUnlessTheSpecIsTheSame) {
 
 }  // namespace
 }  // namespace gpuq::testing
+
+namespace gpuq::testing {
+namespace {
+
+TEST(BadInput, AHomeTooLongForAUnixSocketIsRefusedWithTheFix) {
+  Harness h("fake:1");
+  std::string home = h.work() + "/" + std::string(120, 'h');
+  auto r = os::run_command({GPUQ_BINARY, "--home", home, "daemon", "--gpus", "fake:1", "--detach"},
+                           Millis(30'000));
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->exit_code, 0);
+  EXPECT_NE(r->err.find("a unix socket path may have at most 107"), std::string::npos) << r->err;
+  EXPECT_NE(r->err.find("use a shorter --home"), std::string::npos) << r->err;
+}
+
+}  // namespace
+}  // namespace gpuq::testing

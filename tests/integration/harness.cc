@@ -51,7 +51,7 @@ Harness::~Harness() {
     if (environ.find(marker) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  fs::remove_all(root_, ec);
+  if (!getenv("GPUQ_KEEP_TEST_DIRS")) fs::remove_all(root_, ec);
 }
 
 int Harness::daemon_pid() const {

@@ -1,0 +1,162 @@
+// The Queue's side of cleanup after every run: a finished run's GPUs and lanes stay held until
+// the sweep for its marker (runner/cleaner.h) has seen two empty scans; a sweep that cannot be
+// confirmed puts its GPUs in attention until a person releases them.
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+
+namespace gpuq::daemon {
+namespace {
+
+nlohmann::json strays_json(const std::vector<runner::StrayProcess>& strays) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : strays) {
+    out.push_back({{"pid", p.pid}, {"command", p.cmdline}, {"user", p.user}});
+  }
+  return out;
+}
+
+}  // namespace
+
+void Queue::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks) {
+  for (int slot : cleaning.slots) health_[slot].cleaning = true;
+  runner::CleanupTarget target;
+  target.key = run_row;
+  target.run_id = cleaning.run_id;
+  target.started_ticks = started_ticks;
+  cleaning_[run_row] = std::move(cleaning);
+  if (target.run_id.empty()) {
+    // A run from before markers existed: nothing to sweep for.
+    runner::CleanupOutcome outcome;
+    outcome.key = run_row;
+    outcome.confirmed = true;
+    boost::asio::post(ioc_, [this, outcome] { on_cleanup(outcome); });
+    return;
+  }
+  cleaner_->add(std::move(target), [this](runner::CleanupOutcome outcome) {
+    boost::asio::post(ioc_, [this, outcome = std::move(outcome)] { on_cleanup(outcome); });
+  });
+}
+
+void Queue::on_cleanup(const runner::CleanupOutcome& outcome) {
+  auto it = cleaning_.find(outcome.key);
+  if (it == cleaning_.end() || stopping_) return;
+  Cleaning c = std::move(it->second);
+  cleaning_.erase(it);
+  int64_t now = wall_now_ms();
+  std::vector<std::string> gpus;
+  for (int slot : c.slots) gpus.push_back(inventory_.resources[slot].name);
+  auto committed = commit([&]() -> Status {
+    auto st = store_.set_cleanup(outcome.key, outcome.confirmed ? store::CleanupState::kDone
+                                                                 : store::CleanupState::kAttention);
+    if (!st) return st;
+    if (!outcome.killed.empty() || !outcome.confirmed) {
+      st = add_event("job.cleanup", c.job_id, c.run_number,
+                     {{"confirmed", outcome.confirmed},
+                      {"killed", strays_json(outcome.killed)},
+                      {"killed_total", outcome.killed_total},
+                      {"remaining", strays_json(outcome.remaining)},
+                      {"gpus", gpus},
+                      {"scans", outcome.scans}});
+      if (!st) return st;
+    }
+    if (outcome.confirmed) return ok();
+    for (const auto& gpu : gpus) {
+      st = add_event("resource.attention", c.job_id, c.run_number,
+                     {{"gpu", gpu},
+                      {"processes", strays_json(outcome.remaining)},
+                      {"why", fmt::format("cleanup after run {} of job {} could not be confirmed: "
+                                          "processes carrying its marker were still there at the cleanup limit",
+                                          c.run_number, c.job_id)},
+                      {"fix", fmt::format("check the processes, then: gpuq release --attention {}", gpu)}});
+      if (!st) return st;
+    }
+    return ok();
+  });
+  if (!committed) {
+    std::fprintf(stderr, "gpuq daemon: recording the cleanup of job %lld failed: %s\n",
+                 static_cast<long long>(c.job_id), committed.error().message.c_str());
+  }
+  free_slots(c.job_id, c.slots, c.lanes);
+  for (int slot : c.slots) {
+    health_[slot].cleaning = std::any_of(cleaning_.begin(), cleaning_.end(), [slot](const auto& entry) {
+      return std::find(entry.second.slots.begin(), entry.second.slots.end(), slot) != entry.second.slots.end();
+    });
+    if (!outcome.confirmed) {
+      health_[slot].attention = {{"since", format_rfc3339(now)},
+                                 {"job", c.job_id},
+                                 {"run", c.run_number},
+                                 {"processes", strays_json(outcome.remaining)},
+                                 {"why", "cleanup could not be confirmed"}};
+    }
+  }
+  request_pass();
+}
+
+int Queue::slot_named(const std::string& gpu) const {
+  for (size_t slot = 0; slot < inventory_.resources.size(); ++slot) {
+    const Resource& r = inventory_.resources[slot];
+    if (r.name == gpu || (r.index && std::to_string(*r.index) == gpu)) return static_cast<int>(slot);
+  }
+  return -1;
+}
+
+Result<nlohmann::json> Queue::release_attention(const std::string& gpu) {
+  int slot = slot_named(gpu);
+  if (slot < 0) {
+    std::string names;
+    for (const auto& r : inventory_.resources) names += (names.empty() ? "" : ", ") + r.name;
+    return fail(Code::kNotFound, fmt::format("no GPU '{}' here; the GPUs are: {}", gpu,
+                                             names.empty() ? "(none)" : names));
+  }
+  const std::string& name = inventory_.resources[slot].name;
+  if (health_[slot].attention.is_null()) {
+    return fail(Code::kConflict, fmt::format("{} is not in attention; nothing to release", name));
+  }
+  auto runs = store_.runs_in_cleanup(store::CleanupState::kAttention);
+  if (!runs) return tl::unexpected(runs.error());
+  nlohmann::json was = health_[slot].attention;
+  auto committed = commit([&]() -> Status {
+    for (const Run& run : *runs) {
+      if (std::find(run.gpus.begin(), run.gpus.end(), name) == run.gpus.end()) continue;
+      if (auto st = store_.set_cleanup(run.id, store::CleanupState::kReleased); !st) return st;
+    }
+    return add_event("resource.released", std::nullopt, std::nullopt,
+                     {{"gpu", name}, {"was", "attention"}, {"attention", was}});
+  });
+  if (!committed) return tl::unexpected(committed.error());
+  health_[slot].attention = nullptr;
+  request_pass();
+  return nlohmann::json{{"gpu", name}, {"state", "released"}};
+}
+
+Status Queue::recover_cleanups() {
+  // Runs whose cleanup was under way when the daemon stopped: sweep again before their GPUs
+  // serve. Runs in attention keep their GPUs out until a person releases them.
+  auto pending = store_.runs_in_cleanup(store::CleanupState::kPending);
+  if (!pending) return tl::unexpected(pending.error());
+  for (const Run& run : *pending) {
+    if (cleaning_.count(run.id)) continue;
+    std::vector<int> slots = slots_of(run);
+    std::vector<int> lanes;
+    if (auto job = load_job(run.job_id, false)) lanes = lanes_of(job->spec);
+    hold_slots(run.job_id, slots, lanes);
+    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes}, run.shim_start_ticks);
+  }
+  auto attention = store_.runs_in_cleanup(store::CleanupState::kAttention);
+  if (!attention) return tl::unexpected(attention.error());
+  for (const Run& run : *attention) {
+    for (int slot : slots_of(run)) {
+      health_[slot].attention = {{"since", format_rfc3339(run.ended_at_ms)},
+                                 {"job", run.job_id},
+                                 {"run", run.number},
+                                 {"processes", nlohmann::json::array()},
+                                 {"why", "cleanup could not be confirmed (see the resource.attention "
+                                         "event); kept across the daemon's restart"}};
+    }
+  }
+  return ok();
+}
+
+}  // namespace gpuq::daemon

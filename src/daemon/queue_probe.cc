@@ -1,0 +1,113 @@
+// The Queue's side of the GPU probe: each sample tells which GPU processes belong to runs (by
+// marker or ancestry, runner/ownership.h) and which are foreign, keeps each GPU's usage for
+// status and admission, and records each run's peak GPU memory — the footprint later runs of
+// the same job name inherit when they declare none.
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+#include "runner/ownership.h"
+
+namespace gpuq::daemon {
+
+std::optional<std::pair<int64_t, int>> Queue::learned_gpu_mem(const std::string& name) {
+  if (auto it = learned_.find(name); it != learned_.end()) return it->second;
+  std::optional<std::pair<int64_t, int>> learned;
+  if (auto found = store_.learned_footprint(name); found && *found) {
+    learned = std::make_pair((*found)->peak_mib, (*found)->runs);
+  }
+  learned_[name] = learned;
+  return learned;
+}
+
+void Queue::on_probe(Result<gpu::ProbeSample> sample) {
+  if (stopping_) return;
+  if (!sample) {
+    if (!probe_failing_) {
+      probe_failing_ = true;
+      (void)commit([&] {
+        return add_event("resource.probe_failed", std::nullopt, std::nullopt,
+                         {{"error", sample.error().message},
+                          {"effect", "GPU usage, foreign processes and peak memory are not "
+                                     "updated until the probe works again"}});
+      });
+    }
+    return;
+  }
+  if (probe_failing_) {
+    probe_failing_ = false;
+    (void)commit([&] { return add_event("resource.probe_recovered", std::nullopt, std::nullopt); });
+  }
+  // Who may own a GPU process: live runs, and finished runs still being cleaned up.
+  std::vector<runner::LiveRunMarker> markers;
+  for (const auto& [id, live] : running_) {
+    markers.push_back({id, live.run.run_id, live.run.shim_pid, live.run.shim_start_ticks});
+  }
+  for (const auto& [row, c] : cleaning_) markers.push_back({c.job_id, c.run_id, 0, 0});
+  std::vector<ForeignObservation> observations;
+  std::unordered_map<int64_t, int64_t> run_mem;  // job id → most MiB on one of its GPUs
+  for (const gpu::GpuSample& g : sample->gpus) {
+    int slot = -1;
+    for (size_t s = 0; s < inventory_.resources.size(); ++s) {
+      if (inventory_.resources[s].index == g.index) slot = static_cast<int>(s);
+    }
+    if (slot < 0) continue;
+    GpuHealth& health = health_[slot];
+    health.memory_used_mib = g.memory_used_mib;
+    health.utilization = g.utilization;
+    ForeignObservation o;
+    o.slot = slot;
+    o.gpu = inventory_.resources[slot].name;
+    o.memory_used_mib = g.memory_used_mib;
+    std::unordered_map<int64_t, int64_t> owned;  // job id → MiB on this GPU
+    int64_t owned_total = 0;
+    for (const gpu::GpuProcess& p : g.processes) {
+      auto owner = runner::owning_job(*processes_, p.pid, markers);
+      if (owner) {
+        owned[*owner] += p.used_memory_mib;
+        owned_total += p.used_memory_mib;
+        continue;
+      }
+      GpuUser user;
+      user.pid = p.pid;
+      user.used_memory_mib = p.used_memory_mib;
+      user.command = processes_->cmdline(p.pid);
+      if (auto facts = processes_->facts(p.pid)) user.user = os::user_name(facts->uid);
+      o.foreign.push_back(std::move(user));
+    }
+    bool held = !holders_[slot].empty();
+    o.memory_without_process = g.processes.empty() && !held && config_.foreign_memory_mib > 0 &&
+                               g.memory_used_mib >= config_.foreign_memory_mib;
+    health.other_memory_mib = g.processes.empty() ? (held ? 0 : g.memory_used_mib)
+                                                  : std::max<int64_t>(0, g.memory_used_mib - owned_total);
+    // A run alone on a GPU whose processes are not listed (another PID namespace) is charged
+    // the GPU's whole use.
+    if (g.processes.empty() && holders_[slot].size() == 1) owned[holders_[slot].front()] = g.memory_used_mib;
+    for (const auto& [job, mib] : owned) run_mem[job] = std::max(run_mem[job], mib);
+    observations.push_back(std::move(o));
+  }
+  auto events = foreign_.observe(observations, wall_now_ms());
+  std::vector<std::pair<int64_t, int64_t>> new_peaks;  // run row → MiB
+  for (auto& [id, live] : running_) {
+    auto mem = run_mem.find(id);
+    if (mem == run_mem.end() || live.settling) continue;
+    auto& peak = peaks_[live.run.id];
+    if (mem->second > peak) {
+      peak = mem->second;
+      new_peaks.emplace_back(live.run.id, peak);
+    }
+  }
+  if (events.empty() && new_peaks.empty()) return;
+  (void)commit([&]() -> Status {
+    for (const auto& [row, mib] : new_peaks) {
+      if (auto st = store_.set_peak_gpu_mem(row, mib); !st) return st;
+    }
+    for (const auto& e : events) {
+      if (auto st = add_event(e.kind, std::nullopt, std::nullopt, e.data); !st) return st;
+    }
+    return ok();
+  });
+  if (!events.empty()) request_pass();
+}
+
+}  // namespace gpuq::daemon
