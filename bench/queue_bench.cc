@@ -2,6 +2,8 @@
 //   latency     submit-to-start on an idle fake GPU, one job at a time (p50, p99, N jobs):
 //               from the client's POST to the moment the client learns of job.started
 //               (long-poll), and the daemon's own view (job.started time - job.submitted time);
+//               and how long after a run's end its GPU serves again (the cleanup sweep's two
+//               empty scans a poll apart), seen by polling GET /v1/gpus;
 //   throughput  N trivial jobs (`true`, 1 GPU each) on fake:8, submitted as fast as one
 //               client can, until the last one has ended: jobs per second.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR]
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<double> client_ms, daemon_ms;
+  std::vector<double> client_ms, daemon_ms, free_ms;
   {
     Daemon d(binary, "fake:1", dir);
     int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
@@ -120,6 +122,12 @@ int main(int argc, char** argv) {
       client_ms.push_back(ms_since(t0));
       daemon_ms.push_back(static_cast<double>(started["time_ms"].get<int64_t>() - submitted_ms));
       d.wait_event(&seq, [&](const json& e) { return e["job"] == id && e["kind"] == "job.succeeded"; });
+      // The next job is measured on an idle GPU: wait for this run's cleanup to free it.
+      auto ended = Clock::now();
+      while (d.call(gpuq::cli::Method::kGet, "/v1/gpus")["resources"][0]["state"] != "free") {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      free_ms.push_back(ms_since(ended));
     }
   }
   double seconds = 0;
@@ -164,6 +172,7 @@ int main(int argc, char** argv) {
   std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
   std::printf("%-44s %12.2f\n", "submit-to-start p99, client (ms)", percentile(client_ms, 0.99));
   std::printf("%-44s %12.0f\n", "submit-to-start p50, daemon clock (ms)", percentile(daemon_ms, 0.50));
+  std::printf("%-44s %12.2f\n", "run end to GPU free p50, cleanup (ms)", percentile(free_ms, 0.50));
   std::printf("%-44s %12d\n", "latency jobs", latency_jobs);
   std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
   std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);

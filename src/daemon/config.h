@@ -35,7 +35,7 @@
 //   yield_grace = "5m"             # how long a yield may take before SIGTERM
 //
 //   [cleanup]
-//   poll = "50ms"                  # between the two empty scans that free a GPU after a run
+//   poll = "10ms"                  # between the two empty scans that free a GPU after a run
 //   limit = "2m"                   # unconfirmed by then: the GPU goes to attention
 //
 //   [gpu]
@@ -79,7 +79,7 @@ struct Config {
   int64_t requires_poll_max_ms = 300'000;  // >= requires_poll_ms
   int preemption_gap = 40;                 // 1..1000
   int64_t yield_grace_ms = 300'000;        // > 0
-  int64_t cleanup_poll_ms = 50;            // > 0
+  int64_t cleanup_poll_ms = 10;            // > 0
   int64_t cleanup_limit_ms = 120'000;      // > cleanup_poll_ms
   int64_t probe_interval_ms = 10'000;      // > 0
   int64_t foreign_repeat_ms = 600'000;     // > 0

@@ -38,7 +38,7 @@ gap = 40                       # a job preempts only runs whose priority is wors
 yield_grace = "5m"             # how long a yield may take before SIGTERM
 
 [cleanup]
-poll = "50ms"                  # between the two empty scans that free a GPU after a run
+poll = "10ms"                  # between the two empty scans that free a GPU after a run
 limit = "2m"                   # unconfirmed by then: the GPU goes to attention
 
 [gpu]
@@ -60,7 +60,7 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.requires_poll_max_ms, 300'000);
   EXPECT_EQ(config.preemption_gap, 40);
   EXPECT_EQ(config.yield_grace_ms, 300'000);
-  EXPECT_EQ(config.cleanup_poll_ms, 50);
+  EXPECT_EQ(config.cleanup_poll_ms, 10);
   EXPECT_EQ(config.cleanup_limit_ms, 120'000);
   EXPECT_EQ(config.probe_interval_ms, 10'000);
   EXPECT_EQ(config.foreign_repeat_ms, 600'000);

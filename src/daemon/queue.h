@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/asio.h"
@@ -166,6 +167,7 @@ class Queue {
     std::string run_id;
     std::vector<int> slots;
     std::vector<int> lanes;
+    int64_t preempted_by = 0;  // the job its GPUs go to, when the run was being preempted
   };
 
   // Runs `fn` in a transaction, then tells the listener about new events.
@@ -222,7 +224,7 @@ class Queue {
 
   // Preemption (queue_preempt.cc).
   void add_preemption_facts(sched::Snapshot& snapshot) const;
-  void apply_preemptions(const sched::Snapshot& snapshot, const sched::Decision& decision);
+  void apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& decision);
   void start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots);
   void arm_yield_deadline(int64_t job_id);
   void stop_for_preemption(int64_t job_id);
@@ -251,9 +253,10 @@ class Queue {
   std::vector<GpuHealth> health_;                       // per GPU slot
   ForeignTracker foreign_;
   bool probe_failing_ = false;
-  std::unordered_map<std::string, std::optional<std::pair<int64_t, int>>> learned_;  // name → (MiB, runs)
+  std::unordered_set<std::string> footprint_names_;  // job names with a learned footprint
   std::unordered_map<int64_t, int64_t> peaks_;          // run row id → peak GPU MiB seen
   std::unique_ptr<os::ProcessTable> processes_;         // for telling runs' GPU processes apart
+  std::unordered_set<int> invisible_pids_;              // GPU pids the last probe could not see
   std::unique_ptr<runner::Cleaner> cleaner_;
   std::unique_ptr<Prober> prober_;
   int64_t next_order_ = 0;

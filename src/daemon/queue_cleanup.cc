@@ -120,6 +120,15 @@ Result<nlohmann::json> Queue::release_attention(const std::string& gpu) {
   auto committed = commit([&]() -> Status {
     for (const Run& run : *runs) {
       if (std::find(run.gpus.begin(), run.gpus.end(), name) == run.gpus.end()) continue;
+      // A run stays in attention while another of its GPUs still waits for a person, so that
+      // a restart keeps that GPU out too.
+      bool others_wait = false;
+      for (int other : slots_of(run)) {
+        const auto& a = health_[other].attention;
+        others_wait = others_wait || (other != slot && !a.is_null() && a.value("job", int64_t{0}) == run.job_id &&
+                                      a.value("run", 0) == run.number);
+      }
+      if (others_wait) continue;
       if (auto st = store_.set_cleanup(run.id, store::CleanupState::kReleased); !st) return st;
     }
     return add_event("resource.released", std::nullopt, std::nullopt,

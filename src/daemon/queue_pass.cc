@@ -105,6 +105,9 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     r.slots = c.slots;
     r.lanes = c.lanes;
     r.expected_end_ms = now + 2 * config_.cleanup_poll_ms;
+    // A preempted run's GPUs are still promised to the job that preempted it.
+    r.preempted_by = c.preempted_by;
+    if (auto it = active_.find(c.job_id); it != active_.end()) r.share = it->second.share;
     snapshot.running.push_back(std::move(r));
   }
   add_preemption_facts(snapshot);

@@ -2,6 +2,7 @@
 // preempt, asking them to yield (the yield file, then SIGTERM at the deadline) or stopping them
 // (restart mode), and withdrawing a request that is no longer needed because its job was
 // cancelled, moved, held or started elsewhere first.
+#include <algorithm>
 #include <csignal>
 #include <fmt/format.h>
 
@@ -39,18 +40,28 @@ void Queue::add_preemption_facts(sched::Snapshot& snapshot) const {
   }
 }
 
-void Queue::apply_preemptions(const sched::Snapshot& snapshot_in, const sched::Decision& decision) {
-  if (running_.empty() || decision.waits.empty()) return;
-  sched::Snapshot snapshot = snapshot_in;
-  // GPUs started on in this pass are taken, by runs that are not candidates.
+void Queue::apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& decision) {
+  // FIFO ignores priority: a preempted job would be first in line again, and preempted again.
+  if (decision.waits.empty() || snapshot.policy == sched::Policy::kFifo) return;
+  // Most passes have no run that could be preempted: skip the planner (and its walk of the
+  // queue) at once.
+  bool candidates = std::any_of(snapshot.running.begin(), snapshot.running.end(), [](const auto& r) {
+    return r.preempt != PreemptMode::kNever && r.preempted_by == 0;
+  });
+  if (!candidates) return;
+  // GPUs started on in this pass are taken, by runs that are not candidates; restored after.
+  std::vector<std::pair<int, bool>> saved;
   for (const auto& start : decision.starts) {
-    for (int slot : start.slots) snapshot.gpus[slot].held_exclusive = true;
+    for (int slot : start.slots) {
+      saved.emplace_back(slot, snapshot.gpus[slot].held_exclusive);
+      snapshot.gpus[slot].held_exclusive = true;
+    }
   }
   sched::PreemptionPolicy policy;
   policy.gap = config_.preemption_gap;
-  for (const auto& p : sched::plan_preemptions(snapshot, decision, policy)) {
-    start_preemption(p.victim, p.by, p.slots);
-  }
+  auto preemptions = sched::plan_preemptions(snapshot, decision, policy);
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it) snapshot.gpus[it->first].held_exclusive = it->second;
+  for (const auto& p : preemptions) start_preemption(p.victim, p.by, p.slots);
 }
 
 void Queue::start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots) {

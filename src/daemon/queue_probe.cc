@@ -3,6 +3,7 @@
 // status and admission, and records each run's peak GPU memory — the footprint later runs of
 // the same job name inherit when they declare none.
 #include <fmt/format.h>
+#include <unordered_set>
 
 #include "base/time.h"
 #include "daemon/queue.h"
@@ -11,13 +12,11 @@
 namespace gpuq::daemon {
 
 std::optional<std::pair<int64_t, int>> Queue::learned_gpu_mem(const std::string& name) {
-  if (auto it = learned_.find(name); it != learned_.end()) return it->second;
-  std::optional<std::pair<int64_t, int>> learned;
-  if (auto found = store_.learned_footprint(name); found && *found) {
-    learned = std::make_pair((*found)->peak_mib, (*found)->runs);
-  }
-  learned_[name] = learned;
-  return learned;
+  // Most names never had a footprint: answer those from memory, without a query.
+  if (!footprint_names_.count(name)) return std::nullopt;
+  auto found = store_.learned_footprint(name);
+  if (!found || !*found) return std::nullopt;
+  return std::make_pair((*found)->peak_mib, (*found)->runs);
 }
 
 void Queue::on_probe(Result<gpu::ProbeSample> sample) {
@@ -45,6 +44,8 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   }
   for (const auto& [row, c] : cleaning_) markers.push_back({c.job_id, c.run_id, 0, 0});
   std::vector<ForeignObservation> observations;
+  std::unordered_set<int> invisible;  // listed pids not in /proc now
+  bool usage_changed = false;
   std::unordered_map<int64_t, int64_t> run_mem;  // job id → most MiB on one of its GPUs
   for (const gpu::GpuSample& g : sample->gpus) {
     int slot = -1;
@@ -53,20 +54,27 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     }
     if (slot < 0) continue;
     GpuHealth& health = health_[slot];
-    health.memory_used_mib = g.memory_used_mib;
-    health.utilization = g.utilization;
+    GpuHealth before = health;
     ForeignObservation o;
     o.slot = slot;
     o.gpu = inventory_.resources[slot].name;
     o.memory_used_mib = g.memory_used_mib;
     std::unordered_map<int64_t, int64_t> owned;  // job id → MiB on this GPU
     int64_t owned_total = 0;
+    bool owned_unknown = false;  // a run's process whose memory the probe cannot tell
     for (const gpu::GpuProcess& p : g.processes) {
       auto owner = runner::owning_job(*processes_, p.pid, markers);
       if (owner) {
         owned[*owner] += p.used_memory_mib;
         owned_total += p.used_memory_mib;
+        owned_unknown = owned_unknown || p.used_memory_mib == 0;
         continue;
+      }
+      if (!processes_->facts(p.pid)) {
+        // Not in /proc: it may be a run's process that exited after the sample was taken.
+        // Foreign only when the next probe still lists it (e.g. another PID namespace).
+        invisible.insert(p.pid);
+        if (!invisible_pids_.count(p.pid)) continue;
       }
       GpuUser user;
       user.pid = p.pid;
@@ -78,15 +86,23 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     bool held = !holders_[slot].empty();
     o.memory_without_process = g.processes.empty() && !held && config_.foreign_memory_mib > 0 &&
                                g.memory_used_mib >= config_.foreign_memory_mib;
-    health.other_memory_mib = g.processes.empty() ? (held ? 0 : g.memory_used_mib)
-                                                  : std::max<int64_t>(0, g.memory_used_mib - owned_total);
+    health.memory_used_mib = g.memory_used_mib;
+    health.utilization = g.utilization;
+    health.other_memory_mib = (g.processes.empty() || owned_unknown) ? (held ? 0 : g.memory_used_mib)
+                                                                     : std::max<int64_t>(0, g.memory_used_mib - owned_total);
+    usage_changed = usage_changed || before.memory_used_mib != health.memory_used_mib ||
+                    before.utilization != health.utilization ||
+                    before.other_memory_mib != health.other_memory_mib;
     // A run alone on a GPU whose processes are not listed (another PID namespace) is charged
     // the GPU's whole use.
     if (g.processes.empty() && holders_[slot].size() == 1) owned[holders_[slot].front()] = g.memory_used_mib;
     for (const auto& [job, mib] : owned) run_mem[job] = std::max(run_mem[job], mib);
     observations.push_back(std::move(o));
   }
+  invisible_pids_ = std::move(invisible);
   auto events = foreign_.observe(observations, wall_now_ms());
+  // New usage changes memory admission and what status shows: plan (and publish) again.
+  if (usage_changed) request_pass();
   std::vector<std::pair<int64_t, int64_t>> new_peaks;  // run row → MiB
   for (auto& [id, live] : running_) {
     auto mem = run_mem.find(id);

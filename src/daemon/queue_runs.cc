@@ -237,7 +237,8 @@ void Queue::on_shim_exit(int64_t job_id) {
 void Queue::settle_run(LiveRun live, bool while_down) {
   const Run& run = live.run;
   auto record = runner::read_exit_record(run.run_dir);
-  begin_cleanup(run.id, {run.job_id, run.number, run.run_id, std::move(live.slots), std::move(live.lanes)},
+  begin_cleanup(run.id,
+                {run.job_id, run.number, run.run_id, std::move(live.slots), std::move(live.lanes), run.preempted_by},
                 run.shim_start_ticks);
   live.slots.clear();
   live.lanes.clear();
@@ -372,7 +373,7 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
     return;
   }
   if (end.outcome == RunOutcome::kSucceeded && peak) {
-    if (auto job = load_job(job_id, false); job && !job->spec.name.empty()) learned_.erase(job->spec.name);
+    if (auto job = load_job(job_id, false); job && !job->spec.name.empty()) footprint_names_.insert(job->spec.name);
   }
   if (to == JobState::kPending) {
     active->second.state = JobState::kPending;
@@ -385,6 +386,7 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
 
 void Queue::settle_lost_run(const Job& job, const Run& run) {
   kill_orphaned_session(run);
+  peaks_.erase(run.id);
   bool requeue = job.lost_count == 0 && run.stop_reason.empty();
   std::string reason =
       requeue ? fmt::format("run {} was lost (its shim vanished, e.g. a power cut); requeued once",
@@ -438,6 +440,7 @@ Status Queue::recover() {
     live.run = run;
     live.slots = slots_of(run);
     if (auto it = active_.find(run.job_id); it != active_.end()) live.lanes = it->second.lanes;
+    if (run.peak_gpu_mem_mib) peaks_[run.id] = *run.peak_gpu_mem_mib;  // never lower it
     hold_slots(run.job_id, live.slots, live.lanes);
     if (runner::read_exit_record(run.run_dir)) {
       settle_run(std::move(live), true);
@@ -481,6 +484,9 @@ Status Queue::start() {
     return store_.set_meta("gpu_note", inventory_.note);
   });
   if (!recorded) return recorded;
+  auto names = store_.footprint_names();
+  if (!names) return tl::unexpected(names.error());
+  footprint_names_.insert(names->begin(), names->end());
   processes_ = os::make_linux_process_table();
   cleaner_ = std::make_unique<runner::Cleaner>(
       os::make_linux_process_table(),

@@ -20,6 +20,10 @@ CleanupSweep::CleanupSweep(os::ProcessTable& table, CleanupLimits limits,
     : table_(table), limits_(limits), only_uid_(only_uid) {}
 
 void CleanupSweep::add(CleanupTarget target, int64_t now_ms) {
+  // A sweep with nothing pending scans a new target at once, however recent its last scan:
+  // the usual run leaves nothing behind, and its GPU should serve again one poll after it ends.
+  // Scans stay at most two per poll (a confirmation needs a scan a poll after the first).
+  if (targets_.empty()) last_scan_ms_.reset();
   Pending pending;
   pending.added_ms = now_ms;
   pending.deadline_ms = now_ms + limits_.limit_ms;

@@ -389,6 +389,24 @@ TEST_F(CleanupTest, TargetAddedMidCleanupJoinsTheNextScan) {
   EXPECT_EQ(sweep.next_scan_ms(), 5000);
 }
 
+TEST_F(CleanupTest, ATargetAddedJustAfterTheSweepWentIdleIsScannedAtOnce) {
+  auto sweep = make();
+  sweep.add(target(1, "run-a"), 0);
+  EXPECT_TRUE(sweep.step(0).empty());
+  auto out = sweep.step(50);  // a second empty scan a poll later: confirmed, idle
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(sweep.idle());
+  // The next run ends a moment later: its first scan need not wait out the poll.
+  sweep.add(target(2, "run-b"), 51);
+  EXPECT_EQ(sweep.next_scan_ms(), 51);
+  EXPECT_TRUE(sweep.step(51).empty());
+  EXPECT_EQ(sweep.next_scan_ms(), 101);
+  out = sweep.step(101);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].confirmed);
+  EXPECT_EQ(out[0].scans, 2);
+}
+
 TEST_F(CleanupTest, KilledListIsCappedButCounted) {
   for (pid_t pid = 3000; pid < 3000 + 150; ++pid) table_.add(pid, 1, 1200, kUid, "7-1-abc");
   auto sweep = make();

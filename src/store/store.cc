@@ -254,7 +254,9 @@ Status Store::set_cleanup(int64_t run_id, CleanupState state) {
 
 Result<std::vector<Run>> Store::runs_in_cleanup(CleanupState state) {
   auto stmt = db_->prepare(fmt::format(
-      "SELECT {} FROM runs WHERE cleanup = ? AND outcome != 'running' ORDER BY id", kRunColumns));
+      "SELECT {} FROM runs WHERE cleanup = ? AND cleanup IN ('pending', 'attention') AND "
+      "outcome != 'running' ORDER BY id",
+      kRunColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, std::string(to_string(state)));
   return collect<Run>(*stmt, run_from_row);
@@ -271,6 +273,14 @@ Result<std::optional<Store::Footprint>> Store::learned_footprint(const std::stri
   if (!row) return tl::unexpected(row.error());
   if (stmt->is_null(0)) return std::optional<Footprint>();
   return std::optional<Footprint>(Footprint{stmt->int64(0), static_cast<int>(stmt->int64(1))});
+}
+
+Result<std::vector<std::string>> Store::footprint_names() {
+  auto stmt = db_->prepare(
+      "SELECT DISTINCT job_name FROM runs WHERE job_name != '' AND outcome = 'succeeded' AND "
+      "peak_gpu_mem_mib IS NOT NULL");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return collect<std::string>(*stmt, [](const Statement& row) -> Result<std::string> { return row.text(0); });
 }
 
 Status Store::set_stop_reason(int64_t run_id, const std::string& reason) {

@@ -83,6 +83,8 @@ class Store {
     int runs = 0;
   };
   Result<std::optional<Footprint>> learned_footprint(const std::string& job_name);
+  // The job names that have a learned footprint (few: only succeeded runs with a peak).
+  Result<std::vector<std::string>> footprint_names();
   Result<std::vector<Run>> runs_of(int64_t job_id);
   Result<int> last_run_number(int64_t job_id);
   Result<std::optional<Run>> last_run(int64_t job_id);

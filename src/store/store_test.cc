@@ -254,6 +254,7 @@ TEST_F(StoreTest, RunsKeepTheirMarkerPeakPreemptionAndCleanupState) {
   EXPECT_EQ((*footprint)->peak_mib, 1200);
   EXPECT_EQ((*footprint)->runs, 1);
   EXPECT_FALSE(*store_->learned_footprint("eval"));
+  EXPECT_EQ(*store_->footprint_names(), std::vector<std::string>{"train"});
 }
 
 }  // namespace

@@ -262,5 +262,40 @@ TEST(Preemption, SmallGapNothing) {
   ASSERT_EQ(h.gpuq({"wait", std::to_string(normal), std::to_string(better), "--timeout", "30s"}).status, 0);
 }
 
+TEST(Preemption, OneVictimIsEnoughForOneGpu) {
+  Harness h("fake:2");
+  configure(h, "[preemption]\nyield_grace = \"60s\"\n");
+  h.start();
+  std::vector<int64_t> low;
+  for (int i = 0; i < 2; ++i) {
+    low.push_back(h.submit_sh("while [ ! -e \"$GPUQ_YIELD_FILE\" ] && [ ! -e go ]; do sleep 0.02; done; "
+                              "[ -e \"$GPUQ_YIELD_FILE\" ] && exit 75; true",
+                              {"--gpus", "1", "--priority", "low", "--preempt", "yield"}));
+    ASSERT_TRUE(h.wait_for(low.back(), [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  }
+  int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(high), "--timeout", "30s"}).status, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int requests = 0;
+  for (const auto& e : h.events()) requests += e["kind"] == "job.preempt_requested";
+  EXPECT_EQ(requests, 1) << "the victim's GPU, still being cleaned up, is promised to the better job";
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(low[0]), std::to_string(low[1]), "--timeout", "30s"}).status, 0);
+}
+
+TEST(Preemption, FifoNeverPreempts) {
+  Harness h("fake:1");
+  configure(h, "[scheduler]\npolicy = \"fifo\"\n");
+  h.start();
+  int64_t low = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done",
+                            {"--gpus", "1", "--priority", "low", "--preempt", "yield"});
+  ASSERT_TRUE(h.wait_for(low, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(any_event(h, "job.preempt_requested")) << "under fifo a preempted job is first in line again";
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(low), std::to_string(high), "--timeout", "30s"}).status, 0);
+}
+
 }  // namespace
 }  // namespace gpuq::testing
