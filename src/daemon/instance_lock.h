@@ -12,7 +12,8 @@ namespace gpuq::daemon {
 
 class InstanceLock {
  public:
-  // Takes the lock or explains who holds it (Code::kFailedPrecondition).
+  // Takes the lock or explains who holds it (Code::kFailedPrecondition). A holder that is
+  // exiting (killed, its threads still tearing down) is waited for, up to 5 s.
   static Result<InstanceLock> acquire(const std::string& path, const std::string& home);
   InstanceLock(InstanceLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   InstanceLock(const InstanceLock&) = delete;
@@ -23,6 +24,8 @@ class InstanceLock {
 
  private:
   explicit InstanceLock(int fd) : fd_(fd) {}
+  static Result<InstanceLock> try_acquire(const std::string& path, const std::string& home,
+                                          std::string& holder);
   int fd_;
 };
 
