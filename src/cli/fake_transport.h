@@ -3,7 +3,10 @@
 // Not part of the gpuq_cli library; included by cli tests only. One thread.
 #pragma once
 
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -13,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/app.h"
+#include "cli/exit_codes.h"
 #include "cli/context.h"
 #include "cli/transport.h"
 
@@ -82,6 +86,30 @@ struct FakeProcess {
   FakeProcess& operator=(const FakeProcess&) = delete;
 };
 
+// A scratch directory for files a test hands to the CLI; removed with it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuq-cli-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string file = path_ + "/" + name;
+    std::ofstream(file) << text;
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
 // A test fixture that runs the CLI against a FakeProcess whose daemon answers a script.
 class ScriptedCli : public ::testing::Test {
  protected:
@@ -105,6 +133,21 @@ class ScriptedCli : public ::testing::Test {
   }
   std::string out() const { return process_.out.str(); }
   std::string err() const { return process_.err.str(); }
+  // Exit 2, a "gpuq: " message on stderr, and nothing sent.
+  void expect_usage_error(const std::vector<std::string>& args, std::string_view message_part) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    process_.daemon.requests.clear();
+    EXPECT_EQ(run(args), kExitUsage);
+    EXPECT_TRUE(process_.daemon.requests.empty());
+    EXPECT_TRUE(err().starts_with("gpuq: ")) << err();
+    EXPECT_NE(err().find(message_part), std::string::npos) << err();
+    process_.err.str("");
+  }
+  // The JSON body of the i-th request sent, or null.
+  Json sent_body(size_t i = 0) const {
+    if (i >= process_.daemon.requests.size()) return Json();
+    return Json::parse(process_.daemon.requests[i].body, nullptr, false);
+  }
 
   FakeProcess process_;
   std::deque<std::pair<std::string, Result<HttpResponse>>> steps_;

@@ -21,33 +21,7 @@ using testing::json_answer;
 
 class Preemption : public testing::ScriptedCli {
  protected:
-  Preemption() {
-    std::string pattern = (fs::temp_directory_path() / "gpuq-cli-preempt-XXXXXX").string();
-    dir_ = ::mkdtemp(pattern.data());
-  }
-  ~Preemption() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = dir_ + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-  // Exit 2, a "gpuq: " message on stderr, and nothing sent.
-  void expect_usage_error(const std::vector<std::string>& args, std::string_view message_part) {
-    SCOPED_TRACE(::testing::PrintToString(args));
-    process_.daemon.requests.clear();
-    EXPECT_EQ(run(args), kExitUsage);
-    EXPECT_TRUE(process_.daemon.requests.empty());
-    EXPECT_TRUE(err().starts_with("gpuq: ")) << err();
-    EXPECT_NE(err().find(message_part), std::string::npos) << err();
-    process_.err.str("");
-  }
-  Json sent_body(size_t i = 0) const {
-    if (i >= process_.daemon.requests.size()) return Json();
-    return Json::parse(process_.daemon.requests[i].body, nullptr, false);
-  }
+  std::string write(const std::string& name, const std::string& text) const { return dir_.write(name, text); }
   // The body `gpuq submit ARGS` sends (the daemon answers job 7).
   Json submitted(const std::vector<std::string>& args) {
     process_.daemon.requests.clear();
@@ -64,7 +38,7 @@ class Preemption : public testing::ScriptedCli {
                        id, state, runs, extra);
   }
 
-  std::string dir_;
+  testing::TempDir dir_;
 };
 
 // --- submit ------------------------------------------------------------------------------

@@ -21,43 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::json_answer;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gpuq-cli-sched-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string file = path_ + "/" + name;
-    std::ofstream(file) << text;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 class Scheduling : public testing::ScriptedCli {
  protected:
-  // Exit 2, a "gpuq: " message on stderr, and nothing sent.
-  void expect_usage_error(const std::vector<std::string>& args, std::string_view message_part) {
-    SCOPED_TRACE(::testing::PrintToString(args));
-    process_.daemon.requests.clear();
-    EXPECT_EQ(run(args), kExitUsage);
-    EXPECT_TRUE(process_.daemon.requests.empty());
-    EXPECT_TRUE(err().starts_with("gpuq: ")) << err();
-    EXPECT_NE(err().find(message_part), std::string::npos) << err();
-    process_.err.str("");
-  }
-  Json sent_body(size_t i = 0) const {
-    if (i >= process_.daemon.requests.size()) return Json();
-    return Json::parse(process_.daemon.requests[i].body, nullptr, false);
-  }
 
   TempDir dir_;
 };

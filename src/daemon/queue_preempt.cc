@@ -41,8 +41,7 @@ void Queue::add_preemption_facts(sched::Snapshot& snapshot) const {
 }
 
 void Queue::apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& decision) {
-  // FIFO ignores priority: a preempted job would be first in line again, and preempted again.
-  if (decision.waits.empty() || snapshot.policy == sched::Policy::kFifo) return;
+  if (decision.waits.empty()) return;
   // Most passes have no run that could be preempted: skip the planner (and its walk of the
   // queue) at once.
   bool candidates = std::any_of(snapshot.running.begin(), snapshot.running.end(), [](const auto& r) {

@@ -70,7 +70,8 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
         owned_unknown = owned_unknown || p.used_memory_mib == 0;
         continue;
       }
-      if (!processes_->facts(p.pid)) {
+      auto facts = processes_->facts(p.pid);
+      if (!facts) {
         // Not in /proc: it may be a run's process that exited after the sample was taken.
         // Foreign only when the next probe still lists it (e.g. another PID namespace).
         invisible.insert(p.pid);
@@ -80,7 +81,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
       user.pid = p.pid;
       user.used_memory_mib = p.used_memory_mib;
       user.command = processes_->cmdline(p.pid);
-      if (auto facts = processes_->facts(p.pid)) user.user = os::user_name(facts->uid);
+      if (facts) user.user = os::user_name(facts->uid);
       o.foreign.push_back(std::move(user));
     }
     bool held = !holders_[slot].empty();

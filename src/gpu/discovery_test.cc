@@ -15,37 +15,14 @@ namespace {
 
 using testing::read_testdata;
 
-os::CommandResult exited(int code, std::string out, std::string err = "") {
-  os::CommandResult result;
-  result.exit_code = code;
-  result.out = std::move(out);
-  result.err = std::move(err);
-  return result;
-}
+using testing::exited;
 
-// Stands in for os::run_command: answers `nvidia-smi topo ...` with one canned result and every
-// other call with another, and records what it was asked to run.
-class FakeCommand {
+// Answers `nvidia-smi topo ...` with `topo_answer` and every other call with `answer`.
+class FakeCommand : public testing::FakeCommand {
  public:
   explicit FakeCommand(Result<os::CommandResult> answer,
                        Result<os::CommandResult> topo_answer = exited(0, ""))
-      : answer_(std::move(answer)), topo_answer_(std::move(topo_answer)) {}
-
-  CommandFn fn() {
-    return [this](const std::vector<std::string>& argv, Millis timeout) {
-      calls_.push_back(argv);
-      timeouts_.push_back(timeout);
-      return argv.size() > 1 && argv[1] == "topo" ? topo_answer_ : answer_;
-    };
-  }
-  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
-  const std::vector<Millis>& timeouts() const { return timeouts_; }
-
- private:
-  Result<os::CommandResult> answer_;
-  Result<os::CommandResult> topo_answer_;
-  std::vector<std::vector<std::string>> calls_;
-  std::vector<Millis> timeouts_;
+      : testing::FakeCommand(std::move(answer), "topo", std::move(topo_answer)) {}
 };
 
 FakeCommand eight_h100() {

@@ -19,8 +19,16 @@ std::string_view trim(std::string_view text) {
   return text.substr(begin, end - begin + 1);
 }
 
-namespace {
+bool is_unavailable_value(std::string_view text) {
+  return text == "[N/A]" || text == "[Not Supported]" || text == "N/A";
+}
 
+std::optional<int64_t> parse_mib(std::string_view text) {
+  if (is_unavailable_value(text)) return int64_t{0};
+  return parse_non_negative<int64_t>(text);
+}
+
+namespace {
 
 std::string lower(std::string_view text) {
   std::string result(text);
@@ -36,20 +44,6 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
   });
 }
 
-template <class Int>
-std::optional<Int> parse_non_negative(std::string_view text) {
-  Int value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
-}
-
-// Memory nvidia-smi cannot report (WSL, some consumer and unified-memory boards) reads as 0
-// rather than failing the whole list: the GPU itself is usable.
-std::optional<int64_t> parse_mib(std::string_view text) {
-  if (text == "[N/A]" || text == "[Not Supported]" || text == "N/A") return int64_t{0};
-  return parse_non_negative<int64_t>(text);
-}
 
 // The five columns of one line. The model name sits in the middle so that a name containing a
 // comma still splits correctly: index and uuid are taken from the left, memory from the right.

@@ -6,6 +6,9 @@
 // which nvidia-smi to run; owns nothing; thread-safe.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +45,22 @@ bool is_no_devices_text(std::string_view text);
 
 // `text` without leading and trailing whitespace (CR included).
 std::string_view trim(std::string_view text);
+
+// A whole non-negative number, or nullopt for anything else (signs, spaces, overflow).
+template <class Int>
+std::optional<Int> parse_non_negative(std::string_view text) {
+  Int value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// True for what nvidia-smi prints for a value it cannot report: "[N/A]", "[Not Supported]".
+bool is_unavailable_value(std::string_view text);
+
+// Memory in MiB. Memory nvidia-smi cannot report (WSL, some consumer and unified-memory boards)
+// reads as 0 rather than failing the whole list: the GPU itself is usable.
+std::optional<int64_t> parse_mib(std::string_view text);
 
 // The first non-blank line of `text`, trimmed: what a person needs to see of a failure.
 std::string first_line(std::string_view text);

@@ -42,25 +42,8 @@ std::vector<std::string_view> split_columns(std::string_view line) {
   }
 }
 
-template <class Int>
-std::optional<Int> parse_non_negative(std::string_view text) {
-  Int value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
-}
-
-bool is_unavailable(std::string_view text) {
-  return text == "[N/A]" || text == "[Not Supported]" || text == "N/A";
-}
-
-std::optional<int64_t> parse_mib(std::string_view text) {
-  if (is_unavailable(text)) return int64_t{0};
-  return parse_non_negative<int64_t>(text);
-}
-
 std::optional<int> parse_percent(std::string_view text) {
-  if (is_unavailable(text)) return -1;
+  if (is_unavailable_value(text)) return -1;
   auto value = parse_non_negative<int>(text);
   if (!value || *value > 100) return std::nullopt;
   return value;

@@ -14,38 +14,16 @@ namespace {
 
 using testing::read_testdata;
 
-os::CommandResult exited(int code, std::string out, std::string err = "") {
-  os::CommandResult result;
-  result.exit_code = code;
-  result.out = std::move(out);
-  result.err = std::move(err);
-  return result;
-}
+using testing::exited;
 
-// Stands in for os::run_command: answers the GPU query and the compute-apps query with one
-// canned result each, and records what it was asked to run.
-class FakeCommand {
+// Answers the compute-apps query with `apps` and the GPU query with `gpus`.
+class FakeCommand : public testing::FakeCommand {
  public:
   FakeCommand(Result<os::CommandResult> gpus, Result<os::CommandResult> apps)
-      : gpus_(std::move(gpus)), apps_(std::move(apps)) {}
-
-  CommandFn fn() {
-    return [this](const std::vector<std::string>& argv, Millis timeout) {
-      calls_.push_back(argv);
-      timeouts_.push_back(timeout);
-      return argv.size() > 1 && argv[1] == kSmiProbeAppsQuery ? apps_ : gpus_;
-    };
-  }
-  const std::vector<std::vector<std::string>>& calls() const { return calls_; }
-  const std::vector<Millis>& timeouts() const { return timeouts_; }
-
- private:
-  Result<os::CommandResult> gpus_;
-  Result<os::CommandResult> apps_;
-  std::vector<std::vector<std::string>> calls_;
-  std::vector<Millis> timeouts_;
+      : testing::FakeCommand(std::move(gpus), std::string(kSmiProbeAppsQuery), std::move(apps)) {}
 };
 
+// Answers the GPU query with the recorded H100 box and the compute-apps query with `apps`.
 FakeCommand eight_h100(Result<os::CommandResult> apps) {
   return FakeCommand(exited(0, read_testdata("probe_h100x8_gpus.txt")), std::move(apps));
 }

@@ -185,7 +185,11 @@ void Planner::plan(const PendingJob& job, std::vector<Preemption>& out) {
 std::vector<Preemption> plan_preemptions(const Snapshot& snapshot, const Decision& decision,
                                          const PreemptionPolicy& policy) {
   std::vector<Preemption> out;
-  if (snapshot.draining || policy.max_preemptors <= 0 || snapshot.running.empty()) return out;
+  // FIFO ignores priority: a stopped job would be first in line again, and stopped again.
+  if (snapshot.draining || snapshot.policy == Policy::kFifo || policy.max_preemptors <= 0 ||
+      snapshot.running.empty()) {
+    return out;
+  }
 
   std::vector<int64_t> examined;  // in scheduling order
   for (const Wait& wait : decision.waits) {

@@ -7,7 +7,8 @@
 //
 // Policy, exactly as implemented (docs/scheduling.md, "Preemption", explains it for users):
 //
-//  Nothing when the snapshot is draining. Otherwise the waiting jobs J of decision.waits are
+//  Nothing when the snapshot is draining, nor under Policy::kFifo (priorities do not order that
+//  queue: a stopped job would be first in line again, and stopped again). Otherwise the waiting jobs J of decision.waits are
 //  taken in that (scheduling) order, and those first in line for GPUs are examined: J.gpus > 0
 //  (WaitReason::needed), reason kNeedsGpus, kNoGpuMemory or kReservation, and not a job that
 //  can never run here (the scheduler set WaitReason::usable). Jobs waiting behind better jobs,

@@ -13,15 +13,6 @@
 namespace gpuq::testing {
 namespace {
 
-bool wait_until(const std::function<bool()>& predicate, int timeout_ms = 30'000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 std::vector<nlohmann::json> events_of(const Harness& h, const std::string& kind) {
   std::vector<nlohmann::json> out;
   for (const auto& e : h.events()) {

@@ -118,14 +118,18 @@ nlohmann::json Harness::show(int64_t id) const { return gpuq_json({"show", std::
 
 nlohmann::json Harness::show_ref(const std::string& ref) const { return gpuq_json({"show", ref, "--json"}); }
 
-bool Harness::wait_for(int64_t id, const std::function<bool(const nlohmann::json&)>& predicate,
-                       int timeout_ms) const {
+bool wait_until(const std::function<bool()>& predicate, int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate(show(id))) return true;
+    if (predicate()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+bool Harness::wait_for(int64_t id, const std::function<bool(const nlohmann::json&)>& predicate,
+                       int timeout_ms) const {
+  return wait_until([&] { return predicate(show(id)); }, timeout_ms);
 }
 
 std::vector<nlohmann::json> Harness::events() const {

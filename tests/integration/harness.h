@@ -1,9 +1,11 @@
 // A real gpuq daemon in a temporary state directory, driven through the real `gpuq` binary,
 // for end-to-end tests: start, stop, SIGKILL, restart, run CLI commands and read their JSON.
 // The destructor stops the daemon and kills every run it left behind, so a failing test leaves
-// no process running. One Harness per test; not thread-safe.
+// no process running; it removes the state directory too, unless GPUQ_KEEP_TEST_DIRS is set
+// (to read a failed test's daemon.log). One Harness per test; not thread-safe.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -17,6 +19,9 @@ struct CliResult {
   std::string out;
   std::string err;
 };
+
+// Polls `predicate` every 20 ms until it holds or `timeout_ms` passes; returns whether it held.
+bool wait_until(const std::function<bool()>& predicate, int timeout_ms = 30'000);
 
 class Harness {
  public:

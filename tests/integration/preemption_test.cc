@@ -35,15 +35,6 @@ bool any_event(const Harness& h, const std::string& kind) {
   return false;
 }
 
-bool wait_until(const std::function<bool()>& predicate, int timeout_ms = 30'000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 TEST(Preemption, YieldThenResume) {
   Harness h("fake:1");
   configure(h, "[preemption]\nyield_grace = \"60s\"\n");
