@@ -36,12 +36,15 @@ const std::vector<TableSpec>& table_specs() {
       {"preemption", {"gap", "yield_grace"}},
       {"cleanup", {"poll", "limit"}},
       {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
+      {"watch",
+       {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
+        "gpu_idle_utilization", "idle_with_work", "empty"}},
   };
   return kSpecs;
 }
 
 constexpr std::string_view kKnownTables =
-    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu]";
+    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu], [watch]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 // The pseudo-lane meaning "any job holding GPUs" (sched::Lane::excludes).
@@ -112,6 +115,7 @@ class ConfigReader {
     if (auto status = read_retries(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_runs(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_gpu_truth(root, config); !status) return tl::unexpected(status.error());
+    if (auto status = read_watch(root, config.watch); !status) return tl::unexpected(status.error());
     return config;
   }
 
@@ -310,6 +314,45 @@ class ConfigReader {
                         fmt::format("{}.{} must be longer than 0s, e.g. {} = \"{}\"", name, key,
                                     key, format_duration(Millis(fallback))));
       }
+    }
+    return ok();
+  }
+
+  // [watch]: the watchers' limits; 0s turns a watcher off.
+  Status read_watch(const toml::table& root, WatchConfig& watch) {
+    const toml::table* table = sub_table(root, "watch");
+    if (table == nullptr) return ok();
+    if (auto status = check_keys(*table, spec_named("watch")); !status) return status;
+    if (auto status = read_positive_durations(*table, "watch",
+                                              {{"interval", &watch.interval_ms},
+                                               {"repeat", &watch.repeat_ms},
+                                               {"heartbeat", &watch.heartbeat_ms}});
+        !status) {
+      return status;
+    }
+    for (auto [key, value] : {std::pair{"requires_warn", &watch.requires_warn_ms},
+                              std::pair{"quiet", &watch.quiet_ms},
+                              std::pair{"gpu_idle", &watch.gpu_idle_ms},
+                              std::pair{"idle_with_work", &watch.idle_with_work_ms},
+                              std::pair{"empty", &watch.empty_ms}}) {
+      if (auto status = read_duration(*table, "watch", key, *value); !status) return status;
+    }
+    if (auto status = read_integer(*table, "watch", "gpu_idle_utilization", 0, 100,
+                                   "the percent at or below which a GPU counts as idle",
+                                   watch.gpu_idle_utilization);
+        !status) {
+      return status;
+    }
+    if (const toml::node* node = table->get("overdue_factor")) {
+      std::optional<double> factor;
+      if (const auto* real = node->as_floating_point()) factor = real->get();
+      if (const auto* whole = node->as_integer()) factor = static_cast<double>(whole->get());
+      if (!factor || !std::isfinite(*factor) || (*factor != 0 && *factor < 1.0) || *factor > 1000) {
+        return error_at(node->source(),
+                        "watch.overdue_factor must be 0 (off) or a number from 1 to 1000 (a run "
+                        "is overdue past its estimate times this), e.g. overdue_factor = 2.0");
+      }
+      watch.overdue_factor = *factor;
     }
     return ok();
   }

@@ -42,6 +42,18 @@
 //   probe_interval = "10s"         # how often the GPU probe reads usage and processes
 //   foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
 //   foreign_memory_mib = 1024      # used memory with no process listed: foreign (0 = off)
+//
+//   [watch]                        # watchers: every kind of waiting has an event (0s = off)
+//   interval = "10s"               # how often logs and GPU use are looked at
+//   repeat = "30m"                 # a lasting condition's event is repeated this often
+//   heartbeat = "30s"              # how often the daemon writes its heartbeat to the store
+//   requires_warn = "1h"           # job.requires_wait: a condition false this long
+//   quiet = "0s"                   # job.quiet: a running job's log silent this long
+//   overdue_factor = 2.0           # job.overdue: a run past its estimate times this (0 = off)
+//   gpu_idle = "30m"               # job.gpu_idle: its GPUs idle and its log silent this long
+//   gpu_idle_utilization = 5       # percent at or below which a GPU counts as idle
+//   idle_with_work = "10m"         # queue.idle_with_work: GPUs free while jobs wait this long
+//   empty = "0s"                   # queue.empty: nothing running or queued this long
 #pragma once
 
 #include "sched/scheduler.h"
@@ -66,6 +78,20 @@ struct LaneConfig {
   std::vector<std::string> excludes;  // other lanes, or "gpu" for any job holding GPUs
 };
 
+// [watch]: the limits of the watchers (daemon/watchers.h); a limit of 0 turns its watcher off.
+struct WatchConfig {
+  int64_t interval_ms = 10'000;            // > 0
+  int64_t repeat_ms = 1'800'000;           // > 0
+  int64_t heartbeat_ms = 30'000;           // > 0
+  int64_t requires_warn_ms = 3'600'000;
+  int64_t quiet_ms = 0;
+  double overdue_factor = 2.0;             // 0 or >= 1
+  int64_t gpu_idle_ms = 1'800'000;
+  int64_t gpu_idle_utilization = 5;        // 0..100
+  int64_t idle_with_work_ms = 600'000;
+  int64_t empty_ms = 0;
+};
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -84,6 +110,7 @@ struct Config {
   int64_t probe_interval_ms = 10'000;      // > 0
   int64_t foreign_repeat_ms = 600'000;     // > 0
   int64_t foreign_memory_mib = 1024;       // 0: off
+  WatchConfig watch;
 };
 
 // Reads the file at `path`. A missing file gives Config{} (the defaults). A file that cannot be

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 4> kMigrations = {
+constexpr std::array<const char*, 5> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -93,6 +93,25 @@ ALTER TABLE runs ADD COLUMN cleanup TEXT NOT NULL DEFAULT 'done'
   CHECK (cleanup IN ('pending','done','attention','released'));
 CREATE INDEX runs_cleanup ON runs(cleanup) WHERE cleanup IN ('pending','attention');
 CREATE INDEX runs_by_name ON runs(job_name) WHERE job_name != '' AND outcome = 'succeeded';
+)sql",
+    // 5: no silent queue: the watchers' open episodes (so a restart neither repeats nor loses
+    // one) and each hook's delivery cursor (committed after a successful delivery).
+    R"sql(
+CREATE TABLE watch_episodes (
+  key TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  reported INTEGER NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE hook_cursors (
+  name TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL DEFAULT 0 CHECK (seq >= 0),
+  delivered INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT NOT NULL DEFAULT '',
+  last_error_at INTEGER NOT NULL DEFAULT 0,
+  updated_at INTEGER NOT NULL DEFAULT 0
+);
 )sql",
 };
 

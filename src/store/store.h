@@ -101,6 +101,18 @@ class Store {
   };
   Result<std::vector<ReservationRow>> reservations();
 
+  // --- watchers (store_watch.cc): open episodes survive a restart ---
+  struct Episode {
+    std::string key;   // the watcher's key, e.g. "job.quiet:12"
+    std::string kind;  // the event kind, e.g. "job.quiet"
+    int64_t since_ms = 0;
+    int64_t reported_ms = 0;
+    std::string data;  // JSON: what the watcher needs to end or repeat it
+  };
+  Status put_episode(const Episode& episode);
+  Status delete_episode(const std::string& key);
+  Result<std::vector<Episode>> episodes();
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   Result<std::vector<Job>> query_jobs(const std::string& where, const std::function<void(Statement&)>& bind,
