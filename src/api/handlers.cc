@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "api/gpu_view.h"
+#include "api/metrics.h"
 #include "api/server.h"
 #include "model/spec_json.h"
 #include "model/event.h"
@@ -57,10 +59,12 @@ awaitable<Response> Server::handle(const Request& request) {
   const auto& s = target.segments;
   bool get = request.method() == http::verb::get;
   bool post = request.method() == http::verb::post;
+  if (s.size() == 1 && s[0] == "metrics" && get) co_return metrics();  // where Prometheus looks
   if (s.empty() || s[0] != "v1") co_return not_found("unknown path; the API lives under /v1 (docs/api.md)");
   if (s.size() == 2 && s[1] == "health" && get) co_return health();
   if (s.size() == 2 && s[1] == "status" && get) co_return status(target);
   if (s.size() == 2 && s[1] == "gpus" && get) co_return gpus();
+  if (s.size() == 2 && s[1] == "hooks" && get) co_return hooks();
   if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) co_return co_await release_gpu(s[2], request);
   if (s.size() == 2 && s[1] == "events" && get) co_return co_await events(target);
   if (s.size() == 2 && s[1] == "jobs" && post) co_return co_await submit(request);
@@ -111,26 +115,12 @@ void Server::attach_reasons(std::vector<Job>& jobs) {
 }
 
 std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>& resources) {
-  std::unordered_map<std::string, int64_t> holder;
-  if (auto runs = store_->running_runs()) {
-    for (const Run& run : *runs) {
-      for (const auto& name : run.gpus) holder[name] = run.job_id;
-    }
-  }
-  auto waits = context_.queue.waits();
+  auto runs = store_->running_runs();
+  auto views = gpu_views(resources, runs ? *runs : std::vector<Run>{}, *context_.queue.waits());
   std::vector<nlohmann::json> out;
   for (size_t slot = 0; slot < resources.size(); ++slot) {
     const Resource& r = resources[slot];
-    auto it = holder.find(r.name);
-    daemon::GpuHealth health;
-    if (slot < waits->gpus.size()) health = waits->gpus[slot];
-    // The most pressing truth first: a person must act, something else holds it, a run's
-    // leftovers are being swept, a run holds it.
-    std::string state = !health.attention.is_null() ? "attention"
-                        : !health.foreign.is_null() ? "foreign"
-                        : it != holder.end()        ? "busy"
-                        : health.cleaning           ? "cleaning"
-                                                    : "free";
+    const daemon::GpuHealth& health = views[slot].health;
     out.push_back({{"name", r.name},
                    {"index", r.index ? nlohmann::json(*r.index) : nlohmann::json(nullptr)},
                    {"uuid", r.uuid},
@@ -138,8 +128,8 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
                    {"memory_total_mib", r.memory_total_mib},
                    {"memory_used_mib", health.memory_used_mib >= 0 ? health.memory_used_mib : r.memory_used_mib},
                    {"utilization", health.utilization >= 0 ? nlohmann::json(health.utilization) : nlohmann::json(nullptr)},
-                   {"state", state},
-                   {"job", it == holder.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second)},
+                   {"state", std::string(views[slot].state)},
+                   {"job", views[slot].job != 0 ? nlohmann::json(views[slot].job) : nlohmann::json(nullptr)},
                    {"attention", health.attention},
                    {"foreign", health.foreign},
                    {"preempting_for", health.preempting_for ? nlohmann::json(health.preempting_for) : nlohmann::json(nullptr)}});
@@ -149,13 +139,50 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
 
 Response Server::health() {
   auto waits = context_.queue.waits();
-  return json_response(http::status::ok, {{"ok", true},
-                                          {"last_pass_us", waits->pass_us},
-                                          {"active_jobs", waits->active_jobs},
-                                          {"pid", ::getpid()},
-                                          {"version", context_.version},
-                                          {"home", context_.layout.home},
-                                          {"gpu_mode", context_.queue.inventory().mode}});
+  int64_t now = wall_now_ms();
+  nlohmann::json body = {{"ok", true},
+                         {"now_ms", now},
+                         {"last_pass_us", waits->pass_us},
+                         {"active_jobs", waits->active_jobs},
+                         {"pid", ::getpid()},
+                         {"version", context_.version},
+                         {"home", context_.layout.home},
+                         {"gpu_mode", context_.queue.inventory().mode}};
+  // What `gpuq check` judges: the actor's heartbeat (the API thread answering proves nothing
+  // about the actor), GPUs a person must look at, lasting episodes, long condition waits.
+  auto beat = store_->meta("heartbeat");
+  int64_t beat_ms = 0;
+  if (beat && *beat) std::from_chars((*beat)->data(), (*beat)->data() + (*beat)->size(), beat_ms);
+  body["heartbeat_at_ms"] = beat_ms ? nlohmann::json(beat_ms) : nlohmann::json(nullptr);
+  body["heartbeat_interval_ms"] = context_.queue.config().watch.heartbeat_ms;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (auto& gpu : resource_objects(context_.queue.inventory().resources)) {
+    gpus.push_back({{"name", gpu["name"]}, {"state", gpu["state"]}, {"attention", gpu["attention"]},
+                    {"foreign", gpu["foreign"]}});
+  }
+  body["gpus"] = std::move(gpus);
+  nlohmann::json episodes = nlohmann::json::array();
+  if (auto open = store_->episodes()) {
+    for (const auto& e : *open) {
+      auto data = nlohmann::json::parse(e.data, nullptr, false);
+      episodes.push_back({{"kind", e.kind},
+                          {"key", e.key},
+                          {"job", data.is_object() ? data.value("job", nlohmann::json(nullptr)) : nullptr},
+                          {"since_ms", e.since_ms},
+                          {"for_ms", now - e.since_ms},
+                          {"detail", data.is_object() ? data.value("detail", nlohmann::json::object())
+                                                      : nlohmann::json::object()}});
+    }
+  }
+  body["episodes"] = std::move(episodes);
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const auto& w : waits->not_ready) {
+    if (w.kind != daemon::JobWait::Kind::kCondition || w.since_ms == 0) continue;
+    conditions.push_back({{"job", w.job_id}, {"since_ms", w.since_ms}, {"for_ms", now - w.since_ms},
+                          {"why", w.text}});
+  }
+  body["waiting_on_conditions"] = std::move(conditions);
+  return json_response(http::status::ok, body);
 }
 
 Response Server::gpus() {
@@ -268,6 +295,24 @@ awaitable<Response> Server::events(const Target& target) {
   nlohmann::json list = nlohmann::json::array();
   for (const Event& e : *events) list.push_back(event_to_json(e));
   co_return json_response(http::status::ok, {{"events", std::move(list)}, {"last_seq", last ? *last : 0}});
+}
+
+Response Server::metrics() {
+  auto inputs = gather_metrics(*store_, context_.queue, context_.hook_lags);
+  if (!inputs) return error_response(inputs.error());
+  Response res = text_response(http::status::ok, render_metrics(*inputs));
+  res.set(http::field::content_type, std::string(kMetricsContentType));
+  return res;
+}
+
+Response Server::hooks() {
+  nlohmann::json list = nlohmann::json::array();
+  if (context_.hooks != nullptr) {
+    for (const daemon::HookStatus& status : context_.hooks->statuses()) {
+      list.push_back(daemon::hook_status_to_json(status));
+    }
+  }
+  return json_response(http::status::ok, {{"hooks", std::move(list)}});
 }
 
 awaitable<Response> Server::submit(const Request& request) {

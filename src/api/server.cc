@@ -94,6 +94,10 @@ awaitable<void> Server::session(local_socket socket) {
     co_await http::async_read(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
     if (ec) break;
     Request request = parser.release();
+    if (is_event_stream(request)) {
+      co_await stream_events(socket, request);  // holds the connection until it ends
+      break;
+    }
     Response response = co_await handle(request);
     response.version(request.version());
     response.keep_alive(request.keep_alive());

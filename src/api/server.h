@@ -7,6 +7,7 @@
 // notify_events() is thread-safe; everything else runs on the api io_context.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "api/eta.h"
 #include "api/http.h"
 #include "base/paths.h"
+#include "daemon/hooks.h"
 #include "daemon/queue.h"
 #include "store/store.h"
 
@@ -25,6 +27,11 @@ struct ServerContext {
   daemon::Queue& queue;
   HomeLayout layout;
   std::string version;
+  // Each hook's lag in events, for gpuq_hook_lag_events in /metrics; called on the API
+  // thread, so it must be thread-safe. Unset: no hooks to report.
+  std::function<std::vector<std::pair<std::string, int64_t>>()> hook_lags = {};
+  // The event hooks, for GET /v1/hooks (statuses() is thread-safe). Unset: no hooks.
+  const daemon::HookRunner* hooks = nullptr;
 };
 
 class Server {
@@ -54,6 +61,13 @@ class Server {
   boost::asio::awaitable<Response> drain(bool draining);
   boost::asio::awaitable<Response> release_gpu(const std::string& gpu, const Request& request);
   boost::asio::awaitable<Response> events(const Target& target);
+  Response metrics();
+  Response hooks();
+  // GET /v1/events/stream (sse.cc): Server-Sent Events on `socket` until the client leaves
+  // or the server closes.
+  static bool is_event_stream(const Request& request);
+  boost::asio::awaitable<void> stream_events(boost::asio::local::stream_protocol::socket& socket,
+                                             const Request& request);
   Response show(const std::string& ref);
   Response status(const Target& target);
   Response gpus();

@@ -17,6 +17,7 @@ extern char** environ;
 #include "base/asio.h"
 #include "base/paths.h"
 #include "daemon/config.h"
+#include "daemon/hooks.h"
 #include "daemon/instance_lock.h"
 #include "daemon/queue.h"
 #include "gpu/discovery.h"
@@ -194,9 +195,26 @@ int serve(const cli::DaemonFlags& flags) {
   std::fprintf(stderr, "gpuq daemon: GPU probe: %s\n", probe.note.c_str());
   options.probe = std::move(probe.probe);
   daemon::Queue queue(actor_ioc, **store, *inventory, *config, std::move(options));
-  api::Server server({api_ioc, actor_ioc, queue, layout, GPUQ_VERSION}, std::move(*read_store));
-  queue.set_event_listener([&server](int64_t seq) { server.notify_events(seq); });
+  // Event hooks (docs/hooks.md): their cursors are read, and a new hook placed at the end of
+  // the log, before the queue's start writes the events of this start.
+  daemon::HookRunnerOptions hook_options;
+  hook_options.database = layout.database();
+  daemon::HookRunner hooks(config->hooks, actor_ioc, **store, hook_options);
+  if (auto loaded = hooks.load(); !loaded) return fail_start(loaded.error().message);
+  api::ServerContext server_context{api_ioc, actor_ioc, queue, layout, GPUQ_VERSION};
+  server_context.hooks = &hooks;
+  server_context.hook_lags = [&hooks] {
+    std::vector<std::pair<std::string, int64_t>> lags;
+    for (const auto& status : hooks.statuses()) lags.emplace_back(status.name, status.lag);
+    return lags;
+  };
+  api::Server server(std::move(server_context), std::move(*read_store));
+  queue.set_event_listener([&server, &hooks](int64_t seq) {
+    server.notify_events(seq);
+    hooks.notify(seq);
+  });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);
+  hooks.start();
   if (auto listening = server.listen_unix(layout.socket()); !listening) {
     return fail_start(listening.error().message);
   }
@@ -216,6 +234,13 @@ int serve(const cli::DaemonFlags& flags) {
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);
   actor_ioc.run();
+  // The actor has stopped: hook threads end (a delivery in flight gets a short grace), and the
+  // cursors their last deliveries reached are written here, on what was the actor's thread.
+  hooks.stop();
+  if (auto committed = hooks.commit_after_stop(); !committed) {
+    std::fprintf(stderr, "gpuq daemon: storing the hooks' cursors failed: %s\n",
+                 committed.error().message.c_str());
+  }
   api_ioc.stop();
   api_thread.join();
   ::unlink(layout.socket().c_str());

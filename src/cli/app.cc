@@ -28,6 +28,9 @@ struct Parsed {
   MoveOptions move;
   EventsOptions events;
   GpusOptions gpus;
+  HooksOptions hooks;
+  CheckOptions check;
+  ServiceOptions service;
   LintOptions lint;
   SimulateOptions simulate;
 };
@@ -83,8 +86,55 @@ void define_scheduling_flags(CLI::App* submit, SubmitOptions& o) {
        "MODE");
   text("--restart-within", o.restart_within,
        "with --preempt restart: only while the run is younger than this", "DUR");
+  text("--requires-warn", o.requires_warn,
+       "event job.requires_wait when a condition stays false this long (default [watch] "
+       "requires_warn, 1h; 0s: never)",
+       "DUR");
+  text("--quiet", o.quiet, "event job.quiet when the running job's log is silent this long", "DUR");
+  text("--warn-after", o.warn_after,
+       "event job.overdue when a run lasts longer than this (default: --est × [watch] "
+       "overdue_factor)",
+       "DUR");
   submit->add_flag("--replace", o.replace,
                    "with a plan: replace pending jobs whose spec changed");
+}
+
+// `gpuq service install|uninstall`: the daemon as a systemd unit. `--home` is the one of
+// every command; given, it is written into the unit.
+void define_service_command(CLI::App& app, Parsed& p) {
+  auto* service = add_command(app, p, "service", "run the daemon as a systemd service");
+  service->require_subcommand(1);
+  ServiceOptions& o = p.service;
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--home", p.home, "the daemon's state directory (written into the unit)")
+        ->type_name("DIR");
+    sub->add_flag("--user", o.user,
+                  "a user unit ($XDG_CONFIG_HOME/systemd/user; systemctl --user) instead of a "
+                  "system unit (/etc/systemd/system)");
+    sub->add_option("--unit-dir", o.unit_dir, "use this directory instead (packaging, tests)")
+        ->type_name("DIR");
+  };
+  auto* install = service->add_subcommand(
+      "install",
+      "write the systemd unit gpuq.service (runs survive a daemon restart) and print the "
+      "systemctl commands to run next");
+  common(install);
+  install->add_flag("--print", o.print, "print the unit; write nothing");
+  install->add_flag("--force", o.force, "replace an existing, different unit file");
+  install->add_option("--gpus", o.gpus, "the daemon's --gpus: auto, none, fake:N or 0,2,3")
+      ->type_name("SPEC");
+  auto* run_as = install->add_option(
+      "--run-as", o.run_as, "system unit: the user the daemon runs as (default: you, $SUDO_USER)");
+  run_as->type_name("USER");
+  install->add_option("--env", o.env, "an Environment= of the daemon and its hooks (repeatable)")
+      ->type_name("K=V")
+      ->allow_extra_args(false);
+  run_as->excludes(install->get_option("--user"));
+  auto* uninstall = service->add_subcommand(
+      "uninstall", "remove gpuq.service (refused while it is enabled: disable it first)");
+  common(uninstall);
+  uninstall->add_flag("--force", o.force, "remove it even while it is enabled");
+  uninstall->callback([&o] { o.uninstall = true; });
 }
 
 void define_commands(CLI::App& app, Parsed& p) {
@@ -189,6 +239,27 @@ void define_commands(CLI::App& app, Parsed& p) {
 
   auto* gpus = add_command(app, p, "gpus", "show the GPUs the daemon uses");
   gpus->add_flag("--json", p.gpus.json, "print the daemon's answer as JSON");
+
+  auto* hooks = add_command(app, p, "hooks",
+                            "show each event hook's cursor, lag and last error (docs/hooks.md)");
+  hooks->add_flag("--json", p.hooks.json, "print the daemon's answer as JSON");
+
+  auto* check = add_command(app, p, "check",
+                            "exit 0 when the daemon answers, its heartbeat is fresh and nothing "
+                            "needs a person; else one line per problem (for cron and monitoring)");
+  check->add_flag("--json", p.check.json, "print {ok, problems, daemon} as JSON");
+  check->add_option("--timeout", p.check.timeout, "the hard limit of the call to the daemon")
+      ->type_name("DUR")
+      ->default_str("10s");
+  check->add_option("--max-wait", p.check.max_wait,
+                    "report a job waiting on a condition (REQUIRES, file) longer than this")
+      ->type_name("DUR")
+      ->default_str("1h");
+  check->add_option("--stale-after", p.check.stale_after,
+                    "a heartbeat older than this is stale (default: 3 heartbeat intervals)")
+      ->type_name("DUR");
+
+  define_service_command(app, p);
 }
 
 // Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
@@ -240,6 +311,13 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "simulate") return run_simulate(ctx, p.simulate);
   if (command == "events") return run_events(ctx, p.events);
   if (command == "gpus") return run_gpus(ctx, p.gpus);
+  if (command == "hooks") return run_hooks(ctx, p.hooks);
+  if (command == "check") return run_check(ctx, p.check);
+  if (command == "service") {
+    p.service.home_given = !p.home.empty();
+    return p.service.uninstall ? run_service_uninstall(ctx, p.service)
+                               : run_service_install(ctx, p.service);
+  }
   *io.err << "gpuq: unknown command " << command << '\n';
   return kExitUsage;
 }

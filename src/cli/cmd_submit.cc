@@ -114,6 +114,9 @@ Status check_flags(const SubmitOptions& options) {
   if (auto st = check_duration("--timeout", options.timeout); !st) return st;
   if (auto st = check_duration("--est", options.est); !st) return st;
   if (auto st = check_duration("--restart-within", options.restart_within); !st) return st;
+  if (auto st = check_duration("--requires-warn", options.requires_warn); !st) return st;
+  if (auto st = check_duration("--quiet", options.quiet); !st) return st;
+  if (auto st = check_duration("--warn-after", options.warn_after); !st) return st;
   if (options.preempt) {
     if (auto mode = parse_preempt_mode(*options.preempt); !mode) {
       return bad(fmt::format("--preempt: {}", mode.error().message));
@@ -191,6 +194,9 @@ Status apply_scheduling_flags(const SubmitOptions& options, int64_t now_ms, Json
   if (options.hold) request["hold"] = true;
   if (options.preempt) request["preempt"] = *options.preempt;
   set_duration("restart_within", options.restart_within);
+  set_duration("requires_warn", options.requires_warn);
+  set_duration("quiet", options.quiet);
+  set_duration("warn_after", options.warn_after);
   return ok();
 }
 
@@ -241,6 +247,9 @@ std::vector<std::string> flags_not_for_plans(const SubmitOptions& o) {
   add(o.hold, "--hold");
   add(o.preempt.has_value(), "--preempt");
   add(o.restart_within.has_value(), "--restart-within");
+  add(o.requires_warn.has_value(), "--requires-warn");
+  add(o.quiet.has_value(), "--quiet");
+  add(o.warn_after.has_value(), "--warn-after");
   return given;
 }
 

@@ -44,6 +44,9 @@ struct SubmitOptions {
   bool hold = false;
   std::optional<std::string> preempt;         // yield | restart | never
   std::optional<std::string> restart_within;  // a duration; only with preempt restart
+  std::optional<std::string> requires_warn;   // watchers: durations; "0s" turns one off
+  std::optional<std::string> quiet;
+  std::optional<std::string> warn_after;
   bool replace = false;                    // plans only: replace changed pending jobs
 };
 // The submit request of docs/api.md, or a usage error (exit 2) saying what is wrong.
@@ -148,9 +151,41 @@ struct EventsOptions {
 constexpr Millis kEventsFollowWait{30'000};
 int run_events(Context& ctx, const EventsOptions& options);
 
+// `gpuq check`: healthy (0), problems (1, one line each) or unreachable (3).
+struct CheckOptions {
+  bool json = false;
+  std::string timeout = "10s";   // the hard limit of the call to the daemon
+  std::string max_wait = "1h";   // a job waiting on a condition longer than this is a problem
+  std::string stale_after;       // a heartbeat older than this is stale; empty: 3 intervals
+};
+int run_check(Context& ctx, const CheckOptions& options);
+
 struct GpusOptions {
   bool json = false;
 };
 int run_gpus(Context& ctx, const GpusOptions& options);
+
+// `gpuq hooks`: each event hook's cursor, lag and last error (GET /v1/hooks).
+struct HooksOptions {
+  bool json = false;
+};
+int run_hooks(Context& ctx, const HooksOptions& options);
+
+// `gpuq service install|uninstall`: the daemon as a systemd unit (cli/service_unit.h). It writes
+// or removes the unit file only, and prints the systemctl commands to run; it contacts no daemon.
+struct ServiceOptions {
+  bool uninstall = false;        // which of the two
+  bool user = false;             // a user unit (systemctl --user), else a system unit
+  std::string unit_dir;          // empty: the user or system unit directory
+  bool print = false;            // install: print the unit, write nothing
+  bool force = false;            // install: replace a different unit; uninstall: even if enabled
+  std::string gpus;              // install: the daemon's --gpus; empty: its default
+  std::string run_as;            // install, system unit: User=; empty: the invoking user
+  std::vector<std::string> env;  // install: KEY=VALUE, Environment= of the daemon
+  bool home_given = false;       // --home was given: the unit pins the state directory
+  std::string executable;        // empty: this process's binary (/proc/self/exe)
+};
+int run_service_install(Context& ctx, const ServiceOptions& options);
+int run_service_uninstall(Context& ctx, const ServiceOptions& options);
 
 }  // namespace gpuq::cli

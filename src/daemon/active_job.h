@@ -43,6 +43,9 @@ struct ActiveJob {
   PreemptMode preempt = PreemptMode::kNever;
   int64_t restart_within_ms = 0;
   bool gpu_mem_learned = false;    // gpu_mem_mib comes from earlier runs' peak, not the spec
+  int64_t requires_warn_ms = -1;   // the watchers' limits from the spec (-1: the config's)
+  int64_t quiet_ms = -1;
+  int64_t warn_after_ms = 0;
 
   ConditionState conditions = ConditionState::kNone;
   int64_t conditions_false_since_ms = 0;

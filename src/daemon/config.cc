@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "base/duration.h"
+#include "daemon/config_hooks.h"
 
 namespace gpuq::daemon {
 namespace {
@@ -44,20 +45,13 @@ const std::vector<TableSpec>& table_specs() {
 }
 
 constexpr std::string_view kKnownTables =
-    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu], [watch]";
+    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu], [watch], "
+    "[[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 // The pseudo-lane meaning "any job holding GPUs" (sched::Lane::excludes).
 constexpr std::string_view kGpuLane = "gpu";
 
-std::string join(const std::vector<std::string_view>& words) {
-  std::string text;
-  for (std::string_view word : words) {
-    if (!text.empty()) text += ", ";
-    text += word;
-  }
-  return text;
-}
 
 bool contains(const std::vector<std::string_view>& words, std::string_view word) {
   return std::find(words.begin(), words.end(), word) != words.end();
@@ -116,6 +110,9 @@ class ConfigReader {
     if (auto status = read_runs(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_gpu_truth(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_watch(root, config.watch); !status) return tl::unexpected(status.error());
+    if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
+      return tl::unexpected(status.error());
+    }
     return config;
   }
 
@@ -137,6 +134,7 @@ class ConfigReader {
                                                   "[lanes.NAME]",
                                                   name));
       }
+      if (name == kHookKey) continue;  // read_hook_tables checks its shape
       bool known =
           name == "lanes" || std::any_of(table_specs().begin(), table_specs().end(),
                                          [&](const TableSpec& s) { return s.name == name; });
@@ -529,6 +527,15 @@ class ConfigReader {
 };
 
 }  // namespace
+
+std::string join(const std::vector<std::string_view>& words) {
+  std::string text;
+  for (std::string_view word : words) {
+    if (!text.empty()) text += ", ";
+    text += word;
+  }
+  return text;
+}
 
 Result<Config> parse_config(std::string_view text, std::string_view path) {
   ConfigReader reader(path);

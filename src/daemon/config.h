@@ -54,6 +54,15 @@
 //   gpu_idle_utilization = 5       # percent at or below which a GPU counts as idle
 //   idle_with_work = "10m"         # queue.idle_with_work: GPUs free while jobs wait this long
 //   empty = "0s"                   # queue.empty: nothing running or queued this long
+//
+//   [[hook]]                       # one per hook, any number (docs/hooks.md)
+//   name = "slack"                 # default: the url or command itself; the cursor's key
+//   events = ["job.*"]             # fnmatch(3) globs against the event kind (default ["*"])
+//   url = "https://example.com/x"  # POST the event JSON; or command = "..." (sh -c, the event
+//                                  # JSON on stdin and as GPUQ_EVENT_* variables)
+//   timeout = "30s"                # one delivery
+//   retry_min = "1s"               # first retry delay, doubled after each failure
+//   retry_max = "5m"               # the longest retry delay
 #pragma once
 
 #include "sched/scheduler.h"
@@ -92,6 +101,17 @@ struct WatchConfig {
   int64_t empty_ms = 0;
 };
 
+// [[hook]]: where events are delivered (daemon/hooks.h). Exactly one of command and url is set.
+struct HookConfig {
+  std::string name;                          // unique; the key of the hook's stored cursor
+  std::vector<std::string> events = {"*"};   // fnmatch(3) globs against Event::kind
+  std::string command;                       // run with /bin/sh -c
+  std::string url;                           // http:// or https://
+  int64_t timeout_ms = 30'000;               // > 0
+  int64_t retry_min_ms = 1'000;              // > 0
+  int64_t retry_max_ms = 300'000;            // >= retry_min_ms
+};
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -111,6 +131,7 @@ struct Config {
   int64_t foreign_repeat_ms = 600'000;     // > 0
   int64_t foreign_memory_mib = 1024;       // 0: off
   WatchConfig watch;
+  std::vector<HookConfig> hooks;  // in file order
 };
 
 // Reads the file at `path`. A missing file gives Config{} (the defaults). A file that cannot be

@@ -321,5 +321,113 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[lanes.net]\nexcludes = [\"gpu\", \"gpu\"]\n", "2:20",
                 "lanes.net.excludes names \"gpu\" twice; remove one"}));
 
+TEST(ParseConfigTest, Watch) {
+  auto config = parse_config(R"([watch]
+interval = "250ms"
+repeat = "5m"
+heartbeat = "10s"
+requires_warn = "0s"
+quiet = "20m"
+overdue_factor = 3
+gpu_idle = "1h"
+gpu_idle_utilization = 10
+idle_with_work = "2m"
+empty = "1h"
+)",
+                             kPath);
+  ASSERT_TRUE(config) << config.error().message;
+  const WatchConfig& w = config->watch;
+  EXPECT_EQ(w.interval_ms, 250);
+  EXPECT_EQ(w.repeat_ms, 300'000);
+  EXPECT_EQ(w.heartbeat_ms, 10'000);
+  EXPECT_EQ(w.requires_warn_ms, 0);
+  EXPECT_EQ(w.quiet_ms, 1'200'000);
+  EXPECT_EQ(w.overdue_factor, 3.0);
+  EXPECT_EQ(w.gpu_idle_ms, 3'600'000);
+  EXPECT_EQ(w.gpu_idle_utilization, 10);
+  EXPECT_EQ(w.idle_with_work_ms, 120'000);
+  EXPECT_EQ(w.empty_ms, 3'600'000);
+  WatchConfig defaults = parse_config("", kPath)->watch;
+  EXPECT_EQ(defaults.requires_warn_ms, 3'600'000);
+  EXPECT_EQ(defaults.heartbeat_ms, 30'000);
+  EXPECT_EQ(defaults.empty_ms, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Watch, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[watch]\ninterval = \"0s\"\n", "2:12", "watch.interval must be longer than 0s"},
+        BadCase{"[watch]\noverdue_factor = 0.5\n", "2:18", "watch.overdue_factor must be 0 (off)"},
+        BadCase{"[watch]\ngpu_idle_utilization = 101\n", "2:24",
+                "watch.gpu_idle_utilization must be a whole number from 0 to 100"},
+        BadCase{"[watch]\nquiet = 30\n", "2:9", "watch.quiet must be a duration in quotes"},
+        BadCase{"[watch]\nquite = \"1m\"\n", "2:1", "unknown setting watch.quite; the settings of [watch] are"}));
+
+TEST(ParseConfigTest, Hooks) {
+  auto config = parse_config(R"([[hook]]
+url = "http://127.0.0.1:8080/gpuq"
+
+[[hook]]
+name = "log"
+events = ["job.*", "queue.idle_with_work"]
+command = "cat >> /tmp/events.jsonl"
+timeout = "5s"
+retry_min = "250ms"
+retry_max = "1m"
+)",
+                             kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  ASSERT_EQ(config->hooks.size(), 2u);
+  const HookConfig& web = config->hooks[0];
+  EXPECT_EQ(web.name, "http://127.0.0.1:8080/gpuq");  // the target names an unnamed hook
+  EXPECT_EQ(web.url, "http://127.0.0.1:8080/gpuq");
+  EXPECT_EQ(web.command, "");
+  EXPECT_EQ(web.events, std::vector<std::string>{"*"});
+  EXPECT_EQ(web.timeout_ms, 30'000);
+  EXPECT_EQ(web.retry_min_ms, 1'000);
+  EXPECT_EQ(web.retry_max_ms, 300'000);
+  const HookConfig& log = config->hooks[1];
+  EXPECT_EQ(log.name, "log");
+  EXPECT_EQ(log.command, "cat >> /tmp/events.jsonl");
+  EXPECT_EQ(log.events, (std::vector<std::string>{"job.*", "queue.idle_with_work"}));
+  EXPECT_EQ(log.timeout_ms, 5'000);
+  EXPECT_EQ(log.retry_min_ms, 250);
+  EXPECT_EQ(log.retry_max_ms, 60'000);
+  EXPECT_TRUE(parse_config("", kPath)->hooks.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hooks, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[hook]\nurl = \"http://x\"\n", "1:1", "hook must be written [[hook]], with two brackets"},
+        BadCase{"hook = 1\n", "1:8", "hook must be written [[hook]]"},
+        BadCase{"[[hook]]\nurl = \"http://x\"\nevent = [\"*\"]\n", "3:1",
+                "unknown setting event of hook 1; the settings of a [[hook]] are name, events, "
+                "command, url, timeout, retry_min, retry_max"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nurl = \"http://x\"\n", "3:7",
+                "hook 1 has both command and url"},
+        BadCase{"[[hook]]\nurl = \"http://x\"\n[[hook]]\nname = \"n\"\n", "3:1",
+                "hook 2 has neither command nor url"},
+        BadCase{"[[hook]]\nurl = \"ftp://x\"\n", "2:7", "url \"ftp://x\" must start with http://"},
+        BadCase{"[[hook]]\ncommand = \"\"\n", "2:11", "hook 1: command must be a non-empty text"},
+        BadCase{"[[hook]]\ncommand = [\"a\"]\n", "2:11", "hook 1: command must be a non-empty"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nname = 3\n", "3:8", "hook 1: name must be a non-empty"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nevents = \"job.*\"\n", "3:10",
+                "hook 1: events must be a list"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nevents = []\n", "3:10", "hook 1: events is empty"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nevents = [\"a\", 2]\n", "3:16",
+                "hook 1: events must be a list"},
+        BadCase{"[[hook]]\ncommand = \"true\"\ntimeout = 30\n", "3:11",
+                "hook 1: timeout must be a duration in quotes, e.g. timeout = \"30s\""},
+        BadCase{"[[hook]]\ncommand = \"true\"\ntimeout = \"0s\"\n", "3:11",
+                "hook 1: timeout = \"0s\" must be longer than 0s"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nretry_min = \"soon\"\n", "3:13", "hook 1: retry_min:"},
+        BadCase{"[[hook]]\ncommand = \"true\"\nretry_min = \"1m\"\nretry_max = \"10s\"\n", "4:13",
+                "hook 1: retry_max (10s) is shorter than retry_min (1m00s)"},
+        BadCase{"[[hook]]\ncommand = \"true\"\n[[hook]]\ncommand = \"true\"\n", "4:11",
+                "hooks 1 and 2 are both named \"true\""},
+        BadCase{"[[hook]]\nname = \"a\"\nurl = \"http://x\"\n[[hook]]\nname = \"a\"\ncommand = \"b\"\n",
+                "5:8", "hooks 1 and 2 are both named \"a\"; the name keys"}));
+
 }  // namespace
 }  // namespace gpuq::daemon

@@ -19,10 +19,13 @@ Queue::Queue(boost::asio::io_context& ioc, store::Store& store, gpu::Inventory i
       options_(std::move(options)),
       checker_(ioc, 2),
       wake_timer_(ioc),
+      look_timer_(ioc),
+      heartbeat_timer_(ioc),
       holders_(inventory_.resources.size()),
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
-      foreign_(inventory_.resources.size(), config_.foreign_repeat_ms) {}
+      foreign_(inventory_.resources.size(), config_.foreign_repeat_ms),
+      episodes_(config_.watch.repeat_ms) {}
 
 Queue::~Queue() {
   // Their threads call back into this object: stop them first.
@@ -32,7 +35,15 @@ Queue::~Queue() {
 
 Status Queue::commit(const std::function<Status()>& fn) {
   events_added_ = false;
+  size_t before = uncommitted_kinds_.size();
   auto result = store_.transaction(fn);
+  // Events are counted once on record: a rolled-back event never happened.
+  if (result) {
+    for (const auto& kind : uncommitted_kinds_) metrics_.count_event(kind);
+    uncommitted_kinds_.clear();
+  } else {
+    uncommitted_kinds_.resize(before);
+  }
   if (result && events_added_ && listener_) listener_(last_seq_);
   return result;
 }
@@ -49,6 +60,7 @@ Status Queue::add_event(const std::string& kind, std::optional<int64_t> job, std
   if (!seq) return tl::unexpected(seq.error());
   last_seq_ = *seq;
   events_added_ = true;
+  uncommitted_kinds_.push_back(kind);
   return ok();
 }
 
@@ -132,6 +144,8 @@ void Queue::stop() {
     if (live.yield_deadline) live.yield_deadline->cancel();
   }
   wake_timer_.cancel();
+  look_timer_.cancel();
+  heartbeat_timer_.cancel();
 }
 
 std::string JobWait::render(int64_t now_ms) const {

@@ -7,9 +7,9 @@
 // earliest time-based wake-up (not-before, retry delays, condition rechecks, run timeouts) —
 // never by a polling loop.
 //
-// Thread rules: every method except waits() runs on the actor's io_context thread. waits()
-// returns an immutable snapshot under a mutex; the event listener is called on the actor
-// thread after each commit and must not block.
+// Thread rules: every method except waits() and metrics() runs on the actor's io_context
+// thread. waits() returns an immutable snapshot under a mutex; metrics() is thread-safe; the
+// event listener is called on the actor thread after each commit and must not block.
 #pragma once
 
 #include <functional>
@@ -25,7 +25,9 @@
 #include "daemon/active_job.h"
 #include "daemon/condition_checker.h"
 #include "daemon/config.h"
+#include "daemon/episodes.h"
 #include "daemon/foreign_tracker.h"
+#include "daemon/metrics.h"
 #include "daemon/prober.h"
 #include "daemon/readiness.h"
 #include "gpu/discovery.h"
@@ -149,6 +151,9 @@ class Queue {
   void set_event_listener(std::function<void(int64_t)> listener) { listener_ = std::move(listener); }
   const gpu::Inventory& inventory() const { return inventory_; }
   const Config& config() const { return config_; }
+  // Counters and histograms for /metrics. Thread-safe (see metrics.h).
+  Metrics& metrics() { return metrics_; }
+  const Metrics& metrics() const { return metrics_; }
 
  private:
   struct LiveRun {
@@ -198,6 +203,7 @@ class Queue {
 
   // Runs (queue_runs.cc).
   void start_run(int64_t job_id, const std::vector<int>& slots);
+  void count_start(const Job& job, const Run& run);  // for /metrics
   void fail_to_start(int64_t job_id, const std::vector<int>& slots, const std::string& why);
   void watch_exit(int64_t job_id);
   void arm_timeout(int64_t job_id);
@@ -232,6 +238,14 @@ class Queue {
   void withdraw_preemption(int64_t victim, const std::string& why);
   int64_t retry_delay(const ActiveJob& job) const;
 
+  // Watchers and the heartbeat (queue_watch.cc).
+  Status start_watching();
+  void arm_look(int64_t at_ms);
+  void look();
+  void gather_job_sightings(int64_t now, std::vector<Sighting>& out);
+  void gather_queue_sightings(int64_t now, std::vector<Sighting>& out);
+  void beat();
+
   boost::asio::io_context& ioc_;
   store::Store& store_;
   gpu::Inventory inventory_;
@@ -241,6 +255,9 @@ class Queue {
   ConditionChecker checker_;
   boost::asio::steady_timer wake_timer_;
   int64_t wake_at_ms_ = 0;
+  boost::asio::steady_timer look_timer_;       // the watchers' next look
+  int64_t look_at_ms_ = 0;
+  boost::asio::steady_timer heartbeat_timer_;
 
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state
@@ -252,6 +269,8 @@ class Queue {
   std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id
   std::vector<GpuHealth> health_;                       // per GPU slot
   ForeignTracker foreign_;
+  EpisodeBook episodes_;                                // the watchers' open episodes
+  std::unordered_map<int64_t, int64_t> gpu_busy_ms_;    // running job → last look its GPUs worked
   bool probe_failing_ = false;
   std::unordered_set<std::string> footprint_names_;  // job names with a learned footprint
   std::unordered_map<int64_t, int64_t> peaks_;          // run row id → peak GPU MiB seen
@@ -262,6 +281,8 @@ class Queue {
   int64_t next_order_ = 0;
   int64_t last_seq_ = 0;
   bool events_added_ = false;
+  std::vector<std::string> uncommitted_kinds_;  // events of the open transaction, counted at commit
+  Metrics metrics_;
   bool pass_requested_ = false;
   bool stopping_ = false;
   bool draining_ = false;

@@ -264,6 +264,7 @@ void Queue::on_conditions(const ConditionResult& result) {
   }
   if (result.holds) {
     job.conditions = ConditionState::kTrue;
+    job.conditions_false_since_ms = 0;
     condition_texts_.erase(job.id);
   } else {
     if (job.conditions_false_since_ms == 0) job.conditions_false_since_ms = now;

@@ -165,6 +165,19 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   running_[job_id] = std::move(live);
   watch_exit(job_id);
   arm_timeout(job_id);
+  count_start(*job, running_.at(job_id).run);  // after the release: not on the start's path
+}
+
+void Queue::count_start(const Job& job, const Run& run) {
+  // Queue wait: since the job last entered the queue (its submit, or a retry, a preemption or
+  // a requeue after a lost run; see Store::requeued_at), so a retry's delay counts as waiting
+  // but the time a finished job sat before `gpuq retry` does not.
+  auto requeued = store_.requeued_at(job.id);
+  int64_t queued_ms = std::max(job.submitted_at_ms, requeued ? *requeued : 0);
+  double wait_s = static_cast<double>(run.started_at_ms - queued_ms) / 1000.0;
+  std::optional<double> first;
+  if (run.number == 1) first = static_cast<double>(run.started_at_ms - job.submitted_at_ms) / 1000.0;
+  metrics_.run_started(wait_s, first);
 }
 
 void Queue::fail_to_start(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
@@ -372,6 +385,7 @@ void Queue::finish_run(LiveRun live, const RunEnd& end_in) {
                  static_cast<long long>(job_id), committed.error().message.c_str());
     return;
   }
+  metrics_.run_finished(to_string(end.outcome));
   if (end.outcome == RunOutcome::kSucceeded && peak) {
     if (auto job = load_job(job_id, false); job && !job->spec.name.empty()) footprint_names_.insert(job->spec.name);
   }
@@ -406,6 +420,7 @@ void Queue::settle_lost_run(const Job& job, const Run& run) {
     return add_event(fmt::format("job.{}", to_string(to)), job.id, run.number, {{"outcome", "lost"}});
   });
   if (!committed) return;
+  metrics_.run_finished(to_string(RunOutcome::kLost));
   if (requeue) {
     if (auto it = active_.find(job.id); it != active_.end()) {
       it->second.state = JobState::kPending;
@@ -475,6 +490,12 @@ Status Queue::start() {
   auto seq = store_.last_seq();
   if (!seq) return tl::unexpected(seq.error());
   last_seq_ = *seq;
+  // The all-time counters start from the record, before recovery adds to it.
+  auto event_counts = store_.event_counts();
+  if (!event_counts) return tl::unexpected(event_counts.error());
+  auto run_counts = store_.run_counts();
+  if (!run_counts) return tl::unexpected(run_counts.error());
+  metrics_.set_baseline(*event_counts, *run_counts);
   auto draining = store_.meta("draining");
   if (!draining) return tl::unexpected(draining.error());
   draining_ = *draining && **draining == "1";
@@ -507,6 +528,7 @@ Status Queue::start() {
                       {"draining", draining_}});
   });
   if (!started) return started;
+  if (auto watching = start_watching(); !watching) return watching;
   request_pass();
   return ok();
 }

@@ -133,6 +133,9 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   }
   a.preempt = spec.preempt;
   a.restart_within_ms = spec.restart_within_ms;
+  a.requires_warn_ms = spec.requires_warn_ms;
+  a.quiet_ms = spec.quiet_ms;
+  a.warn_after_ms = spec.warn_after_ms;
   a.share = spec.share;
   a.estimate_ms = spec.estimate_ms;
   a.timeout_ms = spec.timeout_ms;

@@ -94,6 +94,10 @@ struct JobSpec {
   std::string reservation;                 // reserved GPU set it must run on (plan groups)
   PreemptMode preempt = PreemptMode::kNever;
   int64_t restart_within_ms = 0;           // restart mode: only while a run is younger; 0: always
+  // Watchers (daemon/watchers.h): -1 takes the daemon's [watch] setting; 0 turns it off.
+  int64_t requires_warn_ms = -1;           // job.requires_wait after a condition is false this long
+  int64_t quiet_ms = -1;                   // job.quiet after the log is silent this long
+  int64_t warn_after_ms = 0;               // job.overdue past this run time; 0: estimate × factor
   std::vector<std::string> inputs;         // declared `gpuq-in:` paths (for the fleet)
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
   std::string source;                      // where it was declared ("plan.json:12"), for messages

@@ -85,6 +85,10 @@ nlohmann::json job_to_json(const Job& job) {
       {"preempt", to_string(job.spec.preempt)},
       {"restart_within_ms", job.spec.restart_within_ms ? nlohmann::json(job.spec.restart_within_ms)
                                                         : nlohmann::json(nullptr)},
+      {"requires_warn_ms", job.spec.requires_warn_ms >= 0 ? nlohmann::json(job.spec.requires_warn_ms)
+                                                          : nlohmann::json(nullptr)},
+      {"quiet_ms", job.spec.quiet_ms >= 0 ? nlohmann::json(job.spec.quiet_ms) : nlohmann::json(nullptr)},
+      {"warn_after_ms", job.spec.warn_after_ms ? nlohmann::json(job.spec.warn_after_ms) : nlohmann::json(nullptr)},
   };
 }
 

@@ -18,7 +18,8 @@ const std::set<std::string>& known_fields() {
       "deps",     "done_if",   "lane",        "lanes",       "retries",      "retry_delay",
       "retry_delay_ms", "timeout", "timeout_ms", "est",      "est_ms",       "gpu_mem",
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
-      "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms"};
+      "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms",
+      "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms"};
   return fields;
 }
 
@@ -253,6 +254,9 @@ Result<JobSpec> spec_from_json(const json& body) {
   GPUQ_TRY(r.boolean("hold", spec.hold));
   GPUQ_TRY(r.string("reservation", spec.reservation));
   GPUQ_TRY(read_preemption(r, body, spec));
+  GPUQ_TRY(r.duration("requires_warn", spec.requires_warn_ms));
+  GPUQ_TRY(r.duration("quiet", spec.quiet_ms));
+  GPUQ_TRY(r.duration("warn_after", spec.warn_after_ms));
   GPUQ_TRY(r.strings("inputs", spec.inputs));
   GPUQ_TRY(r.strings("outputs", spec.outputs));
   GPUQ_TRY(r.string("source", spec.source));
@@ -290,6 +294,9 @@ json spec_to_json(const JobSpec& spec) {
   // Defaults are left out, so specs stored before preemption existed read the same.
   if (spec.preempt != PreemptMode::kNever) j["preempt"] = to_string(spec.preempt);
   if (spec.restart_within_ms) j["restart_within_ms"] = spec.restart_within_ms;
+  if (spec.requires_warn_ms >= 0) j["requires_warn_ms"] = spec.requires_warn_ms;
+  if (spec.quiet_ms >= 0) j["quiet_ms"] = spec.quiet_ms;
+  if (spec.warn_after_ms) j["warn_after_ms"] = spec.warn_after_ms;
   if (!spec.inputs.empty()) j["inputs"] = spec.inputs;
   if (!spec.outputs.empty()) j["outputs"] = spec.outputs;
   if (!spec.source.empty()) j["source"] = spec.source;

@@ -212,3 +212,33 @@ TEST(SpecJson, SpecsStoredBeforePreemptionReadAsNever) {
 
 }  // namespace
 }  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+TEST(SpecJson, WatcherLimitsRoundTripAndDefaultToTheConfig) {
+  auto plain = spec_from_json(json::parse(R"({"argv": ["x"]})"));
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->requires_warn_ms, -1);  // the daemon's [watch] setting
+  EXPECT_EQ(plain->quiet_ms, -1);
+  EXPECT_EQ(plain->warn_after_ms, 0);
+  EXPECT_FALSE(spec_to_json(*plain).contains("quiet_ms"));
+
+  auto set = spec_from_json(json::parse(
+      R"({"argv": ["x"], "requires_warn": "2h", "quiet": "0s", "warn_after_ms": 5000})"));
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->requires_warn_ms, 2 * 3'600'000);
+  EXPECT_EQ(set->quiet_ms, 0);  // off for this job
+  EXPECT_EQ(set->warn_after_ms, 5000);
+  auto again = spec_from_json(spec_to_json(*set));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(same_work(*set, *again));
+  EXPECT_FALSE(same_work(*set, *plain));
+
+  auto bad = spec_from_json(json::parse(R"({"argv": ["x"], "quiet": 30})"));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("field 'quiet' must be a duration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuq

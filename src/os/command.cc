@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -104,10 +106,15 @@ class SpawnSetup {
   posix_spawnattr_t attr_;
 };
 
-// Returns the error number of the first failing setup call, 0 when all succeeded.
-int prepare_spawn(SpawnSetup& setup, int out_fd, int err_fd) {
+// Returns the error number of the first failing setup call, 0 when all succeeded. `in_fd` < 0
+// gives the child /dev/null as stdin.
+int prepare_spawn(SpawnSetup& setup, int in_fd, int out_fd, int err_fd) {
   posix_spawn_file_actions_t* actions = setup.actions();
-  if (int rc = ::posix_spawn_file_actions_addopen(actions, 0, "/dev/null", O_RDONLY, 0)) return rc;
+  if (in_fd >= 0) {
+    if (int rc = ::posix_spawn_file_actions_adddup2(actions, in_fd, 0)) return rc;
+  } else if (int rc = ::posix_spawn_file_actions_addopen(actions, 0, "/dev/null", O_RDONLY, 0)) {
+    return rc;
+  }
   if (int rc = ::posix_spawn_file_actions_adddup2(actions, out_fd, 1)) return rc;
   if (int rc = ::posix_spawn_file_actions_adddup2(actions, err_fd, 2)) return rc;
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
@@ -133,9 +140,12 @@ int prepare_spawn(SpawnSetup& setup, int out_fd, int err_fd) {
   return 0;
 }
 
-Result<pid_t> spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+Result<pid_t> spawn(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
+                    char* const* envp) {
   SpawnSetup setup;
-  if (int rc = prepare_spawn(setup, out_fd, err_fd)) return errno_error("posix_spawn setup", rc);
+  if (int rc = prepare_spawn(setup, in_fd, out_fd, err_fd)) {
+    return errno_error("posix_spawn setup", rc);
+  }
 
   std::vector<char*> c_argv;
   c_argv.reserve(argv.size() + 1);
@@ -143,7 +153,7 @@ Result<pid_t> spawn(const std::vector<std::string>& argv, int out_fd, int err_fd
   c_argv.push_back(nullptr);
 
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, c_argv[0], setup.actions(), setup.attr(), c_argv.data(), environ);
+  int rc = ::posix_spawnp(&pid, c_argv[0], setup.actions(), setup.attr(), c_argv.data(), envp);
   if (rc == ENOENT) {
     if (argv[0].find('/') != std::string::npos) {
       return fail(Code::kNotFound, fmt::format("{}: program not found", argv[0]));
@@ -229,9 +239,56 @@ void kill_and_reap(pid_t pid, const Fd& pidfd, CommandResult& result) {
   if (::waitpid(pid, &status, 0) == pid) record_status(status, result);
 }
 
+// The caller's environment with `extra` ("NAME=VALUE") set, replacing entries of those names.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> merged;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    bool replaced = std::any_of(extra.begin(), extra.end(), [&](const std::string& e) {
+      return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
+    });
+    if (!replaced) merged.emplace_back(text);
+  }
+  merged.insert(merged.end(), extra.begin(), extra.end());
+  return merged;
+}
+
+// A socket rather than a pipe for the child's stdin: send() with MSG_NOSIGNAL cannot raise
+// SIGPIPE in a caller that has not ignored it, when the child exits without reading.
+Result<std::pair<Fd, Fd>> make_input_socket() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return errno_error("socketpair");
+  auto parent = above_stdio(fds[0]);
+  auto child = above_stdio(fds[1]);
+  if (!parent) return tl::unexpected(parent.error());
+  if (!child) return tl::unexpected(child.error());
+  // Only one way: the child reading stdin sees end of file once the parent shuts its side.
+  ::shutdown(child->get(), SHUT_WR);
+  return std::pair<Fd, Fd>{std::move(*parent), std::move(*child)};
+}
+
+// Sends what the socket takes of the rest of `input`; closes `fd` when all is sent or the
+// child stopped reading.
+void feed_input(Fd& fd, const std::string& input, size_t& sent) {
+  while (sent < input.size()) {
+    ssize_t n = ::send(fd.get(), input.data() + sent, input.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  fd.reset();
+}
+
 }  // namespace
 
 Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis timeout) {
+  return run_command_with(argv, timeout, CommandOptions{});
+}
+
+Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Millis timeout,
+                                       const CommandOptions& options) {
   if (argv.empty() || argv[0].empty()) {
     return fail(Code::kInvalidArgument, "run_command: no program given");
   }
@@ -239,12 +296,31 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis t
   if (!out_pipe) return tl::unexpected(out_pipe.error());
   auto err_pipe = make_pipe();
   if (!err_pipe) return tl::unexpected(err_pipe.error());
+  Fd input_fd;
+  Fd child_input_fd;
+  if (options.input) {
+    auto input = make_input_socket();
+    if (!input) return tl::unexpected(input.error());
+    input_fd = std::move(input->first);
+    child_input_fd = std::move(input->second);
+  }
+  std::vector<std::string> env_storage;
+  std::vector<char*> envp;
+  if (!options.env.empty()) {
+    env_storage = merged_environment(options.env);
+    for (std::string& entry : env_storage) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+  }
 
-  auto pid = spawn(argv, out_pipe->write.get(), err_pipe->write.get());
+  auto pid = spawn(argv, child_input_fd.get(), out_pipe->write.get(), err_pipe->write.get(),
+                   envp.empty() ? environ : envp.data());
   if (!pid) return tl::unexpected(pid.error());
   // Only the child may hold the write ends, or we would never see end of file.
   out_pipe->write.reset();
   err_pipe->write.reset();
+  child_input_fd.reset();
+  size_t input_sent = 0;
+  if (input_fd.valid()) feed_input(input_fd, *options.input, input_sent);
 
   Fd pidfd = open_pidfd(*pid);
   CommandResult result;
@@ -254,21 +330,27 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis t
   Clock::time_point deadline = Clock::now() + timeout;
 
   // Both pipes are drained in one loop, so a child that fills stderr while we wait on stdout
-  // cannot deadlock against us.
+  // (or while we feed its stdin) cannot deadlock against us.
   while (out_fd.valid() || err_fd.valid() || !exited) {
     auto remaining = std::chrono::ceil<Millis>(deadline - Clock::now());
     if (remaining <= Millis{0}) {
       result.timed_out = true;
       break;
     }
-    std::array<pollfd, 3> entries{};
-    std::array<Fd*, 3> owners{};
+    std::array<pollfd, 5> entries{};
+    std::array<Fd*, 5> owners{};
     nfds_t count = 0;
     for (Fd* fd : {&out_fd, &err_fd}) {
       if (!fd->valid()) continue;
       entries[count] = pollfd{fd->get(), POLLIN, 0};
       owners[count++] = fd;
     }
+    if (input_fd.valid()) {
+      entries[count] = pollfd{input_fd.get(), POLLOUT, 0};
+      owners[count++] = &input_fd;
+    }
+    nfds_t cancel_entry = count;
+    if (options.cancel_fd >= 0) entries[count++] = pollfd{options.cancel_fd, POLLIN, 0};
     Millis wait = remaining;
     if (!exited && pidfd.valid()) {
       entries[count++] = pollfd{pidfd.get(), POLLIN, 0};
@@ -281,15 +363,23 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis t
       kill_and_reap(*pid, pidfd, result);
       return error;
     }
+    if (ready > 0 && options.cancel_fd >= 0 && entries[cancel_entry].revents != 0) {
+      result.cancelled = true;
+      break;
+    }
     for (nfds_t i = 0; ready > 0 && i < count; ++i) {
       if (owners[i] == nullptr || entries[i].revents == 0) continue;
+      if (owners[i] == &input_fd) {
+        feed_input(input_fd, *options.input, input_sent);
+        continue;
+      }
       std::string& sink = owners[i] == &out_fd ? result.out : result.err;
       if (!read_some(owners[i]->get(), sink, result.truncated)) owners[i]->reset();
     }
     if (!exited) exited = has_exited(*pid);
   }
 
-  if (result.timed_out) {
+  if (result.timed_out || result.cancelled) {
     kill_and_reap(*pid, pidfd, result);
   } else {
     int status = 0;

@@ -3,9 +3,10 @@
 // jobs are started by the runner through `gpuq shim` and outlive the daemon.
 //
 // The child is spawned with posix_spawnp (safe in a multi-threaded caller, unlike fork), in its
-// own process group, with stdin from /dev/null and no file descriptor of the caller other than
-// stdout/stderr pipes; it inherits the caller's environment. On timeout the whole group is
-// killed, so helpers that start helpers leave nothing behind.
+// own process group, with stdin from /dev/null (or fed CommandOptions::input) and no file
+// descriptor of the caller other than its stdio; it inherits the caller's environment (plus
+// CommandOptions::env). On timeout or cancellation the whole group is killed, so helpers that
+// start helpers leave nothing behind.
 //
 // Owns nothing after it returns: every pipe is closed and the child is reaped (or handed to a
 // background reaper if SIGKILL cannot end it at once, e.g. stuck in a driver).
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,19 @@ struct CommandResult {
   std::string out;         // stdout as read until exit or the deadline
   std::string err;         // stderr as read until exit or the deadline
   bool truncated = false;  // out or err reached kMaxCapturedBytes and lost its tail
+  bool cancelled = false;  // CommandOptions::cancel_fd became readable first; the group was killed
+};
+
+// What a caller may add to a run: used by event hooks, which hand the event to a shell command.
+struct CommandOptions {
+  // Written to the child's stdin, which then reaches end of file. nullopt: stdin is /dev/null.
+  // A child that exits or closes stdin without reading it all is not an error.
+  std::optional<std::string> input;
+  // "NAME=VALUE" entries set in the child's environment (replacing inherited ones of that name).
+  std::vector<std::string> env;
+  // When readable (a pipe or eventfd the caller signals), the child's group is killed at once and
+  // the result says `cancelled`: how a caller that shuts down stops a command early.
+  int cancel_fd = -1;
 };
 
 // Runs argv (argv[0] is looked up in PATH) and waits until it exits and both of its output pipes
@@ -41,5 +56,8 @@ struct CommandResult {
 // Code::kNotFound naming it; other spawn failures return the errno as an Error. A child that
 // fails or times out is not an Error: look at the CommandResult.
 Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis timeout);
+// The same with options (a distinct name, so `&run_command` still names one function).
+Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Millis timeout,
+                                       const CommandOptions& options);
 
 }  // namespace gpuq::os

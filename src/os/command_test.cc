@@ -203,5 +203,67 @@ TEST(RunCommandTest, IgnoredSigpipeIsNotInherited) {
   EXPECT_EQ(result->err, "");  // an inherited SIG_IGN makes `yes` report EPIPE on stderr
 }
 
+TEST(RunCommandTest, InputReachesStdinThenEndOfFile) {
+  CommandOptions options;
+  options.input = "line one\nline two\n";
+  auto result = run_command_with({"sh", "-c", "cat; echo end"}, kGenerous, options);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_EQ(result->out, "line one\nline two\nend\n");
+  EXPECT_EQ(result->exit_code, 0);
+}
+
+TEST(RunCommandTest, LargeInputWhileTheChildWritesDoesNotDeadlock) {
+  CommandOptions options;
+  options.input = std::string(3'000'000, 'x');
+  auto result = run_command_with({"cat"}, kGenerous, options);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->out.size(), 3'000'000u);
+}
+
+TEST(RunCommandTest, InputTheChildNeverReadsIsNoError) {
+  // SIGPIPE at its default: sending to a child that has gone must not kill the caller.
+  CommandOptions options;
+  options.input = std::string(3'000'000, 'x');
+  auto result = run_command_with({"sh", "-c", "exit 4"}, kGenerous, options);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_EQ(result->exit_code, 4);
+}
+
+TEST(RunCommandTest, EnvironmentEntriesAreAddedAndReplaced) {
+  ::setenv("GPUQ_COMMAND_TEST_VAR", "inherited", 1);
+  CommandOptions options;
+  options.env = {"GPUQ_COMMAND_TEST_VAR=replaced", "GPUQ_COMMAND_TEST_NEW=a b=c"};
+  auto result = run_command_with(
+      {"sh", "-c", "printf '%s|%s|' \"$GPUQ_COMMAND_TEST_VAR\" \"$GPUQ_COMMAND_TEST_NEW\"; "
+                   "env | grep -c '^GPUQ_COMMAND_TEST_VAR='"},
+      kGenerous, options);
+  ::unsetenv("GPUQ_COMMAND_TEST_VAR");
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_EQ(result->out, "replaced|a b=c|1\n");
+}
+
+TEST(RunCommandTest, CancelFdKillsTheGroupAtOnce) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(Millis{200});
+    (void)!::write(fds[1], "x", 1);
+  });
+  CommandOptions options;
+  options.cancel_fd = fds[0];
+  auto started = steady_clock::now();
+  auto result = run_command_with({"sh", "-c", "sleep 30 & sleep 30"}, Millis{60'000}, options);
+  auto elapsed = steady_clock::now() - started;
+  canceller.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_TRUE(result->cancelled);
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->signal, SIGKILL);
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+}
+
 }  // namespace
 }  // namespace gpuq::os

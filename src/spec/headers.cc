@@ -61,7 +61,9 @@ const std::vector<Key>& keys() {
       {"hold", "hold", Kind::kBool},
       {"preempt", "preempt", Kind::kPreempt},
       {"restart-within", "restart_within", Kind::kDuration},
-      {"quiet", "quiet", Kind::kUnsupported},
+      {"requires-warn", "requires_warn", Kind::kDuration},
+      {"quiet", "quiet", Kind::kDuration},
+      {"warn-after", "warn_after", Kind::kDuration},
   };
   return table;
 }

@@ -134,7 +134,8 @@ TEST(Headers, Errors) {
             "gpus, priority, "
             "after, after-any, after-notok, requires, done-if, wait-file, lane, retries, "
             "retry-delay, timeout, "
-            "est, gpu-mem, share, not-before, hold, preempt, restart-within");
+            "est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, quiet, "
+            "warn-after");
   EXPECT_EQ(error_of("#gpuq gpus=two\n"),
             "job.sh:1: gpus=two is not a whole number; write it as gpus=2");
   EXPECT_EQ(error_of("#gpuq gpus=-1\n"),
@@ -156,8 +157,6 @@ TEST(Headers, Errors) {
             "job.sh:2: gpuq directive below the header block");
   EXPECT_EQ(error_of("set -e\n# gpuq-out: x\n").substr(0, 47),
             "job.sh:2: gpuq directive below the header block");
-  EXPECT_EQ(error_of("#gpuq quiet=30m\n").substr(0, 40),
-            "job.sh:1: quiet= is not supported by thi");
   EXPECT_EQ(error_of("#gpuq gpus=1\n# RETRIES=1\n#gpuq gpus=2\n"),
             "job.sh:3: 'gpus' is already set at line 1; set it once");
   EXPECT_EQ(error_of("#gpuq retries=1\n# RETRIES=2\n"),
@@ -190,6 +189,9 @@ TEST(Headers, Preemption) {
   EXPECT_EQ(fields_of("#!/bin/bash\n#gpuq preempt=yield\necho\n"),
             json::parse(R"({"preempt": "yield"})"));
   EXPECT_EQ(fields_of("#gpuq preempt=never\n"), json::parse(R"({"preempt": "never"})"));
+  EXPECT_EQ(fields_of("#gpuq quiet=30m requires-warn=2h warn-after=90m\n"),
+            json::parse(R"({"quiet": "30m", "requires_warn": "2h", "warn_after": "90m"})"));
+  EXPECT_EQ(error_of("#gpuq quiet=soon\n").substr(0, 40), "job.sh:1: quiet=bad duration 'soon': exp");
   EXPECT_EQ(fields_of("#gpuq preempt=restart restart_within=30m\n"),
             json::parse(R"({"preempt": "restart", "restart_within": "30m"})"));
   // Either order and either spelling, over several lines.

@@ -38,7 +38,10 @@ const std::vector<std::set<std::string>> kSameSetting = {{"lane", "lanes"},
                                                          {"timeout", "timeout_ms"},
                                                          {"retry_delay", "retry_delay_ms"},
                                                          {"not_before", "not_before_ms"},
-                                                         {"restart_within", "restart_within_ms"}};
+                                                         {"restart_within", "restart_within_ms"},
+                                                         {"requires_warn", "requires_warn_ms"},
+                                                         {"quiet", "quiet_ms"},
+                                                         {"warn_after", "warn_after_ms"}};
 
 std::set<std::string> spellings(const std::string& key) {
   for (const auto& family : kSameSetting) {

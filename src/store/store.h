@@ -113,6 +113,31 @@ class Store {
   Status delete_episode(const std::string& key);
   Result<std::vector<Episode>> episodes();
 
+  // --- hooks (store_hooks.cc): each hook's place in the event log, kept across restarts ---
+  struct HookCursor {
+    std::string name;
+    int64_t seq = 0;        // the last event handled: delivered, or passed over (no match)
+    int64_t delivered = 0;  // events delivered so far
+    std::string last_error;  // the latest failure, kept after later successes ("" when none)
+    int64_t last_error_at_ms = 0;
+    int64_t updated_at_ms = 0;
+  };
+  Result<std::vector<HookCursor>> hook_cursors();  // by name
+  // Moves the hook's cursor to `seq` (never back) and records its delivered count; creates
+  // the row of a new hook.
+  Status commit_hook_cursor(const std::string& name, int64_t seq, int64_t delivered,
+                            int64_t now_ms);
+  Status record_hook_error(const std::string& name, const std::string& error, int64_t at_ms);
+
+  // --- metrics (store_metrics.cc): all-time counts for /metrics ---
+  using Counts = std::vector<std::pair<std::string, int64_t>>;
+  Result<Counts> event_counts();  // events by kind
+  Result<Counts> job_counts();    // jobs by state (only states that have jobs)
+  Result<Counts> run_counts();    // runs by outcome, "running" included
+  // When the job last re-entered the queue after a run or a finish: the time of its latest
+  // job.retried, job.retrying, job.preempted or job.requeued event; 0 when it has none.
+  Result<int64_t> requeued_at(int64_t job_id);
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   Result<std::vector<Job>> query_jobs(const std::string& where, const std::function<void(Statement&)>& bind,

@@ -1,4 +1,5 @@
 #include "store/store.h"
+#include "store/store_fixture.h"
 
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -9,23 +10,8 @@
 namespace gpuq::store {
 namespace {
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::StoreFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpuq-store-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "gpuq.db").string();
-    auto opened = Store::open(path_, false);
-    ASSERT_TRUE(opened) << opened.error().message;
-    store_ = std::move(*opened);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
   Job sample_job() {
     Job job;
     job.spec.name = "train";
@@ -38,9 +24,6 @@ class StoreTest : public ::testing::Test {
     job.queue_order = 1;
     return job;
   }
-  std::filesystem::path dir_;
-  std::string path_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(StoreTest, JobAndRunRoundTrip) {

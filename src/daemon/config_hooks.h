@@ -1,0 +1,28 @@
+// Internal to the config reader (config.cc): reading the `[[hook]]` array of tables into
+// HookConfig values, kept in its own file so config.cc stays small. Pure functions of a parsed
+// document; thread-safe. Errors use config.h's form "path:line:column: what is wrong; how to fix
+// it" (Code::kInvalidArgument).
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "daemon/config.h"
+
+namespace gpuq::daemon {
+
+// The top-level key of the hook tables: `[[hook]]`.
+inline constexpr std::string_view kHookKey = "hook";
+
+// "a, b, c": the names of settings, for messages (shared with config.cc).
+std::string join(const std::vector<std::string_view>& words);
+
+// Reads `node` (the value of the top-level `hook` key, or nullptr when the file has none) into
+// `hooks`, in file order. `path` only names the file in messages.
+Status read_hook_tables(const toml::node* node, std::string_view path,
+                        std::vector<HookConfig>& hooks);
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,194 @@
+// The watchers and the heartbeat: the actor gathers the facts each watcher needs (conditions,
+// logs, GPU use, free GPUs and waiting jobs), the watchers (watchers.h) decide what holds, and
+// the episode book (episodes.h) turns that into events, committed with the episodes' rows so a
+// restart neither repeats nor loses one. Looks happen every [watch] interval, and sooner when
+// an episode's start or repeat falls due; a log's growth and a GPU's use cannot wake us.
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "base/time.h"
+#include "daemon/queue.h"
+#include "daemon/watchers.h"
+#include "runner/run_files.h"
+
+namespace gpuq::daemon {
+namespace {
+
+// When the file last changed, in wall-clock ms; 0 when it does not exist.
+int64_t modified_ms(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
+constexpr size_t kHeadJobs = 5;  // how many waiting jobs queue.idle_with_work names
+
+}  // namespace
+
+Status Queue::start_watching() {
+  auto rows = store_.episodes();
+  if (!rows) return tl::unexpected(rows.error());
+  std::vector<OpenEpisode> open;
+  for (const auto& row : *rows) {
+    auto data = nlohmann::json::parse(row.data, nullptr, false);
+    open.push_back(episode_from(row.key, row.kind, row.since_ms, row.reported_ms, data));
+  }
+  episodes_.restore(std::move(open));
+  beat();
+  // The first look waits an interval, so that conditions are checked and the GPUs probed
+  // before anything is judged (an open episode is never ended for want of a fact).
+  arm_look(wall_now_ms() + config_.watch.interval_ms);
+  return ok();
+}
+
+void Queue::arm_look(int64_t at_ms) {
+  if (stopping_) return;
+  int64_t now = wall_now_ms();
+  if (look_at_ms_ != 0 && look_at_ms_ <= at_ms && look_at_ms_ > now) return;
+  look_at_ms_ = at_ms;
+  look_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at_ms - now)));
+  look_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    look_at_ms_ = 0;
+    look();
+  });
+}
+
+void Queue::beat() {
+  if (stopping_) return;
+  (void)commit([&] { return store_.set_meta("heartbeat", std::to_string(wall_now_ms())); });
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.watch.heartbeat_ms));
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) beat();
+  });
+}
+
+void Queue::look() {
+  if (stopping_) return;
+  int64_t now = wall_now_ms();
+  std::vector<Sighting> sightings;
+  gather_job_sightings(now, sightings);
+  gather_queue_sightings(now, sightings);
+  LookResult result = episodes_.look(sightings, now);
+  if (!result.events.empty() || !result.saved.empty() || !result.forgotten.empty()) {
+    (void)commit([&]() -> Status {
+      for (auto& event : result.events) {
+        if (auto st = add_event(event.kind, event.job, std::nullopt, std::move(event.data)); !st) return st;
+      }
+      for (const auto& episode : result.saved) {
+        store::Store::Episode row{episode.key, episode.kind, episode.since_ms, episode.reported_ms,
+                                  episode_data(episode).dump()};
+        if (auto st = store_.put_episode(row); !st) return st;
+      }
+      for (const auto& key : result.forgotten) {
+        if (auto st = store_.delete_episode(key); !st) return st;
+      }
+      return ok();
+    });
+  }
+  int64_t next = now + config_.watch.interval_ms;
+  if (int64_t due = episodes_.next_due_ms(); due > now) next = std::min(next, due);
+  arm_look(next);
+}
+
+void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
+  const WatchConfig& watch = config_.watch;
+  auto lookup = [this](int64_t id) { return state_of(id); };
+  for (const auto& [id, job] : active_) {
+    if (job.state != JobState::kPending) continue;
+    JobFacts facts;
+    facts.id = id;
+    facts.requires_warn_ms = job.requires_warn_ms >= 0 ? job.requires_warn_ms : watch.requires_warn_ms;
+    if (facts.requires_warn_ms <= 0) continue;
+    if (job.has_conditions && job.conditions != ConditionState::kTrue) {
+      if (job.conditions_false_since_ms != 0) {
+        facts.waiting = true;
+        facts.waiting_since_ms = job.conditions_false_since_ms;
+        auto text = condition_texts_.find(id);
+        facts.waiting_why = text != condition_texts_.end() ? text->second : "its conditions";
+      } else {
+        facts.waiting_unknown = true;  // not checked yet, or the first check is running
+      }
+    } else if (!job.deps.empty()) {
+      // A dependency on a held job waits for a person; one on a pending or running job is
+      // ordinary queueing, and one that can never be met blocks the job (job.blocked).
+      auto verdict = evaluate_job_dependencies(job, lookup);
+      if (verdict.kind == DependencyVerdict::Kind::kWaiting && verdict.job_state == JobState::kHeld) {
+        facts.waiting = true;
+        facts.waiting_why = verdict.text();
+      }
+    }
+    for (auto& s : watch_job(facts, watch, now)) out.push_back(std::move(s));
+  }
+  for (auto it = gpu_busy_ms_.begin(); it != gpu_busy_ms_.end();) {
+    it = running_.count(it->first) ? std::next(it) : gpu_busy_ms_.erase(it);
+  }
+  for (const auto& [id, live] : running_) {
+    if (live.settling) continue;
+    auto active = active_.find(id);
+    if (active == active_.end()) continue;
+    const ActiveJob& job = active->second;
+    JobFacts facts;
+    facts.id = id;
+    facts.running = true;
+    facts.started_ms = live.run.started_at_ms;
+    facts.log_changed_ms = modified_ms(runner::log_path(live.run.run_dir));
+    facts.quiet_ms = job.quiet_ms >= 0 ? job.quiet_ms : watch.quiet_ms;
+    facts.estimate_ms = job.estimate_ms;
+    facts.warn_after_ms = job.warn_after_ms;
+    facts.gpus = static_cast<int>(live.slots.size());
+    for (int slot : live.slots) {
+      int utilization = health_[slot].utilization;
+      if (utilization < 0) {
+        facts.gpu_utilization = -1;
+        break;
+      }
+      facts.gpu_utilization = std::max(facts.gpu_utilization, utilization);
+    }
+    // A run first seen by this daemon (or after a restart) counts as busy from now: what it
+    // did before is not known.
+    auto [busy, first] = gpu_busy_ms_.try_emplace(id, now);
+    if (facts.gpu_utilization > watch.gpu_idle_utilization) busy->second = now;
+    facts.gpu_busy_ms = busy->second;
+    (void)first;
+    for (auto& s : watch_job(facts, watch, now)) out.push_back(std::move(s));
+  }
+}
+
+void Queue::gather_queue_sightings(int64_t now, std::vector<Sighting>& out) {
+  QueueFacts facts;
+  facts.draining = draining_;
+  facts.empty = active_.empty();
+  for (size_t slot = 0; slot < health_.size(); ++slot) {
+    const GpuHealth& health = health_[slot];
+    if (!health.attention.is_null()) {
+      auto since = parse_rfc3339(health.attention.value("since", ""));
+      facts.attention.emplace_back(inventory_.resources[slot].name, since ? *since : now);
+      continue;
+    }
+    if (holders_[slot].empty() && !health.cleaning && !foreign_.foreign(static_cast<int>(slot))) {
+      ++facts.free_gpus;
+    }
+  }
+  std::vector<const ActiveJob*> waiting;
+  for (const auto& [id, job] : active_) {
+    if (job.state == JobState::kPending) waiting.push_back(&job);
+  }
+  facts.waiting_jobs = static_cast<int>(waiting.size());
+  if (facts.free_gpus > 0 && !waiting.empty()) {
+    size_t heads = std::min(kHeadJobs, waiting.size());
+    auto first = [](const ActiveJob* a, const ActiveJob* b) {
+      return a->priority != b->priority ? a->priority < b->priority : a->queue_order < b->queue_order;
+    };
+    std::partial_sort(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(heads), waiting.end(), first);
+    auto published = waits();
+    for (size_t i = 0; i < heads; ++i) {
+      std::string reason = published->reason(waiting[i]->id, now);
+      facts.heads.emplace_back(waiting[i]->id, reason.empty() ? "waiting for the scheduler" : reason);
+    }
+  }
+  for (auto& s : watch_queue(facts, config_.watch)) out.push_back(std::move(s));
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,117 @@
+#include "unix_http.h"
+
+#include <curl/curl.h>
+
+namespace gpuq::testing {
+namespace {
+
+size_t append(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+struct Stream {
+  std::string pending;
+  SseResult* result = nullptr;
+  const std::function<bool(const std::vector<SseFrame>&)>* until = nullptr;
+};
+
+// Takes every complete frame (text up to a blank line) out of `s.pending`; returns false to
+// stop once `until` holds.
+bool take_frames(Stream& s) {
+  size_t end;
+  while ((end = s.pending.find("\n\n")) != std::string::npos) {
+    std::string block = s.pending.substr(0, end + 1);
+    s.pending.erase(0, end + 2);
+    SseFrame frame;
+    bool has_field = false;
+    size_t start = 0;
+    while (start < block.size()) {
+      size_t nl = block.find('\n', start);
+      std::string line = block.substr(start, nl - start);
+      start = nl + 1;
+      if (line.empty()) continue;
+      if (line[0] == ':') {
+        ++s.result->comments;
+        continue;
+      }
+      size_t colon = line.find(':');
+      std::string field = line.substr(0, colon);
+      std::string value = colon == std::string::npos ? "" : line.substr(colon + 1);
+      if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+      has_field = true;
+      if (field == "id") frame.id = std::stoll(value);
+      if (field == "event") frame.event = value;
+      if (field == "data") frame.data += frame.data.empty() ? value : "\n" + value;
+    }
+    if (!has_field) continue;
+    s.result->frames.push_back(std::move(frame));
+    if ((*s.until)(s.result->frames)) return false;
+  }
+  return true;
+}
+
+size_t on_stream(char* data, size_t size, size_t count, void* user) {
+  auto* s = static_cast<Stream*>(user);
+  s->pending.append(data, size * count);
+  return take_frames(*s) ? size * count : 0;  // 0 makes curl drop the connection
+}
+
+CURL* open(const std::string& socket, const std::string& path, curl_slist* headers, int timeout_ms) {
+  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;  // once, thread-safe
+  (void)initialised;
+  CURL* curl = curl_easy_init();
+  curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, ("http://gpuq" + path).c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  return curl;
+}
+
+curl_slist* header_list(const std::vector<std::string>& headers) {
+  curl_slist* list = nullptr;
+  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
+  return list;
+}
+
+void read_status(CURL* curl, long& status, std::string& content_type) {
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  char* type = nullptr;
+  curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+  if (type) content_type = type;
+}
+
+}  // namespace
+
+HttpAnswer unix_get(const std::string& socket, const std::string& path,
+                    const std::vector<std::string>& headers, int timeout_ms) {
+  HttpAnswer answer;
+  curl_slist* list = header_list(headers);
+  CURL* curl = open(socket, path, list, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
+  answer.curl_code = curl_easy_perform(curl);
+  read_status(curl, answer.status, answer.content_type);
+  curl_easy_cleanup(curl);
+  curl_slist_free_all(list);
+  return answer;
+}
+
+SseResult unix_sse(const std::string& socket, const std::string& path,
+                   const std::vector<std::string>& headers,
+                   const std::function<bool(const std::vector<SseFrame>&)>& until, int timeout_ms) {
+  SseResult result;
+  Stream stream{"", &result, &until};
+  curl_slist* list = header_list(headers);
+  CURL* curl = open(socket, path, list, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &stream);
+  result.curl_code = curl_easy_perform(curl);
+  read_status(curl, result.status, result.content_type);
+  curl_easy_cleanup(curl);
+  curl_slist_free_all(list);
+  return result;
+}
+
+}  // namespace gpuq::testing

@@ -1,0 +1,140 @@
+// The watchers and `gpuq check` with a real daemon: a job waiting on a file raises
+// job.requires_wait once, across a restart, and ends it when the file appears; a silent run
+// is quiet and overdue; GPUs idle behind a lane raise queue.idle_with_work naming the head
+// job; `gpuq check` is healthy, reports problems, and answers within its timeout when the
+// daemon is stopped or hung (SIGSTOP).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace gpuq::testing {
+namespace {
+
+using nlohmann::json;
+
+// Fast watchers for tests; everything else as shipped.
+constexpr const char* kFastWatch =
+    "[watch]\ninterval = \"100ms\"\nheartbeat = \"200ms\"\nrepeat = \"1h\"\n"
+    "[runs]\nrequires_poll = \"100ms\"\nrequires_poll_max = \"200ms\"\n";
+
+std::vector<json> events_of(const Harness& h, const std::string& kind, int64_t job = 0) {
+  std::vector<json> out;
+  for (const auto& e : h.events()) {
+    if (e["kind"] != kind) continue;
+    if (job && (!e["job"].is_number() || e["job"].get<int64_t>() != job)) continue;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<std::string> phases(const std::vector<json>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e["data"]["phase"].get<std::string>());
+  return out;
+}
+
+using Phases = std::vector<std::string>;
+
+TEST(Watch, RequiresWaitOncePerEpisode) {
+  Harness h;
+  std::ofstream(h.home() + "/config.toml") << kFastWatch;
+  h.start();
+  int64_t id = h.submit_sh("true", {"--wait-file", h.path("ready"), "--requires-warn", "300ms"});
+  ASSERT_TRUE(wait_until([&] { return !events_of(h, "job.requires_wait", id).empty(); }));
+  auto started = events_of(h, "job.requires_wait", id);
+  EXPECT_EQ(started[0]["data"]["phase"], "start");
+  EXPECT_NE(started[0]["data"]["why"].get<std::string>().find("ready"), std::string::npos)
+      << started[0].dump();
+
+  h.stop();
+  h.start();
+  // Several looks of the new daemon, while the condition still holds.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  h.touch("ready");
+  ASSERT_TRUE(h.wait_for(id, [](const json& j) { return j["state"] == "succeeded"; }));
+  ASSERT_TRUE(wait_until([&] { return events_of(h, "job.requires_wait", id).size() >= 2; }));
+  EXPECT_EQ(phases(events_of(h, "job.requires_wait", id)), (Phases{"start", "end"}));
+}
+
+TEST(Watch, QuietAndOverdue) {
+  Harness h;
+  std::ofstream(h.home() + "/config.toml") << kFastWatch;
+  h.start();
+  int64_t id = h.submit_sh("echo started; exec sleep 30",
+                           {"--quiet", "300ms", "--warn-after", "400ms"});
+  ASSERT_TRUE(wait_until([&] {
+    return !events_of(h, "job.quiet", id).empty() && !events_of(h, "job.overdue", id).empty();
+  }));
+  EXPECT_EQ(events_of(h, "job.overdue", id)[0]["data"]["limit_ms"], 400);
+  h.gpuq({"cancel", std::to_string(id)});
+  ASSERT_TRUE(wait_until([&] {
+    return events_of(h, "job.quiet", id).size() >= 2 && events_of(h, "job.overdue", id).size() >= 2;
+  }));
+  EXPECT_EQ(phases(events_of(h, "job.quiet", id)), (Phases{"start", "end"}));
+  EXPECT_EQ(phases(events_of(h, "job.overdue", id)), (Phases{"start", "end"}));
+}
+
+TEST(Watch, IdleWithWorkAndCheck) {
+  Harness h("fake:1");
+  std::ofstream(h.home() + "/config.toml")
+      << "[watch]\ninterval = \"100ms\"\nheartbeat = \"200ms\"\nidle_with_work = \"300ms\"\n"
+      << "[lanes.net]\ncapacity = 1\nexcludes = [\"gpu\"]\n";
+  h.start();
+  EXPECT_EQ(h.gpuq({"check"}).status, 0);
+  int64_t download = h.submit_sh("exec sleep 30", {"--lane", "net"});
+  ASSERT_TRUE(h.wait_for(download, [](const json& j) { return j["state"] == "running"; }));
+  int64_t train = h.submit_sh("true", {"--gpus", "1"});
+  ASSERT_TRUE(wait_until([&] { return !events_of(h, "queue.idle_with_work").empty(); }));
+  json idle = events_of(h, "queue.idle_with_work")[0];
+  EXPECT_EQ(idle["data"]["phase"], "start");
+  EXPECT_EQ(idle["data"]["free_gpus"], 1);
+  ASSERT_FALSE(idle["data"]["heads"].empty()) << idle.dump();
+  EXPECT_EQ(idle["data"]["heads"][0]["job"], train);
+  EXPECT_NE(idle["data"]["heads"][0]["reason"].get<std::string>().find("net"), std::string::npos)
+      << idle.dump();
+
+  CliResult check = h.gpuq({"check"});
+  EXPECT_EQ(check.status, 1) << check.out << check.err;
+  EXPECT_NE(check.out.find("idle with work"), std::string::npos) << check.out;
+  json answer = json::parse(h.gpuq({"check", "--json"}).out);
+  EXPECT_EQ(answer["ok"], false);
+  EXPECT_EQ(answer["problems"][0]["kind"], "idle_with_work");
+
+  h.gpuq({"cancel", std::to_string(download)});
+  ASSERT_TRUE(h.wait_for(train, [](const json& j) { return j["state"] == "succeeded"; }));
+  ASSERT_TRUE(wait_until([&] { return events_of(h, "queue.idle_with_work").size() >= 2; }));
+  EXPECT_EQ(events_of(h, "queue.idle_with_work")[1]["data"]["phase"], "end");
+  EXPECT_EQ(h.gpuq({"check"}).status, 0);
+}
+
+TEST(Watch, CheckStoppedAndHung) {
+  Harness h;
+  std::ofstream(h.home() + "/config.toml") << kFastWatch;
+  h.start();
+  CliResult healthy = h.gpuq({"check"});
+  EXPECT_EQ(healthy.status, 0) << healthy.out << healthy.err;
+  EXPECT_EQ(healthy.out.rfind("ok: daemon pid", 0), 0u) << healthy.out;
+
+  int pid = h.daemon_pid();
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  // The harness kills the CLI after 20 s; check must give up by itself after its 2 s.
+  CliResult hung = h.gpuq({"check", "--timeout", "2s"}, 20'000);
+  ::kill(pid, SIGCONT);
+  EXPECT_EQ(hung.status, 3) << hung.out << hung.err;
+  EXPECT_EQ(hung.out.rfind("daemon unreachable: ", 0), 0u) << hung.out;
+  EXPECT_EQ(h.gpuq({"check"}).status, 0);
+
+  h.stop();
+  CliResult stopped = h.gpuq({"check", "--json"}, 20'000);
+  EXPECT_EQ(stopped.status, 3) << stopped.out << stopped.err;
+  json answer = json::parse(stopped.out);
+  EXPECT_EQ(answer["problems"][0]["kind"], "unreachable");
+}
+
+}  // namespace
+}  // namespace gpuq::testing
