@@ -69,7 +69,7 @@ Result<int64_t> stream_cursor(const Request& request) {
 std::string frames(const std::vector<Event>& events) {
   std::string out;
   for (const Event& e : events) {
-    out += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e.seq, e.kind, event_to_json(e).dump());
+    out += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e.seq, e.kind, event_to_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return out;
 }

@@ -214,10 +214,11 @@ int serve(const cli::DaemonFlags& flags) {
     hooks.notify(seq);
   });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);
-  hooks.start();
   if (auto listening = server.listen_unix(layout.socket()); !listening) {
     return fail_start(listening.error().message);
   }
+  // Started last: a start that fails after this point would skip storing their cursors.
+  hooks.start();
 
   asio::signal_set signals(actor_ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {

@@ -116,6 +116,15 @@ TEST_F(Check, SubmitWatcherFlagsMapToTheirFields) {
   expect_usage_error({"submit", "--quiet", "soon", "--", "true"}, "--quiet");
 }
 
+TEST_F(Check, ShowSaysAJobsOwnWatcherLimits) {
+  script({{"/v1/jobs/7", json_answer(200, R"({"id": 7, "name": null, "state": "running",
+      "priority": 50, "gpus_requested": 1, "reason": "", "submitted_at_ms": 1795949700000,
+      "command": "train.sh", "cwd": "/x", "runs": [], "requires_warn_ms": null,
+      "quiet_ms": 1200000, "warn_after_ms": 21600000})")}});
+  EXPECT_EQ(run({"show", "7"}), 0) << err();
+  EXPECT_NE(out().find("watch:      quiet 20m00s, warn after 6h00m\n"), std::string::npos) << out();
+}
+
 TEST_F(Check, BadFlagsSendNothing) {
   expect_usage_error({"check", "--timeout", "soon"}, "--timeout: ");
   expect_usage_error({"check", "--max-wait", "0s"}, "--max-wait must be longer than 0s");

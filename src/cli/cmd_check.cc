@@ -41,7 +41,8 @@ void check_heartbeat(const Json& health, int64_t stale_after_ms, std::vector<Pro
   if (age > limit) {
     out.push_back({"heartbeat_stale",
                    fmt::format("heartbeat stale: last written {} ago (written every {}, stale after "
-                               "{}); the daemon's queue is stuck: see its daemon.log",
+                               "{}); the daemon's queue is stuck: see its log (daemon.log in its home, or "
+                               "journalctl for a service)",
                                ago(age), ago(interval), ago(limit)),
                    {{"age_ms", age}}});
   }

@@ -66,6 +66,20 @@ std::string preempt_text(const Json& job) {
   return mode;
 }
 
+// The job's own watcher limits ("quiet 20m, warn after 6h"); empty when it uses the defaults.
+std::string watch_text(const Json& job) {
+  std::string text;
+  auto add = [&](const char* what, std::optional<int64_t> ms) {
+    if (!ms) return;
+    if (!text.empty()) text += ", ";
+    text += *ms == 0 ? fmt::format("no {}", what) : fmt::format("{} {}", what, format_duration(Millis(*ms)));
+  };
+  add("requires-warn", json_int(job, "requires_warn_ms"));
+  add("quiet", json_int(job, "quiet_ms"));
+  add("warn after", json_int(job, "warn_after_ms"));
+  return text;
+}
+
 // The footprint the daemon learned for a job that declares no --gpu-mem; empty when none.
 std::string learned_memory_text(const Json& job) {
   auto it = job.find("gpu_mem_learned");
@@ -97,6 +111,7 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
   if (std::string preempt = preempt_text(job); !preempt.empty()) {
     lines.emplace_back("preempt", preempt);
   }
+  if (std::string watch = watch_text(job); !watch.empty()) lines.emplace_back("watch", watch);
   lines.emplace_back("command", field_text(job, "command"));
   lines.emplace_back("cwd", field_text(job, "cwd"));
   lines.emplace_back("submitted", submitted);

@@ -70,15 +70,17 @@ void Queue::look() {
   std::vector<Sighting> sightings;
   gather_job_sightings(now, sightings);
   gather_queue_sightings(now, sightings);
+  EpisodeBook before = episodes_;
   LookResult result = episodes_.look(sightings, now);
   if (!result.events.empty() || !result.saved.empty() || !result.forgotten.empty()) {
-    (void)commit([&]() -> Status {
+    auto committed = commit([&]() -> Status {
       for (auto& event : result.events) {
         if (auto st = add_event(event.kind, event.job, std::nullopt, std::move(event.data)); !st) return st;
       }
       for (const auto& episode : result.saved) {
         store::Store::Episode row{episode.key, episode.kind, episode.since_ms, episode.reported_ms,
-                                  episode_data(episode).dump()};
+                                  episode_data(episode).dump(-1, ' ', false,
+                                                             nlohmann::json::error_handler_t::replace)};
         if (auto st = store_.put_episode(row); !st) return st;
       }
       for (const auto& key : result.forgotten) {
@@ -86,10 +88,14 @@ void Queue::look() {
       }
       return ok();
     });
+    // Not recorded: the book forgets this look, so the next one tells the same again.
+    if (!committed) episodes_ = std::move(before);
   }
+  // Looks come every interval, and sooner when a start or repeat falls due, but never back to
+  // back: due times spread over many jobs must not keep the actor busy with O(jobs) looks.
   int64_t next = now + config_.watch.interval_ms;
   if (int64_t due = episodes_.next_due_ms(); due > now) next = std::min(next, due);
-  arm_look(next);
+  arm_look(std::max(next, now + std::max<int64_t>(config_.watch.interval_ms / 10, 10)));
 }
 
 void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
@@ -101,7 +107,15 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     facts.id = id;
     facts.requires_warn_ms = job.requires_warn_ms >= 0 ? job.requires_warn_ms : watch.requires_warn_ms;
     if (facts.requires_warn_ms <= 0) continue;
-    if (job.has_conditions && job.conditions != ConditionState::kTrue) {
+    // In the pass's order: conditions are checked only once the job dependencies are met.
+    // A dependency on a held job waits for a person; one on a pending or running job is
+    // ordinary queueing, and one that can never be met blocks the job (job.blocked).
+    auto verdict = job.deps.empty() ? DependencyVerdict{} : evaluate_job_dependencies(job, lookup);
+    if (verdict.kind == DependencyVerdict::Kind::kWaiting) {
+      if (verdict.job_state != JobState::kHeld) continue;
+      facts.waiting = true;
+      facts.waiting_why = verdict.text();
+    } else if (job.has_conditions && job.conditions != ConditionState::kTrue) {
       if (job.conditions_false_since_ms != 0) {
         facts.waiting = true;
         facts.waiting_since_ms = job.conditions_false_since_ms;
@@ -109,14 +123,6 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
         facts.waiting_why = text != condition_texts_.end() ? text->second : "its conditions";
       } else {
         facts.waiting_unknown = true;  // not checked yet, or the first check is running
-      }
-    } else if (!job.deps.empty()) {
-      // A dependency on a held job waits for a person; one on a pending or running job is
-      // ordinary queueing, and one that can never be met blocks the job (job.blocked).
-      auto verdict = evaluate_job_dependencies(job, lookup);
-      if (verdict.kind == DependencyVerdict::Kind::kWaiting && verdict.job_state == JobState::kHeld) {
-        facts.waiting = true;
-        facts.waiting_why = verdict.text();
       }
     }
     for (auto& s : watch_job(facts, watch, now)) out.push_back(std::move(s));
@@ -146,12 +152,15 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
       }
       facts.gpu_utilization = std::max(facts.gpu_utilization, utilization);
     }
-    // A run first seen by this daemon (or after a restart) counts as busy from now: what it
-    // did before is not known.
+    // A run first seen by this daemon counts as busy from now (what it did before is not
+    // known), unless an episode restored from the store says it has been idle since then.
     auto [busy, first] = gpu_busy_ms_.try_emplace(id, now);
+    if (first) {
+      auto open = episodes_.open().find(job_key("job.gpu_idle", id));
+      if (open != episodes_.open().end()) busy->second = open->second.since_ms;
+    }
     if (facts.gpu_utilization > watch.gpu_idle_utilization) busy->second = now;
     facts.gpu_busy_ms = busy->second;
-    (void)first;
     for (auto& s : watch_job(facts, watch, now)) out.push_back(std::move(s));
   }
 }
@@ -171,22 +180,18 @@ void Queue::gather_queue_sightings(int64_t now, std::vector<Sighting>& out) {
       ++facts.free_gpus;
     }
   }
-  std::vector<const ActiveJob*> waiting;
-  for (const auto& [id, job] : active_) {
-    if (job.state == JobState::kPending) waiting.push_back(&job);
-  }
-  facts.waiting_jobs = static_cast<int>(waiting.size());
-  if (facts.free_gpus > 0 && !waiting.empty()) {
-    size_t heads = std::min(kHeadJobs, waiting.size());
-    auto first = [](const ActiveJob* a, const ActiveJob* b) {
-      return a->priority != b->priority ? a->priority < b->priority : a->queue_order < b->queue_order;
-    };
-    std::partial_sort(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(heads), waiting.end(), first);
-    auto published = waits();
-    for (size_t i = 0; i < heads; ++i) {
-      std::string reason = published->reason(waiting[i]->id, now);
-      facts.heads.emplace_back(waiting[i]->id, reason.empty() ? "waiting for the scheduler" : reason);
+  // Only work that could use a free GPU now counts: jobs the last pass found ready (their
+  // dependencies, conditions, retry delays and not-before met) that need GPUs and did not
+  // start. Jobs without GPUs (a lane's queue) leave a GPU idle for good reasons. The pass
+  // lists them first in line first.
+  auto published = waits();
+  for (const auto& wait : published->waits) {
+    auto job = active_.find(wait.job_id);
+    if (job == active_.end() || job->second.state != JobState::kPending || job->second.gpus == 0) continue;
+    if (facts.heads.size() < kHeadJobs) {
+      facts.heads.emplace_back(wait.job_id, wait.reason.text(published->snapshot));
     }
+    ++facts.waiting_jobs;
   }
   for (auto& s : watch_queue(facts, config_.watch)) out.push_back(std::move(s));
 }

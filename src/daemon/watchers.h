@@ -47,7 +47,7 @@ struct JobFacts {
 // What the watchers need to know of the queue as a whole.
 struct QueueFacts {
   int free_gpus = 0;              // usable and held by no run, no cleanup, no person
-  int waiting_jobs = 0;           // pending (not held) jobs
+  int waiting_jobs = 0;           // pending jobs that need GPUs (not held, not deferred)
   bool draining = false;
   bool empty = false;             // no job pending, held, blocked or running
   // The first few waiting jobs in queue order, with why each waits.

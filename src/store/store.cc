@@ -294,7 +294,9 @@ Result<int64_t> Store::append_event(Event event) {
       db_->prepare("INSERT INTO events(time, kind, job_id, run_number, data) VALUES (?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, event.time_ms).bind(2, event.kind).bind(3, event.job).bind(4, event.run);
-  stmt->bind(5, event.data.dump());
+  // Event data may carry text that is not UTF-8 (a command line, a test's stderr cut short):
+  // replace such bytes rather than throw in the middle of a transaction.
+  stmt->bind(5, event.data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }

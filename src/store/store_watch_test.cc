@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "store/store.h"
+#include "store/store_fixture.h"
 
 namespace gpuq::store {
 namespace {
@@ -37,6 +38,28 @@ TEST(WatchEpisodes, SurviveReopeningAndEndedOnesAreForgotten) {
   EXPECT_EQ((*episodes)[0].data, R"({"job":3})");
   reopened->reset();
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpuq::store
+
+namespace gpuq::store {
+namespace {
+
+using StoreFixtureForText = testing::StoreFixture;
+
+// A REQUIRES test's stderr cut mid-character, or a foreign process's command line, is not
+// UTF-8: appending it must not throw (it used to end the daemon); the bytes are replaced.
+TEST_F(StoreFixtureForText, EventDataThatIsNotUtf8IsStoredWithReplacements) {
+  Event event;
+  event.time_ms = 1;
+  event.kind = "job.requires_wait";
+  event.data = {{"why", std::string("caf\xc3", 4)}};
+  ASSERT_TRUE(store_->transaction([&]() -> Status { return store_->append_event(event).has_value() ? ok() : fail(Code::kInternal, "append"); }));
+  auto events = store_->events_after(0, 10);
+  ASSERT_TRUE(events) << events.error().message;
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].data["why"], "caf\xef\xbf\xbd");
 }
 
 }  // namespace

@@ -61,6 +61,22 @@ TEST(Watch, RequiresWaitOncePerEpisode) {
   EXPECT_EQ(phases(events_of(h, "job.requires_wait", id)), (Phases{"start", "end"}));
 }
 
+// A job whose DONE_IF is never checked because its dependency is held waits for a person.
+TEST(Watch, RequiresWaitOnAHeldJob) {
+  Harness h;
+  std::ofstream(h.home() + "/config.toml") << kFastWatch;
+  h.start();
+  int64_t held = h.submit_sh("true", {"--hold"});
+  int64_t id = h.submit_sh("true", {"--after", std::to_string(held), "--done-if", "false",
+                                    "--requires-warn", "300ms"});
+  ASSERT_TRUE(wait_until([&] { return !events_of(h, "job.requires_wait", id).empty(); }));
+  json started = events_of(h, "job.requires_wait", id)[0];
+  EXPECT_NE(started["data"]["why"].get<std::string>().find("held"), std::string::npos) << started.dump();
+  h.gpuq({"release", std::to_string(held)});
+  ASSERT_TRUE(wait_until([&] { return events_of(h, "job.requires_wait", id).size() >= 2; }));
+  EXPECT_EQ(phases(events_of(h, "job.requires_wait", id)), (Phases{"start", "end"}));
+}
+
 TEST(Watch, QuietAndOverdue) {
   Harness h;
   std::ofstream(h.home() + "/config.toml") << kFastWatch;
@@ -88,11 +104,14 @@ TEST(Watch, IdleWithWorkAndCheck) {
   EXPECT_EQ(h.gpuq({"check"}).status, 0);
   int64_t download = h.submit_sh("exec sleep 30", {"--lane", "net"});
   ASSERT_TRUE(h.wait_for(download, [](const json& j) { return j["state"] == "running"; }));
+  // A second download waits for the lane too, but it could not use the free GPU: not counted.
+  h.submit_sh("true", {"--lane", "net"});
   int64_t train = h.submit_sh("true", {"--gpus", "1"});
   ASSERT_TRUE(wait_until([&] { return !events_of(h, "queue.idle_with_work").empty(); }));
   json idle = events_of(h, "queue.idle_with_work")[0];
   EXPECT_EQ(idle["data"]["phase"], "start");
   EXPECT_EQ(idle["data"]["free_gpus"], 1);
+  EXPECT_EQ(idle["data"]["waiting_jobs"], 1);
   ASSERT_FALSE(idle["data"]["heads"].empty()) << idle.dump();
   EXPECT_EQ(idle["data"]["heads"][0]["job"], train);
   EXPECT_NE(idle["data"]["heads"][0]["reason"].get<std::string>().find("net"), std::string::npos)
