@@ -56,7 +56,7 @@
 //   empty = "0s"                   # queue.empty: nothing running or queued this long
 //
 //   [[hook]]                       # one per hook, any number (docs/hooks.md)
-//   name = "slack"                 # default: the url or command itself; the cursor's key
+//   name = "slack"                 # the cursor's key; default "url-" or "command-" and a digest
 //   events = ["job.*"]             # fnmatch(3) globs against the event kind (default ["*"])
 //   url = "https://example.com/x"  # POST the event JSON; or command = "..." (sh -c, the event
 //                                  # JSON on stdin and as GPUQ_EVENT_* variables)

@@ -102,10 +102,11 @@ class HookReader {
     return ok();
   }
 
-  // The name keys the stored cursor, so by default it is the target itself: reordering the
-  // hooks in the file keeps each one's place in the event log.
+  // The name keys the stored cursor, so by default it derives from the target: reordering the
+  // hooks in the file keeps each one's place in the event log. A digest rather than the text,
+  // because names travel (gpuq hooks, /metrics labels) and URLs and commands carry tokens.
   Status read_name(const toml::table& table, HookConfig& hook) const {
-    hook.name = hook.command.empty() ? hook.url : hook.command;
+    hook.name = default_hook_name(hook);
     const toml::node* node = table.get("name");
     if (node == nullptr) return ok();
     const toml::value<std::string>* text = node->as_string();
@@ -171,6 +172,13 @@ class HookReader {
 };
 
 }  // namespace
+
+std::string default_hook_name(const HookConfig& hook) {
+  const std::string& target = hook.command.empty() ? hook.url : hook.command;
+  uint32_t digest = 2166136261u;  // FNV-1a: stable across builds, unlike std::hash
+  for (unsigned char c : target) digest = (digest ^ c) * 16777619u;
+  return fmt::format("{}-{:08x}", hook.command.empty() ? "url" : "command", digest);
+}
 
 Status read_hook_tables(const toml::node* node, std::string_view path,
                         std::vector<HookConfig>& hooks) {

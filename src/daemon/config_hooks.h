@@ -20,6 +20,10 @@ inline constexpr std::string_view kHookKey = "hook";
 // "a, b, c": the names of settings, for messages (shared with config.cc).
 std::string join(const std::vector<std::string_view>& words);
 
+// The name of a hook that gives none: "url-" or "command-" and a digest of the target, so it
+// stays the same when hooks are reordered and does not show a token the target may hold.
+std::string default_hook_name(const HookConfig& hook);
+
 // Reads `node` (the value of the top-level `hook` key, or nullptr when the file has none) into
 // `hooks`, in file order. `path` only names the file in messages.
 Status read_hook_tables(const toml::node* node, std::string_view path,

@@ -1,4 +1,5 @@
 #include "daemon/config.h"
+#include "daemon/config_hooks.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -379,7 +380,10 @@ retry_max = "1m"
   ASSERT_TRUE(config.has_value()) << config.error().message;
   ASSERT_EQ(config->hooks.size(), 2u);
   const HookConfig& web = config->hooks[0];
-  EXPECT_EQ(web.name, "http://127.0.0.1:8080/gpuq");  // the target names an unnamed hook
+  // An unnamed hook is named by a digest of its target: stable, and no token shown.
+  EXPECT_EQ(web.name.rfind("url-", 0), 0u) << web.name;
+  EXPECT_EQ(web.name.size(), 12u) << web.name;
+  EXPECT_EQ(web.name, default_hook_name(web));
   EXPECT_EQ(web.url, "http://127.0.0.1:8080/gpuq");
   EXPECT_EQ(web.command, "");
   EXPECT_EQ(web.events, std::vector<std::string>{"*"});
@@ -425,7 +429,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[[hook]]\ncommand = \"true\"\nretry_min = \"1m\"\nretry_max = \"10s\"\n", "4:13",
                 "hook 1: retry_max (10s) is shorter than retry_min (1m00s)"},
         BadCase{"[[hook]]\ncommand = \"true\"\n[[hook]]\ncommand = \"true\"\n", "4:11",
-                "hooks 1 and 2 are both named \"true\""},
+                "hooks 1 and 2 are both named \"command-"},
         BadCase{"[[hook]]\nname = \"a\"\nurl = \"http://x\"\n[[hook]]\nname = \"a\"\ncommand = \"b\"\n",
                 "5:8", "hooks 1 and 2 are both named \"a\"; the name keys"}));
 

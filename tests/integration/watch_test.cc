@@ -95,6 +95,27 @@ TEST(Watch, QuietAndOverdue) {
   EXPECT_EQ(phases(events_of(h, "job.overdue", id)), (Phases{"start", "end"}));
 }
 
+// Alive but doing nothing: its GPU at 0 % (from the fake probe) and its log quiet.
+TEST(Watch, GpuIdle) {
+  Harness h("fake:1");
+  std::string state = h.path("gpu-state.json");
+  setenv("GPUQ_FAKE_GPU_STATE", state.c_str(), 1);
+  std::ofstream(state) << R"({"gpus":[{"index":0,"memory_used_mib":0,"utilization":0}]})";
+  std::ofstream(h.home() + "/config.toml")
+      << "[watch]\ninterval = \"100ms\"\ngpu_idle = \"400ms\"\n[gpu]\nprobe_interval = \"100ms\"\n";
+  h.start();
+  unsetenv("GPUQ_FAKE_GPU_STATE");  // the daemon has it; later daemons of other tests must not
+  int64_t id = h.submit_sh("echo loading; exec sleep 30", {"--gpus", "1"});
+  ASSERT_TRUE(wait_until([&] { return !events_of(h, "job.gpu_idle", id).empty(); }));
+  json idle = events_of(h, "job.gpu_idle", id)[0];
+  EXPECT_EQ(idle["data"]["phase"], "start");
+  EXPECT_EQ(idle["data"]["utilization"], 0);
+  std::ofstream(state) << R"({"gpus":[{"index":0,"memory_used_mib":0,"utilization":85}]})";
+  ASSERT_TRUE(wait_until([&] { return events_of(h, "job.gpu_idle", id).size() >= 2; }));
+  EXPECT_EQ(phases(events_of(h, "job.gpu_idle", id)), (Phases{"start", "end"}));
+  h.gpuq({"cancel", std::to_string(id)});
+}
+
 TEST(Watch, IdleWithWorkAndCheck) {
   Harness h("fake:1");
   std::ofstream(h.home() + "/config.toml")
