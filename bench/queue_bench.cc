@@ -6,6 +6,10 @@
 //               empty scans a poll apart), seen by polling GET /v1/gpus;
 //   throughput  N trivial jobs (`true`, 1 GPU each) on fake:8, submitted as fast as one
 //               client can, until the last one has ended: jobs per second.
+//   queued      with --queued-jobs N: a drained daemon's memory, last scheduling pass and last
+//               watchers' look with N jobs queued.
+// Results depend on the file system's state (ext4 slows down after many files were created
+// and deleted): compare builds by interleaving their runs, not against an old table.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR]
 // Prints a table; timings are for comparison between builds on one machine, not assertions.
 #include <algorithm>
@@ -36,9 +40,15 @@ struct Daemon {
   std::string binary, home;
   std::unique_ptr<gpuq::cli::Transport> http;
 
-  Daemon(std::string bin, const std::string& gpus, const std::string& dir) : binary(std::move(bin)) {
+  Daemon(std::string bin, const std::string& gpus, const std::string& dir,
+         const std::string& config = "")
+      : binary(std::move(bin)) {
     home = (std::filesystem::path(dir) / fmt::format("gpuq-bench-{}-{}", getpid(), gpus)).string();
     std::filesystem::remove_all(home);
+    if (!config.empty()) {
+      std::filesystem::create_directories(home);
+      std::ofstream(home + "/config.toml") << config;
+    }
     auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach"},
                                    gpuq::Millis(30'000));
     if (!r || r->exit_code != 0) {
@@ -144,9 +154,10 @@ int main(int argc, char** argv) {
     });
     seconds = ms_since(t0) / 1000.0;
   }
-  double rss_mib = 0, pass_ms = 0;
+  double rss_mib = 0, pass_ms = 0, look_ms = 0;
   if (queued_jobs > 0) {
-    Daemon d(binary, "fake:64", dir);
+    // The watchers look often here, so that their last look saw every queued job.
+    Daemon d(binary, "fake:64", dir, "[watch]\ninterval = \"200ms\"\n");
     d.call(gpuq::cli::Method::kPost, "/v1/drain");  // keep every job queued
     const int batch = 5000;
     for (int first = 0; first < queued_jobs; first += batch) {
@@ -167,6 +178,7 @@ int main(int argc, char** argv) {
       if (line.rfind("VmRSS:", 0) == 0) rss_mib = std::stod(line.substr(6)) / 1024.0;
     }
     pass_ms = status.value("last_pass_us", 0) / 1000.0;
+    look_ms = status.value("last_look_us", 0) / 1000.0;
   }
   std::printf("%-44s %12s\n", "measure", "value");
   std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
@@ -181,6 +193,7 @@ int main(int argc, char** argv) {
     std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", queued_jobs);
     std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", rss_mib);
     std::printf("%-44s %12.2f\n", "daemon's last scheduling pass (ms)", pass_ms);
+    std::printf("%-44s %12.2f\n", "watchers' last look (ms)", look_ms);
   }
   return 0;
 }

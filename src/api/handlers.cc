@@ -143,6 +143,7 @@ Response Server::health() {
   nlohmann::json body = {{"ok", true},
                          {"now_ms", now},
                          {"last_pass_us", waits->pass_us},
+                         {"last_look_us", context_.queue.last_look_us()},
                          {"active_jobs", waits->active_jobs},
                          {"pid", ::getpid()},
                          {"version", context_.version},

@@ -12,6 +12,7 @@
 // event listener is called on the actor thread after each commit and must not block.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -151,6 +152,8 @@ class Queue {
   void set_event_listener(std::function<void(int64_t)> listener) { listener_ = std::move(listener); }
   const gpu::Inventory& inventory() const { return inventory_; }
   const Config& config() const { return config_; }
+  // How long the watchers' last look took (gathering facts, deciding, committing). Thread-safe.
+  int64_t last_look_us() const { return last_look_us_.load(std::memory_order_relaxed); }
   // Counters and histograms for /metrics. Thread-safe (see metrics.h).
   Metrics& metrics() { return metrics_; }
   const Metrics& metrics() const { return metrics_; }
@@ -270,6 +273,7 @@ class Queue {
   std::vector<GpuHealth> health_;                       // per GPU slot
   ForeignTracker foreign_;
   EpisodeBook episodes_;                                // the watchers' open episodes
+  std::atomic<int64_t> last_look_us_{0};
   std::unordered_map<int64_t, int64_t> gpu_busy_ms_;    // running job → last look its GPUs worked
   bool probe_failing_ = false;
   std::unordered_set<std::string> footprint_names_;  // job names with a learned footprint

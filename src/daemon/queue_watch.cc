@@ -66,6 +66,7 @@ void Queue::beat() {
 
 void Queue::look() {
   if (stopping_) return;
+  auto look_started = std::chrono::steady_clock::now();
   int64_t now = wall_now_ms();
   std::vector<Sighting> sightings;
   gather_job_sightings(now, sightings);
@@ -91,6 +92,10 @@ void Queue::look() {
     // Not recorded: the book forgets this look, so the next one tells the same again.
     if (!committed) episodes_ = std::move(before);
   }
+  last_look_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - look_started)
+                          .count(),
+                      std::memory_order_relaxed);
   // Looks come every interval, and sooner when a start or repeat falls due, but never back to
   // back: due times spread over many jobs must not keep the actor busy with O(jobs) looks.
   int64_t next = now + config_.watch.interval_ms;
