@@ -23,15 +23,34 @@ namespace {
 
 constexpr auto kKeepAlive = std::chrono::seconds(15);
 constexpr int kBatch = 1000;  // events read and written at a time while catching up
+// A client that reads nothing for this long (stopped with Ctrl-Z, wedged) is dropped, so it
+// does not hold a coroutine and a socket for ever; it reconnects with Last-Event-ID.
+constexpr auto kWriteDeadline = std::chrono::seconds(20);
 
 // What the stream shares with the watch on its socket. The watch's handler may run after the
 // stream has ended, so it holds this rather than pointing into the stream's frame.
 struct StreamState {
-  explicit StreamState(asio::io_context& ioc) : timer(ioc) {}
-  asio::steady_timer timer;  // the wait between batches; cancelled to wake the stream
+  explicit StreamState(asio::io_context& ioc) : timer(ioc), write_deadline(ioc) {}
+  asio::steady_timer timer;           // the wait between batches; cancelled to wake the stream
+  asio::steady_timer write_deadline;  // armed while a write is under way
+  uint64_t writes = 0;                // which write the deadline is for
   bool hung_up = false;
   bool done = false;
 };
+
+// Cancels the write under way when it has not finished by the deadline: the client stopped
+// reading. The handler may run after that write completed or the stream ended, so it checks
+// which write it was armed for. Not a coroutine, for the same reason as watch_hangup.
+void arm_write_deadline(local_socket& socket, std::shared_ptr<StreamState> state) {
+  uint64_t write = ++state->writes;
+  state->write_deadline.expires_after(kWriteDeadline);
+  state->write_deadline.async_wait([&socket, state, write](const boost::system::error_code& ec) {
+    if (ec || state->done || state->writes != write) return;
+    state->hung_up = true;
+    boost::system::error_code ignored;
+    socket.cancel(ignored);
+  });
+}
 
 // Wakes the stream as soon as the client closes its end (or sends anything, which an SSE
 // client never does), instead of at the next write. Not a coroutine: GCC 12 mishandles
@@ -127,12 +146,15 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
       if (ec) continue;  // woken: read again (the loop's test sees a hang-up or close)
       text = ": keepalive\n\n";
     }
+    arm_write_deadline(socket, state);
     if (chunked) {
       co_await asio::async_write(socket, http::make_chunk(asio::buffer(text)),
                                  asio::redirect_error(use_awaitable, ec));
     } else {
       co_await asio::async_write(socket, asio::buffer(text), asio::redirect_error(use_awaitable, ec));
     }
+    ++state->writes;  // this write is over: a deadline still queued for it does nothing
+    state->write_deadline.cancel();
     write_failed = static_cast<bool>(ec);
     if (write_failed || !events) break;
   }

@@ -1,6 +1,12 @@
 // GET /v1/events/stream end to end: the backlog, live events, and resuming with Last-Event-ID,
 // checked against `gpuq events --json`.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <thread>
 #include <gtest/gtest.h>
 
@@ -81,6 +87,55 @@ TEST(Sse, Stream) {
   auto bad = unix_get(socket, "/v1/events/stream", {"Last-Event-ID: soon"});
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("invalid_argument"), std::string::npos) << bad.body;
+}
+
+// A client that stops reading (a stopped `curl -N`) is dropped once a write has waited for the
+// stream's write deadline (20 s), instead of holding its socket and coroutine for ever.
+TEST(Sse, StalledReaderIsDropped) {
+  Harness h("fake:1");
+  h.start();
+  // Enough events to fill both ends' socket buffers: a plan of held jobs.
+  nlohmann::json plan = {{"jobs", nlohmann::json::array()}};
+  for (int i = 0; i < 4000; ++i) {
+    plan["jobs"].push_back({{"id", "held-job-with-a-long-name-" + std::to_string(i)},
+                            {"argv", {"true"}},
+                            {"hold", true}});
+  }
+  std::ofstream(h.path("plan.json")) << plan.dump();
+  ASSERT_EQ(h.gpuq({"submit", h.path("plan.json")}).status, 0);
+
+  // A raw client: it sends its request and then reads nothing.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::string socket = h.home() + "/gpuq.sock";
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket.c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  std::string request = "GET /v1/events/stream HTTP/1.1\r\nHost: gpuq\r\n\r\n";
+  ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(std::chrono::seconds(25));
+
+  // Now read: what the daemon had written, then the end of the stream. A stream still open
+  // would go quiet (no new events) and never end.
+  bool ended = false;
+  size_t bytes = 0;
+  char buffer[1 << 16];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) <= 0) break;
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) {
+      ended = n == 0 || errno == ECONNRESET;
+      break;
+    }
+    bytes += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  EXPECT_TRUE(ended) << "the stream to a stalled reader was not ended (" << bytes << " bytes read)";
+  EXPECT_GT(bytes, 0u);
+  // The daemon still serves everyone else.
+  EXPECT_EQ(h.gpuq({"check"}).status, 0);
 }
 
 }  // namespace
