@@ -36,7 +36,7 @@ void watch_requires(const JobFacts& job, const WatchConfig&, std::vector<Sightin
   if (!job.waiting) return;  // a since of 0 counts from the first look that saw it
   out.push_back(job_sighting(
       "job.requires_wait", job.id, job.waiting_since_ms, job.requires_warn_ms,
-      {{"why", fmt::format("waiting on {}", job.waiting_why)}, {"condition", job.waiting_why}}));
+      {{"why", job.waiting_why}, {"condition", job.waiting_why}}));
 }
 
 // When the log last grew, or the run's start when it has written nothing yet.
