@@ -264,10 +264,17 @@ void Queue::on_conditions(const ConditionResult& result) {
   }
   if (result.holds) {
     job.conditions = ConditionState::kTrue;
-    job.conditions_false_since_ms = 0;
+    if (job.conditions_false_since_ms != 0) {
+      job.conditions_false_since_ms = 0;
+      (void)commit([&] { return store_.set_conditions_false_since(job.id, 0); });
+    }
     condition_texts_.erase(job.id);
   } else {
-    if (job.conditions_false_since_ms == 0) job.conditions_false_since_ms = now;
+    if (job.conditions_false_since_ms == 0) {
+      // Kept in the store: a restart must not start job.requires_wait's count afresh.
+      job.conditions_false_since_ms = now;
+      (void)commit([&] { return store_.set_conditions_false_since(job.id, now); });
+    }
     job.conditions = ConditionState::kFalse;
     condition_texts_[job.id] = result.false_text;
     // Back off: check again soon at first, then less and less often.

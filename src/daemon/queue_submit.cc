@@ -149,6 +149,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   }
   a.has_conditions = a.has_conditions || !spec.done_if.empty();
   a.conditions = a.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+  if (a.has_conditions) a.conditions_false_since_ms = job.conditions_false_since_ms;
   a.retries = spec.retries;
   a.retry_delay_ms = spec.retry_delay_ms;
   a.not_before_ms = spec.not_before_ms;

@@ -140,6 +140,7 @@ struct Job {
   int lost_count = 0;              // runs lost to a vanished shim (a power cut)
   int64_t retry_at_ms = 0;         // a retry waits until then
   int retry_base = 0;              // runs up to this number do not count against `retries`
+  int64_t conditions_false_since_ms = 0;  // pending: its REQUIRES/file conditions false since
   std::vector<Run> runs;
 };
 

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 5> kMigrations = {
+constexpr std::array<const char*, 6> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -112,6 +112,11 @@ CREATE TABLE hook_cursors (
   last_error_at INTEGER NOT NULL DEFAULT 0,
   updated_at INTEGER NOT NULL DEFAULT 0
 );
+)sql",
+    // 6: since when a pending job's conditions (REQUIRES, file:) have been false, so that a
+    // restart does not start job.requires_wait's count afresh.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN conditions_false_since INTEGER NOT NULL DEFAULT 0;
 )sql",
 };
 

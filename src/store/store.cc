@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count, retry_at, retry_base";
+    "lost_count, retry_at, retry_base, conditions_false_since";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
@@ -37,6 +37,7 @@ Result<Job> job_from_row(const Statement& row) {
   job.lost_count = static_cast<int>(row.int64(10));
   job.retry_at_ms = row.int64(11);
   job.retry_base = static_cast<int>(row.int64(12));
+  job.conditions_false_since_ms = row.int64(13);
   return job;
 }
 
@@ -181,6 +182,12 @@ Status Store::set_retry_base(int64_t job_id, int retry_base) {
   auto stmt = db_->prepare("UPDATE jobs SET retry_base = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   return stmt->bind(1, retry_base).bind(2, job_id).run();
+}
+
+Status Store::set_conditions_false_since(int64_t job_id, int64_t since_ms) {
+  auto stmt = db_->prepare("UPDATE jobs SET conditions_false_since = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, since_ms).bind(2, job_id).run();
 }
 
 Status Store::set_spec(int64_t job_id, const JobSpec& spec) {

@@ -46,6 +46,8 @@ class Store {
   Status set_lost_count(int64_t job_id, int lost_count);
   Status set_retry_at(int64_t job_id, int64_t retry_at_ms);
   Status set_retry_base(int64_t job_id, int retry_base);
+  // Since when the job's conditions have been false (0: not false), kept across restarts.
+  Status set_conditions_false_since(int64_t job_id, int64_t since_ms);
   Status set_spec(int64_t job_id, const JobSpec& spec);
   Status set_queue_position(int64_t job_id, int priority, int64_t queue_order);
   // Frees a job's name for a replacement; the old job keeps its history under its id.

@@ -61,6 +61,25 @@ TEST(Watch, RequiresWaitOncePerEpisode) {
   EXPECT_EQ(phases(events_of(h, "job.requires_wait", id)), (Phases{"start", "end"}));
 }
 
+// The time a condition has been false before its episode opens survives a restart too.
+TEST(Watch, RequiresWaitCountsAcrossRestart) {
+  Harness h;
+  std::ofstream(h.home() + "/config.toml") << kFastWatch;
+  h.start();
+  int64_t id = h.submit_sh("true", {"--wait-file", h.path("ready"), "--requires-warn", "2s"});
+  ASSERT_TRUE(h.wait_for(id, [](const json& j) {
+    return j["reason"].get<std::string>().find("does not exist") != std::string::npos;
+  }));
+  h.stop();
+  h.start();
+  int64_t restarted_ms = events_of(h, "daemon.started").back()["time_ms"].get<int64_t>();
+  ASSERT_TRUE(wait_until([&] { return !events_of(h, "job.requires_wait", id).empty(); }));
+  json started = events_of(h, "job.requires_wait", id)[0];
+  // Counted from the first daemon's finding, not from the restart.
+  EXPECT_LT(started["time_ms"].get<int64_t>() - started["data"]["for_ms"].get<int64_t>(), restarted_ms)
+      << started.dump() << " restarted at " << restarted_ms;
+}
+
 // A job whose DONE_IF is never checked because its dependency is held waits for a person.
 TEST(Watch, RequiresWaitOnAHeldJob) {
   Harness h;
