@@ -137,6 +137,23 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
   return out;
 }
 
+nlohmann::json Server::open_episodes(int64_t now) {
+  nlohmann::json episodes = nlohmann::json::array();
+  auto open = store_->episodes();
+  if (!open) return episodes;
+  for (const auto& e : *open) {
+    auto data = nlohmann::json::parse(e.data, nullptr, false);
+    if (!data.is_object()) data = nlohmann::json::object();
+    episodes.push_back({{"kind", e.kind},
+                        {"key", e.key},
+                        {"job", data.value("job", nlohmann::json(nullptr))},
+                        {"since_ms", e.since_ms},
+                        {"for_ms", now - e.since_ms},
+                        {"detail", data.value("detail", nlohmann::json::object())}});
+  }
+  return episodes;
+}
+
 Response Server::health() {
   auto waits = context_.queue.waits();
   int64_t now = wall_now_ms();
@@ -162,20 +179,7 @@ Response Server::health() {
                     {"foreign", gpu["foreign"]}});
   }
   body["gpus"] = std::move(gpus);
-  nlohmann::json episodes = nlohmann::json::array();
-  if (auto open = store_->episodes()) {
-    for (const auto& e : *open) {
-      auto data = nlohmann::json::parse(e.data, nullptr, false);
-      episodes.push_back({{"kind", e.kind},
-                          {"key", e.key},
-                          {"job", data.is_object() ? data.value("job", nlohmann::json(nullptr)) : nullptr},
-                          {"since_ms", e.since_ms},
-                          {"for_ms", now - e.since_ms},
-                          {"detail", data.is_object() ? data.value("detail", nlohmann::json::object())
-                                                      : nlohmann::json::object()}});
-    }
-  }
-  body["episodes"] = std::move(episodes);
+  body["episodes"] = open_episodes(now);
   nlohmann::json conditions = nlohmann::json::array();
   for (const auto& w : waits->not_ready) {
     if (w.kind != daemon::JobWait::Kind::kCondition || w.since_ms == 0) continue;
@@ -226,6 +230,7 @@ Response Server::status(const Target& target) {
                                           {"draining", waits->draining},
                                           {"eta_note", etas.note},
                                           {"lanes", std::move(lanes)},
+                                          {"watch", open_episodes(now)},
                                           {"resources", resource_objects(inventory.resources)},
                                           {"jobs", std::move(list)}});
 }

@@ -72,6 +72,8 @@ class Server {
   Response status(const Target& target);
   Response gpus();
   Response health();
+  // The watchers' open episodes (docs/api.md, "Health and gpuq check"), as stored.
+  nlohmann::json open_episodes(int64_t now_ms);
   Response log(const std::string& ref, const Target& target);
   Result<int64_t> resolve(const std::string& ref);
   std::vector<nlohmann::json> resource_objects(const std::vector<Resource>& resources);

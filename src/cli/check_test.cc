@@ -125,6 +125,24 @@ TEST_F(Check, ShowSaysAJobsOwnWatcherLimits) {
   EXPECT_NE(out().find("watch:      quiet 20m00s, warn after 6h00m\n"), std::string::npos) << out();
 }
 
+TEST_F(Check, StatusListsLastingWaits) {
+  script({{"/v1/status", json_answer(200, R"j({"gpu_mode": "fake", "resources": [],
+      "lanes": [], "jobs": [], "watch": [
+        {"kind": "queue.idle_with_work", "job": null, "for_ms": 720000,
+         "detail": {"why": "1 GPU(s) free while 2 job(s) wait"}},
+        {"kind": "resource.attention", "job": null, "for_ms": 5000, "detail": {"why": "x"}},
+        {"kind": "job.quiet", "job": 4, "for_ms": 1500000,
+         "detail": {"why": "its log has not grown for 25m00s (limit 20m00s)"}}]})j")}});
+  EXPECT_EQ(run({"status"}), 0) << err();
+  EXPECT_NE(out().find("WATCH                 JOB  FOR     WHY\n"
+                       "queue.idle_with_work  -    12m00s  1 GPU(s) free while 2 job(s) wait\n"
+                       "job.quiet             4    25m00s  its log has not grown for 25m00s (limit "
+                       "20m00s)\n"),
+            std::string::npos)
+      << out();
+  EXPECT_EQ(out().find("resource.attention"), std::string::npos) << out();
+}
+
 TEST_F(Check, BadFlagsSendNothing) {
   expect_usage_error({"check", "--timeout", "soon"}, "--timeout: ");
   expect_usage_error({"check", "--max-wait", "0s"}, "--max-wait must be longer than 0s");

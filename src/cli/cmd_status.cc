@@ -81,6 +81,23 @@ std::string render_lanes(const Json& answer) {
   return table.render(false);
 }
 
+// The watchers' open episodes: waiting that has lasted (job.quiet, queue.idle_with_work, ...).
+// GPUs in attention are left out: their state column says so already.
+std::string render_watch(const Json& answer, bool color) {
+  Table table({"WATCH", "JOB", "FOR", "WHY"});
+  bool any = false;
+  for (const auto& episode : json_array(answer, "watch")) {
+    std::string kind = json_string(episode, "kind");
+    if (kind == "resource.attention") continue;
+    const Json& detail = episode.contains("detail") ? episode["detail"] : Json::object();
+    table.add_row({kind, field_text(episode, "job"),
+                   format_duration(Millis(json_int(episode, "for_ms").value_or(0))),
+                   json_string(detail, "why")});
+    any = true;
+  }
+  return any ? table.render(color) : "";
+}
+
 // When a pending job is expected to start: "in 12m", "in 1h05m", "now" once due; "-" when
 // the daemon does not know.
 std::string eta_text(const Json& job, int64_t now_ms) {
@@ -150,6 +167,7 @@ int run_status(Context& ctx, const StatusOptions& options) {
   }
   ctx.out() << render_gpus(*answer, ctx.color()) << '\n';
   if (std::string lanes = render_lanes(*answer); !lanes.empty()) ctx.out() << lanes << '\n';
+  if (std::string watch = render_watch(*answer, ctx.color()); !watch.empty()) ctx.out() << watch << '\n';
   ctx.out() << render_jobs(*answer, options.all, ctx.io().wall_ms(), ctx.color());
   return kExitOk;
 }
