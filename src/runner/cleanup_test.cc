@@ -43,6 +43,13 @@ class CleanupTest : public ::testing::Test {
     }
     return {};
   }
+  // Sweeps for target() alone, with the default limits, until its outcome.
+  std::vector<CleanupOutcome> sweep_target() {
+    auto sweep = make();
+    sweep.add(target(), 0);
+    int64_t now = 0;
+    return run_until_done(sweep, now, 5000);
+  }
 
   FakeProcessTable table_;
 };
@@ -160,10 +167,7 @@ TEST_F(CleanupTest, ReusedPidIsNeverSignalled) {
       table_.add(500, 1, 1300, kUid, "", "bash");
     }
   };
-  auto sweep = make();
-  sweep.add(target(), 0);
-  int64_t now = 0;
-  auto out = run_until_done(sweep, now, 5000);
+  auto out = sweep_target();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].confirmed);
   EXPECT_TRUE(table_.sent().empty());
@@ -200,10 +204,7 @@ TEST_F(CleanupTest, OtherUsersZombiesAndKernelThreadsAreSkipped) {
   table_.add(501, 1, 1200, kUid, "7-1-abc");  // a zombie
   table_.find(501)->facts.zombie = true;
   table_.add(502, 2, 1200, kUid, "7-1-abc");  // a kernel thread
-  auto sweep = make();
-  sweep.add(target(), 0);
-  int64_t now = 0;
-  auto out = run_until_done(sweep, now, 5000);
+  auto out = sweep_target();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].confirmed);
   EXPECT_TRUE(table_.sent().empty());
@@ -214,7 +215,7 @@ TEST_F(CleanupTest, OtherUsersZombiesAndKernelThreadsAreSkipped) {
   // As root (no uid filter) the other user's process is ours to kill.
   CleanupSweep as_root(table_, {50, 1000, 10'000}, std::nullopt);
   as_root.add(target(), 0);
-  now = 0;
+  int64_t now = 0;
   out = run_until_done(as_root, now, 5000);
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].killed.size(), 1u);
@@ -409,10 +410,7 @@ TEST_F(CleanupTest, ATargetAddedJustAfterTheSweepWentIdleIsScannedAtOnce) {
 
 TEST_F(CleanupTest, KilledListIsCappedButCounted) {
   for (pid_t pid = 3000; pid < 3000 + 150; ++pid) table_.add(pid, 1, 1200, kUid, "7-1-abc");
-  auto sweep = make();
-  sweep.add(target(), 0);
-  int64_t now = 0;
-  auto out = run_until_done(sweep, now, 5000);
+  auto out = sweep_target();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].confirmed);
   EXPECT_EQ(out[0].killed.size(), CleanupSweep::kMaxListed);
