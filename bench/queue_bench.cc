@@ -6,6 +6,8 @@
 //               empty scans a poll apart), seen by polling GET /v1/gpus;
 //   throughput  N trivial jobs (`true`, 1 GPU each) on fake:8, submitted as fast as one
 //               client can, until the last one has ended: jobs per second.
+//   submits     N submits, one after another, to a drained daemon (nothing starts): each is one
+//               durable commit, so this is the cost of committing before answering.
 //   queued      with --queued-jobs N: a drained daemon's memory, last scheduling pass and last
 //               watchers' look with N jobs queued.
 // Results depend on the file system's state (ext4 slows down after many files were created
@@ -106,11 +108,13 @@ double ms_since(Clock::time_point t0) {
 int main(int argc, char** argv) {
   CLI::App app{"gpuq end-to-end benchmark"};
   std::string binary;
-  int latency_jobs = 200, throughput_jobs = 2000, queued_jobs = 0;
+  int latency_jobs = 200, throughput_jobs = 2000, submit_jobs = 1000, queued_jobs = 0;
   std::string dir = std::filesystem::temp_directory_path().string();
   app.add_option("gpuq", binary, "the gpuq binary")->required();
   app.add_option("--latency-jobs", latency_jobs)->check(CLI::PositiveNumber);
   app.add_option("--throughput-jobs", throughput_jobs)->check(CLI::PositiveNumber);
+  app.add_option("--submit-jobs", submit_jobs, "submits to a drained daemon, one at a time")
+      ->check(CLI::PositiveNumber);
   app.add_option("--queued-jobs", queued_jobs,
                  "also queue this many jobs on a drained fake:64 daemon and report its memory and "
                  "scheduling pass time (e.g. 100000)");
@@ -154,6 +158,18 @@ int main(int argc, char** argv) {
     });
     seconds = ms_since(t0) / 1000.0;
   }
+  std::vector<double> submit_ms;
+  {
+    Daemon d(binary, "fake:1", dir);
+    d.call(gpuq::cli::Method::kPost, "/v1/drain");  // nothing starts: only the submits' commits
+    for (int i = 0; i < submit_jobs; ++i) {
+      auto t0 = Clock::now();
+      d.submit();
+      submit_ms.push_back(ms_since(t0));
+    }
+  }
+  double submit_total_ms = 0;
+  for (double ms : submit_ms) submit_total_ms += ms;
   double rss_mib = 0, pass_ms = 0, look_ms = 0;
   if (queued_jobs > 0) {
     // The watchers look often here, so that their last look saw every queued job.
@@ -189,6 +205,9 @@ int main(int argc, char** argv) {
   std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
   std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);
   std::printf("%-44s %12.2f\n", "throughput wall time (s)", seconds);
+  std::printf("%-44s %12.0f\n", "submits to a drained daemon (submits/s)", submit_jobs / (submit_total_ms / 1000.0));
+  std::printf("%-44s %12.2f\n", "submit p50 (ms)", percentile(submit_ms, 0.50));
+  std::printf("%-44s %12.2f\n", "submit p99 (ms)", percentile(submit_ms, 0.99));
   if (queued_jobs > 0) {
     std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", queued_jobs);
     std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", rss_mib);
