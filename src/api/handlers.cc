@@ -401,8 +401,9 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
 awaitable<Response> Server::drain(bool draining) {
   daemon::Queue* queue = &context_.queue;
   auto work = [queue, draining] { return queue->set_draining(draining); };
-  bool now = co_await on_actor<bool>(context_.actor_ioc, work);
-  co_return json_response(http::status::ok, {{"draining", now}});
+  auto now = co_await on_actor<Result<bool>>(context_.actor_ioc, work);
+  if (!now) co_return error_response(now.error());
+  co_return json_response(http::status::ok, {{"draining", *now}});
 }
 
 awaitable<Response> Server::submit_plan(const Request& request) {
@@ -456,9 +457,17 @@ awaitable<Response> Server::cancel(const std::string& ref) {
   daemon::Queue* queue = &context_.queue;
   int64_t job_id = *id;
   auto work = [queue, job_id] { return queue->cancel(job_id); };
-  auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
-  if (!job) co_return error_response(job.error());
-  co_return json_response(http::status::ok, job_to_json(*job));
+  auto cancelled = co_await on_actor<Result<daemon::Cancelled>>(context_.actor_ioc, work);
+  if (!cancelled) co_return error_response(cancelled.error());
+  nlohmann::json body = job_to_json(cancelled->job);
+  if (!cancelled->recorded) {
+    // The cancel holds (a running job was told to stop; a waiting one never starts), but the
+    // store could not record it yet: 202, and the daemon records it when it can.
+    body["cancel"] = "requested";
+    body["note"] = "the store cannot be written now; the cancel holds and is recorded once it can be";
+    co_return json_response(http::status::accepted, body);
+  }
+  co_return json_response(http::status::ok, body);
 }
 
 }  // namespace gpuq::api

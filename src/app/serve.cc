@@ -19,7 +19,9 @@ extern char** environ;
 #include "daemon/config.h"
 #include "daemon/hooks.h"
 #include "daemon/instance_lock.h"
+#include "daemon/prober.h"
 #include "daemon/queue.h"
+#include "daemon/real_world.h"
 #include "gpu/discovery.h"
 #include "gpu/probe.h"
 #include "os/process.h"
@@ -182,19 +184,20 @@ int serve(const cli::DaemonFlags& flags) {
 
   asio::io_context actor_ioc(1);
   asio::io_context api_ioc(1);
-  daemon::QueueOptions options;
-  options.layout = layout;
-  options.shim_executable = *executable;
+  daemon::RealWorldOptions world_options;
+  world_options.shim_executable = *executable;
+  world_options.cleanup = {config->cleanup_poll_ms, config->kill_grace_ms, config->cleanup_limit_ms};
   if (spawner) {
-    options.spawner = spawner->get();
+    world_options.spawner = spawner->get();
   } else {
     std::fprintf(stderr, "gpuq daemon: no shim spawner (%s); runs start by exec instead\n",
                  spawner.error().message.c_str());
   }
-  auto probe = gpu::choose_probe(*inventory);
-  std::fprintf(stderr, "gpuq daemon: GPU probe: %s\n", probe.note.c_str());
-  options.probe = std::move(probe.probe);
-  daemon::Queue queue(actor_ioc, **store, *inventory, *config, std::move(options));
+  daemon::RealWorld world(actor_ioc, **store, world_options);
+  daemon::QueueOptions options;
+  options.layout = layout;
+  options.boot_id = os::boot_id();
+  daemon::Queue queue(world, **store, *inventory, *config, std::move(options));
   // Event hooks (docs/hooks.md): their cursors are read, and a new hook placed at the end of
   // the log, before the queue's start writes the events of this start.
   daemon::HookRunnerOptions hook_options;
@@ -214,6 +217,19 @@ int serve(const cli::DaemonFlags& flags) {
     hooks.notify(seq);
   });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);
+  // The GPU probe samples on its own thread (a sick driver can make one call hang); each
+  // sample is handed to the actor.
+  auto probe = gpu::choose_probe(*inventory);
+  std::fprintf(stderr, "gpuq daemon: GPU probe: %s\n", probe.note.c_str());
+  std::unique_ptr<daemon::Prober> prober;
+  if (probe.probe) {
+    prober = std::make_unique<daemon::Prober>(
+        std::move(probe.probe), config->probe_interval_ms, [&](Result<gpu::ProbeSample> sample) {
+          asio::post(actor_ioc, [&queue, sample = std::move(sample)]() mutable {
+            queue.on_probe(std::move(sample));
+          });
+        });
+  }
   if (auto listening = server.listen_unix(layout.socket()); !listening) {
     return fail_start(listening.error().message);
   }
@@ -235,6 +251,7 @@ int serve(const cli::DaemonFlags& flags) {
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);
   actor_ioc.run();
+  prober.reset();  // no more samples for a stopped actor
   // The actor has stopped: hook threads end (a delivery in flight gets a short grace), and the
   // cursors their last deliveries reached are written here, on what was the actor's thread.
   hooks.stop();

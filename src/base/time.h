@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,15 @@ std::string format_rfc3339(int64_t epoch_ms);
 // Parses "2026-11-29T10:55:36Z", with optional fraction and a "Z" or "+HH:MM" offset, also with
 // a space for the "T"; returns ms since the epoch.
 Result<int64_t> parse_rfc3339(std::string_view text);
+
+// a + b, held at the int64 limits instead of overflowing: an instant plus a duration that came
+// from a request or the store must never wrap around into the past.
+inline int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+  return sum;
+}
 
 }  // namespace gpuq

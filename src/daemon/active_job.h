@@ -49,8 +49,17 @@ struct ActiveJob {
 
   ConditionState conditions = ConditionState::kNone;
   int64_t conditions_false_since_ms = 0;
+  int64_t conditions_checked_ms = 0;  // when the last check's answer came
   int64_t next_check_ms = 0;
   int64_t check_interval_ms = 0;
+
+  // A start that failed for want of the machine (a full disk, no processes left): the job stays
+  // pending and is tried again from then, with backoff. Memory only: a restart tries at once.
+  int64_t start_retry_at_ms = 0;
+  int start_failures = 0;
+  // A cancel that could not be recorded yet (the store failed): the job starts no more, and the
+  // cancel is recorded as soon as the store works.
+  bool cancel_requested = false;
   // What the last check found false lives in Queue::condition_texts_, keyed by job id: few jobs
   // have conditions, and a string here would cost every job 32 bytes.
 };

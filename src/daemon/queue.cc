@@ -1,57 +1,135 @@
-// The Queue's core: construction, transactions and events, cancel, and the published reasons.
+// The Queue's core: construction, transactions and events, failed writes and their retries,
+// cancel, and the published reasons.
 #include "daemon/queue.h"
 
 #include <csignal>
+#include <cstdio>
 #include <fmt/format.h>
 
 #include "base/duration.h"
 #include "base/time.h"
-#include "os/process.h"
 
 namespace gpuq::daemon {
+namespace {
 
-Queue::Queue(boost::asio::io_context& ioc, store::Store& store, gpu::Inventory inventory,
-             Config config, QueueOptions options)
-    : ioc_(ioc),
+// The retry timer's backoff while commits fail: 100 ms, doubling, at most 10 s.
+constexpr int64_t kStoreRetryFirstMs = 100;
+constexpr int64_t kStoreRetryMaxMs = 10'000;
+
+}  // namespace
+
+Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config config,
+             QueueOptions options)
+    : world_(world),
       store_(store),
       inventory_(std::move(inventory)),
       config_(std::move(config)),
       options_(std::move(options)),
-      checker_(ioc, 2),
-      wake_timer_(ioc),
-      look_timer_(ioc),
-      heartbeat_timer_(ioc),
+      wake_timer_(world.make_timer()),
+      look_timer_(world.make_timer()),
+      heartbeat_timer_(world.make_timer()),
+      store_retry_timer_(world.make_timer()),
       holders_(inventory_.resources.size()),
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
       foreign_(inventory_.resources.size(), config_.foreign_repeat_ms),
       episodes_(config_.watch.repeat_ms) {}
 
-Queue::~Queue() {
-  // Their threads call back into this object: stop them first.
-  prober_.reset();
-  cleaner_.reset();
-}
+Queue::~Queue() = default;
 
 Status Queue::commit(const std::function<Status()>& fn) {
   events_added_ = false;
-  size_t before = uncommitted_kinds_.size();
-  auto result = store_.transaction(fn);
+  size_t kinds_before = uncommitted_kinds_.size();
+  int64_t seq_before = last_seq_;
+  std::optional<StoreTrouble> trouble = trouble_;
+  auto result = world_.commit([&]() -> Status {
+    if (trouble) {
+      // The first commit that works after failures says what happened, in the same
+      // transaction as the change it carries.
+      auto st = add_event("daemon.store_error", std::nullopt, std::nullopt,
+                          {{"since", format_rfc3339(trouble->since_ms)},
+                           {"until", format_rfc3339(world_.now_ms())},
+                           {"failed_commits", trouble->failures},
+                           {"error", trouble->error},
+                           {"effect", "no run started and no change was recorded meanwhile; "
+                                      "what had happened was recorded once the store worked"}});
+      if (!st) return st;
+    }
+    return fn();
+  });
   // Events are counted once on record: a rolled-back event never happened.
-  if (result) {
-    for (const auto& kind : uncommitted_kinds_) metrics_.count_event(kind);
-    uncommitted_kinds_.clear();
-  } else {
-    uncommitted_kinds_.resize(before);
+  if (!result) {
+    uncommitted_kinds_.resize(kinds_before);
+    last_seq_ = seq_before;
+    note_store_failure(result.error());
+    return result;
   }
-  if (result && events_added_ && listener_) listener_(last_seq_);
+  for (const auto& kind : uncommitted_kinds_) metrics_.count_event(kind);
+  uncommitted_kinds_.clear();
+  if (trouble_) {
+    std::fprintf(stderr, "gpuq daemon: the store works again after %d failed commit(s)\n",
+                 trouble_->failures);
+    trouble_.reset();
+    store_retry_round_ = 0;
+    publish_trouble();
+    store_retry_timer_->arm(world_.now_ms(), [this] { retry_kept(); });  // the rest, at once
+  }
+  if (events_added_ && listener_) listener_(last_seq_);
   return result;
+}
+
+void Queue::note_store_failure(const Error& error) {
+  if (!trouble_) {
+    trouble_ = StoreTrouble{world_.now_ms(), 0, ""};
+    std::fprintf(stderr, "gpuq daemon: a commit to the store failed: %s; retrying with backoff\n",
+                 error.message.c_str());
+  }
+  ++trouble_->failures;
+  trouble_->error = error.message;
+  publish_trouble();
+  arm_store_retry();
+}
+
+void Queue::publish_trouble() {
+  std::lock_guard lock(waits_mutex_);
+  published_trouble_ = trouble_;
+}
+
+std::optional<StoreTrouble> Queue::store_trouble() const {
+  std::lock_guard lock(waits_mutex_);
+  return published_trouble_;
+}
+
+void Queue::retry_later(const std::string& key, std::function<void()> attempt) {
+  kept_[key] = std::move(attempt);
+  if (!trouble_) arm_store_retry();  // failed for another reason than the store: try again
+}
+
+void Queue::arm_store_retry() {
+  if (stopping_) return;
+  int64_t delay = kStoreRetryFirstMs << std::min(store_retry_round_, 10);
+  store_retry_timer_->arm(world_.now_ms() + std::min(delay, kStoreRetryMaxMs), [this] {
+    ++store_retry_round_;
+    retry_kept();
+  });
+}
+
+void Queue::retry_kept() {
+  if (stopping_) return;
+  // Each attempt keeps itself again (retry_later) if it fails once more.
+  auto attempts = std::move(kept_);
+  kept_.clear();
+  for (auto& [key, attempt] : attempts) attempt();
+  // Nothing of ours was waiting: a heartbeat tells whether the store works again.
+  if (attempts.empty() && trouble_) beat();
+  if (kept_.empty() && !trouble_) store_retry_round_ = 0;
+  request_pass();
 }
 
 Status Queue::add_event(const std::string& kind, std::optional<int64_t> job, std::optional<int> run,
                         nlohmann::json data) {
   Event event;
-  event.time_ms = wall_now_ms();
+  event.time_ms = world_.now_ms();
   event.kind = kind;
   event.job = job;
   event.run = run;
@@ -70,8 +148,16 @@ Status Queue::set_state(int64_t job_id, JobState from, JobState to, const std::s
                                              to_string(from), to_string(to)));
   }
   std::optional<int64_t> finished;
-  if (is_terminal(to)) finished = wall_now_ms();
+  if (is_terminal(to)) finished = world_.now_ms();
   return store_.set_job_state(job_id, to, reason, finished);
+}
+
+Error Queue::unavailable(const Error& error) const {
+  if (error.code != Code::kIoError) return error;
+  return Error{Code::kUnavailable,
+               fmt::format("the daemon's store cannot be written now ({}); nothing was changed — "
+                           "try again once the disk has space again (gpuq check says when)",
+                           error.message)};
 }
 
 Result<Job> Queue::load_job(int64_t id, bool with_runs) {
@@ -93,7 +179,7 @@ void Queue::note_finished(int64_t job_id, JobState state) {
   request_pass();  // its dependents may be ready, or blocked, now
 }
 
-Result<Job> Queue::cancel(int64_t job_id) {
+Result<Cancelled> Queue::cancel(int64_t job_id) {
   auto job = load_job(job_id, false);
   if (!job) return tl::unexpected(job.error());
   if (is_terminal(job->state)) {
@@ -103,28 +189,43 @@ Result<Job> Queue::cancel(int64_t job_id) {
   if (job->state == JobState::kRunning) {
     auto live = running_.find(job_id);
     if (live == running_.end()) return fail(Code::kInternal, "running job without a live run");
-    Run& run = live->second.run;
-    // A cancel wins over a timeout already under way: the job must not be retried.
-    if (run.stop_reason != "cancel") {
-      auto committed = commit([&]() -> Status {
-        if (auto st = store_.set_stop_reason(run.id, "cancel"); !st) return st;
-        return add_event("job.cancel_requested", job_id, run.number);
-      });
-      if (!committed) return tl::unexpected(committed.error());
-      run.stop_reason = "cancel";
+    // A cancel wins over a timeout or a preemption already under way: the job must not be
+    // retried or requeued. The shim turns SIGTERM into SIGTERM for the group, then SIGKILL
+    // after the grace period; the job becomes cancelled when the shim exits.
+    if (live->second.run.stop_reason != StopReason::kCancel) {
+      stop_run(job_id, StopReason::kCancel, "job.cancel_requested", nlohmann::json::object());
+    } else if (live->second.shim) {
+      live->second.shim->signal(SIGTERM);
     }
-    // The shim turns SIGTERM into SIGTERM for the group, then SIGKILL after the grace period;
-    // the job becomes cancelled when the shim exits.
-    if (os::is_same_process(run.shim_pid, run.shim_start_ticks)) ::kill(run.shim_pid, SIGTERM);
-    return load_job(job_id, true);
+    bool recorded = running_.count(job_id) == 0 || running_.at(job_id).stop_recorded;
+    auto now = load_job(job_id, true);
+    if (!now) return tl::unexpected(now.error());
+    return Cancelled{std::move(*now), recorded};
   }
+  auto active = active_.find(job_id);
+  if (active == active_.end()) return fail(Code::kInternal, "waiting job not tracked");
+  active->second.cancel_requested = true;  // starts no more, whatever the store says
+  record_cancel(job_id);
+  auto now = load_job(job_id, true);
+  if (!now) return tl::unexpected(now.error());
+  return Cancelled{std::move(*now), !active_.count(job_id)};
+}
+
+void Queue::record_cancel(int64_t job_id) {
+  auto active = active_.find(job_id);
+  if (active == active_.end() || !active->second.cancel_requested) return;
+  JobState from = active->second.state;
+  if (from == JobState::kRunning) return;  // it started before the cancel: stop_run's business
   auto committed = commit([&]() -> Status {
-    if (auto st = set_state(job_id, job->state, JobState::kCancelled, "cancelled by request"); !st) return st;
+    if (auto st = set_state(job_id, from, JobState::kCancelled, "cancelled by request"); !st) return st;
     return add_event("job.cancelled", job_id, std::nullopt);
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) {
+    retry_later(fmt::format("cancel:{}", job_id), [this, job_id] { record_cancel(job_id); });
+    request_pass();  // its reason says so now
+    return;
+  }
   note_finished(job_id, JobState::kCancelled);
-  return load_job(job_id, true);
 }
 
 std::shared_ptr<const WaitList> Queue::waits() const {
@@ -133,19 +234,20 @@ std::shared_ptr<const WaitList> Queue::waits() const {
 }
 
 void Queue::stop() {
-  stopping_ = true;
   (void)commit([&]() -> Status {
     return add_event("daemon.stopping", std::nullopt, std::nullopt,
                      {{"running", running_.size()}, {"active", active_.size()}});
   });
+  stopping_ = true;
   for (auto& [id, live] : running_) {
-    if (live.exit_watch) live.exit_watch->cancel();
-    if (live.timeout) live.timeout->cancel();
-    if (live.yield_deadline) live.yield_deadline->cancel();
+    live.shim.reset();  // its watch ends; the shim runs on
+    live.timeout.reset();
+    live.yield_deadline.reset();
   }
-  wake_timer_.cancel();
-  look_timer_.cancel();
-  heartbeat_timer_.cancel();
+  wake_timer_->cancel();
+  look_timer_->cancel();
+  heartbeat_timer_->cancel();
+  store_retry_timer_->cancel();
 }
 
 std::string JobWait::render(int64_t now_ms) const {
@@ -162,6 +264,11 @@ std::string JobWait::render(int64_t now_ms) const {
     case Kind::kChecking: return "checking its conditions (files, REQUIRES, DONE_IF)";
     case Kind::kHeld: return "held (gpuq release)";
     case Kind::kBlocked: return text;
+    case Kind::kStartRetry:
+      return fmt::format("could not start: {}; trying again in {}", text,
+                         format_duration(Millis(std::max<int64_t>(0, until_ms - now_ms))));
+    case Kind::kCancelling:
+      return "cancelled; the cancel waits for the store to work again before it is recorded";
   }
   return "";
 }

@@ -1,18 +1,31 @@
 // The queue actor: the one owner of every state change in a daemon. It keeps the jobs that
 // are not finished in memory (ActiveJob), decides each pass which pending jobs are ready
-// (dependencies, not-before and retry times, external conditions checked off-thread), asks the
-// pure scheduler which ready jobs start where, launches runs through their shims, and writes
-// every transition together with its event in one store transaction. It is woken by commands
-// (posted by the API), shim exits (pidfds), condition-check results and one timer for the
-// earliest time-based wake-up (not-before, retry delays, condition rechecks, run timeouts) —
-// never by a polling loop.
+// (readiness.h), asks the pure scheduler which ready jobs start where, launches runs through
+// their shims, judges how each run ended (run_end.h), and writes every transition together with
+// its event in one store transaction. It is woken by commands (posted by the API), shim exits,
+// condition-check results and one timer for the earliest time-based wake-up — never by a
+// polling loop.
 //
-// Thread rules: every method except waits() and metrics() runs on the actor's io_context
-// thread. waits() returns an immutable snapshot under a mutex; metrics() is thread-safe; the
-// event listener is called on the actor thread after each commit and must not block.
+// Everything it does outside its memory goes through a World (world.h): the clock and timers,
+// commits, shims, signals, run files and work on other threads. With a FakeWorld, tests drive
+// it step by step.
+//
+// Failed writes: when a commit fails (a full disk, an I/O error), memory is left as the store
+// is — the change did not happen. A change a person asked for answers with the error (503); a
+// change the world forces (a run ended, a cleanup finished, a cancel already signalled) is
+// kept and tried again with backoff until it is recorded. While the store fails no run starts
+// and no condition is checked; `store_trouble()` says so (gpuq check), and the first commit
+// that works records a daemon.store_error event telling how long it lasted.
+//
+// Thread rules: every method except waits(), store_trouble() and metrics() runs on the actor's
+// thread. waits() and store_trouble() return immutable snapshots under a mutex; metrics() is
+// thread-safe; the event listener is called on the actor thread after each commit and must not
+// block.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,7 +34,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "base/asio.h"
 #include "base/paths.h"
 #include "daemon/active_job.h"
 #include "daemon/condition_checker.h"
@@ -29,14 +41,12 @@
 #include "daemon/episodes.h"
 #include "daemon/foreign_tracker.h"
 #include "daemon/metrics.h"
-#include "daemon/prober.h"
 #include "daemon/readiness.h"
+#include "daemon/run_end.h"
+#include "daemon/world.h"
 #include "gpu/discovery.h"
 #include "gpu/probe.h"
 #include "model/job.h"
-#include "os/process_table.h"
-#include "runner/cleaner.h"
-#include "runner/spawner.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 
@@ -44,9 +54,14 @@ namespace gpuq::daemon {
 
 struct QueueOptions {
   HomeLayout layout;
-  std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
-  runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
-  std::unique_ptr<gpu::GpuProbe> probe;    // GPU usage and processes; null: no probing
+  std::string boot_id;  // this boot's id (os::boot_id()): runs of another boot cannot be alive
+};
+
+// While commits fail: since when, how many failed, and the latest error.
+struct StoreTrouble {
+  int64_t since_ms = 0;
+  int failures = 0;
+  std::string error;
 };
 
 // What the daemon knows about each GPU beyond who holds it, published for the API.
@@ -58,6 +73,13 @@ struct GpuHealth {
   int utilization = -1;           // percent; -1 unknown
   int64_t other_memory_mib = 0;   // used by processes that are not a run's (for admission)
   int64_t preempting_for = 0;     // a preemption of its holder is in flight for this job
+};
+
+// What a cancel did: `recorded` is false when the store failed; the cancel then still holds
+// (a running job was signalled; a waiting one never starts) and is recorded when it can be.
+struct Cancelled {
+  Job job;
+  bool recorded = true;
 };
 
 // What a submit produced: the job, and whether it already existed (same name, same spec).
@@ -95,7 +117,9 @@ struct MoveRequest {
 
 // Why a job the scheduler never saw is not ready: compact, rendered on demand.
 struct JobWait {
-  enum class Kind { kNotBefore, kRetry, kDependency, kCondition, kChecking, kHeld, kBlocked };
+  enum class Kind {
+    kNotBefore, kRetry, kDependency, kCondition, kChecking, kHeld, kBlocked, kStartRetry, kCancelling
+  };
   JobWait() = default;
   JobWait(int64_t id, Kind k, int64_t until = 0) : job_id(id), kind(k), until_ms(until) {}
   int64_t job_id = 0;
@@ -117,6 +141,8 @@ struct WaitList {
   bool draining = false;
   std::vector<std::pair<std::string, std::vector<int64_t>>> lane_holders;  // lane → jobs
   int64_t pass_us = 0;               // how long the pass took (readiness + scheduler)
+  int64_t pass = 0;                  // its number since the daemon started: a pass numbered
+                                     // after a change has decided on it
   size_t active_jobs = 0;
   std::vector<GpuHealth> gpus;       // per inventory slot
   // Why `job_id` waits, or "" when it is not waiting.
@@ -125,7 +151,9 @@ struct WaitList {
 
 class Queue {
  public:
-  Queue(boost::asio::io_context& ioc, store::Store& store, gpu::Inventory inventory, Config config,
+  // `world` and `store` must outlive the Queue; the store is read directly and written only
+  // through world.commit().
+  Queue(World& world, store::Store& store, gpu::Inventory inventory, Config config,
         QueueOptions options);
   ~Queue();
 
@@ -137,18 +165,23 @@ class Queue {
 
   Result<Submitted> submit(JobSpec spec);
   Result<PlanOutcome> submit_plan(PlanRequest plan);
-  Result<Job> cancel(int64_t job_id);
+  Result<Cancelled> cancel(int64_t job_id);
   Result<Job> hold(int64_t job_id);
   Result<Job> release(int64_t job_id);
   Result<Job> retry(int64_t job_id);
   Result<Job> move(int64_t job_id, const MoveRequest& request);
-  bool set_draining(bool draining);
+  Result<bool> set_draining(bool draining);
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").
   Result<nlohmann::json> release_attention(const std::string& gpu);
 
+  // One sample of the GPU probe (or its error), from the Prober's thread via post().
+  void on_probe(Result<gpu::ProbeSample> sample);
+
   // The outcome of the last scheduling pass. Thread-safe.
   std::shared_ptr<const WaitList> waits() const;
+  // Set while commits fail. Thread-safe.
+  std::optional<StoreTrouble> store_trouble() const;
   void set_event_listener(std::function<void(int64_t)> listener) { listener_ = std::move(listener); }
   const gpu::Inventory& inventory() const { return inventory_; }
   const Config& config() const { return config_; }
@@ -158,15 +191,18 @@ class Queue {
   Metrics& metrics() { return metrics_; }
   const Metrics& metrics() const { return metrics_; }
 
- private:
+private:
   struct LiveRun {
     Run run;
     std::vector<int> slots;
     std::vector<int> lanes;
-    std::unique_ptr<boost::asio::posix::stream_descriptor> exit_watch;
-    std::unique_ptr<boost::asio::steady_timer> timeout;
-    std::unique_ptr<boost::asio::steady_timer> yield_deadline;
-    bool settling = false;  // exited; DONE_IF being verified
+    std::unique_ptr<ShimProcess> shim;
+    std::unique_ptr<Timer> timeout;
+    std::unique_ptr<Timer> yield_deadline;
+    bool settling = false;        // exited; DONE_IF being verified
+    bool cleanup_begun = false;   // exited; the sweep for its marker has its GPUs and lanes
+    bool stop_recorded = true;    // run.stop_reason is in the store
+    std::optional<RunEnd> ended;  // exited; the end waits to be recorded (the store failed)
   };
   // A finished run whose GPUs and lanes stay held until the sweep for its marker is confirmed.
   struct Cleaning {
@@ -176,16 +212,28 @@ class Queue {
     std::vector<int> slots;
     std::vector<int> lanes;
     int64_t preempted_by = 0;  // the job its GPUs go to, when the run was being preempted
+    std::optional<runner::CleanupOutcome> outcome;  // done; waits to be recorded
   };
 
-  // Runs `fn` in a transaction, then tells the listener about new events.
+  // --- transactions and failed writes (queue.cc) ---
+  // Runs `fn` in one transaction through the world; then tells the listener about new events.
+  // A failure is noted (store trouble) and the caller leaves memory as it was.
   Status commit(const std::function<Status()>& fn);
   Status add_event(const std::string& kind, std::optional<int64_t> job, std::optional<int> run,
                    nlohmann::json data = nlohmann::json::object());
   Status set_state(int64_t job_id, JobState from, JobState to, const std::string& reason);
+  void note_store_failure(const Error& error);
+  void publish_trouble();
+  // Keeps `attempt` (under `key`, replacing an earlier one) to be run again once the store may
+  // work: the retry timer runs every kept attempt with backoff until none fails.
+  void retry_later(const std::string& key, std::function<void()> attempt);
+  void arm_store_retry();
+  void retry_kept();
   Result<Job> load_job(int64_t id, bool with_runs);
   std::optional<JobState> state_of(int64_t job_id) const;
   void note_finished(int64_t job_id, JobState state);
+  Error unavailable(const Error& error) const;  // a person's change that could not be recorded
+  void record_cancel(int64_t job_id);
 
   // Submission (queue_submit.cc).
   Status check_and_resolve(JobSpec& spec, const std::unordered_map<std::string, int64_t>* plan_ids);
@@ -197,38 +245,47 @@ class Queue {
   // The pass (queue_pass.cc).
   void request_pass();
   void run_pass();
-  void check_conditions(ActiveJob& job, int64_t now);
+  void publish(std::shared_ptr<WaitList> published, sched::Snapshot snapshot,
+               sched::Decision decision, std::chrono::steady_clock::time_point started);
+  void check_conditions(ActiveJob& job);
   void on_conditions(const ConditionResult& result);
   void arm_wake(int64_t at_ms);
-  void block(int64_t job_id, const std::string& why);
-  void unblock(int64_t job_id);
+  bool block(int64_t job_id, const std::string& why);
+  bool unblock(int64_t job_id);
   sched::Snapshot machine_snapshot(int64_t now) const;
 
-  // Runs (queue_runs.cc).
+  // Runs (queue_runs.cc, queue_settle.cc).
   void start_run(int64_t job_id, const std::vector<int>& slots);
   void count_start(const Job& job, const Run& run);  // for /metrics
-  void fail_to_start(int64_t job_id, const std::vector<int>& slots, const std::string& why);
+  void start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why);
   void watch_exit(int64_t job_id);
   void arm_timeout(int64_t job_id);
   void on_timeout(int64_t job_id);
+  // Asks the run's shim to stop it (SIGTERM; the shim escalates), for `reason`; the reason is
+  // kept in memory at once and recorded (retried until it is).
+  void stop_run(int64_t job_id, StopReason reason, const std::string& event,
+                nlohmann::json event_data);
+  void record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data);
   void on_shim_exit(int64_t job_id);
-  void settle_run(LiveRun live, bool while_down);
-  void finish_run(LiveRun live, const struct RunEnd& end);
-  void settle_lost_run(const Job& job, const Run& run);
+  void settle_run(int64_t job_id, bool while_down);
+  void finish_run(int64_t job_id);
+  void settle_lost_run(int64_t job_id);
   Status recover();
+  Status recover_run(const Run& run);
   std::vector<int> slots_of(const Run& run) const;
   void hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   void free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   std::vector<int> lanes_of(const JobSpec& spec) const;
+  RetryPolicy retry_policy() const;
 
   // Cleanup after every run (queue_cleanup.cc).
   void begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks);
   void on_cleanup(const runner::CleanupOutcome& outcome);
+  void record_cleanup(int64_t run_row);
   Status recover_cleanups();
   int slot_named(const std::string& gpu) const;
 
   // The GPU probe (queue_probe.cc): foreign processes, usage, peak memory per run.
-  void on_probe(Result<gpu::ProbeSample> sample);
   std::optional<std::pair<int64_t, int>> learned_gpu_mem(const std::string& name);
 
   // Preemption (queue_preempt.cc).
@@ -239,7 +296,6 @@ class Queue {
   void stop_for_preemption(int64_t job_id);
   void reconcile_preemptions();
   void withdraw_preemption(int64_t victim, const std::string& why);
-  int64_t retry_delay(const ActiveJob& job) const;
 
   // Watchers and the heartbeat (queue_watch.cc).
   Status start_watching();
@@ -249,18 +305,18 @@ class Queue {
   void gather_queue_sightings(int64_t now, std::vector<Sighting>& out);
   void beat();
 
-  boost::asio::io_context& ioc_;
+  World& world_;
   store::Store& store_;
   gpu::Inventory inventory_;
   Config config_;
   QueueOptions options_;
   std::function<void(int64_t)> listener_;
-  ConditionChecker checker_;
-  boost::asio::steady_timer wake_timer_;
+  std::unique_ptr<Timer> wake_timer_;
   int64_t wake_at_ms_ = 0;
-  boost::asio::steady_timer look_timer_;       // the watchers' next look
+  std::unique_ptr<Timer> look_timer_;          // the watchers' next look
   int64_t look_at_ms_ = 0;
-  boost::asio::steady_timer heartbeat_timer_;
+  std::unique_ptr<Timer> heartbeat_timer_;
+  std::unique_ptr<Timer> store_retry_timer_;   // the next try of what failed to commit
 
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state
@@ -269,6 +325,7 @@ class Queue {
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
+  std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id
   std::vector<GpuHealth> health_;                       // per GPU slot
   ForeignTracker foreign_;
@@ -278,21 +335,24 @@ class Queue {
   bool probe_failing_ = false;
   std::unordered_set<std::string> footprint_names_;  // job names with a learned footprint
   std::unordered_map<int64_t, int64_t> peaks_;          // run row id → peak GPU MiB seen
-  std::unique_ptr<os::ProcessTable> processes_;         // for telling runs' GPU processes apart
   std::unordered_set<int> invisible_pids_;              // GPU pids the last probe could not see
-  std::unique_ptr<runner::Cleaner> cleaner_;
-  std::unique_ptr<Prober> prober_;
   int64_t next_order_ = 0;
   int64_t last_seq_ = 0;
   bool events_added_ = false;
   std::vector<std::string> uncommitted_kinds_;  // events of the open transaction, counted at commit
   Metrics metrics_;
   bool pass_requested_ = false;
+  int64_t passes_ = 0;
   bool stopping_ = false;
   bool draining_ = false;
 
+  std::optional<StoreTrouble> trouble_;                 // while commits fail
+  int store_retry_round_ = 0;                           // backoff exponent of the retry timer
+  std::map<std::string, std::function<void()>> kept_;   // attempts to run again (retry_later)
+
   mutable std::mutex waits_mutex_;
   std::shared_ptr<const WaitList> waits_ = std::make_shared<WaitList>();
+  std::optional<StoreTrouble> published_trouble_;       // guarded by waits_mutex_
 };
 
 // Spacing of queue order keys, so that a job can be moved between two others.

@@ -31,25 +31,30 @@ void Queue::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_t
     runner::CleanupOutcome outcome;
     outcome.key = run_row;
     outcome.confirmed = true;
-    boost::asio::post(ioc_, [this, outcome] { on_cleanup(outcome); });
+    world_.post([this, outcome] { on_cleanup(outcome); });
     return;
   }
-  cleaner_->add(std::move(target), [this](runner::CleanupOutcome outcome) {
-    boost::asio::post(ioc_, [this, outcome = std::move(outcome)] { on_cleanup(outcome); });
-  });
+  world_.clean_up(std::move(target), [this](runner::CleanupOutcome outcome) { on_cleanup(outcome); });
 }
 
 void Queue::on_cleanup(const runner::CleanupOutcome& outcome) {
   auto it = cleaning_.find(outcome.key);
   if (it == cleaning_.end() || stopping_) return;
-  Cleaning c = std::move(it->second);
-  cleaning_.erase(it);
-  int64_t now = wall_now_ms();
+  it->second.outcome = outcome;
+  record_cleanup(outcome.key);
+}
+
+void Queue::record_cleanup(int64_t run_row) {
+  auto it = cleaning_.find(run_row);
+  if (it == cleaning_.end() || !it->second.outcome) return;
+  const Cleaning& c = it->second;
+  const runner::CleanupOutcome& outcome = *c.outcome;
+  int64_t now = world_.now_ms();
   std::vector<std::string> gpus;
   for (int slot : c.slots) gpus.push_back(inventory_.resources[slot].name);
   auto committed = commit([&]() -> Status {
-    auto st = store_.set_cleanup(outcome.key, outcome.confirmed ? store::CleanupState::kDone
-                                                                 : store::CleanupState::kAttention);
+    auto st = store_.set_cleanup(run_row, outcome.confirmed ? store::CleanupState::kDone
+                                                             : store::CleanupState::kAttention);
     if (!st) return st;
     if (!outcome.killed.empty() || !outcome.confirmed) {
       st = add_event("job.cleanup", c.job_id, c.run_number,
@@ -75,19 +80,23 @@ void Queue::on_cleanup(const runner::CleanupOutcome& outcome) {
     return ok();
   });
   if (!committed) {
-    std::fprintf(stderr, "gpuq daemon: recording the cleanup of job %lld failed: %s\n",
-                 static_cast<long long>(c.job_id), committed.error().message.c_str());
+    // Its GPUs stay held (cleaning) until the outcome is on record: a restart meanwhile sweeps
+    // again rather than trusting an unrecorded confirmation.
+    retry_later(fmt::format("cleanup:{}", run_row), [this, run_row] { record_cleanup(run_row); });
+    return;
   }
-  free_slots(c.job_id, c.slots, c.lanes);
-  for (int slot : c.slots) {
+  Cleaning done = std::move(it->second);
+  cleaning_.erase(it);
+  free_slots(done.job_id, done.slots, done.lanes);
+  for (int slot : done.slots) {
     health_[slot].cleaning = std::any_of(cleaning_.begin(), cleaning_.end(), [slot](const auto& entry) {
       return std::find(entry.second.slots.begin(), entry.second.slots.end(), slot) != entry.second.slots.end();
     });
-    if (!outcome.confirmed) {
+    if (!done.outcome->confirmed) {
       health_[slot].attention = {{"since", format_rfc3339(now)},
-                                 {"job", c.job_id},
-                                 {"run", c.run_number},
-                                 {"processes", strays_json(outcome.remaining)},
+                                 {"job", done.job_id},
+                                 {"run", done.run_number},
+                                 {"processes", strays_json(done.outcome->remaining)},
                                  {"why", "cleanup could not be confirmed"}};
     }
   }
@@ -134,7 +143,7 @@ Result<nlohmann::json> Queue::release_attention(const std::string& gpu) {
     return add_event("resource.released", std::nullopt, std::nullopt,
                      {{"gpu", name}, {"was", "attention"}, {"attention", was}});
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
   health_[slot].attention = nullptr;
   request_pass();
   return nlohmann::json{{"gpu", name}, {"state", "released"}};
@@ -151,7 +160,8 @@ Status Queue::recover_cleanups() {
     std::vector<int> lanes;
     if (auto job = load_job(run.job_id, false)) lanes = lanes_of(job->spec);
     hold_slots(run.job_id, slots, lanes);
-    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes}, run.shim_start_ticks);
+    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes, 0, std::nullopt},
+                  run.shim_start_ticks);
   }
   auto attention = store_.runs_in_cleanup(store::CleanupState::kAttention);
   if (!attention) return tl::unexpected(attention.error());

@@ -18,7 +18,7 @@ Result<Job> Queue::hold(int64_t job_id) {
     if (auto st = set_state(job_id, JobState::kPending, JobState::kHeld, "held by request"); !st) return st;
     return add_event("job.held", job_id, std::nullopt);
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
   active_[job_id].state = JobState::kHeld;
   request_pass();
   return load_job(job_id, true);
@@ -34,7 +34,7 @@ Result<Job> Queue::release(int64_t job_id) {
     if (auto st = set_state(job_id, JobState::kHeld, JobState::kPending, ""); !st) return st;
     return add_event("job.released", job_id, std::nullopt);
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
   active_[job_id].state = JobState::kPending;
   request_pass();
   return load_job(job_id, true);
@@ -65,7 +65,7 @@ Result<Job> Queue::retry(int64_t job_id) {
     if (auto st = store_.set_retry_base(job_id, retry_base); !st) return st;
     return add_event("job.retried", job_id, std::nullopt, {{"from", to_string(from)}});
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
   job->state = JobState::kPending;
   job->retry_at_ms = 0;
   job->retry_base = retry_base;  // a person asked for it: the retry budget starts afresh
@@ -124,17 +124,22 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
     queue_order = (other->second.queue_order + bound) / 2;
     if (queue_order == other->second.queue_order || queue_order == bound) {
       // No room between them: spread every waiting job's order key out again.
+      // Memory changes only once the store has them.
       auto committed = commit([&]() -> Status {
         int64_t next = 0;
         for (const auto* a : order) {
           next += kOrderStep;
           if (auto st = store_.set_queue_position(a->id, a->priority, next); !st) return st;
-          const_cast<ActiveJob*>(a)->queue_order = next;
         }
-        next_order_ = std::max(next_order_, next);
         return ok();
       });
-      if (!committed) return tl::unexpected(committed.error());
+      if (!committed) return tl::unexpected(unavailable(committed.error()));
+      int64_t next = 0;
+      for (const auto* a : order) {
+        next += kOrderStep;
+        active_.at(a->id).queue_order = next;
+      }
+      next_order_ = std::max(next_order_, next);
       return move(job_id, request);
     }
   }
@@ -142,20 +147,21 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
     if (auto st = store_.set_queue_position(job_id, priority, queue_order); !st) return st;
     return add_event("job.moved", job_id, std::nullopt, {{"priority", priority}, {"queue_order", queue_order}});
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
   job.priority = priority;
   job.queue_order = queue_order;
   request_pass();
   return load_job(job_id, true);
 }
 
-bool Queue::set_draining(bool draining) {
+Result<bool> Queue::set_draining(bool draining) {
   if (draining_ == draining) return draining_;
   auto committed = commit([&]() -> Status {
     if (auto st = store_.set_meta("draining", draining ? "1" : "0"); !st) return st;
     return add_event(draining ? "queue.drained" : "queue.undrained", std::nullopt, std::nullopt);
   });
-  if (committed) draining_ = draining;
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
+  draining_ = draining;
   request_pass();
   return draining_;
 }

@@ -1,5 +1,5 @@
-// The Queue's scheduling pass: which pending jobs are ready (time, dependencies, conditions),
-// which of those the scheduler starts, and when the actor must wake up next.
+// The Queue's scheduling pass: which pending jobs are ready (readiness.h), which of those the
+// scheduler starts, and when the actor must wake up next.
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
@@ -10,10 +10,10 @@
 namespace gpuq::daemon {
 
 void Queue::request_pass() {
-  if (pass_requested_) return;
+  if (pass_requested_ || stopping_) return;
   pass_requested_ = true;
   // Coalesces a burst of submits and exits into one pass.
-  boost::asio::post(ioc_, [this] {
+  world_.post([this] {
     pass_requested_ = false;
     run_pass();
   });
@@ -21,11 +21,10 @@ void Queue::request_pass() {
 
 void Queue::arm_wake(int64_t at_ms) {
   if (at_ms <= 0) return;
-  if (wake_at_ms_ != 0 && wake_at_ms_ <= at_ms && wake_at_ms_ > wall_now_ms()) return;
+  int64_t now = world_.now_ms();
+  if (wake_at_ms_ != 0 && wake_at_ms_ <= at_ms && wake_at_ms_ > now) return;
   wake_at_ms_ = at_ms;
-  wake_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at_ms - wall_now_ms())));
-  wake_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
+  wake_timer_->arm(at_ms, [this] {
     wake_at_ms_ = 0;
     request_pass();
   });
@@ -87,13 +86,13 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
   }
   for (const auto& [id, live] : running_) {
     auto it = active_.find(id);
-    if (it == active_.end() || live.settling) continue;
+    if (it == active_.end() || live.settling || live.ended) continue;
     sched::RunningJob r;
     r.id = id;
     r.slots = live.slots;
     r.lanes = it->second.lanes;
     int64_t bound = it->second.estimate_ms ? it->second.estimate_ms : it->second.timeout_ms;
-    r.expected_end_ms = bound ? live.run.started_at_ms + bound : 0;
+    r.expected_end_ms = bound ? saturating_add(live.run.started_at_ms, bound) : 0;
     r.share = it->second.share;
     r.gpu_mem_mib = it->second.gpu_mem_mib;
     snapshot.running.push_back(std::move(r));
@@ -117,60 +116,62 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
 void Queue::run_pass() {
   if (stopping_) return;
   auto pass_started = std::chrono::steady_clock::now();
-  int64_t now = wall_now_ms();
+  int64_t now = world_.now_ms();
   auto published = std::make_shared<WaitList>();
   sched::Snapshot snapshot = machine_snapshot(now);
   std::vector<std::pair<int64_t, std::string>> to_block;
   std::vector<int64_t> to_unblock;
+  std::vector<int64_t> to_check;
   int64_t next_wake = 0;
   auto wake_at = [&](int64_t t) { next_wake = next_wake == 0 ? t : std::min(next_wake, t); };
   auto lookup = [this](int64_t id) { return state_of(id); };
+  // While the store fails nothing starts and nothing is checked (both would only produce
+  // changes that cannot be recorded); the retry timer passes again.
+  bool store_ok = !trouble_;
   snapshot.queue.reserve(active_.size());
   for (auto& [id, job] : active_) {
-    if (job.state == JobState::kBlocked) {
-      auto verdict = evaluate_job_dependencies(job, lookup);
-      if (verdict.kind != DependencyVerdict::Kind::kImpossible) to_unblock.push_back(id);
-      continue;
-    }
-    if (job.state == JobState::kHeld) {
-      published->not_ready.emplace_back(id, JobWait::Kind::kHeld);
-      continue;
-    }
-    if (job.state != JobState::kPending) continue;
-    int64_t not_before = std::max(job.not_before_ms, job.retry_at_ms);
-    if (not_before > now) {
-      JobWait w(id, job.retry_at_ms > job.not_before_ms ? JobWait::Kind::kRetry : JobWait::Kind::kNotBefore,
-                not_before);
-      w.attempt = job.failed_runs;
-      w.retries = job.retries;
-      published->not_ready.push_back(std::move(w));
-      wake_at(not_before);
-      continue;
-    }
-    auto verdict = evaluate_job_dependencies(job, lookup);
-    if (verdict.kind == DependencyVerdict::Kind::kImpossible) {
-      to_block.emplace_back(id, verdict.text());
-      continue;
-    }
-    if (verdict.kind == DependencyVerdict::Kind::kWaiting) {
-      JobWait w(id, JobWait::Kind::kDependency);
-      w.dependency = verdict;
-      published->not_ready.push_back(std::move(w));
-      continue;
-    }
-    if (job.has_conditions && job.conditions != ConditionState::kTrue) {
-      if (job.conditions == ConditionState::kUnknown ||
-          (job.conditions == ConditionState::kFalse && job.next_check_ms <= now)) {
-        check_conditions(job, now);
-      } else if (job.conditions == ConditionState::kFalse) {
-        wake_at(job.next_check_ms);
+    using K = Readiness::Kind;
+    Readiness r = job_readiness(job, now, lookup);
+    auto not_ready = [&](JobWait::Kind kind) -> JobWait& {
+      published->not_ready.emplace_back(id, kind, r.until_ms);
+      return published->not_ready.back();
+    };
+    switch (r.kind) {
+      case K::kNotWaiting:
+      case K::kBlocked: continue;
+      case K::kUnblock: to_unblock.push_back(id); continue;
+      case K::kHeld: not_ready(JobWait::Kind::kHeld); continue;
+      case K::kCancelling: not_ready(JobWait::Kind::kCancelling); continue;
+      case K::kNotBefore:
+      case K::kRetryDelay: {
+        JobWait& w = not_ready(r.kind == K::kRetryDelay ? JobWait::Kind::kRetry : JobWait::Kind::kNotBefore);
+        w.attempt = job.failed_runs;
+        w.retries = job.retries;
+        wake_at(r.until_ms);
+        continue;
       }
-      JobWait w(id, job.conditions == ConditionState::kFalse ? JobWait::Kind::kCondition
-                                                              : JobWait::Kind::kChecking);
-      if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
-      w.since_ms = job.conditions_false_since_ms;
-      published->not_ready.push_back(std::move(w));
-      continue;
+      case K::kStartRetry: {
+        JobWait& w = not_ready(JobWait::Kind::kStartRetry);
+        if (auto e = start_errors_.find(id); e != start_errors_.end()) w.text = e->second;
+        wake_at(r.until_ms);
+        continue;
+      }
+      case K::kBlock: to_block.emplace_back(id, r.dependency.text()); continue;
+      case K::kDependency: not_ready(JobWait::Kind::kDependency).dependency = r.dependency; continue;
+      case K::kCheck:
+      case K::kChecking:
+      case K::kConditionFalse: {
+        if (r.kind == K::kCheck && store_ok) to_check.push_back(id);
+        if (r.kind == K::kConditionFalse) wake_at(r.until_ms);
+        bool is_false = r.kind == K::kConditionFalse ||
+                        (r.kind == K::kCheck && job.conditions == ConditionState::kFalse);
+        JobWait& w = not_ready(is_false ? JobWait::Kind::kCondition : JobWait::Kind::kChecking);
+        w.until_ms = 0;
+        if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
+        w.since_ms = job.conditions_false_since_ms;
+        continue;
+      }
+      case K::kReady: break;
     }
     sched::PendingJob p;
     p.id = id;
@@ -185,16 +186,33 @@ void Queue::run_pass() {
     p.reservation = job.reservation;
     snapshot.queue.push_back(std::move(p));
   }
-  for (const auto& [id, why] : to_block) block(id, why);
-  for (int64_t id : to_unblock) unblock(id);
-  if (!to_block.empty() || !to_unblock.empty()) request_pass();  // the cascade continues
+  bool changed = false;
+  for (const auto& [id, why] : to_block) changed = block(id, why) || changed;
+  for (int64_t id : to_unblock) changed = unblock(id) || changed;
+  if (changed) request_pass();  // the cascade continues
+  for (int64_t id : to_check) check_conditions(active_.at(id));
 
   sched::Decision decision = sched::schedule(snapshot);
-  for (const auto& start : decision.starts) start_run(start.job_id, start.slots);
-  reconcile_preemptions();
-  apply_preemptions(snapshot, decision);
+  if (store_ok) {
+    for (const auto& start : decision.starts) {
+      ActiveJob& job = active_.at(start.job_id);
+      // DONE_IF (and REQUIRES) are checked again before a start when their last check is old:
+      // the job may have waited long for a GPU, and its work may be done by now.
+      if (conditions_stale(job, now, config_.requires_poll_ms)) {
+        check_conditions(job);
+        continue;
+      }
+      start_run(start.job_id, start.slots);
+    }
+    reconcile_preemptions();
+    apply_preemptions(snapshot, decision);
+  }
   if (next_wake) arm_wake(next_wake);
+  publish(std::move(published), std::move(snapshot), std::move(decision), pass_started);
+}
 
+void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapshot,
+                    sched::Decision decision, std::chrono::steady_clock::time_point started) {
   published->waits = std::move(decision.waits);
   std::vector<sched::PendingJob>().swap(snapshot.queue);  // the reasons need the machine, not the queue
   published->snapshot = std::move(snapshot);
@@ -219,14 +237,15 @@ void Queue::run_pass() {
     if (live.run.preempted_by == 0) continue;
     for (int slot : live.slots) published->gpus[slot].preempting_for = live.run.preempted_by;
   }
+  published->pass = ++passes_;
   published->pass_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - pass_started)
+                           std::chrono::steady_clock::now() - started)
                            .count();
   std::lock_guard lock(waits_mutex_);
   waits_ = std::move(published);
 }
 
-void Queue::check_conditions(ActiveJob& job, int64_t now) {
+void Queue::check_conditions(ActiveJob& job) {
   auto loaded = load_job(job.id, false);
   if (!loaded) return;
   ConditionRequest request;
@@ -240,40 +259,49 @@ void Queue::check_conditions(ActiveJob& job, int64_t now) {
   request.done_if = loaded->spec.done_if;
   request.timeout = Millis(config_.requires_timeout_ms);
   job.conditions = ConditionState::kChecking;
-  (void)now;
-  checker_.check(std::move(request), [this](ConditionResult result) { on_conditions(result); });
+  world_.check_conditions(std::move(request), [this](ConditionResult result) { on_conditions(result); });
 }
 
 void Queue::on_conditions(const ConditionResult& result) {
   auto it = active_.find(result.job_id);
   if (it == active_.end() || stopping_) return;
   ActiveJob& job = it->second;
-  if (job.state != JobState::kPending) {
+  int64_t now = world_.now_ms();
+  if (job.state != JobState::kPending || job.cancel_requested) {
     job.conditions = ConditionState::kUnknown;  // checked again if it becomes pending
     return;
   }
-  int64_t now = wall_now_ms();
   if (result.holds && result.done) {
     // DONE_IF already true: the work is done; nothing runs.
     auto committed = commit([&]() -> Status {
       if (auto st = set_state(job.id, JobState::kPending, JobState::kSkipped, "already done: DONE_IF held before a start"); !st) return st;
       return add_event("job.skipped", job.id, std::nullopt, {{"reason", "done_if"}});
     });
-    if (committed) note_finished(job.id, JobState::kSkipped);
+    if (committed) {
+      note_finished(job.id, JobState::kSkipped);
+    } else {
+      job.conditions = ConditionState::kUnknown;  // checked again once the store works
+    }
     return;
   }
+  job.conditions_checked_ms = now;
   if (result.holds) {
-    job.conditions = ConditionState::kTrue;
     if (job.conditions_false_since_ms != 0) {
+      auto committed = commit([&] { return store_.set_conditions_false_since(job.id, 0); });
+      if (!committed) {
+        job.conditions = ConditionState::kUnknown;
+        return;
+      }
       job.conditions_false_since_ms = 0;
-      (void)commit([&] { return store_.set_conditions_false_since(job.id, 0); });
     }
+    job.conditions = ConditionState::kTrue;
     condition_texts_.erase(job.id);
   } else {
     if (job.conditions_false_since_ms == 0) {
       // Kept in the store: a restart must not start job.requires_wait's count afresh.
-      job.conditions_false_since_ms = now;
-      (void)commit([&] { return store_.set_conditions_false_since(job.id, now); });
+      if (commit([&] { return store_.set_conditions_false_since(job.id, now); })) {
+        job.conditions_false_since_ms = now;
+      }
     }
     job.conditions = ConditionState::kFalse;
     condition_texts_[job.id] = result.false_text;
@@ -286,24 +314,28 @@ void Queue::on_conditions(const ConditionResult& result) {
   request_pass();
 }
 
-void Queue::block(int64_t job_id, const std::string& why) {
+bool Queue::block(int64_t job_id, const std::string& why) {
   auto it = active_.find(job_id);
-  if (it == active_.end()) return;
+  if (it == active_.end()) return false;
   auto committed = commit([&]() -> Status {
     if (auto st = set_state(job_id, JobState::kPending, JobState::kBlocked, why); !st) return st;
     return add_event("job.blocked", job_id, std::nullopt, {{"cause", why}});
   });
-  if (committed) it->second.state = JobState::kBlocked;
+  if (!committed) return false;
+  it->second.state = JobState::kBlocked;
+  return true;
 }
 
-void Queue::unblock(int64_t job_id) {
+bool Queue::unblock(int64_t job_id) {
   auto it = active_.find(job_id);
-  if (it == active_.end()) return;
+  if (it == active_.end()) return false;
   auto committed = commit([&]() -> Status {
     if (auto st = set_state(job_id, JobState::kBlocked, JobState::kPending, ""); !st) return st;
     return add_event("job.unblocked", job_id, std::nullopt);
   });
-  if (committed) it->second.state = JobState::kPending;
+  if (!committed) return false;
+  it->second.state = JobState::kPending;
+  return true;
 }
 
 }  // namespace gpuq::daemon

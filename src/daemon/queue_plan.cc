@@ -2,7 +2,6 @@
 // each other, checked first and then written in one transaction — nothing is half-submitted.
 #include <filesystem>
 #include <fmt/format.h>
-#include <functional>
 #include <map>
 #include <malloc.h>
 #include <set>
@@ -10,16 +9,19 @@
 #include "base/time.h"
 #include "daemon/queue.h"
 #include "model/spec_json.h"
-#include "os/process.h"
-#include "runner/run_env.h"
+#include "spec/dependency_graph.h"
 
 namespace gpuq::daemon {
 namespace {
 
 // Names a dependency cycle among the plan's jobs ("a -> b -> a"), or "" when there is none.
+// The same iterative search as `gpuq lint` (spec/dependency_graph.h): a plan sent over the API
+// with a chain of 100,000 links must not overflow the actor's stack.
 std::string find_cycle(const std::vector<JobSpec>& jobs) {
+  std::vector<std::string> nodes;
   std::map<std::string, std::vector<std::string>> edges;
   for (const auto& j : jobs) {
+    nodes.push_back(j.name);
     for (const auto& d : j.deps) {
       if (d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
           d.kind == Dependency::Kind::kAfterNotOk) {
@@ -27,29 +29,11 @@ std::string find_cycle(const std::vector<JobSpec>& jobs) {
       }
     }
   }
-  std::map<std::string, int> color;  // 0 new, 1 on the path, 2 done
-  std::vector<std::string> path;
-  std::string cycle;
-  std::function<bool(const std::string&)> visit = [&](const std::string& n) {
-    color[n] = 1;
-    path.push_back(n);
-    for (const auto& next : edges[n]) {
-      if (color[next] == 1) {
-        auto from = std::find(path.begin(), path.end(), next);
-        for (auto it = from; it != path.end(); ++it) cycle += *it + " -> ";
-        cycle += next;
-        return true;
-      }
-      if (color[next] == 0 && edges.count(next) && visit(next)) return true;
-    }
-    path.pop_back();
-    color[n] = 2;
-    return false;
-  };
-  for (const auto& j : jobs) {
-    if (color[j.name] == 0 && visit(j.name)) return cycle;
-  }
-  return "";
+  auto cycles = spec::find_cycles(nodes, edges);
+  if (cycles.empty()) return "";
+  std::string text;
+  for (const auto& node : cycles.front()) text += (text.empty() ? "" : " -> ") + node;
+  return text;
 }
 
 }  // namespace
@@ -178,6 +162,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
                             conflicts.size() == 1 ? "s" : "", list));
   }
   std::vector<Job> inserted;
+  int64_t order_before = next_order_;
   auto committed = commit([&]() -> Status {
     for (const auto& [name, slots] : reservation_slots) {
       if (auto st = store_.upsert_reservation(name, slots); !st) return st;
@@ -193,7 +178,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       Job job;
       job.spec = plan.jobs[index];
       job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
-      job.submitted_at_ms = wall_now_ms();
+      job.submitted_at_ms = world_.now_ms();
       next_order_ += kOrderStep;
       job.queue_order = next_order_;
       auto id = store_.insert_job(job);
@@ -217,8 +202,8 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   });
   if (!committed) {
     reservations_ = saved_reservations;
-    next_order_ = std::max<int64_t>(next_order_, 0);
-    return tl::unexpected(committed.error());
+    next_order_ = order_before;
+    return tl::unexpected(unavailable(committed.error()));
   }
   for (auto& [index, old] : to_replace) {
     if (!is_terminal(old.state)) note_finished(old.id, JobState::kCancelled);

@@ -8,7 +8,6 @@
 
 #include "base/time.h"
 #include "daemon/queue.h"
-#include "os/process.h"
 #include "sched/preemption.h"
 
 namespace gpuq::daemon {
@@ -23,18 +22,22 @@ void Queue::add_preemption_facts(sched::Snapshot& snapshot) const {
   for (sched::RunningJob& r : snapshot.running) {
     auto live = running_.find(r.id);
     auto active = active_.find(r.id);
-    if (live == running_.end() || active == active_.end() || live->second.slots != r.slots) continue;
+    if (live == running_.end() || active == active_.end() || live->second.slots != r.slots ||
+        live->second.ended) {
+      continue;
+    }
     const Run& run = live->second.run;
     r.priority = active->second.priority;
     r.started_at_ms = run.started_at_ms;
     r.restart_within_ms = active->second.restart_within_ms;
     // A run already being stopped (cancel, timeout) is not a candidate.
-    r.preempt = run.stop_reason.empty() || run.stop_reason == "preempt" ? active->second.preempt
-                                                                        : PreemptMode::kNever;
+    r.preempt = run.stop_reason == StopReason::kNone || run.stop_reason == StopReason::kPreempt
+                    ? active->second.preempt
+                    : PreemptMode::kNever;
     r.preempted_by = run.preempted_by;
     if (run.preempted_by != 0) {
       // It frees its GPUs by its deadline (plus the kill grace), whatever its estimate says.
-      int64_t deadline = run.stop_reason == "preempt" ? now : std::max(now, run.preempt_deadline_ms);
+      int64_t deadline = run.stop_reason == StopReason::kPreempt ? now : std::max(now, run.preempt_deadline_ms);
       r.expected_end_ms = deadline + config_.kill_grace_ms;
     }
   }
@@ -66,17 +69,20 @@ void Queue::apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& 
 void Queue::start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots) {
   auto it = running_.find(victim);
   auto active = active_.find(victim);
-  if (it == running_.end() || active == active_.end() || it->second.run.preempted_by != 0) return;
+  if (it == running_.end() || active == active_.end() || it->second.run.preempted_by != 0 ||
+      it->second.ended || it->second.settling) {
+    return;
+  }
   Run& run = it->second.run;
   PreemptMode mode = active->second.preempt;
-  int64_t now = wall_now_ms();
+  int64_t now = world_.now_ms();
   int64_t deadline = mode == PreemptMode::kYield ? now + config_.yield_grace_ms : now;
   std::vector<std::string> gpus;
   for (int slot : slots) gpus.push_back(inventory_.resources[slot].name);
   auto committed = commit([&]() -> Status {
     if (auto st = store_.set_preemption(run.id, by, mode == PreemptMode::kYield ? deadline : 0); !st) return st;
     if (mode == PreemptMode::kRestart) {
-      if (auto st = store_.set_stop_reason(run.id, "preempt"); !st) return st;
+      if (auto st = store_.set_stop_reason(run.id, StopReason::kPreempt); !st) return st;
     }
     return add_event("job.preempt_requested", victim, run.number,
                      {{"by", by},
@@ -88,13 +94,13 @@ void Queue::start_preemption(int64_t victim, int64_t by, const std::vector<int>&
   if (!committed) return;
   run.preempted_by = by;
   if (mode == PreemptMode::kRestart) {
-    run.stop_reason = "preempt";
-    if (os::is_same_process(run.shim_pid, run.shim_start_ticks)) ::kill(run.shim_pid, SIGTERM);
+    run.stop_reason = StopReason::kPreempt;
+    if (it->second.shim) it->second.shim->signal(SIGTERM);
     return;
   }
   run.preempt_deadline_ms = deadline;
   nlohmann::json request = {{"by", by}, {"deadline", format_rfc3339(deadline)}};
-  if (auto written = os::write_file_atomic(yield_file(run), request.dump() + "\n", false); !written) {
+  if (auto written = world_.write_file(yield_file(run), request.dump() + "\n"); !written) {
     // The job cannot be asked: stop it now rather than leave the better job waiting.
     std::fprintf(stderr, "gpuq daemon: cannot write the yield file of job %lld (%s); stopping it\n",
                  static_cast<long long>(victim), written.error().message.c_str());
@@ -108,31 +114,26 @@ void Queue::arm_yield_deadline(int64_t job_id) {
   auto it = running_.find(job_id);
   if (it == running_.end()) return;
   const Run& run = it->second.run;
-  if (run.preempted_by == 0 || run.preempt_deadline_ms == 0 || !run.stop_reason.empty()) return;
+  if (run.preempted_by == 0 || run.preempt_deadline_ms == 0 || run.stop_reason != StopReason::kNone) return;
   auto& timer = it->second.yield_deadline;
-  timer = std::make_unique<boost::asio::steady_timer>(ioc_);
-  timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, run.preempt_deadline_ms - wall_now_ms())));
-  timer->async_wait([this, job_id](const boost::system::error_code& ec) {
-    if (!ec) stop_for_preemption(job_id);
-  });
+  timer = world_.make_timer();
+  timer->arm(run.preempt_deadline_ms, [this, job_id] { stop_for_preemption(job_id); });
 }
 
 void Queue::stop_for_preemption(int64_t job_id) {
   auto it = running_.find(job_id);
-  if (it == running_.end() || stopping_ || it->second.settling) return;
-  Run& run = it->second.run;
-  if (run.preempted_by == 0 || !run.stop_reason.empty()) return;
-  auto committed = commit([&]() -> Status { return store_.set_stop_reason(run.id, "preempt"); });
-  if (!committed) return;
-  run.stop_reason = "preempt";
-  if (os::is_same_process(run.shim_pid, run.shim_start_ticks)) ::kill(run.shim_pid, SIGTERM);
+  if (it == running_.end() || stopping_ || it->second.settling || it->second.ended) return;
+  const Run& run = it->second.run;
+  if (run.preempted_by == 0 || run.stop_reason != StopReason::kNone) return;
+  // The deadline has passed: the stop comes first, its record follows (retried if need be).
+  stop_run(job_id, StopReason::kPreempt, "", nlohmann::json::object());
 }
 
 void Queue::reconcile_preemptions() {
   std::vector<std::pair<int64_t, std::string>> withdraw;
   for (const auto& [id, live] : running_) {
     const Run& run = live.run;
-    if (run.preempted_by == 0 || !run.stop_reason.empty() || live.settling) continue;
+    if (run.preempted_by == 0 || run.stop_reason != StopReason::kNone || live.settling || live.ended) continue;
     auto by = active_.find(run.preempted_by);
     auto victim = active_.find(id);
     if (by == active_.end() || by->second.state != JobState::kPending) {
@@ -160,7 +161,7 @@ void Queue::withdraw_preemption(int64_t victim, const std::string& why) {
   if (!committed) return;
   run.preempted_by = 0;
   if (it->second.yield_deadline) it->second.yield_deadline->cancel();
-  ::unlink(yield_file(run).c_str());
+  world_.remove_file(yield_file(run));
 }
 
 }  // namespace gpuq::daemon

@@ -63,14 +63,14 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     int64_t owned_total = 0;
     bool owned_unknown = false;  // a run's process whose memory the probe cannot tell
     for (const gpu::GpuProcess& p : g.processes) {
-      auto owner = runner::owning_job(*processes_, p.pid, markers);
+      auto owner = runner::owning_job(world_.processes(), p.pid, markers);
       if (owner) {
         owned[*owner] += p.used_memory_mib;
         owned_total += p.used_memory_mib;
         owned_unknown = owned_unknown || p.used_memory_mib == 0;
         continue;
       }
-      auto facts = processes_->facts(p.pid);
+      auto facts = world_.processes().facts(p.pid);
       if (!facts) {
         // Not in /proc: it may be a run's process that exited after the sample was taken.
         // Foreign only when the next probe still lists it (e.g. another PID namespace).
@@ -80,7 +80,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
       GpuUser user;
       user.pid = p.pid;
       user.used_memory_mib = p.used_memory_mib;
-      user.command = processes_->cmdline(p.pid);
+      user.command = world_.processes().cmdline(p.pid);
       if (facts) user.user = os::user_name(facts->uid);
       o.foreign.push_back(std::move(user));
     }
@@ -101,13 +101,14 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     observations.push_back(std::move(o));
   }
   invisible_pids_ = std::move(invisible);
-  auto events = foreign_.observe(observations, wall_now_ms());
+  ForeignTracker before = foreign_;
+  auto events = foreign_.observe(observations, world_.now_ms());
   // New usage changes memory admission and what status shows: plan (and publish) again.
   if (usage_changed) request_pass();
   std::vector<std::pair<int64_t, int64_t>> new_peaks;  // run row → MiB
   for (auto& [id, live] : running_) {
     auto mem = run_mem.find(id);
-    if (mem == run_mem.end() || live.settling) continue;
+    if (mem == run_mem.end() || live.settling || live.ended) continue;
     auto& peak = peaks_[live.run.id];
     if (mem->second > peak) {
       peak = mem->second;
@@ -115,7 +116,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     }
   }
   if (events.empty() && new_peaks.empty()) return;
-  (void)commit([&]() -> Status {
+  auto committed = commit([&]() -> Status {
     for (const auto& [row, mib] : new_peaks) {
       if (auto st = store_.set_peak_gpu_mem(row, mib); !st) return st;
     }
@@ -124,6 +125,9 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     }
     return ok();
   });
+  // Not recorded: the tracker forgets this probe, so the next one tells the same again. (The
+  // peaks stay in memory: they are recorded with the run's end at the latest.)
+  if (!committed) foreign_ = std::move(before);
   if (!events.empty()) request_pass();
 }
 

@@ -1,12 +1,10 @@
 // The Queue's submissions: single jobs and whole plans, checked before anything is written.
 #include <charconv>
-#include <filesystem>
 #include <fmt/format.h>
 #include <set>
 
 #include "base/time.h"
 #include "daemon/queue.h"
-#include "os/process.h"
 #include "runner/run_env.h"
 #include "spec/script.h"
 
@@ -38,10 +36,8 @@ Status Queue::check_and_resolve(JobSpec& spec,
   if (spec.cwd.empty() || spec.cwd[0] != '/') {
     return bad(fmt::format("the working directory '{}' must be an absolute path", spec.cwd));
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(spec.cwd, ec)) {
-    return bad(fmt::format("the working directory {} does not exist or is not a directory", spec.cwd));
-  }
+  // Whether cwd exists is checked before the actor sees the request (a stat can hang on a dead
+  // network mount, and the actor must never block): see api/server.h.
   if (!spec.script_text.empty() || !spec.script_name.empty()) {
     auto checked = spec::check_script_text(spec.script_name, spec.script_text);
     if (!checked) return bad(checked.error().message);
@@ -162,15 +158,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
 }
 
 Status Queue::make_job_dir(const Job& job) {
-  std::string job_dir = options_.layout.job_dir(job.id);
-  if (auto made = os::make_dirs(job_dir); !made) return made;
-  if (job.spec.script_text.empty()) return ok();
-  // The snapshot: editing the submitted file later changes nothing.
-  std::string path = runner::script_snapshot_path(job_dir);
-  if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
-  std::error_code ec;
-  std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
-  return ok();
+  return world_.write_job_dir(options_.layout.job_dir(job.id), job.spec.script_text);
 }
 
 void Queue::track(ActiveJob job) {
@@ -201,9 +189,8 @@ Result<Submitted> Queue::submit(JobSpec spec) {
   Job job;
   job.spec = std::move(spec);
   job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
-  job.submitted_at_ms = wall_now_ms();
-  next_order_ += kOrderStep;
-  job.queue_order = next_order_;
+  job.submitted_at_ms = world_.now_ms();
+  job.queue_order = next_order_ + kOrderStep;
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_job(job);
     if (!id) return tl::unexpected(id.error());
@@ -214,7 +201,8 @@ Result<Submitted> Queue::submit(JobSpec spec) {
     if (job.spec.hold) data["held"] = true;
     return add_event("job.submitted", job.id, std::nullopt, data);
   });
-  if (!committed) return tl::unexpected(committed.error());
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
+  next_order_ = job.queue_order;
   auto active = make_active(job.id, job);
   if (active) track(std::move(*active));
   request_pass();

@@ -3,8 +3,6 @@
 // the episode book (episodes.h) turns that into events, committed with the episodes' rows so a
 // restart neither repeats nor loses one. Looks happen every [watch] interval, and sooner when
 // an episode's start or repeat falls due; a log's growth and a GPU's use cannot wake us.
-#include <sys/stat.h>
-
 #include <algorithm>
 
 #include "base/time.h"
@@ -14,13 +12,6 @@
 
 namespace gpuq::daemon {
 namespace {
-
-// When the file last changed, in wall-clock ms; 0 when it does not exist.
-int64_t modified_ms(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
-}
 
 constexpr size_t kHeadJobs = 5;  // how many waiting jobs queue.idle_with_work names
 
@@ -38,18 +29,16 @@ Status Queue::start_watching() {
   beat();
   // The first look waits an interval, so that conditions are checked and the GPUs probed
   // before anything is judged (an open episode is never ended for want of a fact).
-  arm_look(wall_now_ms() + config_.watch.interval_ms);
+  arm_look(world_.now_ms() + config_.watch.interval_ms);
   return ok();
 }
 
 void Queue::arm_look(int64_t at_ms) {
   if (stopping_) return;
-  int64_t now = wall_now_ms();
+  int64_t now = world_.now_ms();
   if (look_at_ms_ != 0 && look_at_ms_ <= at_ms && look_at_ms_ > now) return;
   look_at_ms_ = at_ms;
-  look_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at_ms - now)));
-  look_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
+  look_timer_->arm(at_ms, [this] {
     look_at_ms_ = 0;
     look();
   });
@@ -57,17 +46,15 @@ void Queue::arm_look(int64_t at_ms) {
 
 void Queue::beat() {
   if (stopping_) return;
-  (void)commit([&] { return store_.set_meta("heartbeat", std::to_string(wall_now_ms())); });
-  heartbeat_timer_.expires_after(std::chrono::milliseconds(config_.watch.heartbeat_ms));
-  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) beat();
-  });
+  int64_t now = world_.now_ms();
+  (void)commit([&] { return store_.set_meta("heartbeat", std::to_string(now)); });
+  heartbeat_timer_->arm(now + config_.watch.heartbeat_ms, [this] { beat(); });
 }
 
 void Queue::look() {
   if (stopping_) return;
   auto look_started = std::chrono::steady_clock::now();
-  int64_t now = wall_now_ms();
+  int64_t now = world_.now_ms();
   std::vector<Sighting> sightings;
   gather_job_sightings(now, sightings);
   gather_queue_sightings(now, sightings);
@@ -136,7 +123,7 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     it = running_.count(it->first) ? std::next(it) : gpu_busy_ms_.erase(it);
   }
   for (const auto& [id, live] : running_) {
-    if (live.settling) continue;
+    if (live.settling || live.ended) continue;
     auto active = active_.find(id);
     if (active == active_.end()) continue;
     const ActiveJob& job = active->second;
@@ -144,7 +131,7 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     facts.id = id;
     facts.running = true;
     facts.started_ms = live.run.started_at_ms;
-    facts.log_changed_ms = modified_ms(runner::log_path(live.run.run_dir));
+    facts.log_changed_ms = world_.modified_ms(runner::log_path(live.run.run_dir));
     facts.quiet_ms = job.quiet_ms >= 0 ? job.quiet_ms : watch.quiet_ms;
     facts.estimate_ms = job.estimate_ms;
     facts.warn_after_ms = job.warn_after_ms;

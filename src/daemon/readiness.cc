@@ -28,8 +28,7 @@ std::string DependencyVerdict::text() const {
   return "";
 }
 
-DependencyVerdict evaluate_job_dependencies(
-    const ActiveJob& job, const std::function<std::optional<JobState>(int64_t)>& state_of) {
+DependencyVerdict evaluate_job_dependencies(const ActiveJob& job, const StateLookup& state_of) {
   DependencyVerdict waiting;
   bool any_waiting = false;
   for (const Dependency& dep : job.deps) {
@@ -74,6 +73,46 @@ DependencyVerdict evaluate_job_dependencies(
     }
   }
   return any_waiting ? waiting : DependencyVerdict{};
+}
+
+Readiness job_readiness(const ActiveJob& job, int64_t now_ms, const StateLookup& state_of) {
+  using K = Readiness::Kind;
+  Readiness r;
+  if (job.cancel_requested) return {K::kCancelling};
+  if (job.state == JobState::kBlocked) {
+    r.dependency = evaluate_job_dependencies(job, state_of);
+    r.kind = r.dependency.kind == DependencyVerdict::Kind::kImpossible ? K::kBlocked : K::kUnblock;
+    return r;
+  }
+  if (job.state == JobState::kHeld) return {K::kHeld};
+  if (job.state != JobState::kPending) return {K::kNotWaiting};
+  // The latest of the times the job waits for decides, and names the wait.
+  r.kind = K::kReady;
+  if (job.not_before_ms > now_ms) r = {K::kNotBefore, job.not_before_ms};
+  if (job.retry_at_ms > now_ms && job.retry_at_ms > r.until_ms) r = {K::kRetryDelay, job.retry_at_ms};
+  if (job.start_retry_at_ms > now_ms && job.start_retry_at_ms > r.until_ms) {
+    r = {K::kStartRetry, job.start_retry_at_ms};
+  }
+  if (r.kind != K::kReady) return r;
+  r.dependency = evaluate_job_dependencies(job, state_of);
+  if (r.dependency.kind == DependencyVerdict::Kind::kImpossible) return {K::kBlock, 0, r.dependency};
+  if (r.dependency.kind == DependencyVerdict::Kind::kWaiting) return {K::kDependency, 0, r.dependency};
+  if (!job.has_conditions) return r;
+  switch (job.conditions) {
+    case ConditionState::kNone:
+    case ConditionState::kTrue: return r;
+    case ConditionState::kUnknown: return {K::kCheck};
+    case ConditionState::kChecking: return {K::kChecking};
+    case ConditionState::kFalse:
+      if (job.next_check_ms <= now_ms) return {K::kCheck};
+      return {K::kConditionFalse, job.next_check_ms};
+  }
+  return r;
+}
+
+bool conditions_stale(const ActiveJob& job, int64_t now_ms, int64_t max_age_ms) {
+  return job.has_conditions && job.conditions == ConditionState::kTrue &&
+         now_ms - job.conditions_checked_ms >= max_age_ms;
 }
 
 }  // namespace gpuq::daemon

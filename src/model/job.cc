@@ -72,6 +72,23 @@ Result<RunOutcome> parse_run_outcome(std::string_view text) {
   return fail(Code::kCorruption, fmt::format("unknown run outcome '{}'", text));
 }
 
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kNone: return "";
+    case StopReason::kCancel: return "cancel";
+    case StopReason::kTimeout: return "timeout";
+    case StopReason::kPreempt: return "preempt";
+  }
+  return "";
+}
+
+Result<StopReason> parse_stop_reason(std::string_view text) {
+  for (auto r : {StopReason::kNone, StopReason::kCancel, StopReason::kTimeout, StopReason::kPreempt}) {
+    if (to_string(r) == text) return r;
+  }
+  return fail(Code::kCorruption, fmt::format("unknown stop reason '{}'", text));
+}
+
 bool is_terminal(JobState state) {
   return state == JobState::kSucceeded || state == JobState::kFailed ||
          state == JobState::kCancelled || state == JobState::kSkipped;

@@ -27,6 +27,10 @@ enum class ResourceState { kFree, kBusy };
 //   never    never interrupted (the default).
 enum class PreemptMode { kNever, kYield, kRestart };
 
+// Why the daemon stopped a run, when it did: a person cancelled the job, its run timed out, or
+// a better job preempted it (restart mode, or a yield that missed its deadline).
+enum class StopReason { kNone, kCancel, kTimeout, kPreempt };
+
 // The exit status by which a job says "I saved my state and yielded".
 constexpr int kYieldExitCode = 75;
 
@@ -37,6 +41,8 @@ std::string_view to_string(PreemptMode mode);
 Result<PreemptMode> parse_preempt_mode(std::string_view text);  // "yield" | "restart" | "never"
 Result<JobState> parse_job_state(std::string_view text);
 Result<RunOutcome> parse_run_outcome(std::string_view text);
+std::string_view to_string(StopReason reason);  // "", "cancel", "timeout", "preempt"
+Result<StopReason> parse_stop_reason(std::string_view text);
 
 // True for succeeded, failed, cancelled, skipped: the job will not run again by itself.
 bool is_terminal(JobState state);
@@ -121,12 +127,14 @@ struct Run {
   int shim_pid = 0;
   uint64_t shim_start_ticks = 0;   // /proc/PID/stat start time, to tell pid reuse apart
   std::string run_dir;
-  std::string stop_reason;         // why the daemon stopped it ("cancel", "timeout"), or empty
+  StopReason stop_reason = StopReason::kNone;  // why the daemon stopped it, if it did
   std::optional<bool> verified;    // DONE_IF after exit 0: held (true) or not (false)
   std::string run_id;              // the cleanup marker GPUQ_RUN_ID of this run
   std::optional<int64_t> peak_gpu_mem_mib;  // the most GPU memory (per GPU) the probe saw
   int64_t preempted_by = 0;        // the job whose start preempts (or preempted) this run
   int64_t preempt_deadline_ms = 0; // yield: when the stop turns into SIGTERM; 0 when none
+  std::string boot_id;             // the boot it started in; "" for runs of older daemons
+  std::string log_note;            // why output.log may lack output; "" when it is whole
 };
 
 struct Job {

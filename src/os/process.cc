@@ -43,6 +43,33 @@ Result<int> open_pidfd(pid_t pid) {
   return fd;
 }
 
+Result<int> open_pidfd_checked(pid_t pid, uint64_t start_ticks) {
+  if (pid <= 0) return fail(Code::kNotFound, fmt::format("no process {}", pid));
+  auto fd = open_pidfd(pid);
+  if (!fd) return tl::unexpected(fd.error());  // ESRCH is kNotFound
+  auto ticks = process_start_ticks(pid);
+  if (!ticks || *ticks != start_ticks) {
+    ::close(*fd);
+    return fail(Code::kNotFound,
+                fmt::format("process {} that started at tick {} is gone", pid, start_ticks));
+  }
+  return *fd;
+}
+
+Status signal_pidfd(int pidfd, int sig) {
+  if (syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) != 0) {
+    return errno_error(fmt::format("pidfd_send_signal({})", sig));
+  }
+  return ok();
+}
+
+std::string boot_id() {
+  auto text = read_file("/proc/sys/kernel/random/boot_id");
+  if (!text) return "";
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
+  return *text;
+}
+
 bool process_group_alive(pid_t pgid) {
   if (pgid <= 1) return false;
   return ::kill(-pgid, 0) == 0 || errno == EPERM;
@@ -81,24 +108,31 @@ Status write_file_atomic(const std::string& path, const std::string& content, bo
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_error("open " + tmp);
+  // A failed write (a full disk) must not leave a partial temporary file holding space.
+  auto give_up = [&](std::string_view what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return errno_error(std::string(what) + " " + tmp, err);
+  };
   size_t done = 0;
   while (done < content.size()) {
     ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return errno_error("write " + tmp, err);
-    }
+    if (n < 0) return give_up("write");
     done += static_cast<size_t>(n);
   }
-  if (durable && ::fsync(fd) != 0) {
+  if (durable && ::fsync(fd) != 0) return give_up("fsync");
+  if (::close(fd) != 0) {
     int err = errno;
-    ::close(fd);
-    return errno_error("fsync " + tmp, err);
+    ::unlink(tmp.c_str());
+    return errno_error("close " + tmp, err);
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_error("rename to " + path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return errno_error("rename to " + path, err);
+  }
   if (!durable) return ok();
   std::string dir = std::filesystem::path(path).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

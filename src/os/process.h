@@ -22,6 +22,18 @@ bool is_same_process(pid_t pid, uint64_t start_ticks);
 // A pidfd for `pid` (pidfd_open(2)); readable once the process has exited.
 Result<int> open_pidfd(pid_t pid);
 
+// A pidfd for `pid` only while it is the process that started at `start_ticks`: the pidfd is
+// opened first and the start time checked after, so the fd can never refer to a later process
+// that reused the pid. kNotFound when that process is gone (or the pid is another process's).
+Result<int> open_pidfd_checked(pid_t pid, uint64_t start_ticks);
+
+// Sends `sig` to the process a pidfd refers to; kNotFound once it has exited.
+Status signal_pidfd(int pidfd, int sig);
+
+// The kernel's id of this boot (/proc/sys/kernel/random/boot_id): runs recorded under another
+// boot id cannot be alive, whatever their pids and start times say.
+std::string boot_id();
+
 // True while any process is in process group `pgid` (kill(-pgid, 0)).
 bool process_group_alive(pid_t pgid);
 

@@ -61,12 +61,13 @@ bool parse_stat(const std::string& stat, ProcessFacts& facts, std::string* comm)
   const char* p = stat.c_str() + close + 2;
   char state = *p;
   facts.zombie = state == 'Z' || state == 'X' || state == 'x';
-  // Field 3 is the state; walk to field 4 (ppid) and field 22 (starttime).
+  // Field 3 is the state; walk to field 4 (ppid), 6 (session) and 22 (starttime).
   for (int field = 3; field < 22; ++field) {
     p = std::strchr(p, ' ');
     if (p == nullptr) return false;
     ++p;
     if (field + 1 == 4) facts.ppid = static_cast<pid_t>(std::strtol(p, nullptr, 10));
+    if (field + 1 == 6) facts.session = static_cast<pid_t>(std::strtol(p, nullptr, 10));
   }
   facts.start_ticks = std::strtoull(p, nullptr, 10);
   return true;

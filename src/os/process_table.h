@@ -33,6 +33,7 @@ struct ProcessFacts {
   uint64_t start_ticks = 0;  // clock ticks since boot (field 22 of /proc/PID/stat)
   uid_t uid = 0;             // the owner of /proc/PID (its effective uid while dumpable)
   bool zombie = false;       // exited (Z or X), not yet reaped
+  pid_t session = 0;         // its session id (field 6)
 };
 
 enum class SignalResult {

@@ -1,6 +1,5 @@
 #include "runner/run_files.h"
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "os/process.h"
@@ -15,7 +14,7 @@ std::string log_path(const std::string& run_dir) { return run_dir + "/output.log
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
-            {"kill_grace_ms", spec.kill_grace_ms}};
+            {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes}};
   // Not fsynced: a run.json lost in a crash belongs to a run that was never recorded.
   return os::write_file_atomic(run_spec_path(run_dir), j.dump(), /*durable=*/false);
 }
@@ -30,6 +29,7 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
     spec.env = j.at("env").get<std::map<std::string, std::string>>();
     spec.cwd = j.at("cwd").get<std::string>();
     spec.kill_grace_ms = j.at("kill_grace_ms").get<int64_t>();
+    spec.max_log_bytes = j.value("max_log_bytes", int64_t{0});
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
   }
@@ -45,15 +45,16 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"stop_requested", r.stop_requested},
             {"leftovers_killed", r.leftovers_killed},
             {"job_pid", r.job_pid},
-            {"error", r.error}};
+            {"error", r.error},
+            {"disk_full", r.disk_full},
+            {"log_dropped_bytes", r.log_dropped_bytes}};
   return os::write_file_atomic(exit_record_path(run_dir), j.dump());
 }
 
 Result<ExitRecord> read_exit_record(const std::string& run_dir) {
   std::string path = exit_record_path(run_dir);
-  if (!std::filesystem::exists(path)) return fail(Code::kNotFound, path + " does not exist");
   auto text = os::read_file(path);
-  if (!text) return tl::unexpected(text.error());
+  if (!text) return tl::unexpected(text.error());  // kNotFound when there is none
   json j = json::parse(*text, nullptr, false);
   ExitRecord r;
   try {
@@ -65,6 +66,8 @@ Result<ExitRecord> read_exit_record(const std::string& run_dir) {
     r.leftovers_killed = j.at("leftovers_killed").get<int>();
     r.job_pid = j.value("job_pid", 0);
     r.error = j.at("error").get<std::string>();
+    r.disk_full = j.value("disk_full", false);
+    r.log_dropped_bytes = j.value("log_dropped_bytes", int64_t{0});
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, path + ": " + e.what());
   }

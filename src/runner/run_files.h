@@ -21,6 +21,7 @@ struct RunSpec {
   std::map<std::string, std::string> env;  // the complete environment of the job
   std::string cwd;
   int64_t kill_grace_ms = 10'000;          // SIGTERM to SIGKILL, for stops and leftovers
+  int64_t max_log_bytes = 0;               // output.log is cut there (a line says so); 0: no cap
 };
 
 struct ExitRecord {
@@ -33,6 +34,10 @@ struct ExitRecord {
   int leftovers_killed = 0;       // processes still in the group after the main one exited
   int job_pid = 0;                // the job's main process, also its process group id
   std::string error;              // why the job could not be started, if it could not
+  // The run's disk was full while it ran (or when the shim wrote this record): the job's own
+  // writes to output.log may have failed, so the log may lack output.
+  bool disk_full = false;
+  int64_t log_dropped_bytes = 0;  // output.log passed max_log_bytes: at least this much dropped
 };
 
 std::string run_spec_path(const std::string& run_dir);
@@ -42,7 +47,8 @@ std::string log_path(const std::string& run_dir);
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
 Result<RunSpec> read_run_spec(const std::string& run_dir);
 Status write_exit_record(const std::string& run_dir, const ExitRecord& record);
-// NotFound when the shim has not written one (still running, or it died).
+// NotFound when the shim has not written one (still running, or it died); any other error
+// (unreadable, corrupt) says nothing about whether the run ended.
 Result<ExitRecord> read_exit_record(const std::string& run_dir);
 
 }  // namespace gpuq::runner

@@ -13,12 +13,14 @@
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "base/time.h"
 #include "os/process.h"
+#include "runner/log_cap.h"
 #include "runner/run_files.h"
 
 namespace gpuq::runner {
@@ -78,6 +80,28 @@ Result<pid_t> spawn_job(const RunSpec& spec, int log_fd) {
   return pid;
 }
 
+// How often a running job's log is measured against its cap and its disk looked at.
+constexpr int kTickMs = 1000;
+
+// Writes exit.json until it is written: the daemon learns of the run's end only from it, so a
+// full disk must delay it, never lose it (the job would otherwise look lost and run again).
+// Only a run directory that is gone ends the attempts. Notes a full disk in the record.
+void write_exit_record_until_written(const std::string& run_dir, ExitRecord& record) {
+  int64_t delay_ms = 50;
+  for (int attempt = 1;; ++attempt) {
+    auto written = write_exit_record(run_dir, record);
+    if (written) return;
+    if (written.error().code == Code::kNotFound) return;  // the run directory was removed
+    if (disk_is_full(run_dir)) record.disk_full = true;
+    if (attempt == 1 || attempt % 20 == 0) {
+      std::fprintf(stderr, "gpuq shim: cannot write %s (%s); trying again\n",
+                   exit_record_path(run_dir).c_str(), written.error().message.c_str());
+    }
+    ::poll(nullptr, 0, static_cast<int>(delay_ms));
+    delay_ms = std::min<int64_t>(delay_ms * 2, 5000);
+  }
+}
+
 class Shim {
  public:
   Shim(std::string run_dir, RunSpec spec) : run_dir_(std::move(run_dir)), spec_(std::move(spec)) {}
@@ -94,6 +118,8 @@ class Shim {
 
     int log_fd = ::open(log_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));
+    auto cap = LogCap::open(log_path(run_dir_), spec_.max_log_bytes);
+    if (cap) cap_.emplace(std::move(*cap));
     record_.started_at_ms = wall_now_ms();
     auto spawned = spawn_job(spec_, log_fd);
     if (!spawned) {
@@ -103,7 +129,7 @@ class Shim {
       ::close(log_fd);
       record_.exit_code = 127;
       record_.ended_at_ms = wall_now_ms();
-      (void)write_exit_record(run_dir_, record_);
+      write_exit_record_until_written(run_dir_, record_);
       return 0;
     }
     pid_t child = *spawned;
@@ -112,7 +138,8 @@ class Shim {
     record_.job_pid = child;
     supervise(child);
     record_.ended_at_ms = wall_now_ms();
-    (void)write_exit_record(run_dir_, record_);
+    tick();
+    write_exit_record_until_written(run_dir_, record_);
     return 0;
   }
 
@@ -132,8 +159,20 @@ class Shim {
     record_.error = error;
     record_.exit_code = 127;
     record_.ended_at_ms = wall_now_ms();
-    (void)write_exit_record(run_dir_, record_);
+    write_exit_record_until_written(run_dir_, record_);
     return 1;
+  }
+
+  // The log's cap and the disk's space, looked at every kTickMs while the job runs.
+  void tick() {
+    if (cap_) {
+      cap_->check();
+      record_.log_dropped_bytes = cap_->dropped_bytes();
+    }
+    // The job's own writes to output.log fail silently for us when the disk is full: say that
+    // its log may lack output.
+    if (!record_.disk_full && disk_is_full(run_dir_)) record_.disk_full = true;
+    next_tick_ms_ = wall_now_ms() + kTickMs;
   }
 
   // Reaps every exited child; notes the job's own status.
@@ -166,11 +205,12 @@ class Shim {
           if (kill_at == 0) kill_at = wall_now_ms() + spec_.kill_grace_ms;
         }
       }
-      int timeout = -1;
-      if (kill_at != 0) timeout = static_cast<int>(std::max<int64_t>(0, kill_at - wall_now_ms()));
+      if (wall_now_ms() >= next_tick_ms_) tick();
+      int timeout = static_cast<int>(std::max<int64_t>(0, next_tick_ms_ - wall_now_ms()));
+      if (kill_at != 0) timeout = std::min(timeout, static_cast<int>(std::max<int64_t>(0, kill_at - wall_now_ms())));
       // Zombies of processes that are not our children still count as group members for a
       // moment; poll briefly so the loop notices the group emptying.
-      if (leader_done_) timeout = timeout < 0 ? 20 : std::min(timeout, 20);
+      if (leader_done_) timeout = std::min(timeout, 20);
       pollfd p{signal_fd_, POLLIN, 0};
       int ready = ::poll(&p, 1, timeout);
       if (ready > 0) {
@@ -208,6 +248,8 @@ class Shim {
   pid_t pgid_ = 0;
   bool leader_done_ = false;
   bool stop_signalled_ = false;
+  std::optional<LogCap> cap_;
+  int64_t next_tick_ms_ = 0;
 };
 
 }  // namespace
@@ -218,7 +260,7 @@ int run_shim(const std::string& run_dir, int go_fd) {
     ExitRecord record;
     record.error = spec.error().message;
     record.exit_code = 127;
-    (void)write_exit_record(run_dir, record);
+    write_exit_record_until_written(run_dir, record);
     return 1;
   }
   Shim shim(run_dir, std::move(*spec));

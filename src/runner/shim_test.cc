@@ -6,8 +6,15 @@
 #include <thread>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
 #include "os/process.h"
 #include "runner/launcher.h"
+#include "runner/log_cap.h"
 #include "runner/run_files.h"
 
 namespace gpuq::runner {
@@ -25,12 +32,13 @@ class ShimTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  LaunchedShim start(std::vector<std::string> argv, int64_t grace_ms = 2000) {
+  LaunchedShim start(std::vector<std::string> argv, int64_t grace_ms = 2000, int64_t max_log = 0) {
     RunSpec spec;
     spec.argv = std::move(argv);
     spec.env = {{"PATH", "/usr/bin:/bin"}};
     spec.cwd = dir_;
     spec.kill_grace_ms = grace_ms;
+    spec.max_log_bytes = max_log;
     EXPECT_TRUE(write_run_spec(dir_, spec));
     auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, dir_);
     EXPECT_TRUE(shim) << shim.error().message;
@@ -136,6 +144,88 @@ TEST_F(ShimTest, AMissingProgramIsExit127WithAMessage) {
   EXPECT_EQ(record->exit_code, 127);
   EXPECT_NE(os::read_file(log_path(dir_))->find("cannot run no-such-program-gpuq"),
             std::string::npos);
+}
+
+TEST_F(ShimTest, ALogPastItsCapIsCutThereWithANotice) {
+  auto shim = start({"sh", "-c", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo tail-line"},
+                    2000, /*max_log=*/1000);
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_GE(record->log_dropped_bytes, 199'000);
+  auto log = os::read_file(log_path(dir_));
+  ASSERT_TRUE(log);
+  std::string notice = LogCap::notice(1000);
+  EXPECT_EQ(log->size(), 1000 + notice.size());
+  EXPECT_EQ(log->substr(0, 1000), std::string(1000, 'x'));
+  EXPECT_EQ(log->substr(1000), notice);
+  EXPECT_FALSE(record->disk_full);
+}
+
+TEST_F(ShimTest, ALogUnderItsCapIsLeftWhole) {
+  auto shim = start({"sh", "-c", "echo small"}, 2000, /*max_log=*/1000);
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->log_dropped_bytes, 0);
+  EXPECT_EQ(*os::read_file(log_path(dir_)), "small\n");
+}
+
+// A run directory on a tiny tmpfs (mounting one needs root; skipped elsewhere).
+class ShimOnFullDisk : public ShimTest {
+ protected:
+  void SetUp() override {
+    ShimTest::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=512k") != 0) {
+      GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+    }
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+    ShimTest::TearDown();
+  }
+  // Fills the file system with one file; returns its path.
+  std::string fill() {
+    std::string path = dir_ + "/filler";
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    std::string block(4096, 'f');
+    while (::write(fd, block.data(), block.size()) > 0) {
+    }
+    ::close(fd);
+    return path;
+  }
+  bool mounted_ = false;
+};
+
+TEST_F(ShimOnFullDisk, TheExitRecordWaitsForSpaceAndIsNeverLost) {
+  auto shim = start({"sh", "-c", "echo $$ > job.pid; while [ ! -e go ]; do sleep 0.01; done; exit 0"});
+  ASSERT_TRUE(shim.release());
+  pid_t job = 0;
+  for (int i = 0; i < 3000 && job == 0; ++i) {
+    auto text = os::read_file(dir_ + "/job.pid");
+    if (text && !text->empty()) job = std::atoi(text->c_str());
+    if (job == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(job, 0);
+  std::string filler = fill();
+  ASSERT_EQ(::mknod((dir_ + "/go").c_str(), S_IFREG | 0600, 0), 0);  // an inode, no block
+  while (::kill(job, 0) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The job has ended and the disk is full: the shim cannot have written its record, and it
+  // must still be there, trying.
+  EXPECT_EQ(::waitpid(shim.pid(), nullptr, WNOHANG), 0) << "the shim gave up";
+  EXPECT_FALSE(read_exit_record(dir_));
+  ASSERT_EQ(::unlink(filler.c_str()), 0);
+  int status = wait_exit(shim.pid());
+  EXPECT_TRUE(WIFEXITED(status));
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_TRUE(record->disk_full) << "the log may lack output, and the record says so";
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 6> kMigrations = {
+constexpr std::array<const char*, 7> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -117,6 +117,12 @@ CREATE TABLE hook_cursors (
     // restart does not start job.requires_wait's count afresh.
     R"sql(
 ALTER TABLE jobs ADD COLUMN conditions_false_since INTEGER NOT NULL DEFAULT 0;
+)sql",
+    // 7: the boot a run started in (a run of an earlier boot cannot be alive, whatever its pid
+    // and start time say), and why a run's log may lack output (a full disk, the log's cap).
+    R"sql(
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN log_note TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

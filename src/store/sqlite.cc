@@ -66,8 +66,11 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, bool r
   }
   sqlite3_busy_timeout(db, 5000);
   auto database = std::unique_ptr<Database>(new Database(db, path));
+  // synchronous=FULL: in WAL mode NORMAL skips the fsync at each commit, so a power cut can
+  // roll back commits already answered (a submit's 201) or already delivered to hooks (and
+  // then reuse their sequence numbers). FULL syncs the WAL before a commit returns.
   const char* pragmas = read_only ? "PRAGMA foreign_keys=ON;"
-                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
                                     "PRAGMA foreign_keys=ON;";
   if (auto st = database->exec(pragmas); !st) return tl::unexpected(st.error());
   return database;

@@ -16,7 +16,7 @@ constexpr const char* kJobColumns =
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
-    "preempted_by, preempt_deadline";
+    "preempted_by, preempt_deadline, boot_id, log_note";
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -58,12 +58,16 @@ Result<Run> run_from_row(const Statement& row) {
   if (!outcome) return tl::unexpected(outcome.error());
   run.outcome = *outcome;
   run.run_dir = row.text(12);
-  run.stop_reason = row.text(13);
+  auto stop = parse_stop_reason(row.text(13));
+  if (!stop) return tl::unexpected(stop.error());
+  run.stop_reason = *stop;
   if (!row.is_null(14)) run.verified = row.int64(14) != 0;
   run.run_id = row.text(15);
   if (!row.is_null(16)) run.peak_gpu_mem_mib = row.int64(16);
   run.preempted_by = row.int64(17);
   run.preempt_deadline_ms = row.int64(18);
+  run.boot_id = row.text(19);
+  run.log_note = row.text(20);
   return run;
 }
 
@@ -142,8 +146,8 @@ Status Store::set_lost_count(int64_t job_id, int lost_count) {
 Result<int64_t> Store::insert_run(const Run& run, const std::string& job_name) {
   auto stmt = db_->prepare(
       "INSERT INTO runs(job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, "
-      "started_at, outcome, run_dir, run_id, job_name, cleanup) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 'pending')");
+      "started_at, outcome, run_dir, run_id, job_name, cleanup, boot_id) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 'pending', ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, run.job_id)
       .bind(2, run.number)
@@ -154,7 +158,8 @@ Result<int64_t> Store::insert_run(const Run& run, const std::string& job_name) {
       .bind(7, run.started_at_ms)
       .bind(8, run.run_dir)
       .bind(9, run.run_id)
-      .bind(10, job_name);
+      .bind(10, job_name)
+      .bind(11, run.boot_id);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }
@@ -290,10 +295,16 @@ Result<std::vector<std::string>> Store::footprint_names() {
   return collect<std::string>(*stmt, [](const Statement& row) -> Result<std::string> { return row.text(0); });
 }
 
-Status Store::set_stop_reason(int64_t run_id, const std::string& reason) {
+Status Store::set_log_note(int64_t run_id, const std::string& note) {
+  auto stmt = db_->prepare("UPDATE runs SET log_note = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, note).bind(2, run_id).run();
+}
+
+Status Store::set_stop_reason(int64_t run_id, StopReason reason) {
   auto stmt = db_->prepare("UPDATE runs SET stop_reason = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
-  return stmt->bind(1, reason).bind(2, run_id).run();
+  return stmt->bind(1, to_string(reason)).bind(2, run_id).run();
 }
 
 Result<int64_t> Store::append_event(Event event) {

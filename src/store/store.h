@@ -63,8 +63,10 @@ class Store {
   Status set_cleanup(int64_t run_id, CleanupState state);
   Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
                     std::optional<int> signal, RunOutcome outcome);
-  // Records why the daemon stopped a run ("cancel"), so a restart still knows.
-  Status set_stop_reason(int64_t run_id, const std::string& reason);
+  // Why the run's output.log may lack output ("" when it is whole).
+  Status set_log_note(int64_t run_id, const std::string& note);
+  // Records why the daemon stopped a run, so a restart still knows.
+  Status set_stop_reason(int64_t run_id, StopReason reason);
   Result<int64_t> append_event(Event event);  // returns the seq
   Status replace_resources(const std::vector<Resource>& resources);
   Status set_meta(const std::string& key, const std::string& value);

@@ -1,0 +1,90 @@
+// The queue actor across daemon restarts and reboots, through a FakeWorld.
+#include <csignal>
+
+#include "daemon/queue_test_support.h"
+
+namespace gpuq::daemon::testing {
+namespace {
+
+TEST_F(QueueTest, ARestartAdoptsARunWhoseShimStillRuns) {
+  start();
+  int64_t id = submit(command("sleep 100"));
+  restart();
+  EXPECT_EQ(count("job.adopted", id), 1);
+  EXPECT_EQ(state(id), JobState::kRunning);
+  end_run(id, 1, exited(0));
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+  EXPECT_EQ(job(id).runs.size(), 1u);
+}
+
+TEST_F(QueueTest, ARunThatEndedWhileTheDaemonWasDownIsSettledFromItsRecord) {
+  start();
+  int64_t id = submit(command("true"));
+  queue_->stop();
+  queue_.reset();
+  world_->exit_shim(run_dir(id, 1), exited(0));
+  world_->run();
+  start();
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+  EXPECT_EQ(last_data("job.succeeded")["while_daemon_down"], true);
+  EXPECT_EQ(count("job.lost"), 0);
+}
+
+TEST_F(QueueTest, AShimThatVanishedWhileTheDaemonWasDownIsLostAndItsSessionSwept) {
+  start();
+  int64_t id = submit(command("true"));
+  pid_t pid = shim(id, 1)->pid;
+  queue_->stop();
+  queue_.reset();
+  world_->vanish_shim(run_dir(id, 1));
+  world_->run();
+  start();
+  Job now = job(id);
+  ASSERT_EQ(now.runs.size(), 2u);
+  EXPECT_EQ(now.runs[0].outcome, RunOutcome::kLost);
+  ASSERT_EQ(world_->swept_sessions().size(), 1u);
+  EXPECT_EQ(world_->swept_sessions()[0].first, pid);
+}
+
+TEST_F(QueueTest, RunsOfAnEarlierBootAreLostAtOnceWhateverTheirPidsSay) {
+  start();
+  int64_t id = submit(command("sleep 100"));
+  // A reboot: the same pid and start time may belong to an unrelated process now (the fake
+  // shim stays "alive" to stand for one).
+  boot_id_ = "boot-b";
+  restart();
+  EXPECT_EQ(count("job.adopted", id), 0);
+  Job now = job(id);
+  ASSERT_GE(now.runs.size(), 1u);
+  EXPECT_EQ(now.runs[0].outcome, RunOutcome::kLost);
+  EXPECT_TRUE(world_->swept_sessions().empty()) << "its session id may be anyone's after a reboot";
+  EXPECT_TRUE(shim(id, 1)->signals.empty());
+  ASSERT_EQ(now.runs.size(), 2u) << "requeued by the rules (first lost run)";
+  EXPECT_EQ(now.runs[1].boot_id, "boot-b");
+}
+
+TEST_F(QueueTest, ARunEndedBeforeARebootIsSettledByItsRecord) {
+  start();
+  int64_t id = submit(command("true"));
+  world_->put_exit_record(run_dir(id, 1), exited(0));
+  boot_id_ = "boot-b";
+  restart();
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+  EXPECT_EQ(count("job.lost"), 0);
+}
+
+TEST_F(QueueTest, AnEndNotRecordedBeforeAStopIsRecordedAfterTheRestart) {
+  start();
+  int64_t id = submit(command("true"));
+  world_->fail_commits(1000);
+  end_run(id, 1, exited(0));
+  EXPECT_EQ(state(id), JobState::kRunning);
+  world_->fail_commits(0);
+  restart();
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+  EXPECT_EQ(job(id).runs.size(), 1u);
+  EXPECT_EQ(count("job.lost"), 0);
+}
+
+}  // namespace
+}  // namespace gpuq::daemon::testing

@@ -1,0 +1,340 @@
+// The queue actor through a FakeWorld: every step driven explicitly, every check exact.
+#include <gmock/gmock.h>
+
+#include <csignal>
+
+#include "daemon/queue_test_support.h"
+
+namespace gpuq::daemon::testing {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST_F(QueueTest, SubmitPassStartExitAndEvents) {
+  start();
+  int64_t id = submit(command("true"));
+  Job started = job(id);
+  EXPECT_EQ(started.state, JobState::kRunning);
+  ASSERT_EQ(started.runs.size(), 1u);
+  EXPECT_EQ(started.runs[0].boot_id, "boot-a");
+  ASSERT_NE(shim(id, 1), nullptr);
+  EXPECT_TRUE(shim(id, 1)->released) << "the job may run only once the run is on record";
+  EXPECT_EQ(world_->run_specs().at(run_dir(id, 1)).cwd, "/tmp");
+
+  end_run(id, 1, exited(0));
+  Job done = job(id);
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  EXPECT_EQ(done.runs[0].outcome, RunOutcome::kSucceeded);
+  EXPECT_THAT(kinds(id), ElementsAre("job.submitted", "job.started", "job.succeeded"));
+  EXPECT_FALSE(queue_->store_trouble());
+}
+
+TEST_F(QueueTest, AGpuServesAgainOnlyOnceItsCleanupIsConfirmed) {
+  world_->set_auto_clean(false);
+  start("fake:1");
+  int64_t first = submit(command("true"));
+  int64_t second = submit(command("true"));
+  EXPECT_EQ(state(second), JobState::kPending);
+  end_run(first, 1, exited(0));
+  EXPECT_EQ(state(first), JobState::kSucceeded);
+  EXPECT_EQ(state(second), JobState::kPending) << "the GPU is still being cleaned";
+  ASSERT_EQ(world_->cleanup_calls().size(), 1u);
+  auto call = std::move(world_->cleanup_calls().front());
+  world_->cleanup_calls().pop_front();
+  runner::CleanupOutcome outcome;
+  outcome.key = call.target.key;
+  outcome.confirmed = true;
+  call.done(outcome);
+  world_->run();
+  EXPECT_EQ(state(second), JobState::kRunning);
+}
+
+TEST_F(QueueTest, AFailedRunIsRetriedExactlyAfterItsDelay) {
+  config_.retry_delay_ms = 10'000;
+  start();
+  JobSpec spec = command("false");
+  spec.retries = 1;
+  int64_t id = submit(spec);
+  end_run(id, 1, exited(3));
+  EXPECT_EQ(state(id), JobState::kPending);
+  EXPECT_EQ(job(id).retry_at_ms, world_->now() + 10'000);
+  world_->advance(9'999);
+  EXPECT_EQ(job(id).runs.size(), 1u) << "one ms before the delay ends, nothing starts";
+  world_->advance(1);
+  EXPECT_EQ(state(id), JobState::kRunning);
+  end_run(id, 2, exited(3));
+  EXPECT_EQ(state(id), JobState::kFailed) << "the retry budget is spent";
+  EXPECT_EQ(count("job.retrying", id), 1);
+}
+
+TEST_F(QueueTest, ATimeoutStopsTheRunThroughItsShimAtTheLimit) {
+  start();
+  JobSpec spec = command("sleep 100");
+  spec.timeout_ms = 5'000;
+  int64_t id = submit(spec);
+  world_->advance(4'999);
+  EXPECT_TRUE(shim(id, 1)->signals.empty());
+  world_->advance(1);
+  EXPECT_THAT(shim(id, 1)->signals, ElementsAre(SIGTERM));
+  EXPECT_EQ(job(id).runs[0].stop_reason, StopReason::kTimeout);
+  end_run(id, 1, stopped_by_signal(SIGTERM));
+  EXPECT_EQ(job(id).runs[0].outcome, RunOutcome::kTimedOut);
+  EXPECT_EQ(state(id), JobState::kFailed);
+}
+
+TEST_F(QueueTest, TheLongestTimeoutFiresNeitherEarlyNorLate) {
+  constexpr int64_t kYear = 365LL * 24 * 3600 * 1000;
+  config_.watch.interval_ms = kYear / 50;  // a year of looks every 10 s is a slow test
+  config_.watch.heartbeat_ms = kYear / 50;
+  start();
+  JobSpec spec = command("sleep 100");
+  spec.timeout_ms = kYear;
+  int64_t id = submit(spec);
+  world_->advance(kYear - 1);
+  EXPECT_TRUE(shim(id, 1)->signals.empty());
+  EXPECT_EQ(state(id), JobState::kRunning);
+  world_->advance(1);
+  EXPECT_EQ(shim(id, 1)->signals, std::vector<int>{SIGTERM});
+}
+
+TEST_F(QueueTest, AFarNotBeforeWaitsWithoutSpinning) {
+  config_.watch.interval_ms = 600'000;
+  start();
+  JobSpec spec = command("true");
+  spec.not_before_ms = 13'569'465'600'000;  // 2400-01-01
+  int64_t id = submit(spec);
+  int64_t passes = queue_->waits()->pass;
+  world_->advance(3'600'000);
+  EXPECT_EQ(state(id), JobState::kPending);
+  EXPECT_EQ(queue_->waits()->pass, passes) << "an hour later, no pass was needed";
+  EXPECT_NE(queue_->waits()->reason(id, world_->now()).find("not before"), std::string::npos);
+}
+
+TEST_F(QueueTest, AStartThatCannotBeRecordedDropsItsShimAndKeepsTheJob) {
+  start();
+  // The submit's commit works; the start's, in the pass that follows, fails.
+  world_->fail_commits(1, "database or disk is full", /*after=*/1);
+  int64_t id = submit(command("true"));
+  ASSERT_EQ(world_->shims().size(), 1u);
+  EXPECT_TRUE(world_->shims()[0]->dropped) << "never released: its job never ran";
+  EXPECT_FALSE(world_->shims()[0]->released);
+  EXPECT_EQ(state(id), JobState::kPending);
+  EXPECT_TRUE(job(id).runs.empty());
+  ASSERT_TRUE(queue_->store_trouble());
+  EXPECT_EQ(queue_->store_trouble()->failures, 1);
+  // The retry timer tries again: the store works, the job starts — in a new run directory.
+  world_->advance(100);
+  EXPECT_FALSE(queue_->store_trouble());
+  Job now = job(id);
+  EXPECT_EQ(now.state, JobState::kRunning);
+  ASSERT_EQ(now.runs.size(), 1u);
+  EXPECT_EQ(now.runs[0].number, 2) << "run-1 holds the aborted start's files";
+  EXPECT_EQ(count("daemon.store_error"), 1);
+  EXPECT_EQ(last_data("daemon.store_error")["failed_commits"], 1);
+  EXPECT_EQ(last_data("daemon.store_error")["error"], "database or disk is full");
+}
+
+TEST_F(QueueTest, ARunEndThatCannotBeRecordedIsKeptAndRecordedLater) {
+  start();
+  int64_t id = submit(command("true"));
+  world_->fail_commits(1000);
+  end_run(id, 1, exited(0));
+  EXPECT_EQ(state(id), JobState::kRunning) << "memory and store agree: not recorded, still running";
+  int commits = world_->commits();
+  world_->advance(10'000);
+  // Backoff: 100, 200, 400, ... ms — a handful of tries in 10 s, not a hot loop.
+  EXPECT_LE(world_->commits() - commits, 12);
+  EXPECT_GE(world_->commits() - commits, 5);
+  EXPECT_EQ(state(id), JobState::kRunning);
+  ASSERT_TRUE(queue_->store_trouble());
+  world_->fail_commits(0);
+  world_->advance(10'000);
+  Job done = job(id);
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  ASSERT_EQ(done.runs.size(), 1u);
+  EXPECT_EQ(done.runs[0].outcome, RunOutcome::kSucceeded);
+  EXPECT_EQ(count("job.lost"), 0);
+  EXPECT_EQ(count("daemon.store_error"), 1);
+  EXPECT_FALSE(queue_->store_trouble());
+}
+
+TEST_F(QueueTest, NothingStartsWhileTheStoreFails) {
+  start("fake:1");
+  int64_t first = submit(command("true"));
+  int64_t second = submit(command("true"));
+  world_->fail_commits(1000);
+  end_run(first, 1, exited(0));
+  world_->advance(5'000);
+  EXPECT_EQ(world_->shims().size(), 1u) << "no shim launched for the waiting job";
+  world_->fail_commits(0);
+  world_->advance(10'000);
+  EXPECT_EQ(state(first), JobState::kSucceeded);
+  EXPECT_EQ(state(second), JobState::kRunning);
+}
+
+TEST_F(QueueTest, CancelOfARunningJobWorksWhileTheStoreFails) {
+  start();
+  int64_t id = submit(command("sleep 100"));
+  world_->fail_commits(1000);
+  auto cancelled = queue_->cancel(id);
+  ASSERT_TRUE(cancelled) << cancelled.error().message;
+  EXPECT_FALSE(cancelled->recorded);
+  EXPECT_THAT(shim(id, 1)->signals, ElementsAre(SIGTERM)) << "the stop does not wait for the store";
+  end_run(id, 1, stopped_by_signal(SIGTERM));
+  EXPECT_EQ(state(id), JobState::kRunning);
+  world_->fail_commits(0);
+  world_->advance(10'000);
+  Job done = job(id);
+  EXPECT_EQ(done.state, JobState::kCancelled);
+  EXPECT_EQ(done.runs[0].outcome, RunOutcome::kCancelled);
+  EXPECT_EQ(done.runs[0].stop_reason, StopReason::kCancel);
+}
+
+TEST_F(QueueTest, CancelOfAWaitingJobWorksWhileTheStoreFails) {
+  start("fake:1");
+  int64_t busy = submit(command("sleep 100"));
+  int64_t waiting = submit(command("true"));
+  world_->fail_commits(1000);
+  auto cancelled = queue_->cancel(waiting);
+  ASSERT_TRUE(cancelled);
+  EXPECT_FALSE(cancelled->recorded);
+  world_->run();
+  EXPECT_EQ(queue_->waits()->reason(waiting, world_->now()).substr(0, 9), "cancelled");
+  world_->fail_commits(0);
+  end_run(busy, 1, exited(0));
+  world_->advance(10'000);
+  EXPECT_EQ(state(waiting), JobState::kCancelled);
+  EXPECT_TRUE(job(waiting).runs.empty()) << "it never started";
+}
+
+TEST_F(QueueTest, ACancelAfterTheRunEndedButBeforeItWasRecordedWins) {
+  start();
+  JobSpec spec = command("false");
+  spec.retries = 3;
+  int64_t id = submit(spec);
+  world_->fail_commits(1000);
+  end_run(id, 1, exited(1));
+  ASSERT_TRUE(queue_->cancel(id));
+  world_->fail_commits(0);
+  world_->advance(10'000);
+  EXPECT_EQ(state(id), JobState::kCancelled) << "not retried";
+  EXPECT_EQ(job(id).runs.size(), 1u);
+}
+
+TEST_F(QueueTest, APersonsChangeThatCannotBeRecordedIsRefusedWithNothingChanged) {
+  start();
+  world_->fail_commits(1);
+  auto submitted = queue_->submit(command("true"));
+  ASSERT_FALSE(submitted);
+  EXPECT_EQ(submitted.error().code, Code::kUnavailable);
+  EXPECT_NE(submitted.error().message.find("nothing was changed"), std::string::npos);
+  world_->run();
+  auto jobs = store_->list_jobs(false, false);
+  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs->empty());
+  EXPECT_EQ(queue_->waits()->active_jobs, 0u);
+}
+
+TEST_F(QueueTest, AnUnreadableExitRecordNeverMakesARunLost) {
+  start();
+  int64_t id = submit(command("true"));
+  world_->set_exit_records_unreadable(true);
+  end_run(id, 1, exited(0));
+  world_->advance(1'000);
+  EXPECT_EQ(state(id), JobState::kRunning);
+  world_->set_exit_records_unreadable(false);
+  world_->advance(10'000);
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+  EXPECT_EQ(count("job.lost"), 0);
+}
+
+TEST_F(QueueTest, AShimThatVanishesWithoutARecordIsLostAndRequeuedOnce) {
+  start();
+  int64_t id = submit(command("true"));
+  world_->vanish_shim(run_dir(id, 1));
+  world_->run();
+  Job lost = job(id);
+  ASSERT_EQ(lost.runs.size(), 2u) << "requeued and started again";
+  EXPECT_EQ(lost.runs[0].outcome, RunOutcome::kLost);
+  EXPECT_EQ(lost.state, JobState::kRunning);
+  ASSERT_EQ(world_->swept_sessions().size(), 1u);
+  EXPECT_EQ(world_->swept_sessions()[0].first, shim(id, 1)->pid);
+  world_->vanish_shim(run_dir(id, 2));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kFailed) << "a second lost run is not requeued";
+}
+
+TEST_F(QueueTest, AStartTheMachineRefusesIsTriedAgainWithBackoff) {
+  start();
+  world_->fail_launches(2);
+  int64_t id = submit(command("true"));
+  EXPECT_EQ(state(id), JobState::kPending);
+  EXPECT_EQ(count("job.start_failed", id), 1);
+  EXPECT_NE(queue_->waits()->reason(id, world_->now()).find("could not start"), std::string::npos);
+  world_->advance(999);
+  EXPECT_EQ(count("job.start_failed", id), 1);
+  world_->advance(1);
+  EXPECT_EQ(count("job.start_failed", id), 2) << "second try after 1 s";
+  world_->advance(1'999);
+  EXPECT_EQ(state(id), JobState::kPending);
+  world_->advance(1);
+  Job started = job(id);
+  EXPECT_EQ(started.state, JobState::kRunning) << "third try after 2 s more";
+  EXPECT_EQ(started.runs[0].number, 3) << "run directories of the failed starts are not reused";
+}
+
+TEST_F(QueueTest, DoneIfIsCheckedAgainBeforeAStartAfterALongWait) {
+  config_.requires_poll_ms = 5'000;
+  start("fake:1");
+  int64_t busy = submit(command("sleep 100"));
+  JobSpec spec = command("train");
+  spec.done_if = "test -s out.json";
+  int64_t id = submit(spec);
+  ASSERT_TRUE(world_->answer_conditions(id, /*holds=*/true, /*done=*/false));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kPending);
+  world_->advance(60'000);
+  end_run(busy, 1, exited(0));
+  EXPECT_EQ(state(id), JobState::kPending) << "a check a minute old is not trusted";
+  ASSERT_EQ(world_->condition_calls().size(), 1u);
+  EXPECT_EQ(world_->condition_calls().front().request.done_if, "test -s out.json");
+  ASSERT_TRUE(world_->answer_conditions(id, true, /*done=*/true));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kSkipped);
+  EXPECT_TRUE(job(id).runs.empty());
+}
+
+TEST_F(QueueTest, AFreshConditionCheckStartsTheJobAtOnce) {
+  config_.requires_poll_ms = 5'000;
+  start();
+  JobSpec spec = command("train");
+  spec.done_if = "test -s out.json";
+  int64_t id = submit(spec);
+  ASSERT_TRUE(world_->answer_conditions(id, true, false));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kRunning);
+  EXPECT_TRUE(world_->condition_calls().empty());
+}
+
+TEST_F(QueueTest, ABlockThatCannotBeRecordedIsNotRetriedInAHotLoop) {
+  start();
+  int64_t parent = submit(command("false"));
+  JobSpec child = command("true");
+  child.deps.push_back({Dependency::Kind::kAfterOk, std::to_string(parent), parent});
+  int64_t id = submit(child);
+  // The parent's end is recorded; the child's block (and the cleanup's record) are not.
+  world_->fail_commits(1000, "disk I/O error", /*after=*/1);
+  end_run(parent, 1, exited(1));
+  EXPECT_EQ(state(parent), JobState::kFailed);
+  EXPECT_EQ(state(id), JobState::kPending);
+  int commits = world_->commits();
+  world_->advance(1'000);
+  EXPECT_LE(world_->commits() - commits, 10) << "retried with backoff, not in a loop";
+  world_->fail_commits(0);
+  world_->advance(10'000);
+  EXPECT_EQ(state(parent), JobState::kFailed);
+  EXPECT_EQ(state(id), JobState::kBlocked);
+}
+
+}  // namespace
+}  // namespace gpuq::daemon::testing

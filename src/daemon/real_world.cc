@@ -1,0 +1,263 @@
+#include "daemon/real_world.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fmt/format.h>
+
+#include "base/time.h"
+#include "os/process.h"
+#include "runner/launcher.h"
+#include "runner/run_env.h"
+#include "runner/session_sweep.h"
+
+namespace gpuq::daemon {
+namespace {
+
+namespace asio = boost::asio;
+
+// The longest single wait of a timer: a far-off instant is reached in steps, so that neither
+// the conversion to the steady clock's nanoseconds overflows nor a jump of the wall clock
+// makes the timer fire early (each step re-reads the wall clock).
+constexpr int64_t kMaxTimerStepMs = 6 * 3600 * 1000;
+
+class RealTimer : public Timer {
+ public:
+  explicit RealTimer(asio::io_context& ioc) : state_(std::make_shared<State>(ioc)) {}
+  ~RealTimer() override { state_->timer.cancel(); }
+
+  void arm(int64_t at_ms, std::function<void()> fire) override {
+    state_->at_ms = at_ms;
+    state_->fire = std::move(fire);
+    ++state_->generation;
+    schedule(state_);
+  }
+  void cancel() override {
+    ++state_->generation;
+    state_->fire = nullptr;
+    state_->timer.cancel();
+  }
+
+ private:
+  struct State {
+    explicit State(asio::io_context& ioc) : timer(ioc) {}
+    asio::steady_timer timer;
+    int64_t at_ms = 0;
+    uint64_t generation = 0;
+    std::function<void()> fire;
+  };
+
+  static void schedule(const std::shared_ptr<State>& state) {
+    int64_t delay = saturating_add(state->at_ms, -wall_now_ms());
+    delay = std::clamp<int64_t>(delay, 0, kMaxTimerStepMs);
+    state->timer.expires_after(std::chrono::milliseconds(delay));
+    std::weak_ptr<State> weak = state;
+    uint64_t generation = state->generation;
+    state->timer.async_wait([weak, generation](const boost::system::error_code& ec) {
+      auto s = weak.lock();
+      if (ec || !s || s->generation != generation) return;
+      if (wall_now_ms() < s->at_ms) return schedule(s);  // a step of a far-off wait
+      auto fire = std::move(s->fire);
+      s->fire = nullptr;
+      if (fire) fire();
+    });
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+// A shim known by a pidfd: launched now (with its go pipe, until released) or adopted.
+class RealShim : public ShimProcess {
+ public:
+  RealShim(asio::io_context& ioc, pid_t pid, uint64_t ticks, int pidfd,
+           std::optional<runner::LaunchedShim> launched)
+      : pid_(pid),
+        ticks_(ticks),
+        watch_(std::make_shared<asio::posix::stream_descriptor>(ioc, pidfd)),
+        launched_(std::move(launched)) {}
+
+  ~RealShim() override {
+    if (!launched_) {
+      watch_->cancel();
+      return;
+    }
+    // Never released: dropping the go pipe makes the shim exit at once without running the
+    // job. Reap it when it does (a no-op unless it is our own child, an exec'd shim).
+    launched_.reset();
+    pid_t pid = pid_;
+    auto watch = watch_;
+    watch->cancel();
+    watch->async_wait(asio::posix::stream_descriptor::wait_read,
+                      [watch, pid](const boost::system::error_code&) { ::waitpid(pid, nullptr, WNOHANG); });
+  }
+
+  pid_t pid() const override { return pid_; }
+  uint64_t start_ticks() const override { return ticks_; }
+
+  Status release() override {
+    if (!launched_) return ok();
+    auto released = launched_->release();
+    launched_.reset();
+    return released;
+  }
+
+  os::SignalResult signal(int sig) override {
+    auto sent = os::signal_pidfd(watch_->native_handle(), sig);
+    if (sent) return os::SignalResult::kSent;
+    return sent.error().code == Code::kFailedPrecondition ? os::SignalResult::kDenied
+                                                          : os::SignalResult::kGone;
+  }
+
+  void on_exit(std::function<void()> exited) override {
+    pid_t pid = pid_;
+    watch_->async_wait(asio::posix::stream_descriptor::wait_read,
+                       [pid, exited = std::move(exited)](const boost::system::error_code& ec) {
+                         if (ec == asio::error::operation_aborted) return;
+                         ::waitpid(pid, nullptr, WNOHANG);  // reap it when it is our child
+                         exited();
+                       });
+  }
+
+ private:
+  pid_t pid_;
+  uint64_t ticks_;
+  std::shared_ptr<asio::posix::stream_descriptor> watch_;
+  std::optional<runner::LaunchedShim> launched_;
+};
+
+}  // namespace
+
+RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOptions options)
+    : actor_(actor),
+      store_(store),
+      options_(std::move(options)),
+      processes_(os::make_linux_process_table()),
+      checker_(actor, options_.condition_threads),
+      cleaner_(os::make_linux_process_table(), options_.cleanup),
+      sweep_thread_([this] { sweep_loop(); }) {}
+
+RealWorld::~RealWorld() {
+  *alive_ = false;
+  {
+    std::lock_guard lock(sweep_mutex_);
+    stopping_ = true;
+  }
+  sweep_ready_.notify_all();
+  sweep_thread_.join();
+}
+
+int64_t RealWorld::now_ms() { return wall_now_ms(); }
+
+std::unique_ptr<Timer> RealWorld::make_timer() { return std::make_unique<RealTimer>(actor_); }
+
+void RealWorld::post(std::function<void()> fn) { asio::post(actor_, std::move(fn)); }
+
+Status RealWorld::commit(const std::function<Status()>& writes) { return store_.transaction(writes); }
+
+Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) {
+  std::string parent = run_dir.substr(0, run_dir.rfind('/'));
+  if (auto made = os::make_dirs(parent, 0700); !made) return made;
+  if (::mkdir(run_dir.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return fail(Code::kConflict, run_dir + " exists already");
+    return errno_error("mkdir " + run_dir);
+  }
+  return runner::write_run_spec(run_dir, spec);
+}
+
+Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir) {
+  auto launched = options_.spawner ? options_.spawner->launch(run_dir)
+                                   : runner::launch_shim(options_.shim_executable, run_dir);
+  if (!launched) return tl::unexpected(launched.error());
+  auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
+  if (!pidfd) return tl::unexpected(pidfd.error());  // the go pipe closes: the shim exits
+  pid_t pid = launched->pid();
+  uint64_t ticks = launched->start_ticks();
+  return std::make_unique<RealShim>(actor_, pid, ticks, *pidfd, std::move(*launched));
+}
+
+Result<std::unique_ptr<ShimProcess>> RealWorld::adopt_shim(pid_t pid, uint64_t start_ticks) {
+  auto pidfd = os::open_pidfd_checked(pid, start_ticks);
+  if (!pidfd) return tl::unexpected(pidfd.error());
+  return std::make_unique<RealShim>(actor_, pid, start_ticks, *pidfd, std::nullopt);
+}
+
+Result<runner::ExitRecord> RealWorld::read_exit_record(const std::string& run_dir) {
+  return runner::read_exit_record(run_dir);
+}
+
+void RealWorld::sweep_session(pid_t session, uint64_t shim_start_ticks,
+                              std::function<void(int killed)> done) {
+  {
+    std::lock_guard lock(sweep_mutex_);
+    sweeps_.push_back({session, shim_start_ticks, std::move(done)});
+  }
+  sweep_ready_.notify_one();
+}
+
+void RealWorld::sweep_loop() {
+  auto table = os::make_linux_process_table();
+  while (true) {
+    Sweep sweep;
+    {
+      std::unique_lock lock(sweep_mutex_);
+      sweep_ready_.wait(lock, [this] { return stopping_ || !sweeps_.empty(); });
+      if (stopping_) return;
+      sweep = std::move(sweeps_.front());
+      sweeps_.pop_front();
+    }
+    // A killed process leaves the session a moment later: rounds 10 ms apart, for at most 1 s.
+    int killed = 0;
+    for (int round = 0; round < 100; ++round) {
+      auto r = runner::sweep_session_once(*table, sweep.session, sweep.ticks);
+      killed += r.signalled;
+      if (r.done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::weak_ptr<bool> alive = alive_;
+    asio::post(actor_, [alive, killed, done = std::move(sweep.done)] {
+      if (auto a = alive.lock(); a && *a) done(killed);
+    });
+  }
+}
+
+Status RealWorld::write_job_dir(const std::string& job_dir, const std::string& script) {
+  if (auto made = os::make_dirs(job_dir, 0700); !made) return made;
+  if (script.empty()) return ok();
+  // The snapshot: editing the submitted file later changes nothing.
+  std::string path = runner::script_snapshot_path(job_dir);
+  if (auto written = os::write_file_atomic(path, script); !written) return written;
+  if (::chmod(path.c_str(), 0700) != 0) return errno_error("chmod " + path);
+  return ok();
+}
+
+Status RealWorld::write_file(const std::string& path, const std::string& content) {
+  return os::write_file_atomic(path, content, /*durable=*/false);
+}
+
+void RealWorld::remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
+int64_t RealWorld::modified_ms(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
+void RealWorld::check_conditions(ConditionRequest request,
+                                 std::function<void(ConditionResult)> done) {
+  checker_.check(std::move(request), std::move(done));
+}
+
+void RealWorld::clean_up(runner::CleanupTarget target,
+                         std::function<void(runner::CleanupOutcome)> done) {
+  std::weak_ptr<bool> alive = alive_;
+  cleaner_.add(std::move(target), [this, alive, done = std::move(done)](runner::CleanupOutcome outcome) {
+    asio::post(actor_, [alive, done, outcome = std::move(outcome)] {
+      if (auto a = alive.lock(); a && *a) done(outcome);
+    });
+  });
+}
+
+}  // namespace gpuq::daemon

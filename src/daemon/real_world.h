@@ -1,0 +1,87 @@
+// The queue actor's World (world.h) on a real machine: the system clock and Asio timers on the
+// actor's io_context, SQLite transactions of the daemon's store, shims launched through the
+// spawner (or by exec) and watched and signalled through pidfds, run files on disk, condition
+// checks on the ConditionChecker's threads, cleanup sweeps on the Cleaner's thread, and the
+// sweeps of lost runs' sessions on a thread of their own.
+//
+// Owns those threads (the destructor stops and joins them; callbacks not yet delivered are
+// dropped) and borrows the io_context, the store and the spawner, which must outlive it.
+// Thread rules: as World; construct and destroy on the actor's thread while the io_context is
+// not running callbacks of this world.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/asio.h"
+#include "daemon/world.h"
+#include "runner/cleaner.h"
+#include "runner/spawner.h"
+#include "store/store.h"
+
+namespace gpuq::daemon {
+
+struct RealWorldOptions {
+  std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
+  runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
+  runner::CleanupLimits cleanup;           // the Cleaner's poll, grace and limit
+  int condition_threads = 2;
+};
+
+class RealWorld : public World {
+ public:
+  RealWorld(boost::asio::io_context& actor, store::Store& store, RealWorldOptions options);
+  ~RealWorld() override;
+  RealWorld(const RealWorld&) = delete;
+  RealWorld& operator=(const RealWorld&) = delete;
+
+  int64_t now_ms() override;
+  std::unique_ptr<Timer> make_timer() override;
+  void post(std::function<void()> fn) override;
+  Status commit(const std::function<Status()>& writes) override;
+  Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) override;
+  Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir) override;
+  Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
+  Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
+  void sweep_session(pid_t session, uint64_t shim_start_ticks,
+                     std::function<void(int killed)> done) override;
+  Status write_job_dir(const std::string& job_dir, const std::string& script) override;
+  Status write_file(const std::string& path, const std::string& content) override;
+  void remove_file(const std::string& path) override;
+  int64_t modified_ms(const std::string& path) override;
+  void check_conditions(ConditionRequest request,
+                        std::function<void(ConditionResult)> done) override;
+  void clean_up(runner::CleanupTarget target,
+                std::function<void(runner::CleanupOutcome)> done) override;
+  os::ProcessTable& processes() override { return *processes_; }
+
+ private:
+  void sweep_loop();
+
+  boost::asio::io_context& actor_;
+  store::Store& store_;
+  RealWorldOptions options_;
+  std::unique_ptr<os::ProcessTable> processes_;
+  ConditionChecker checker_;
+  runner::Cleaner cleaner_;
+  // Session sweeps: (session, shim ticks, done) run one after another on sweep_thread_.
+  struct Sweep {
+    pid_t session;
+    uint64_t ticks;
+    std::function<void(int)> done;
+  };
+  std::mutex sweep_mutex_;
+  std::condition_variable sweep_ready_;
+  std::deque<Sweep> sweeps_;
+  bool stopping_ = false;
+  // Cleared by the destructor before the threads stop: late results are dropped, not posted to
+  // an actor that is going away.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::thread sweep_thread_;  // last: starts once everything above exists
+};
+
+}  // namespace gpuq::daemon

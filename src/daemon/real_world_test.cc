@@ -1,0 +1,112 @@
+// The real World's timers and shims: a real io_context, real processes.
+#include "daemon/real_world.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <limits>
+
+#include "base/time.h"
+#include "os/process.h"
+#include "store/store.h"
+
+namespace gpuq::daemon {
+namespace {
+
+namespace asio = boost::asio;
+
+class RealWorldTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuq-world-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto store = store::Store::open((dir_ / "gpuq.db").string(), false);
+    ASSERT_TRUE(store);
+    store_ = std::move(*store);
+    world_ = std::make_unique<RealWorld>(ioc_, *store_, RealWorldOptions{});
+  }
+  void TearDown() override {
+    world_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  asio::io_context ioc_;
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<RealWorld> world_;
+};
+
+TEST_F(RealWorldTest, ATimerFarAwayNeitherOverflowsNorFires) {
+  auto far = world_->make_timer();
+  auto near = world_->make_timer();
+  bool far_fired = false, near_fired = false;
+  // Milliseconds that overflow when turned into the steady clock's nanoseconds.
+  far->arm(wall_now_ms() + (int64_t{1} << 61), [&] { far_fired = true; });
+  far->arm(std::numeric_limits<int64_t>::max(), [&] { far_fired = true; });
+  near->arm(wall_now_ms() + 20, [&] { near_fired = true; });
+  while (!near_fired) ioc_.run_one();
+  ioc_.poll();
+  EXPECT_FALSE(far_fired);
+}
+
+TEST_F(RealWorldTest, ATimerInThePastFiresOnTheNextTurnNotInsideArm) {
+  auto timer = world_->make_timer();
+  bool fired = false;
+  timer->arm(std::numeric_limits<int64_t>::min(), [&] { fired = true; });
+  EXPECT_FALSE(fired);
+  ioc_.run_one();
+  EXPECT_TRUE(fired);
+}
+
+TEST_F(RealWorldTest, ACancelledOrReplacedTimerNeverFiresItsOldCallback) {
+  auto timer = world_->make_timer();
+  int first = 0, second = 0;
+  timer->arm(wall_now_ms(), [&] { ++first; });
+  timer->arm(wall_now_ms() + 10, [&] { ++second; });
+  while (second == 0) ioc_.run_one();
+  timer->arm(wall_now_ms(), [&] { ++first; });
+  timer->cancel();
+  ioc_.poll();
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+}
+
+TEST_F(RealWorldTest, AnAdoptedProcessIsSignalledThroughItsPidfdOnly) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  auto ticks = os::process_start_ticks(child);
+  ASSERT_TRUE(ticks);
+  EXPECT_FALSE(world_->adopt_shim(child, *ticks + 1)) << "another start time: not that process";
+  auto shim = world_->adopt_shim(child, *ticks);
+  ASSERT_TRUE(shim) << shim.error().message;
+  bool exited = false;
+  (*shim)->on_exit([&] { exited = true; });
+  EXPECT_EQ((*shim)->signal(SIGTERM), os::SignalResult::kSent);
+  while (!exited) ioc_.run_one();
+  EXPECT_EQ((*shim)->signal(SIGTERM), os::SignalResult::kGone) << "exited (and reaped): never a reused pid";
+  EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), -1) << "already reaped by the exit watch";
+}
+
+TEST_F(RealWorldTest, ARunDirectoryIsNeverReused) {
+  runner::RunSpec spec;
+  spec.argv = {"true"};
+  std::string dir = (dir_ / "jobs" / "1" / "run-1").string();
+  ASSERT_TRUE(world_->create_run_dir(dir, spec));
+  auto again = world_->create_run_dir(dir, spec);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Code::kConflict);
+  EXPECT_EQ(std::filesystem::status(dir).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+}
+
+}  // namespace
+}  // namespace gpuq::daemon

@@ -1,0 +1,135 @@
+#include "daemon/run_end.h"
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "base/time.h"
+
+namespace gpuq::daemon {
+namespace {
+
+std::string exit_text(const runner::ExitRecord& r) {
+  if (r.signal) return fmt::format("killed by signal {} ({})", *r.signal, strsignal(*r.signal));
+  if (r.exit_code) return fmt::format("exit code {}", *r.exit_code);
+  return "no exit status";
+}
+
+nlohmann::json optional_int(const std::optional<int>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string log_note_of(const runner::ExitRecord& r) {
+  std::string note;
+  if (r.disk_full) note = "the disk was full during the run: output.log may lack output";
+  if (r.log_dropped_bytes > 0) {
+    if (!note.empty()) note += "; ";
+    note += fmt::format("output.log reached its cap ([runs] max_log); {} bytes or more were dropped",
+                        r.log_dropped_bytes);
+  }
+  return note;
+}
+
+}  // namespace
+
+RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_done_if,
+                     int64_t now_ms, bool while_down) {
+  RunEnd end;
+  end.exit_code = record.exit_code;
+  end.signal = record.signal;
+  end.ended_ms = record.ended_at_ms ? record.ended_at_ms : now_ms;
+  end.log_note = log_note_of(record);
+  if (run.stop_reason == StopReason::kCancel) {
+    end.outcome = RunOutcome::kCancelled;
+    end.reason = "cancelled by request while running";
+  } else if (run.stop_reason == StopReason::kTimeout) {
+    end.outcome = RunOutcome::kTimedOut;
+    end.reason = fmt::format("run {} timed out", run.number);
+  } else if (run.preempt_deadline_ms != 0 && record.exit_code == kYieldExitCode) {
+    // It was asked to yield (even if the request was withdrawn since) and did.
+    end.outcome = RunOutcome::kPreempted;
+    end.how = "yielded";
+  } else if (run.stop_reason == StopReason::kPreempt && record.stop_requested) {
+    end.outcome = RunOutcome::kPreempted;
+    end.how = "stopped";
+  } else if (!record.error.empty()) {
+    end.reason = "could not start: " + record.error;
+  } else if (record.exit_code == 0) {
+    end.outcome = RunOutcome::kSucceeded;
+    end.needs_done_if = has_done_if;
+  } else {
+    end.reason = fmt::format("run {}: {}", run.number, exit_text(record));
+  }
+  end.data = {{"exit_code", optional_int(record.exit_code)}, {"signal", optional_int(record.signal)}};
+  if (record.leftovers_killed > 0) end.data["leftovers_killed"] = record.leftovers_killed;
+  if (while_down) end.data["while_daemon_down"] = true;
+  if (!end.log_note.empty()) end.data["log_note"] = end.log_note;
+  return end;
+}
+
+RunEnd verify_done_if(RunEnd end, const Run& run, bool done) {
+  end.needs_done_if = false;
+  end.verified = done;
+  if (run.stop_reason == StopReason::kCancel) {
+    end.outcome = RunOutcome::kCancelled;
+    end.reason = "cancelled by request";
+  } else if (!done) {
+    end.outcome = RunOutcome::kFailed;
+    end.reason = fmt::format("run {} exited 0 but DONE_IF does not hold", run.number);
+  }
+  return end;
+}
+
+int64_t retry_delay_ms(int64_t job_delay_ms, const RetryPolicy& policy, int failed_runs) {
+  double delay = static_cast<double>(job_delay_ms >= 0 ? job_delay_ms : policy.delay_ms);
+  for (int i = 1; i < failed_runs && delay < static_cast<double>(policy.max_delay_ms); ++i) {
+    delay *= policy.backoff;
+  }
+  if (!(delay < static_cast<double>(policy.max_delay_ms))) return policy.max_delay_ms;
+  return static_cast<int64_t>(delay);
+}
+
+AfterRun decide_after_run(RunOutcome outcome, int failed_runs, int retries, int64_t job_delay_ms,
+                          const RetryPolicy& policy, bool active, int64_t now_ms) {
+  AfterRun after;
+  bool counts = outcome == RunOutcome::kFailed || outcome == RunOutcome::kTimedOut;
+  after.failed_runs = failed_runs + (counts ? 1 : 0);
+  switch (outcome) {
+    case RunOutcome::kSucceeded: after.to = JobState::kSucceeded; break;
+    case RunOutcome::kCancelled: after.to = JobState::kCancelled; break;
+    default: after.to = JobState::kFailed; break;
+  }
+  if (!active) return after;
+  if (outcome == RunOutcome::kPreempted) {
+    after.to = JobState::kPending;
+    after.preempted = true;
+  } else if (counts && after.failed_runs <= retries) {
+    after.to = JobState::kPending;
+    after.retry = true;
+    after.retry_at_ms =
+        saturating_add(now_ms, retry_delay_ms(job_delay_ms, policy, after.failed_runs));
+  }
+  return after;
+}
+
+LostRun decide_lost_run(const Run& run, int earlier_lost_runs) {
+  LostRun lost;
+  lost.requeue = earlier_lost_runs == 0 && run.stop_reason == StopReason::kNone;
+  if (lost.requeue) {
+    lost.to = JobState::kPending;
+    lost.reason = fmt::format("run {} was lost (its shim vanished, e.g. a power cut); requeued once",
+                              run.number);
+    return lost;
+  }
+  lost.to = run.stop_reason == StopReason::kCancel ? JobState::kCancelled : JobState::kFailed;
+  lost.reason = run.stop_reason != StopReason::kNone
+                    ? fmt::format("run {} was lost (its shim vanished) while the daemon was "
+                                  "stopping it ({}); not requeued",
+                                  run.number, to_string(run.stop_reason))
+                    : fmt::format("run {} was lost (its shim vanished) after an earlier lost run; "
+                                  "not requeued again — inspect it, then resubmit",
+                                  run.number);
+  return lost;
+}
+
+}  // namespace gpuq::daemon

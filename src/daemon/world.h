@@ -1,0 +1,104 @@
+// Everything the queue actor does outside its own memory, behind one interface: the wall clock
+// and timers, work posted to its own thread, commits to the store, launching run shims and
+// learning of their exits, signalling exactly those processes, the files of runs and jobs, and
+// the work it hands to other threads (condition checks, cleanup sweeps, the sweep of a lost
+// run's session). RealWorld (real_world.h) does these with Asio, pidfds, /proc and SQLite;
+// FakeWorld (testing/fake_world.h) does them in memory on a virtual clock, so that a test drives
+// the actor step by step, without processes or sleeps, and can make any commit fail.
+//
+// Thread rules: the actor calls every method on its own thread, and every callback given to a
+// World runs later on the actor's thread (never inside the call that registered it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "daemon/condition_checker.h"
+#include "os/process_table.h"
+#include "runner/cleanup.h"
+#include "runner/run_files.h"
+
+namespace gpuq::daemon {
+
+// A one-shot timer on the wall clock. Arming again replaces the earlier arming; cancel() and
+// destruction drop it. Any instant is safe: one years away neither overflows nor fires early.
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual void arm(int64_t at_ms, std::function<void()> fire) = 0;
+  virtual void cancel() = 0;
+};
+
+// A run's shim: one process, known by pid and start time. Signals reach exactly that process
+// (through a pidfd held since it was launched or adopted), never a later process with its pid.
+class ShimProcess {
+ public:
+  virtual ~ShimProcess() = default;
+  virtual pid_t pid() const = 0;
+  virtual uint64_t start_ticks() const = 0;
+  // Lets a just-launched shim start its job: call it only once the run is on record. A shim
+  // dropped without release() exits without running anything.
+  virtual Status release() = 0;
+  // kGone once the shim has exited.
+  virtual os::SignalResult signal(int sig) = 0;
+  // Calls `exited` once, when the shim has exited (at once if it already has).
+  virtual void on_exit(std::function<void()> exited) = 0;
+};
+
+class World {
+ public:
+  virtual ~World() = default;
+
+  // --- time and the actor's thread ---
+  virtual int64_t now_ms() = 0;  // the wall clock, ms since the epoch
+  virtual std::unique_ptr<Timer> make_timer() = 0;
+  virtual void post(std::function<void()> fn) = 0;  // runs fn after the current handler
+
+  // --- the store ---
+  // Runs `writes` (the actor's calls of the store's write methods) in one transaction: all of
+  // them land, or none (the error says why: a full disk, an I/O error).
+  virtual Status commit(const std::function<Status()>& writes) = 0;
+
+  // --- runs ---
+  // Creates the run directory, which must not exist yet (a run directory is never reused), and
+  // writes its run.json. kConflict when the directory exists.
+  virtual Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) = 0;
+  // Starts the run's shim; it waits for ShimProcess::release().
+  virtual Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir) = 0;
+  // The shim of a run recorded earlier, if that very process (pid and start ticks) still runs:
+  // kNotFound when it is gone, another error when that cannot be told now (out of fds).
+  virtual Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) = 0;
+  // The run's exit.json: kNotFound when the shim wrote none; another error when it cannot be
+  // read now (which says nothing about whether the run ended).
+  virtual Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) = 0;
+  // Kills, on another thread, what is left of the session of a shim that vanished (pid
+  // `session`, started at `shim_start_ticks`): every process of that session that started no
+  // earlier than the shim, each signalled only after its identity was checked. `done` gets how
+  // many processes were killed.
+  virtual void sweep_session(pid_t session, uint64_t shim_start_ticks,
+                             std::function<void(int killed)> done) = 0;
+
+  // --- files ---
+  // The job directory and, when `script` is not empty, its script snapshot.
+  virtual Status write_job_dir(const std::string& job_dir, const std::string& script) = 0;
+  // The yield request a running job finds at $GPUQ_YIELD_FILE; remove_file() withdraws it.
+  virtual Status write_file(const std::string& path, const std::string& content) = 0;
+  virtual void remove_file(const std::string& path) = 0;
+  // When the file last changed (ms since the epoch); 0 when it does not exist.
+  virtual int64_t modified_ms(const std::string& path) = 0;
+
+  // --- work on other threads ---
+  virtual void check_conditions(ConditionRequest request,
+                                std::function<void(ConditionResult)> done) = 0;
+  virtual void clean_up(runner::CleanupTarget target,
+                        std::function<void(runner::CleanupOutcome)> done) = 0;
+  // The process table, for telling runs' GPU processes from foreign ones (actor thread only).
+  virtual os::ProcessTable& processes() = 0;
+};
+
+}  // namespace gpuq::daemon
