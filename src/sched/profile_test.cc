@@ -1,0 +1,116 @@
+// The time profile behind backfill (backfill.h), asked directly at its boundaries: memory
+// exactly enough versus one MiB short, over windows where sharers come and go; lane units at
+// a window's edges, with units that no running job names; and where the search for a start
+// begins. The scheduler's tests see these only through the starts they allow.
+#include <gtest/gtest.h>
+
+#include "sched/backfill.h"
+#include "sched/test_support.h"
+
+namespace gpuq::sched::testing {
+namespace {
+
+constexpr int64_t kNow = 7'000'000;
+constexpr int64_t kMin = 60'000;
+
+// Whether `job` fits over [now + from, now + to) on every GPU of the snapshot.
+bool fits(const Snapshot& s, const PendingJob& job, int64_t from, int64_t to) {
+  Machine machine(s);
+  Profile profile(machine, s);
+  GpuSet all;
+  for (int g = 0; g < machine.gpu_count(); ++g) all.set(g);
+  return profile.fits(machine.need_of(job), kNow + from, kNow + to, all, nullptr);
+}
+
+// One 80000 MiB GPU shared by job 100 (30000 MiB, ends in an hour) and job 101 (40000 MiB,
+// ends in two): 10000 MiB free now, 40000 once job 100 ends, all of it once both have.
+Snapshot shared_gpu() {
+  Snapshot s = machine(1);
+  s.now_ms = kNow;
+  s.running = {run(100).slots({0}).share(30000).ends(kNow + 60 * kMin),
+               run(101).slots({0}).share(40000).ends(kNow + 120 * kMin)};
+  s.gpus[0].sharers = 2;
+  s.gpus[0].memory_free_mib = 10000;
+  return s;
+}
+
+TEST(Profile, MemoryFitsExactlyWhatTheSharersLeave) {
+  const Snapshot s = shared_gpu();
+  auto sharer = [](int64_t mib) { return job(1, 1).share().mem(mib); };
+  EXPECT_TRUE(fits(s, sharer(10000), 0, 30 * kMin));
+  EXPECT_FALSE(fits(s, sharer(10001), 0, 30 * kMin));
+  EXPECT_TRUE(fits(s, sharer(40000), 60 * kMin, 90 * kMin));  // after job 100
+  EXPECT_FALSE(fits(s, sharer(40001), 60 * kMin, 90 * kMin));
+  EXPECT_FALSE(fits(s, sharer(20001), 59 * kMin, 90 * kMin));  // job 100 still there at 59
+  EXPECT_TRUE(fits(s, sharer(80000), 120 * kMin, 150 * kMin));
+  EXPECT_FALSE(fits(s, sharer(80001), 120 * kMin, 150 * kMin));
+  // A job that does not share needs the GPU whole: only once both sharers have ended.
+  EXPECT_FALSE(fits(s, job(1, 1).mem(1), 60 * kMin, 90 * kMin));
+  EXPECT_TRUE(fits(s, job(1, 1).mem(80000), 120 * kMin, 150 * kMin));
+}
+
+TEST(Profile, ALaneUnitIsFreeFromTheMomentItsHolderEnds) {
+  Snapshot s = machine(0);
+  s.now_ms = kNow;
+  s.lanes = {lane("cpu", 1)};
+  s.lanes[0].used = 1;
+  s.running = {run(5).lanes({0}).ends(kNow + 60 * kMin)};
+  const PendingJob on_cpu = job(1, 0).lanes({0});
+  EXPECT_FALSE(fits(s, on_cpu, 0, 30 * kMin));
+  EXPECT_FALSE(fits(s, on_cpu, 59 * kMin, 90 * kMin));
+  EXPECT_TRUE(fits(s, on_cpu, 60 * kMin, 90 * kMin));
+
+  // A better job's reservation takes the unit from 90 minutes: a window ending exactly then
+  // fits, one a millisecond longer does not.
+  Machine machine(s);
+  Profile profile(machine, s);
+  Claim reserved;
+  reserved.job = 2;
+  reserved.start = kNow + 90 * kMin;
+  reserved.end = kNow + 120 * kMin;
+  reserved.tokens = token_bit(0);
+  reserved.reserved = true;
+  profile.add(reserved);
+  const Need need = machine.need_of(on_cpu);
+  EXPECT_TRUE(profile.fits(need, kNow + 60 * kMin, kNow + 90 * kMin, GpuSet{}, nullptr));
+  EXPECT_FALSE(profile.fits(need, kNow + 60 * kMin, kNow + 90 * kMin + 1, GpuSet{}, nullptr));
+  EXPECT_TRUE(profile.fits(need, kNow + 120 * kMin, kNow + 150 * kMin, GpuSet{}, nullptr));
+}
+
+TEST(Profile, UnitsNoRunningJobNamesAreHeldForever) {
+  // Two of two cpu units are in use, but only job 5 (ending in an hour) says it holds one.
+  Snapshot s = machine(0);
+  s.now_ms = kNow;
+  s.lanes = {lane("cpu", 2)};
+  s.lanes[0].used = 2;
+  s.running = {run(5).lanes({0}).ends(kNow + 60 * kMin)};
+  const PendingJob on_cpu = job(1, 0).lanes({0});
+  EXPECT_FALSE(fits(s, on_cpu, 0, 30 * kMin));
+  EXPECT_TRUE(fits(s, on_cpu, 60 * kMin, 90 * kMin));
+  s.lanes[0].capacity = 1;
+  s.lanes[0].used = 1;
+  s.running.clear();  // one unit, held by nobody known: never free
+  EXPECT_FALSE(fits(s, on_cpu, 1000 * kMin, 1030 * kMin));
+}
+
+TEST(Profile, TheEarliestStartIsStrictlyAfterTheGivenTime) {
+  // GPU 0 frees in an hour, GPU 1 in two.
+  Snapshot s = machine(2);
+  s.now_ms = kNow;
+  s.running = {run(100).slots({0}).ends(kNow + 60 * kMin),
+               run(101).slots({1}).ends(kNow + 120 * kMin)};
+  s.gpus[0].held_exclusive = s.gpus[1].held_exclusive = true;
+  Machine machine(s);
+  Profile profile(machine, s);
+  const Need one = machine.need_of(job(1, 1).estimate(30 * kMin));
+  const Need two = machine.need_of(job(2, 2).estimate(30 * kMin));
+  const GpuSet all = machine.could_ever_take(one);
+  EXPECT_EQ(profile.earliest_after(one, kNow, all).start, kNow + 60 * kMin);
+  EXPECT_EQ(profile.earliest_after(one, kNow + 60 * kMin - 1, all).start, kNow + 60 * kMin);
+  EXPECT_EQ(profile.earliest_after(one, kNow + 60 * kMin, all).start, kNow + 120 * kMin);
+  EXPECT_EQ(profile.earliest_after(two, kNow, all).start, kNow + 120 * kMin);
+  EXPECT_EQ(profile.earliest_after(two, kNow + 120 * kMin, all).start, kInfinity);
+}
+
+}  // namespace
+}  // namespace gpuq::sched::testing
