@@ -112,5 +112,19 @@ TEST(Profile, TheEarliestStartIsStrictlyAfterTheGivenTime) {
   EXPECT_EQ(profile.earliest_after(two, kNow + 120 * kMin, all).start, kInfinity);
 }
 
+// A reservation index is valid below the number of reservations (or of those GPUs name): one
+// past the last is a reservation without GPUs (pool -1), never a pool out of range.
+TEST(Machine, AReservationPastTheLastHasNoPool) {
+  Snapshot s = machine(2);
+  s.reservations = {reservation("eval", {1})};
+  Machine machine_of(s);
+  EXPECT_EQ(machine_of.need_of(job(1, 1).reservation(0)).pool, 1);
+  EXPECT_EQ(machine_of.need_of(job(1, 1).reservation(1)).pool, -1);
+  s.gpus[0].reservation = 1;  // a GPU naming reservation 1 makes it exist
+  Machine named(s);
+  EXPECT_EQ(named.need_of(job(1, 1).reservation(1)).pool, 2);
+  EXPECT_EQ(named.need_of(job(1, 1).reservation(2)).pool, -1);
+}
+
 }  // namespace
 }  // namespace gpuq::sched::testing
