@@ -140,16 +140,10 @@ TEST(Backfill, EveryWaitingJobGetsAReservation) {
   EXPECT_TRUE(started(backfill).empty());
 }
 
-// One GPU shared by job 100 (30000 MiB, ends in an hour) and job 101 (40000 MiB, ends in two):
-// 10000 MiB free now, 40000 after an hour. Job 1 shares too and needs `mem`; jobs 2 and 3
-// share 10000 MiB for 90 and 60 minutes.
+// shared_by_two(): 10000 MiB free now, 40000 after an hour. Job 1 shares too and needs `mem`;
+// jobs 2 and 3 share 10000 MiB for 90 and 60 minutes.
 Snapshot sharers_leave(int64_t mem) {
-  Snapshot s = machine(1);
-  s.now_ms = kNow;
-  s.running = {run(100).slots({0}).share(30000).ends(kNow + 60 * kMin),
-               run(101).slots({0}).share(40000).ends(kNow + 120 * kMin)};
-  s.gpus[0].sharers = 2;
-  s.gpus[0].memory_free_mib = 10000;
+  Snapshot s = shared_by_two(kNow);
   s.queue = {job(1, 1).share().mem(mem).estimate(30 * kMin),
              job(2, 1).share().mem(10000).estimate(90 * kMin),
              job(3, 1).share().mem(10000).estimate(60 * kMin)};

@@ -22,20 +22,19 @@ bool fits(const Snapshot& s, const PendingJob& job, int64_t from, int64_t to) {
   return profile.fits(machine.need_of(job), kNow + from, kNow + to, all, nullptr);
 }
 
-// One 80000 MiB GPU shared by job 100 (30000 MiB, ends in an hour) and job 101 (40000 MiB,
-// ends in two): 10000 MiB free now, 40000 once job 100 ends, all of it once both have.
-Snapshot shared_gpu() {
-  Snapshot s = machine(1);
+// A machine without GPUs whose lane cpu has `capacity` units, `used` of them in use; job 5
+// holds one of them for an hour when `job5` (the others no running job names).
+Snapshot cpu_lane(int capacity, int used, bool job5 = true) {
+  Snapshot s = machine(0);
   s.now_ms = kNow;
-  s.running = {run(100).slots({0}).share(30000).ends(kNow + 60 * kMin),
-               run(101).slots({0}).share(40000).ends(kNow + 120 * kMin)};
-  s.gpus[0].sharers = 2;
-  s.gpus[0].memory_free_mib = 10000;
+  s.lanes = {lane("cpu", capacity)};
+  s.lanes[0].used = used;
+  if (job5) s.running = {run(5).lanes({0}).ends(kNow + 60 * kMin)};
   return s;
 }
 
 TEST(Profile, MemoryFitsExactlyWhatTheSharersLeave) {
-  const Snapshot s = shared_gpu();
+  const Snapshot s = shared_by_two(kNow);  // 10000 MiB free now, 40000 after an hour
   auto sharer = [](int64_t mib) { return job(1, 1).share().mem(mib); };
   EXPECT_TRUE(fits(s, sharer(10000), 0, 30 * kMin));
   EXPECT_FALSE(fits(s, sharer(10001), 0, 30 * kMin));
@@ -50,11 +49,7 @@ TEST(Profile, MemoryFitsExactlyWhatTheSharersLeave) {
 }
 
 TEST(Profile, ALaneUnitIsFreeFromTheMomentItsHolderEnds) {
-  Snapshot s = machine(0);
-  s.now_ms = kNow;
-  s.lanes = {lane("cpu", 1)};
-  s.lanes[0].used = 1;
-  s.running = {run(5).lanes({0}).ends(kNow + 60 * kMin)};
+  const Snapshot s = cpu_lane(1, 1);
   const PendingJob on_cpu = job(1, 0).lanes({0});
   EXPECT_FALSE(fits(s, on_cpu, 0, 30 * kMin));
   EXPECT_FALSE(fits(s, on_cpu, 59 * kMin, 90 * kMin));
@@ -78,19 +73,12 @@ TEST(Profile, ALaneUnitIsFreeFromTheMomentItsHolderEnds) {
 }
 
 TEST(Profile, UnitsNoRunningJobNamesAreHeldForever) {
-  // Two of two cpu units are in use, but only job 5 (ending in an hour) says it holds one.
-  Snapshot s = machine(0);
-  s.now_ms = kNow;
-  s.lanes = {lane("cpu", 2)};
-  s.lanes[0].used = 2;
-  s.running = {run(5).lanes({0}).ends(kNow + 60 * kMin)};
   const PendingJob on_cpu = job(1, 0).lanes({0});
-  EXPECT_FALSE(fits(s, on_cpu, 0, 30 * kMin));
-  EXPECT_TRUE(fits(s, on_cpu, 60 * kMin, 90 * kMin));
-  s.lanes[0].capacity = 1;
-  s.lanes[0].used = 1;
-  s.running.clear();  // one unit, held by nobody known: never free
-  EXPECT_FALSE(fits(s, on_cpu, 1000 * kMin, 1030 * kMin));
+  // Two of two units are in use, but only job 5 says it holds one: full until it ends.
+  EXPECT_FALSE(fits(cpu_lane(2, 2), on_cpu, 0, 30 * kMin));
+  EXPECT_TRUE(fits(cpu_lane(2, 2), on_cpu, 60 * kMin, 90 * kMin));
+  // One unit, held by nobody known: never free.
+  EXPECT_FALSE(fits(cpu_lane(1, 1, false), on_cpu, 1000 * kMin, 1030 * kMin));
 }
 
 TEST(Profile, TheEarliestStartIsStrictlyAfterTheGivenTime) {
