@@ -4,43 +4,24 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <type_traits>
+#include <optional>
 
 #include "cli/commands.h"
-#include "spec/plan.h"
-
-// The simulator is linked only when its library exists (src/cli/CMakeLists.txt).
-#if defined(GPUQ_HAVE_SIM) && __has_include("sim/simulate.h")
-#define GPUQ_CLI_HAVE_SIM 1
 #include "sim/plan_jobs.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/trace.h"
-#else
-#define GPUQ_CLI_HAVE_SIM 0
-#endif
+#include "spec/plan.h"
 
 namespace gpuq::cli {
 namespace {
 
-// The scheduler's policies by name (docs/scheduling.md); -1 when unknown.
-int policy_index(std::string_view name) {
-  if (name == "fifo") return 0;
-  if (name == "priority") return 1;
-  if (name == "backfill") return 2;
-  return -1;
-}
-
-#if GPUQ_CLI_HAVE_SIM
-sched::Policy policy_of(int index) {
-  switch (index) {
-    case 0:
-      return sched::Policy::kFifo;
-    case 1:
-      return sched::Policy::kPriority;
-    default:
-      return sched::Policy::kBackfill;
-  }
+// The scheduler's policies by name (docs/scheduling.md); nullopt when unknown.
+std::optional<sched::Policy> policy_named(std::string_view name) {
+  if (name == "fifo") return sched::Policy::kFifo;
+  if (name == "priority") return sched::Policy::kPriority;
+  if (name == "backfill") return sched::Policy::kBackfill;
+  return std::nullopt;
 }
 
 template <class J>
@@ -57,7 +38,7 @@ int print_text(Context& ctx, const std::string& text) {
 int simulate_jobs(Context& ctx, const SimulateOptions& options,
                   const std::vector<sim::SimJob>& jobs, const sim::SimMachine& machine,
                   bool with_jobs) {
-  auto result = sim::simulate(jobs, machine, policy_of(policy_index(options.policy)));
+  auto result = sim::simulate(jobs, machine, *policy_named(options.policy));
   if (!result) return ctx.report(kExitFailed, result.error().message);
   if (options.json) return print_text(ctx, json_dump(sim::result_to_json(*result, with_jobs)));
   return print_text(ctx, sim::format_result_table(*result, with_jobs));
@@ -71,7 +52,6 @@ std::map<std::string, std::string> environment(const std::vector<std::string>& e
   }
   return env;
 }
-#endif
 
 }  // namespace
 
@@ -85,11 +65,10 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   if (*options.gpus < 0) {
     return ctx.report(kExitUsage, fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
   }
-  if (policy_index(options.policy) < 0) {
+  if (!policy_named(options.policy)) {
     return ctx.report(kExitUsage, fmt::format("bad --policy '{}': use fifo, priority or backfill",
                                               options.policy));
   }
-#if GPUQ_CLI_HAVE_SIM
   sim::SimMachine machine;
   machine.gpus = *options.gpus;
   if (!options.trace.empty()) {
@@ -107,11 +86,6 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   if (!reservations) return ctx.report(kExitUsage, reservations.error().message);
   machine.reservations = std::move(*reservations);
   return simulate_jobs(ctx, options, *jobs, machine, true);
-#else
-  return ctx.report(kExitFailed,
-                    "simulate is not available in this build of gpuq (it needs the gpuq_sim "
-                    "library of src/sim)");
-#endif
 }
 
 }  // namespace gpuq::cli

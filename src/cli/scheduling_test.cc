@@ -1,7 +1,6 @@
 // The scheduling commands and flags of the CLI against a scripted daemon (FakeTransport):
 // submit's scheduling flags and their JSON, plans, hold/release/retry/move/drain, the status
-// screen's lanes, drain line and ETAs, lint and simulate. The simulation tests run only when
-// the CLI is built with the simulator (GPUQ_HAVE_SIM, see CMakeLists.txt).
+// screen's lanes, drain line and ETAs, lint and simulate.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -386,7 +385,6 @@ TEST_F(Scheduling, SimulateUsageErrors) {
   expect_usage_error({"simulate", plan, "--gpus", "2", "--policy", "lifo"}, "bad --policy 'lifo'");
 }
 
-#if defined(GPUQ_HAVE_SIM)
 TEST_F(Scheduling, SimulatePlanNeedsNoDaemon) {
   std::string plan = dir_.write(
       "plan.json",
@@ -414,13 +412,6 @@ TEST_F(Scheduling, SimulateTraceLeavesOutJobs) {
   EXPECT_EQ(result["makespan_s"], 120) << out();
   EXPECT_FALSE(result.contains("jobs"));
 }
-#else
-TEST_F(Scheduling, SimulateSaysItIsMissing) {
-  std::string plan = dir_.write("plan.json", R"({"jobs":[]})");
-  EXPECT_EQ(run({"simulate", plan, "--gpus", "2"}), kExitFailed);
-  EXPECT_NE(err().find("simulate is not available"), std::string::npos) << err();
-}
-#endif
 
 }  // namespace
 }  // namespace gpuq::cli

@@ -26,10 +26,18 @@ TEST(Readiness, EveryKindAgainstEveryState) {
       {"afterok blocked", K::kAfterOk, S::kBlocked, V::kImpossible},
       {"afterok held", K::kAfterOk, S::kHeld, V::kWaiting},
       {"afterany failed", K::kAfterAny, S::kFailed, V::kSatisfied},
+      {"afterany succeeded", K::kAfterAny, S::kSucceeded, V::kSatisfied},
+      {"afterany skipped", K::kAfterAny, S::kSkipped, V::kSatisfied},
+      {"afterany cancelled", K::kAfterAny, S::kCancelled, V::kSatisfied},
       {"afterany pending", K::kAfterAny, S::kPending, V::kWaiting},
+      {"afterany held", K::kAfterAny, S::kHeld, V::kWaiting},
+      {"afterany blocked", K::kAfterAny, S::kBlocked, V::kImpossible},
       {"afternotok failed", K::kAfterNotOk, S::kFailed, V::kSatisfied},
+      {"afternotok cancelled", K::kAfterNotOk, S::kCancelled, V::kSatisfied},
       {"afternotok succeeded", K::kAfterNotOk, S::kSucceeded, V::kImpossible},
+      {"afternotok skipped", K::kAfterNotOk, S::kSkipped, V::kImpossible},
       {"afternotok running", K::kAfterNotOk, S::kRunning, V::kWaiting},
+      {"afternotok blocked", K::kAfterNotOk, S::kBlocked, V::kImpossible},
       {"unknown job", K::kAfterOk, std::nullopt, V::kImpossible},
   };
   for (const Case& c : cases) {
@@ -51,6 +59,19 @@ TEST(Readiness, ImpossibleWinsOverWaitingAndSaysHowToRelease) {
   verdict = evaluate_job_dependencies(job, [&](int64_t id) { return states[id]; });
   EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kWaiting);
   EXPECT_EQ(verdict.text(), "waiting for job 1 (running)");
+}
+
+TEST(Readiness, TheFirstUnmetDependencyIsTheReason) {
+  ActiveJob job;
+  job.deps = {{Dependency::Kind::kAfterOk, "a", 1},
+              {Dependency::Kind::kAfterNotOk, "b", 2},
+              {Dependency::Kind::kAfterAny, "c", 3}};
+  std::map<int64_t, JobState> states = {
+      {1, JobState::kSucceeded}, {2, JobState::kRunning}, {3, JobState::kPending}};
+  auto verdict = evaluate_job_dependencies(job, [&](int64_t id) { return states[id]; });
+  EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kWaiting);
+  EXPECT_EQ(verdict.job, 2);
+  EXPECT_EQ(verdict.text(), "waiting for job 2 (running; runs only if it fails)");
 }
 
 TEST(Readiness, FileAndRequiresAreNotJudgedHere) {

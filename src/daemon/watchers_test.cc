@@ -1,9 +1,14 @@
-// Each watcher on a fake clock: its episode starts once its condition has lasted its limit,
-// repeats while it lasts, ends when it is gone, and a restart (a new book restored from the
+// Each watcher on a fake clock: its episode starts once its condition has lasted its limit
+// (exactly then, not a millisecond before), repeats while it lasts (exactly every repeat),
+// ends when it is gone, a limit of 0 turns it off, and a restart (a new book restored from the
 // saved episodes) neither repeats the start nor loses the end.
 #include "daemon/watchers.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace gpuq::daemon {
 namespace {
@@ -271,6 +276,138 @@ TEST(EmptyQueueWatcher, OptIn) {
   ASSERT_EQ(phases(w.look(kT0 + 15 * kMinute), "queue.empty"), Phases{"start"});
   w.queue.empty = false;
   EXPECT_EQ(phases(w.look(kT0 + 16 * kMinute), "queue.empty"), Phases{"end"});
+}
+
+// Every watcher, its condition holding from kT0: nothing a millisecond before its limit, the
+// start exactly at it, nothing a millisecond before the repeat is due, the repeat exactly then.
+struct LimitCase {
+  std::string kind;
+  int64_t limit_ms;
+  std::function<void(World&)> arrange;
+  bool counts_from_first_look = false;  // the condition has no since of its own
+};
+
+TEST(Watchers, EachStartsExactlyAtItsLimitAndRepeatsExactlyOnTime) {
+  std::vector<LimitCase> cases = {
+      {"job.requires_wait", 60 * kMinute,
+       [](World& w) {
+         JobFacts job;
+         job.id = 1;
+         job.requires_warn_ms = 60 * kMinute;
+         job.waiting = true;
+         job.waiting_since_ms = kT0;
+         w.jobs = {job};
+       }},
+      {"job.quiet", 5 * kMinute,
+       [](World& w) {
+         JobFacts job = running(2);
+         job.started_ms = kT0 - 30 * kMinute;
+         job.log_changed_ms = kT0;
+         job.quiet_ms = 5 * kMinute;
+         w.jobs = {job};
+       }},
+      {"job.overdue", 7 * kMinute,
+       [](World& w) {
+         JobFacts job = running(3);
+         job.warn_after_ms = 7 * kMinute;
+         w.jobs = {job};
+       }},
+      {"job.overdue", 15 * kMinute,  // the estimate times the configured factor
+       [](World& w) {
+         w.config.overdue_factor = 1.5;
+         JobFacts job = running(3);
+         job.estimate_ms = 10 * kMinute;
+         w.jobs = {job};
+       }},
+      {"job.gpu_idle", 20 * kMinute,
+       [](World& w) {
+         JobFacts job = running(4);
+         job.started_ms = kT0 - 60 * kMinute;
+         job.gpus = 1;
+         job.gpu_utilization = 5;  // at the threshold: idle
+         job.log_changed_ms = kT0 - 30 * kMinute;
+         job.gpu_busy_ms = kT0;  // busy later than the log grew: idle since then
+         w.jobs = {job};
+       }},
+      {"queue.idle_with_work", 10 * kMinute,
+       [](World& w) {
+         w.queue.free_gpus = 1;
+         w.queue.waiting_jobs = 1;
+       },
+       true},
+      {"queue.empty", 15 * kMinute,
+       [](World& w) {
+         w.config.empty_ms = 15 * kMinute;
+         w.queue.empty = true;
+       },
+       true},
+  };
+  const int64_t repeat = config().repeat_ms;
+  for (const LimitCase& c : cases) {
+    SCOPED_TRACE(c.kind + " after " + std::to_string(c.limit_ms) + " ms");
+    World w;
+    c.arrange(w);
+    if (c.counts_from_first_look) {
+      EXPECT_EQ(phases(w.look(kT0), c.kind), Phases{});
+    }
+    EXPECT_EQ(phases(w.look(kT0 + c.limit_ms - 1), c.kind), Phases{});
+    auto started = w.look(kT0 + c.limit_ms);
+    ASSERT_EQ(phases(started, c.kind), Phases{"start"});
+    EXPECT_EQ(started[0].data["for_ms"], c.limit_ms);
+    EXPECT_EQ(phases(w.look(kT0 + c.limit_ms + repeat - 1), c.kind), Phases{});
+    EXPECT_EQ(phases(w.look(kT0 + c.limit_ms + repeat), c.kind), Phases{"repeat"});
+  }
+}
+
+TEST(Watchers, ALimitOfZeroTurnsEachOff) {
+  World w;
+  w.config.gpu_idle_ms = 0;
+  w.config.idle_with_work_ms = 0;
+  w.config.empty_ms = 0;
+  JobFacts waiting;
+  waiting.id = 1;
+  waiting.waiting = true;
+  waiting.waiting_since_ms = kT0;
+  waiting.requires_warn_ms = 0;
+  JobFacts idle = running(2);
+  idle.quiet_ms = 0;
+  idle.gpus = 1;
+  idle.gpu_utilization = 0;
+  w.jobs = {waiting, idle};
+  w.queue.free_gpus = 1;
+  w.queue.waiting_jobs = 1;
+  w.queue.empty = true;  // not consistent with the rest, but each watcher looks alone
+  w.look(kT0);
+  EXPECT_TRUE(w.look(kT0 + 1000 * kMinute).empty());
+}
+
+TEST(GpuIdleWatcher, AboveTheThresholdIsBusy) {
+  World w;
+  JobFacts job = running(8);
+  job.gpus = 1;
+  job.gpu_utilization = 6;  // the threshold is 5
+  w.jobs = {job};
+  EXPECT_TRUE(w.look(kT0 + 100 * kMinute).empty());
+}
+
+// A condition without a since of its own counts from the first look that saw it; a look
+// that cannot tell (a check is running) keeps that count.
+TEST(RequiresWaitWatcher, ALookThatCannotTellKeepsTheCount) {
+  World w;
+  JobFacts job;
+  job.id = 7;
+  job.requires_warn_ms = 60 * kMinute;
+  job.waiting = true;  // since 0: counted from this look
+  w.jobs = {job};
+  EXPECT_TRUE(w.look(kT0).empty());
+  w.jobs[0].waiting = false;
+  w.jobs[0].waiting_unknown = true;
+  EXPECT_TRUE(w.look(kT0 + 30 * kMinute).empty());
+  w.jobs[0].waiting = true;
+  w.jobs[0].waiting_unknown = false;
+  auto started = w.look(kT0 + 60 * kMinute);
+  ASSERT_EQ(phases(started, "job.requires_wait"), Phases{"start"});
+  EXPECT_EQ(started[0].data["for_ms"], 60 * kMinute);
 }
 
 TEST(AttentionReminder, OnlyRepeatsItsStartAndEndAreToldElsewhere) {

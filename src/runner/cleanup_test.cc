@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <map>
+#include <string>
 
 #include "os/process_table.h"
 
@@ -321,6 +323,75 @@ TEST_F(CleanupTest, VanishingProcessDelaysOnlyTheRunsItCouldBelongTo) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].key, 1);
   EXPECT_TRUE(out[0].confirmed);
+}
+
+TEST_F(CleanupTest, AVanishingProcessStartedInTheRunsOwnTickCouldBeTheRuns) {
+  auto sweep = make();
+  sweep.add(target(2, "run-b", 1600), 0);
+  EXPECT_TRUE(sweep.step(0).empty());
+  table_.add(2003, 1, 1600, kUid, "");  // the same tick as the run: it could be the run's
+  table_.on_env = [this](pid_t pid) {
+    if (pid == 2003) table_.remove(2003);
+  };
+  EXPECT_TRUE(sweep.step(50).empty()) << "a scan with an unexamined process confirmed";
+  table_.on_env = nullptr;
+  auto out = sweep.step(100);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].confirmed);
+  EXPECT_EQ(out[0].scans, 3);
+}
+
+TEST_F(CleanupTest, AProcessThatBecomesAZombieWhileReadIsNotRuledOut) {
+  auto sweep = make();
+  sweep.add(target(), 0);
+  EXPECT_TRUE(sweep.step(0).empty());
+  // It exits while its environment is read: a zombie now, it may have forked a marked child
+  // this scan could not list.
+  table_.add(2003, 1, 1500, kUid, "");
+  table_.on_env = [this](pid_t pid) {
+    if (pid != 2003) return;
+    table_.find(2003)->facts.zombie = true;
+    table_.find(2003)->env_unreadable = true;
+  };
+  EXPECT_TRUE(sweep.step(50).empty()) << "a scan with an unexamined process confirmed";
+  table_.on_env = nullptr;
+  auto out = sweep.step(100);  // the zombie is skipped now: the second empty scan
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].confirmed);
+  EXPECT_EQ(out[0].scans, 3);
+}
+
+// Whatever the pattern of calls (a step every millisecond, targets added while others are
+// pending and just after the sweep went idle), no cleanup is confirmed sooner than a poll
+// after its first scan, and none waits longer than two polls past it when nothing escaped.
+TEST_F(CleanupTest, ConfirmationComesAPollAfterTheFirstScanWhateverTheCalls) {
+  auto sweep = make({50, 1000, 10'000});
+  // 1 and 2 are confirmed at 50 and 100; 3 comes to an idle sweep, 4 while 3 is pending, 5
+  // to an idle sweep again.
+  std::map<int64_t, int64_t> added_at = {{1, 0}, {2, 20}, {3, 101}, {4, 130}, {5, 202}};
+  std::map<int64_t, int64_t> first_scan, confirmed_at;
+  for (int64_t now = 0; now <= 400; ++now) {
+    for (const auto& [key, at] : added_at) {
+      if (at == now) sweep.add(target(key, "run-" + std::to_string(key)), now);
+    }
+    const int scans_before = table_.scans();
+    for (const CleanupOutcome& o : sweep.step(now)) {
+      EXPECT_TRUE(o.confirmed) << "key " << o.key;
+      confirmed_at[o.key] = now;
+    }
+    if (table_.scans() == scans_before) continue;
+    for (const auto& [key, at] : added_at) {
+      if (at <= now && !first_scan.count(key)) first_scan[key] = now;
+    }
+  }
+  ASSERT_EQ(confirmed_at.size(), added_at.size());
+  for (const auto& [key, at] : confirmed_at) {
+    EXPECT_GE(at - first_scan[key], 50) << "key " << key;
+    EXPECT_LE(at - first_scan[key], 100) << "key " << key;
+  }
+  EXPECT_EQ(first_scan[3], 101);  // an idle sweep scans a new target at once
+  EXPECT_EQ(first_scan[4], 151);  // with 3 pending, 4 joins its next scan
+  EXPECT_EQ(first_scan[5], 202);
 }
 
 TEST_F(CleanupTest, OneScanServesManyTargetsEachWithItsOwnProcesses) {

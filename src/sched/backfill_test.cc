@@ -1,6 +1,7 @@
 // Backfill rules, case by case: durations (estimate, timeout, unknown and its limit), running
 // jobs without an expected end, resources a reservation does not need, conservative
-// reservations for every waiting job, and the reservation cap.
+// reservations for every waiting job, the reservation cap, and sharing jobs' reservations
+// (memory the sharers leave, whole GPUs).
 #include <gtest/gtest.h>
 
 #include "sched/case_table.h"
@@ -137,6 +138,54 @@ TEST(Backfill, EveryWaitingJobGetsAReservation) {
   Decision priority = schedule(none);
   EXPECT_EQ(started(backfill), started(priority));
   EXPECT_TRUE(started(backfill).empty());
+}
+
+// shared_by_two(): 10000 MiB free now, 40000 after an hour. Job 1 shares too and needs `mem`;
+// jobs 2 and 3 share 10000 MiB for 90 and 60 minutes.
+Snapshot sharers_leave(int64_t mem) {
+  Snapshot s = shared_by_two(kNow);
+  s.queue = {job(1, 1).share().mem(mem).estimate(30 * kMin),
+             job(2, 1).share().mem(10000).estimate(90 * kMin),
+             job(3, 1).share().mem(10000).estimate(60 * kMin)};
+  return s;
+}
+
+TEST(Backfill, ASharingJobIsReservedWhenTheSharersLeaveItsMemory) {
+  expect_case({"the memory left after an hour is exactly enough: reserved then",
+               sharers_leave(40000),
+               {3},
+               {1, 2},
+               {},
+               {{1, "no GPU has 40000 MiB free"}, {2, "would delay job 1, which starts in ~1h"}}});
+  expect_case({"one MiB more: reserved only when both sharers have ended; job 2 runs now",
+               sharers_leave(40001),
+               {2},
+               {1, 3},
+               {},
+               {{3, "no GPU has 10000 MiB free"}}});
+}
+
+// Reservations hold whole GPUs, even for sharing jobs: GPU 0 is held until an hour from now,
+// GPU 1 is shared by job 101 for two. Job 1 shares and needs both: it is reserved both from
+// the hour on. Sharing jobs 2 (90 minutes) and 3 (60) could share GPU 1 now.
+TEST(Backfill, ASharingJobsReservationHoldsItsGpusWhole) {
+  Snapshot s = machine(2);
+  s.now_ms = kNow;
+  s.running = {run(100).slots({0}).ends(kNow + 60 * kMin),
+               run(101).slots({1}).share(10000).ends(kNow + 120 * kMin)};
+  s.gpus[0].held_exclusive = true;
+  s.gpus[1].sharers = 1;
+  s.gpus[1].memory_free_mib = 70000;
+  s.queue = {job(1, 2).share().mem(10000).estimate(30 * kMin),
+             job(2, 1).share().mem(10000).estimate(90 * kMin),
+             job(3, 1).share().mem(10000).estimate(60 * kMin)};
+  expect_case({"only the sharer that ends before the reservation joins GPU 1",
+               s,
+               {3},
+               {1, 2},
+               {{3, {1}}},
+               {{1, "needs 2 GPUs, 1 free, next free in ~1h"},
+                {2, "would delay job 1, which starts in ~1h"}}});
 }
 
 }  // namespace

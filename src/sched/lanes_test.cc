@@ -118,6 +118,12 @@ TEST(Lanes, CapacityAndExclusions) {
        {{1, "lane #9 does not exist"},
         {2, "lane off has no capacity"},
         {3, "lane net and GPU work exclude each other, and it needs both"}}},
+      {"a GPU job on a lane without capacity holds no GPU back, even from work of unknown length",
+       with_queue(lanes_box(1), {on(1, 1, {kOff}), on(2, 1, {})}),
+       {2},
+       {1},
+       {},
+       {{1, "lane off has no capacity"}}},
   };
   for (const Case& c : cases) expect_case(c);
 }

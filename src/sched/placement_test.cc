@@ -87,6 +87,11 @@ TEST(Placement, Topology) {
        {1},
        {},
        {{1, {0, 1, 3}}}},
+      {"ties go to the lowest slots: a 5-GPU job takes a whole quad and GPU 4",
+       with_queue(quads(), {job(1, 5)}),
+       {1},
+       {},
+       {{1, {0, 1, 2, 3, 4}}}},
       {"links given on one side of the diagonal",
        with_queue(one_sided, {job(1, 1), job(2, 2)}),
        {1, 2},
@@ -113,7 +118,20 @@ TEST(Placement, MemoryAndSharing) {
   held_and_shared.gpus[0].held_exclusive = true;
   held_and_shared.gpus[1].sharers = 1;
   held_and_shared.gpus[1].memory_free_mib = 60000;
+  // GPU 0 is shared with 50000 MiB left, GPU 1 with 30000, GPU 2 is whole.
+  Snapshot two_shared = machine(3);
+  two_shared.running = {run(8).slots({0}).share(30000), run(9).slots({1}).share(50000)};
+  two_shared.gpus[0].sharers = two_shared.gpus[1].sharers = 1;
+  two_shared.gpus[0].memory_free_mib = 50000;
+  two_shared.gpus[1].memory_free_mib = 30000;
   std::vector<Case> cases = {
+      {"a sharer packs onto the shared GPU with the least memory that fits it; a whole GPU "
+       "only when no shared one has room",
+       with_queue(two_shared, {mem_job(1, 1, 20000, true), mem_job(2, 1, 40000, true),
+                               mem_job(3, 1, 20000, true)}),
+       {1, 2, 3},
+       {},
+       {{1, {1}}, {2, {0}}, {3, {2}}}},
       {"gpu_mem picks a GPU with that much free",
        with_queue(uneven(), {mem_job(1, 1, 40000), mem_job(2, 1, 20000)}),
        {1, 2},
@@ -168,6 +186,10 @@ TEST(Placement, Reservations) {
   by_list.reservations = {reservation("eval", {2, 3})};
   Snapshot only_reserved = machine(2);
   only_reserved.reservations = {reservation("eval", {0, 1})};
+  // Reservation "a" lists GPU 0, but GPU 0 names reservation 1 ("b"): the GPU's word wins.
+  Snapshot disagree = machine(2);
+  disagree.reservations = {reservation("a", {0}), reservation("b", {})};
+  disagree.gpus[0].reservation = 1;
   std::vector<Case> cases = {
       {"reserved GPUs take only their jobs, and those jobs run only there",
        with_queue(by_gpu, {reserved_job(1, 2, 0), job(2, 1), reserved_job(3, 1, 0)}),
@@ -192,6 +214,17 @@ TEST(Placement, Reservations) {
        {1},
        {},
        {{1, "reservation #3 has no GPUs"}}},
+      {"a reservation one past the last",
+       with_queue(by_list, {reserved_job(1, 1, 1), job(2, 1)}),
+       {2},
+       {1},
+       {{2, {0}}},
+       {{1, "reservation #1 has no GPUs"}}},
+      {"a GPU naming a reservation belongs to it, whatever another reservation lists",
+       with_queue(disagree, {reserved_job(1, 1, 1), reserved_job(2, 1, 0), job(3, 1)}),
+       {1, 3},
+       {2},
+       {{1, {0}}, {3, {1}}}},
   };
   for (const Case& c : cases) expect_case(c);
 }

@@ -1,6 +1,7 @@
-// Preemption planning: who preempts (first in line for GPUs, better by the gap), whom (modes,
-// restart windows, least loss, pools, usable GPUs, sharers, phantom holders), how many
-// (greedy then pruned), and the promises that keep one preemption in flight per GPU. The
+// Preemption planning: who preempts (first in line for GPUs, better by the gap and not one
+// less), whom (modes, restart windows, least loss, pools, usable GPUs, memory, sharers,
+// phantom holders), how many (greedy then pruned), and the promises that keep one preemption
+// in flight per GPU (and that a job which needs no victim makes none). The
 // decisions come from schedule() on each snapshot, so the wait reasons are real.
 #include "sched/preemption.h"
 
@@ -137,6 +138,21 @@ TEST(Preemption, GapAndModes) {
        None{},
        {},
        {.gap = 0}},
+      {"one short of the gap does not count beside a victim at the gap (2 GPUs needed)",
+       box(2, {victim(100).on({0}).priority(50), victim(101).on({1}).priority(49)},
+           {want(1, 2, 10)}),
+       None{},
+       {{1, Kind::kNeedsGpus}}},
+      {"... and two victims at the gap are both stopped",
+       box(2, {victim(100).on({0}).priority(50), victim(101).on({1}).priority(50)},
+           {want(1, 2, 10)}),
+       {{101, 1}, {100, 1}}},
+      {"a custom gap: 19 short of 20 beside 20",
+       box(2, {victim(100).on({0}).priority(50), victim(101).on({1}).priority(49)},
+           {want(1, 2, 30)}),
+       None{},
+       {},
+       {.gap = 20}},
       {"gap 0, one better: preempts",
        box(1, {victim(100).on({0}).priority(51)}, {want(1, 1, 50)}),
        {{100, 1}},
@@ -252,6 +268,21 @@ TEST(Preemption, InFlight) {
   for (const PreemptCase& c : cases) expect_preemptions(c);
 }
 
+// GPU 0 runs nothing but shows only 1000 MiB free (a process the probe has not yet called
+// foreign); GPU 1 runs a victim. Job 1 needs 50000 MiB: GPU 0 is freeable for it (its total
+// is enough), so it stops nothing and promises nothing. Job 2 needs both GPUs and may still
+// count GPU 0.
+TEST(Preemption, AJobWithEnoughFreeableGpusPromisesNone) {
+  Snapshot s = box(2, {victim(100).on({1})},
+                   {job(1, 1).priority(10).order(1).mem(50000).estimate(30 * kMin),
+                    job(2, 2).priority(10).order(2)});
+  s.gpus[0].memory_free_mib = 1000;
+  expect_preemptions({"the next job counts the GPU the first did not need to free",
+                      s,
+                      {{100, 2}},
+                      {{1, Kind::kNoGpuMemory}, {2, Kind::kNeedsGpus}}});
+}
+
 TEST(Preemption, SeveralWaitingJobs) {
   // Each job estimated, so that later jobs get a finite reservation and wait "for GPUs".
   auto est = [](int64_t id, int gpus) {
@@ -350,6 +381,10 @@ TEST(Preemption, LanesDrainingPoolsUsableMemory) {
        None{}},
       {"a victim holding an unusable and a usable GPU frees the usable one",
        edit(box(2, {victim(100).on({0, 1})}, {want(1, 1)}), unusable0),
+       {{100, 1}}},
+      {"a GPU with exactly the memory counts",
+       edit(box(1, {victim(100).on({0})}, {job(1, 1).priority(10).mem(60000)}),
+            [](Snapshot& s) { s.gpus[0].memory_total_mib = 60000; }),
        {{100, 1}}},
       {"GPUs without the memory never count",
        edit(box(2, {victim(100).on({0}).priority(95), victim(101).on({1})},

@@ -20,6 +20,17 @@ Snapshot machine(int count, int64_t mem_mib) {
   return s;
 }
 
+Snapshot shared_by_two(int64_t now_ms) {
+  constexpr int64_t kHour = 3'600'000;
+  Snapshot s = machine(1);
+  s.now_ms = now_ms;
+  s.running = {run(100).slots({0}).share(30000).ends(now_ms + kHour),
+               run(101).slots({0}).share(40000).ends(now_ms + 2 * kHour)};
+  s.gpus[0].sharers = 2;
+  s.gpus[0].memory_free_mib = 10000;
+  return s;
+}
+
 std::vector<int64_t> started(const Decision& decision) {
   std::vector<int64_t> ids;
   for (const Start& s : decision.starts) ids.push_back(s.job_id);

@@ -18,6 +18,11 @@ namespace gpuq::sched::testing {
 // `count` free, usable GPUs with slots 0..count-1 and `mem_mib` of memory each.
 Snapshot machine(int count, int64_t mem_mib = 80000);
 
+// One 80000 MiB GPU (slot 0) shared by job 100 (30000 MiB, ends an hour after now_ms) and job
+// 101 (40000 MiB, ends two hours after): 10000 MiB free now, 40000 after the hour, all of it
+// after two.
+Snapshot shared_by_two(int64_t now_ms);
+
 // job(1, 2).priority(10).estimate(30 * kMin): a PendingJob, readably.
 class JobBuilder {
  public:
