@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "api/bodies.h"
 #include "api/gpu_view.h"
 #include "api/metrics.h"
 #include "api/server.h"
-#include "model/spec_json.h"
 #include "model/event.h"
 #include "model/json.h"
 #include "base/time.h"
@@ -26,26 +26,28 @@ namespace {
 // Runs `fn` on the queue actor's thread; the awaiting coroutine resumes on its own executor
 // with the result. Deliberately not a coroutine itself: GCC 12 mishandles lambdas with
 // captures that live in coroutine frames, so the work travels in plain handlers.
+// An exception thrown by `fn` (a bug) must not unwind the actor's io_context, which would end
+// the daemon: it travels back and is rethrown in the awaiting coroutine, whose request then
+// answers 500 (answer_or_internal_error).
 template <class R, class Fn>
 auto on_actor(asio::io_context& actor, Fn fn) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(R)>(
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, R)>(
       [&actor](auto handler, Fn work) {
         asio::post(actor, [handler = std::move(handler), work = std::move(work)]() mutable {
-          R result = work();
+          std::exception_ptr error;
+          R result{};
+          try {
+            result = work();
+          } catch (...) {
+            error = std::current_exception();
+          }
           auto executor = asio::get_associated_executor(handler);
-          asio::post(executor, [handler = std::move(handler), result = std::move(result)]() mutable {
-            std::move(handler)(std::move(result));
+          asio::post(executor, [handler = std::move(handler), error, result = std::move(result)]() mutable {
+            std::move(handler)(error, std::move(result));
           });
         });
       },
       use_awaitable, std::move(fn));
-}
-
-int64_t int_param(const Target& target, std::string_view key, int64_t fallback) {
-  std::string text = target.param(key);
-  int64_t value = fallback;
-  if (!text.empty()) std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
 }
 
 Response not_found(const std::string& what) {
@@ -55,36 +57,35 @@ Response not_found(const std::string& what) {
 }  // namespace
 
 awaitable<Response> Server::handle(const Request& request) {
-  Target target = parse_target(std::string_view(request.target().data(), request.target().size()));
-  const auto& s = target.segments;
-  bool get = request.method() == http::verb::get;
-  bool post = request.method() == http::verb::post;
-  if (s.size() == 1 && s[0] == "metrics" && get) co_return metrics();  // where Prometheus looks
-  if (s.empty() || s[0] != "v1") co_return not_found("unknown path; the API lives under /v1 (docs/api.md)");
-  if (s.size() == 2 && s[1] == "health" && get) co_return health();
-  if (s.size() == 2 && s[1] == "status" && get) co_return status(target);
-  if (s.size() == 2 && s[1] == "gpus" && get) co_return gpus();
-  if (s.size() == 2 && s[1] == "hooks" && get) co_return hooks();
-  if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) co_return co_await release_gpu(s[2], request);
-  if (s.size() == 2 && s[1] == "events" && get) co_return co_await events(target);
-  if (s.size() == 2 && s[1] == "jobs" && post) co_return co_await submit(request);
-  if (s.size() == 3 && s[1] == "jobs" && get) co_return show(s[2]);
-  if (s.size() == 4 && s[1] == "jobs" && s[3] == "cancel" && post) co_return co_await cancel(s[2]);
-  if (s.size() == 4 && s[1] == "jobs" && post &&
-      (s[3] == "hold" || s[3] == "release" || s[3] == "retry" || s[3] == "move")) {
-    co_return co_await control(s[2], s[3], request);
+  Route r = route(request.method(), std::string_view(request.target().data(), request.target().size()));
+  switch (r.endpoint) {
+    case Endpoint::kMetrics: co_return metrics();
+    case Endpoint::kHealth: co_return health();
+    case Endpoint::kStatus: co_return status(r.target);
+    case Endpoint::kGpus: co_return gpus();
+    case Endpoint::kHooks: co_return hooks();
+    case Endpoint::kReleaseGpu: co_return co_await release_gpu(r.subject, request);
+    case Endpoint::kEvents: co_return co_await events(r.target);
+    case Endpoint::kSubmit: co_return co_await submit(request);
+    case Endpoint::kShow: co_return show(r.subject);
+    case Endpoint::kCancel: co_return co_await cancel(r.subject);
+    case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
+    case Endpoint::kPlan: co_return co_await submit_plan(request);
+    case Endpoint::kDrain: co_return co_await drain(r.verb == "drain");
+    case Endpoint::kLog: co_return log(r.subject, r.target);
+    case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
+    case Endpoint::kNone: break;
   }
-  if (s.size() == 2 && s[1] == "plans" && post) co_return co_await submit_plan(request);
-  if (s.size() == 2 && (s[1] == "drain" || s[1] == "undrain") && post) co_return co_await drain(s[1] == "drain");
-  if (s.size() == 4 && s[1] == "jobs" && s[3] == "log" && get) co_return log(s[2], target);
+  const auto& s = r.target.segments;
+  if (s.empty() || s[0] != "v1") co_return not_found("unknown path; the API lives under /v1 (docs/api.md)");
   co_return not_found(fmt::format("no endpoint {} {}", std::string(request.method_string()),
                                   std::string(request.target())));
 }
 
 Result<int64_t> Server::resolve(const std::string& ref) {
-  int64_t id = 0;
-  auto [end, ec] = std::from_chars(ref.data(), ref.data() + ref.size(), id);
-  if (ec == std::errc() && end == ref.data() + ref.size()) return id;
+  auto parsed = parse_job_ref(ref);
+  if (!parsed) return tl::unexpected(parsed.error());
+  if (parsed->id != 0) return parsed->id;
   auto job = store_->find_job_by_name(ref, false);
   if (!job) return tl::unexpected(job.error());
   if (!*job) return fail(Code::kNotFound, fmt::format("no job named '{}'", ref));
@@ -260,7 +261,9 @@ Response Server::log(const std::string& ref, const Target& target) {
   auto job = store_->find_job(*id, true);
   if (!job) return error_response(job.error());
   if (!*job) return not_found(fmt::format("no job {}", ref));
-  int run_number = static_cast<int>(int_param(target, "run", (*job)->runs.empty() ? 0 : (*job)->runs.back().number));
+  auto query = decode_log_query(target);
+  if (!query) return error_response(query.error());
+  int run_number = query->run.value_or((*job)->runs.empty() ? 0 : (*job)->runs.back().number);
   Response res = text_response(http::status::ok, "");
   res.set("X-Gpuq-Run", std::to_string(run_number));
   res.set("X-Gpuq-Job-State", std::string(to_string((*job)->state)));
@@ -271,9 +274,8 @@ Response Server::log(const std::string& ref, const Target& target) {
   std::string path = context_.layout.run_dir(*id, run_number) + "/output.log";
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   int64_t size = in ? static_cast<int64_t>(in.tellg()) : 0;
-  int64_t offset = std::clamp<int64_t>(int_param(target, "offset", 0), 0, size);
-  int64_t limit = std::clamp<int64_t>(int_param(target, "limit", 4 << 20), 0, 16 << 20);
-  int64_t count = std::min(limit, size - offset);
+  int64_t offset = std::min(query->offset, size);
+  int64_t count = std::min(query->limit, size - offset);
   if (in && count > 0) {
     res.body().resize(static_cast<size_t>(count));
     in.seekg(offset);
@@ -284,9 +286,11 @@ Response Server::log(const std::string& ref, const Target& target) {
 }
 
 awaitable<Response> Server::events(const Target& target) {
-  int64_t after = int_param(target, "after", 0);
-  int limit = static_cast<int>(std::clamp<int64_t>(int_param(target, "limit", 1000), 0, 10000));
-  int64_t wait_ms = std::clamp<int64_t>(int_param(target, "wait_ms", 0), 0, 60'000);
+  auto query = decode_events_query(target);
+  if (!query) co_return error_response(query.error());
+  int64_t after = query->after;
+  int limit = static_cast<int>(query->limit);
+  int64_t wait_ms = query->wait_ms;
   auto events = store_->events_after(after, limit);
   if (events && events->empty() && wait_ms > 0 && limit > 0 && !closed_) {
     asio::steady_timer timer(context_.api_ioc, std::chrono::milliseconds(wait_ms));
@@ -322,9 +326,7 @@ Response Server::hooks() {
 }
 
 awaitable<Response> Server::submit(const Request& request) {
-  nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
-  if (body.is_discarded()) co_return error_response({Code::kInvalidArgument, "the body is not valid JSON"});
-  auto spec = spec_from_json(body);
+  auto spec = decode_submit(request.body());
   if (!spec) co_return error_response(spec.error());
   daemon::Queue* queue = &context_.queue;
   auto shared_spec = std::make_shared<JobSpec>(std::move(*spec));
@@ -336,12 +338,7 @@ awaitable<Response> Server::submit(const Request& request) {
 }
 
 awaitable<Response> Server::release_gpu(const std::string& gpu, const Request& request) {
-  nlohmann::json body = nlohmann::json::parse(request.body().empty() ? "{}" : request.body(), nullptr, false);
-  if (!body.is_object() || body.value("attention", false) != true || body.size() != 1) {
-    co_return error_response({Code::kInvalidArgument,
-                              "release a GPU with {\"attention\": true}: it says a person checked "
-                              "that nothing is left on it (gpuq release --attention GPU)"});
-  }
+  if (auto body = decode_release(request.body()); !body) co_return error_response(body.error());
   daemon::Queue* queue = &context_.queue;
   auto work = [queue, gpu] { return queue->release_attention(gpu); };
   auto released = co_await on_actor<Result<nlohmann::json>>(context_.actor_ioc, work);
@@ -356,32 +353,13 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
   daemon::Queue* queue = &context_.queue;
   int64_t job_id = *id;
   if (verb == "move") {
-    nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
-    if (!body.is_object() || body.size() != 1) {
-      co_return error_response({Code::kInvalidArgument,
-                                "move takes one of {\"before\": ref}, {\"after\": ref}, {\"top\": true}, "
-                                "{\"bottom\": true}, {\"priority\": P}"});
-    }
-    daemon::MoveRequest move;
-    using W = daemon::MoveRequest::Where;
-    if (body.contains("before") || body.contains("after")) {
-      move.where = body.contains("before") ? W::kBefore : W::kAfter;
-      const auto& other = body.contains("before") ? body["before"] : body["after"];
-      auto other_id = resolve(other.is_string() ? other.get<std::string>() : other.dump());
+    auto body = decode_move(request.body());
+    if (!body) co_return error_response(body.error());
+    daemon::MoveRequest move{body->where, 0, body->priority};
+    if (!body->other.empty()) {
+      auto other_id = resolve(body->other);
       if (!other_id) co_return error_response(other_id.error());
       move.other = *other_id;
-    } else if (body.contains("top")) {
-      move.where = W::kTop;
-    } else if (body.contains("bottom")) {
-      move.where = W::kBottom;
-    } else if (body.contains("priority")) {
-      move.where = W::kPriority;
-      const auto& p = body["priority"];
-      auto priority = parse_priority(p.is_string() ? p.get<std::string>() : p.dump());
-      if (!priority) co_return error_response(priority.error());
-      move.priority = *priority;
-    } else {
-      co_return error_response({Code::kInvalidArgument, "unknown move: " + body.dump()});
     }
     auto work = [queue, job_id, move] { return queue->move(job_id, move); };
     auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
@@ -407,41 +385,9 @@ awaitable<Response> Server::drain(bool draining) {
 }
 
 awaitable<Response> Server::submit_plan(const Request& request) {
-  nlohmann::json body = nlohmann::json::parse(request.body(), nullptr, false);
-  if (!body.is_object()) co_return error_response({Code::kInvalidArgument, "the body is not a JSON object"});
-  for (const auto& [key, value] : body.items()) {
-    if (key != "jobs" && key != "reservations" && key != "replace") {
-      co_return error_response({Code::kInvalidArgument,
-                                "unknown field '" + key + "' in a plan; known: jobs, reservations, replace"});
-    }
-  }
-  auto plan = std::make_shared<daemon::PlanRequest>();
-  plan->replace = body.value("replace", false);
-  if (!body.contains("jobs") || !body["jobs"].is_array() || body["jobs"].empty()) {
-    co_return error_response({Code::kInvalidArgument, "a plan needs a non-empty 'jobs' list"});
-  }
-  for (const auto& entry : body["jobs"]) {
-    auto spec = spec_from_json(entry);
-    if (!spec) co_return error_response(spec.error());
-    plan->jobs.push_back(std::move(*spec));
-  }
-  if (body.contains("reservations")) {
-    if (!body["reservations"].is_array()) co_return error_response({Code::kInvalidArgument, "'reservations' must be a list"});
-    size_t index = 0;
-    for (const auto& r : body["reservations"]) {
-      daemon::PlanReservation reservation;
-      try {
-        reservation.name = r.value("name", "r" + std::to_string(index));
-        reservation.gpus = r.at("gpus").get<std::vector<int>>();
-        reservation.jobs = r.at("jobs").get<std::vector<std::string>>();
-      } catch (const nlohmann::json::exception&) {
-        co_return error_response({Code::kInvalidArgument,
-                                  "each reservation is {\"name\", \"gpus\": [indices], \"jobs\": [names]}"});
-      }
-      plan->reservations.push_back(std::move(reservation));
-      ++index;
-    }
-  }
+  auto decoded = decode_plan(request.body());
+  if (!decoded) co_return error_response(decoded.error());
+  auto plan = std::make_shared<daemon::PlanRequest>(std::move(*decoded));
   daemon::Queue* queue = &context_.queue;
   auto work = [queue, plan] { return queue->submit_plan(std::move(*plan)); };
   auto outcome = co_await on_actor<Result<daemon::PlanOutcome>>(context_.actor_ioc, work);

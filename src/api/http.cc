@@ -1,5 +1,10 @@
 #include "api/http.h"
 
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "model/limits.h"
+
 namespace gpuq::api {
 namespace {
 
@@ -47,9 +52,10 @@ Response json_response(http::status status, const nlohmann::json& body) {
   return res;
 }
 
-Response error_response(const Error& error) {
-  return json_response(status_for(error.code),
-                       {{"error", {{"code", code_name(error.code)}, {"message", error.message}}}});
+Response error_response(const Error& error) { return error_response(error, status_for(error.code)); }
+
+Response error_response(const Error& error, http::status status) {
+  return json_response(status, {{"error", {{"code", code_name(error.code)}, {"message", error.message}}}});
 }
 
 Response text_response(http::status status, std::string body) {
@@ -64,6 +70,13 @@ std::string Target::param(std::string_view key, std::string fallback) const {
     if (k == key) return v;
   }
   return fallback;
+}
+
+const std::string* Target::find(std::string_view key) const {
+  for (const auto& [k, v] : query) {
+    if (k == key) return &v;
+  }
+  return nullptr;
 }
 
 Target parse_target(std::string_view target) {
@@ -92,6 +105,95 @@ Target parse_target(std::string_view target) {
     start = amp + 1;
   }
   return out;
+}
+
+void limit_parser(RequestParser& parser) {
+  parser.header_limit(static_cast<std::uint32_t>(limits::kMaxHeaderBytes));
+  parser.body_limit(limits::kMaxBodyBytes);
+}
+
+std::optional<Response> parse_error_response(const boost::system::error_code& ec) {
+  const auto& http_errors = http::make_error_code(http::error::end_of_stream).category();
+  // Not the parser's complaint (a reset, a cancel by the idle deadline) or the end of the
+  // stream, whole or in the middle of a request: the client left or is being dropped.
+  if (ec.category() != http_errors || ec == http::error::end_of_stream ||
+      ec == http::error::partial_message) {
+    return std::nullopt;
+  }
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    return error_response(
+        {Code::kInvalidArgument,
+         fmt::format("the request's header is larger than {} KiB, the most the daemon reads "
+                     "(docs/api.md, \"Limits\"): send fewer or shorter header fields",
+                     limits::kMaxHeaderBytes >> 10)},
+        http::status::request_header_fields_too_large);
+  }
+  if (ec == http::error::body_limit) {
+    return error_response(
+        {Code::kInvalidArgument,
+         fmt::format("the request body is larger than {} MiB, the most the daemon reads "
+                     "(docs/api.md, \"Limits\"); a job's script may be at most 1 MiB: send less",
+                     limits::kMaxBodyBytes >> 20)},
+        http::status::payload_too_large);
+  }
+  return error_response({Code::kInvalidArgument,
+                         fmt::format("the request is not valid HTTP/1.1: {}", ec.message())});
+}
+
+Route route(http::verb method, std::string_view target) {
+  Route r;
+  r.target = parse_target(target);
+  const auto& s = r.target.segments;
+  bool get = method == http::verb::get;
+  bool post = method == http::verb::post;
+  auto to = [&r](Endpoint endpoint, std::string subject = "", std::string verb = "") {
+    r.endpoint = endpoint;
+    r.subject = std::move(subject);
+    r.verb = std::move(verb);
+    return std::move(r);
+  };
+  if (s.size() == 1 && s[0] == "metrics" && get) return to(Endpoint::kMetrics);  // where Prometheus looks
+  if (s.empty() || s[0] != "v1") return r;
+  if (s.size() == 2 && get) {
+    if (s[1] == "health") return to(Endpoint::kHealth);
+    if (s[1] == "status") return to(Endpoint::kStatus);
+    if (s[1] == "gpus") return to(Endpoint::kGpus);
+    if (s[1] == "hooks") return to(Endpoint::kHooks);
+    if (s[1] == "events") return to(Endpoint::kEvents);
+  }
+  if (s.size() == 2 && post) {
+    if (s[1] == "jobs") return to(Endpoint::kSubmit);
+    if (s[1] == "plans") return to(Endpoint::kPlan);
+    if (s[1] == "drain" || s[1] == "undrain") return to(Endpoint::kDrain, "", s[1]);
+  }
+  if (s.size() == 3 && s[1] == "events" && s[2] == "stream" && get) return to(Endpoint::kEventStream);
+  if (s.size() == 3 && s[1] == "jobs" && get) return to(Endpoint::kShow, s[2]);
+  if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) return to(Endpoint::kReleaseGpu, s[2]);
+  if (s.size() == 4 && s[1] == "jobs" && s[3] == "log" && get) return to(Endpoint::kLog, s[2]);
+  if (s.size() == 4 && s[1] == "jobs" && s[3] == "cancel" && post) return to(Endpoint::kCancel, s[2]);
+  if (s.size() == 4 && s[1] == "jobs" && post &&
+      (s[3] == "hold" || s[3] == "release" || s[3] == "retry" || s[3] == "move")) {
+    return to(Endpoint::kControl, s[2], s[3]);
+  }
+  return r;
+}
+
+boost::asio::awaitable<Response> answer_or_internal_error(boost::asio::awaitable<Response> answer,
+                                                         std::string what) {
+  std::string why;
+  try {
+    co_return co_await std::move(answer);
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+    why = "an exception that is not a std::exception";
+  }
+  if (what.size() > 200) what = what.substr(0, 200) + "...";
+  std::fprintf(stderr, "gpuq daemon: internal error answering %s: %s\n", what.c_str(), why.c_str());
+  co_return error_response({Code::kInternal,
+                            fmt::format("the daemon failed to answer {}: {}; this is a bug, please "
+                                        "report it with the daemon's log",
+                                        what, why)});
 }
 
 }  // namespace gpuq::api

@@ -1,11 +1,15 @@
-// The HTTP vocabulary of the api module: Beast request and response types and the helpers
-// that turn JSON values and gpuq Errors into responses (docs/api.md, "Errors").
+// The HTTP vocabulary of the api module: Beast request and response types, the helpers that
+// turn JSON values and gpuq Errors into responses (docs/api.md, "Errors"), the parser limits
+// and the answers to requests that break them (docs/api.md, "Limits"), and the routing of a
+// request to its endpoint. The server and answer_status_for() (request_check.h) share these,
+// so a request is judged the same way with or without a daemon.
 // Include this, not Beast directly, so Beast stays inside the api module's few files.
 // Pure helpers; thread-safe.
 #pragma once
 
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,10 +21,13 @@ namespace gpuq::api {
 namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
+using RequestParser = http::request_parser<http::string_body>;
 
 Response json_response(http::status status, const nlohmann::json& body);
 // {"error":{"code","message"}} with the HTTP status that fits the code.
 Response error_response(const Error& error);
+// The same body with a status more precise than the code's own (413, 431).
+Response error_response(const Error& error, http::status status);
 Response text_response(http::status status, std::string body);
 
 // A request target split into path segments and query parameters (percent-decoded).
@@ -29,7 +36,37 @@ struct Target {
   std::vector<std::pair<std::string, std::string>> query;
   // The parameter's value, or `fallback` when absent.
   std::string param(std::string_view key, std::string fallback = "") const;
+  // The parameter's value (possibly empty), or null when absent.
+  const std::string* find(std::string_view key) const;
 };
 Target parse_target(std::string_view target);
+
+// Sets the limits of limits.h (header and body size) on a parser of a request.
+void limit_parser(RequestParser& parser);
+
+// The answer to a request the parser refused: 431 (header over the limit), 413 (body over the
+// limit) or 400 (not HTTP/1.x), each with a JSON error; the connection is then closed. Null
+// when `ec` says the client left (end of stream, reset, cancelled): there is no one to answer.
+std::optional<Response> parse_error_response(const boost::system::error_code& ec);
+
+// Where a request goes (docs/api.md, "Endpoints").
+enum class Endpoint {
+  kNone,  // no such endpoint: 404
+  kMetrics, kHealth, kStatus, kGpus, kHooks, kReleaseGpu, kEvents, kEventStream, kSubmit, kShow,
+  kCancel, kControl, kPlan, kDrain, kLog,
+};
+struct Route {
+  Endpoint endpoint = Endpoint::kNone;
+  std::string subject;  // the job reference or GPU named in the path
+  std::string verb;     // kControl: hold, release, retry or move; kDrain: drain or undrain
+  Target target;
+};
+Route route(http::verb method, std::string_view target);
+
+// Awaits `answer`; should it throw, which no handler means to, answers 500 `internal` instead
+// and logs the exception to stderr with `what` (the request line), so that one bad request
+// can neither end its connection unanswered nor the daemon.
+boost::asio::awaitable<Response> answer_or_internal_error(boost::asio::awaitable<Response> answer,
+                                                         std::string what);
 
 }  // namespace gpuq::api

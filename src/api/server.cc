@@ -1,14 +1,21 @@
-// Connection handling: accepting on the unix socket, reading requests and writing answers.
+// Connection handling: accepting on the unix socket, reading requests within the listener's
+// limits and writing answers.
 #include "api/server.h"
 
 #include <fmt/format.h>
 #include <sys/un.h>
 
 #include <boost/beast/core.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <malloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "api/deadline.h"
+#include "model/limits.h"
 
 namespace gpuq::api {
 
@@ -17,12 +24,46 @@ using asio::awaitable;
 using asio::use_awaitable;
 using local_socket = asio::local::stream_protocol::socket;
 
-// Requests larger than this are refused: the largest legitimate body is a 1 MiB script plus
-// its environment.
-constexpr size_t kMaxBodyBytes = 8 << 20;
+namespace {
+
+// The completion of a detached coroutine: a coroutine that ends by an exception (a bug) is
+// logged and dropped, and the daemon goes on. Without it, asio::detached would drop it
+// silently.
+auto log_exception(const char* what) {
+  return [what](const std::exception_ptr& error) {
+    if (!error) return;
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gpuq daemon: internal error in %s: %s\n", what, e.what());
+    } catch (...) {
+      std::fprintf(stderr, "gpuq daemon: internal error in %s\n", what);
+    }
+  };
+}
+
+}  // namespace
+
+ServerLimits ServerLimits::from_environment() {
+  ServerLimits limits{limits::kIdleTimeout, limits::kMaxConnections};
+  if (const char* idle = std::getenv("GPUQ_TEST_IDLE_TIMEOUT_MS"); idle != nullptr && *idle != 0) {
+    long long ms = std::atoll(idle);
+    if (ms > 0) limits.idle_timeout = std::chrono::milliseconds(ms);
+  }
+  return limits;
+}
+
+bool peer_is_trusted(int fd) {
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return false;
+  return peer.uid == ::getuid() || peer.uid == 0;
+}
 
 Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
-    : context_(std::move(context)), store_(std::move(read_store)) {}
+    : context_(std::move(context)),
+      limits_(ServerLimits::from_environment()),
+      store_(std::move(read_store)) {}
 
 Server::~Server() = default;
 
@@ -47,7 +88,7 @@ Status Server::listen_unix(const std::string& path) {
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(Code::kIoError, "cannot listen on " + path + ": " + ec.message());
   ::chmod(path.c_str(), 0600);
-  asio::co_spawn(context_.api_ioc, accept_loop(), asio::detached);
+  asio::co_spawn(context_.api_ioc, accept_loop(), log_exception("the API's accept loop"));
   return ok();
 }
 
@@ -66,39 +107,92 @@ void Server::close() {
 }
 
 awaitable<void> Server::accept_loop() {
+  asio::steady_timer pause(context_.api_ioc);
   while (!closed_) {
     boost::system::error_code ec;
     local_socket socket = co_await acceptor_->async_accept(asio::redirect_error(use_awaitable, ec));
     if (ec) {
       if (closed_ || ec == asio::error::operation_aborted) co_return;
+      // Out of file descriptors (or memory): the failure repeats at once, so pause rather than
+      // spin, and let open connections end meanwhile.
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
       continue;
     }
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-    asio::co_spawn(context_.api_ioc, session(std::move(socket)), asio::detached);
+    if (connections_ >= limits_.max_connections) {
+      asio::co_spawn(context_.api_ioc, refuse(std::move(socket)), log_exception("refusing a connection"));
+      continue;
+    }
+    // Counted here, not when the session starts, so a burst of accepts cannot pass the cap.
+    ConnectionSlot slot(connections_);
+    asio::co_spawn(context_.api_ioc, session(std::move(socket), std::move(slot)),
+                   log_exception("an API connection"));
   }
 }
 
-awaitable<void> Server::session(local_socket socket) {
-  // Only the daemon's own user (or root) may drive it, whatever the socket's mode says.
-  ucred peer{};
-  socklen_t len = sizeof peer;
-  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 &&
-      peer.uid != ::getuid() && peer.uid != 0) {
-    co_return;
+awaitable<void> Server::refuse(local_socket socket) {
+  // Built apart from the co_await: GCC 12 destroys a brace-initialised temporary (the Error)
+  // of a co_await expression twice, a double free.
+  Response response = error_response(
+      {Code::kUnavailable,
+       fmt::format("the daemon has too many connections ({} open, the most it serves at once): "
+                   "close idle ones (event streams, long-polls) and try again",
+                   connections_)});
+  co_await answer_and_close(socket, std::move(response));
+}
+
+awaitable<void> Server::answer_and_close(local_socket& socket, Response response) {
+  response.keep_alive(false);
+  response.prepare_payload();
+  SocketDeadline deadline(context_.api_ioc, socket);
+  boost::system::error_code ec;
+  deadline.arm(limits::kLingerTimeout);
+  co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
+  socket.shutdown(local_socket::shutdown_send, ec);
+  // Closing with unread input would reset the connection under a client still sending; drain
+  // until it closes its end, within the same deadline.
+  std::array<char, 16 << 10> sink;
+  while (!ec) {
+    co_await socket.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
   }
+  deadline.disarm();
+  socket.close(ec);
+}
+
+awaitable<Response> Server::answer(const Request& request) {
+  std::string what = fmt::format("{} {}", std::string(request.method_string()),
+                                 std::string(request.target()));
+  awaitable<Response> handled = handle(request);  // not a temporary of the co_await (see refuse)
+  co_return co_await answer_or_internal_error(std::move(handled), std::move(what));
+}
+
+awaitable<void> Server::session(local_socket socket, ConnectionSlot) {
+  // Only the daemon's own user (or root) may drive it, whatever the socket's mode says.
+  if (!peer_is_trusted(socket.native_handle())) co_return;
+  SocketDeadline deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
   while (true) {
     boost::system::error_code ec;
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(kMaxBodyBytes);
+    RequestParser parser;
+    limit_parser(parser);
+    // The request, from its first byte to its last, must arrive within the idle timeout; a
+    // long-poll or an event stream is not reading, so its wait is not bounded by this.
+    deadline.arm(limits_.idle_timeout);
     co_await http::async_read(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
-    if (ec) break;
+    deadline.disarm();
+    if (ec) {
+      auto refused = deadline.expired() ? std::nullopt : parse_error_response(ec);
+      if (refused) co_await answer_and_close(socket, std::move(*refused));
+      co_return;
+    }
     Request request = parser.release();
-    if (is_event_stream(request)) {
-      co_await stream_events(socket, request);  // holds the connection until it ends
+    Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
+    if (where.endpoint == Endpoint::kEventStream) {
+      co_await stream_events(socket, request, where.target);  // holds the connection until it ends
       break;
     }
-    Response response = co_await handle(request);
+    Response response = co_await answer(request);
     response.version(request.version());
     response.keep_alive(request.keep_alive());
     response.prepare_payload();

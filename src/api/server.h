@@ -5,8 +5,13 @@
 // notify_events(), which the actor calls after each commit.
 // Thread rules: construct and listen() on any thread before running the api io_context;
 // notify_events() is thread-safe; everything else runs on the api io_context.
+// The listener's limits (docs/api.md, "Limits"): header and body size, a deadline for each
+// request to arrive, a cap on open connections; past them a client gets a JSON error, and no
+// request, however malformed, ends a connection unanswered or the daemon (a handler that
+// throws answers 500).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <set>
@@ -34,6 +39,20 @@ struct ServerContext {
   const daemon::HookRunner* hooks = nullptr;
 };
 
+// The listener's limits that tests may lower; the defaults are model/limits.h's.
+struct ServerLimits {
+  std::chrono::milliseconds idle_timeout;  // a request must arrive within this
+  int max_connections;                     // open at once; one more is answered 503
+  // The defaults, except that GPUQ_TEST_IDLE_TIMEOUT_MS (for tests only, so that the idle
+  // deadline can be driven in milliseconds; read once, when the server is made) replaces the
+  // idle timeout.
+  static ServerLimits from_environment();
+};
+
+// Whether the peer on unix socket `fd` is the daemon's own user or root (SO_PEERCRED). A peer
+// whose credentials cannot be read is refused, not let through.
+bool peer_is_trusted(int fd);
+
 class Server {
  public:
   Server(ServerContext context, std::unique_ptr<store::Store> read_store);
@@ -50,8 +69,32 @@ class Server {
   boost::asio::awaitable<Response> handle(const Request& request);
 
  private:
+  using Socket = boost::asio::local::stream_protocol::socket;
+
+  // Counts an open connection for as long as it lives; moved into its session.
+  class ConnectionSlot {
+   public:
+    explicit ConnectionSlot(int& open) : open_(&open) { ++*open_; }
+    ConnectionSlot(ConnectionSlot&& other) noexcept : open_(std::exchange(other.open_, nullptr)) {}
+    ConnectionSlot& operator=(ConnectionSlot&&) = delete;
+    ~ConnectionSlot() {
+      if (open_ != nullptr) --*open_;
+    }
+
+   private:
+    int* open_;
+  };
+
   boost::asio::awaitable<void> accept_loop();
-  boost::asio::awaitable<void> session(boost::asio::local::stream_protocol::socket socket);
+  boost::asio::awaitable<void> session(Socket socket, ConnectionSlot slot);
+  // Answers 503 to a connection past the cap, then closes it.
+  boost::asio::awaitable<void> refuse(Socket socket);
+  // Writes `response` (an error that ends the connection), then closes the connection
+  // gracefully: reads and drops what the client still sends for a while, so that it reads the
+  // answer rather than a reset.
+  boost::asio::awaitable<void> answer_and_close(Socket& socket, Response response);
+  // A request, answered (with the backstop of answer_or_internal_error).
+  boost::asio::awaitable<Response> answer(const Request& request);
 
   boost::asio::awaitable<Response> submit(const Request& request);
   boost::asio::awaitable<Response> cancel(const std::string& ref);
@@ -65,9 +108,8 @@ class Server {
   Response hooks();
   // GET /v1/events/stream (sse.cc): Server-Sent Events on `socket` until the client leaves
   // or the server closes.
-  static bool is_event_stream(const Request& request);
-  boost::asio::awaitable<void> stream_events(boost::asio::local::stream_protocol::socket& socket,
-                                             const Request& request);
+  boost::asio::awaitable<void> stream_events(Socket& socket, const Request& request,
+                                             const Target& target);
   Response show(const std::string& ref);
   Response status(const Target& target);
   Response gpus();
@@ -80,6 +122,8 @@ class Server {
   void attach_reasons(std::vector<Job>& jobs);
 
   ServerContext context_;
+  ServerLimits limits_;
+  int connections_ = 0;  // open sessions (event streams and long-polls included)
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<boost::asio::steady_timer*> waiters_;

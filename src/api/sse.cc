@@ -3,12 +3,13 @@
 // as the actor commits it (woken by notify_events(), like the long-poll of GET /v1/events),
 // with a keep-alive comment when nothing happened for a while, so that a client or proxy can
 // tell a quiet daemon from a dead connection.
-#include <charconv>
 #include <fmt/format.h>
 #include <memory>
 
 #include <boost/beast/core.hpp>
 
+#include "api/bodies.h"
+#include "api/deadline.h"
 #include "api/server.h"
 #include "model/event.h"
 
@@ -30,27 +31,11 @@ constexpr auto kWriteDeadline = std::chrono::seconds(20);
 // What the stream shares with the watch on its socket. The watch's handler may run after the
 // stream has ended, so it holds this rather than pointing into the stream's frame.
 struct StreamState {
-  explicit StreamState(asio::io_context& ioc) : timer(ioc), write_deadline(ioc) {}
-  asio::steady_timer timer;           // the wait between batches; cancelled to wake the stream
-  asio::steady_timer write_deadline;  // armed while a write is under way
-  uint64_t writes = 0;                // which write the deadline is for
+  explicit StreamState(asio::io_context& ioc) : timer(ioc) {}
+  asio::steady_timer timer;  // the wait between batches; cancelled to wake the stream
   bool hung_up = false;
   bool done = false;
 };
-
-// Cancels the write under way when it has not finished by the deadline: the client stopped
-// reading. The handler may run after that write completed or the stream ended, so it checks
-// which write it was armed for. Not a coroutine, for the same reason as watch_hangup.
-void arm_write_deadline(local_socket& socket, std::shared_ptr<StreamState> state) {
-  uint64_t write = ++state->writes;
-  state->write_deadline.expires_after(kWriteDeadline);
-  state->write_deadline.async_wait([&socket, state, write](const boost::system::error_code& ec) {
-    if (ec || state->done || state->writes != write) return;
-    state->hung_up = true;
-    boost::system::error_code ignored;
-    socket.cancel(ignored);
-  });
-}
 
 // Wakes the stream as soon as the client closes its end (or sends anything, which an SSE
 // client never does), instead of at the next write. Not a coroutine: GCC 12 mishandles
@@ -61,27 +46,6 @@ void watch_hangup(local_socket& socket, std::shared_ptr<StreamState> state) {
     state->hung_up = true;
     state->timer.cancel();
   });
-}
-
-// Where the stream starts: after the Last-Event-ID a reconnecting client sends, else after
-// ?after=SEQ, else at the beginning of the log.
-Result<int64_t> stream_cursor(const Request& request) {
-  std::string text;
-  std::string_view from = "Last-Event-ID";
-  if (auto it = request.find("Last-Event-ID"); it != request.end()) {
-    text = std::string(it->value());
-  } else {
-    text = parse_target(std::string_view(request.target().data(), request.target().size())).param("after");
-    from = "after";
-  }
-  if (text.empty()) return 0;
-  int64_t seq = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seq);
-  if (ec != std::errc() || end != text.data() + text.size() || seq < 0) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("{} must be an event seq (0 or more), not '{}'", from, text));
-  }
-  return seq;
 }
 
 // `id: SEQ`, `event: KIND`, `data: ` the Event object of docs/api.md on one line, a blank line.
@@ -95,16 +59,12 @@ std::string frames(const std::vector<Event>& events) {
 
 }  // namespace
 
-bool Server::is_event_stream(const Request& request) {
-  if (request.method() != http::verb::get) return false;
-  Target target = parse_target(std::string_view(request.target().data(), request.target().size()));
-  const auto& s = target.segments;
-  return s.size() == 3 && s[0] == "v1" && s[1] == "events" && s[2] == "stream";
-}
-
-awaitable<void> Server::stream_events(local_socket& socket, const Request& request) {
+awaitable<void> Server::stream_events(local_socket& socket, const Request& request,
+                                      const Target& target) {
   boost::system::error_code ec;
-  auto cursor = stream_cursor(request);
+  // Where the stream starts: after the Last-Event-ID a reconnecting client sends, else after
+  // ?after=SEQ, else at the beginning of the log.
+  auto cursor = decode_stream_cursor(request, target);
   if (!cursor) {
     Response res = error_response(cursor.error());
     res.version(request.version());
@@ -125,6 +85,7 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
   if (ec) co_return;
 
   auto state = std::make_shared<StreamState>(context_.api_ioc);
+  SocketDeadline write_deadline(context_.api_ioc, socket);
   watch_hangup(socket, state);
   int64_t seq = *cursor;
   std::string text;
@@ -146,15 +107,14 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
       if (ec) continue;  // woken: read again (the loop's test sees a hang-up or close)
       text = ": keepalive\n\n";
     }
-    arm_write_deadline(socket, state);
+    write_deadline.arm(kWriteDeadline);
     if (chunked) {
       co_await asio::async_write(socket, http::make_chunk(asio::buffer(text)),
                                  asio::redirect_error(use_awaitable, ec));
     } else {
       co_await asio::async_write(socket, asio::buffer(text), asio::redirect_error(use_awaitable, ec));
     }
-    ++state->writes;  // this write is over: a deadline still queued for it does nothing
-    state->write_deadline.cancel();
+    write_deadline.disarm();
     write_failed = static_cast<bool>(ec);
     if (write_failed || !events) break;
   }

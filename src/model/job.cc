@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "model/limits.h"
+
 namespace gpuq {
 
 std::string_view to_string(JobState state) {
@@ -142,11 +144,12 @@ Result<int> parse_priority(std::string_view text) {
   if (text == "low") return kPriorityLow;
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 1000) {
+  if (ec != std::errc() || end != text.data() + text.size() || value < limits::kMinPriority ||
+      value > limits::kMaxPriority) {
     return fail(Code::kInvalidArgument,
-                fmt::format("bad priority '{}': use high, normal, low or an integer 0..1000 "
+                fmt::format("bad priority '{}': use high, normal, low or an integer {}..{} "
                             "(lower runs first)",
-                            text));
+                            text, limits::kMinPriority, limits::kMaxPriority));
   }
   return value;
 }

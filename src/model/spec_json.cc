@@ -5,6 +5,7 @@
 
 #include "base/duration.h"
 #include "base/time.h"
+#include "model/limits.h"
 
 namespace gpuq {
 namespace {
@@ -35,9 +36,17 @@ class Reader {
     return fail(Code::kInvalidArgument, where_ + message);
   }
 
+  // A NUL byte would silently cut the text short where the daemon hands it to the OS (argv,
+  // paths, the environment), so it is refused wherever it could end up there.
+  Status no_nul(std::string_view field, const std::string& text) const {
+    if (text.find('\0') == std::string::npos) return ok();
+    return error(fmt::format("field '{}' contains a NUL byte; remove it", field));
+  }
+
   Status string(const char* key, std::string& out) const {
     if (!body_.contains(key)) return ok();
     if (!body_[key].is_string()) return error(fmt::format("field '{}' must be a string", key));
+    if (auto st = no_nul(key, body_[key].get_ref<const std::string&>()); !st) return st;
     out = body_[key].get<std::string>();
     return ok();
   }
@@ -49,14 +58,18 @@ class Reader {
     return ok();
   }
 
-  Status integer(const char* key, int64_t& out, int64_t min, int64_t max) const {
+  // `meaning` follows the range in the message, e.g. " (365 days)".
+  Status integer(const char* key, int64_t& out, int64_t min, int64_t max,
+                 std::string_view meaning = "") const {
     if (!body_.contains(key)) return ok();
-    if (!body_[key].is_number_integer()) return error(fmt::format("field '{}' must be an integer", key));
-    int64_t v = body_[key].get<int64_t>();
-    if (v < min || v > max) {
-      return error(fmt::format("field '{}' is {}; it must be between {} and {}", key, v, min, max));
+    const json& value = body_[key];
+    if (!value.is_number_integer()) return error(fmt::format("field '{}' must be an integer", key));
+    auto v = json_int64(value);
+    if (!v || *v < min || *v > max) {
+      return error(fmt::format("field '{}' is {}; it must be between {} and {}{}", key,
+                               value.dump(), min, max, meaning));
     }
-    out = v;
+    out = *v;
     return ok();
   }
 
@@ -65,28 +78,38 @@ class Reader {
     if (!body_.contains(key)) return ok();
     const json& v = body_[key];
     if (v.is_string()) {
+      if (auto st = no_nul(key, v.get_ref<const std::string&>()); !st) return st;
       out.push_back(v.get<std::string>());
       return ok();
     }
     if (!v.is_array()) return error(fmt::format("field '{}' must be a list of strings", key));
     for (const auto& item : v) {
       if (!item.is_string()) return error(fmt::format("field '{}' must be a list of strings", key));
+      if (auto st = no_nul(key, item.get_ref<const std::string&>()); !st) return st;
       out.push_back(item.get<std::string>());
     }
     return ok();
   }
 
-  // A duration given as "2h30m" under `key` or as milliseconds under `key`_ms.
+  // A duration given as "2h30m" under `key` or as milliseconds under `key`_ms, at most
+  // limits::kMaxDurationMs.
   Status duration(const char* key, int64_t& out) const {
     std::string ms_key = std::string(key) + "_ms";
     if (body_.contains(key) && body_.contains(ms_key)) {
       return error(fmt::format("give '{}' or '{}', not both", key, ms_key));
     }
-    if (body_.contains(ms_key)) return integer(ms_key.c_str(), out, 0, INT64_MAX / 4);
+    if (body_.contains(ms_key)) {
+      return integer(ms_key.c_str(), out, 0, limits::kMaxDurationMs,
+                     fmt::format(" ({})", limits::kMaxDurationText));
+    }
     if (!body_.contains(key)) return ok();
     if (!body_[key].is_string()) return error(fmt::format("field '{}' must be a duration such as \"2h\"", key));
     auto parsed = parse_duration(body_[key].get<std::string>());
     if (!parsed) return error(fmt::format("field '{}': {}", key, parsed.error().message));
+    if (parsed->count() > limits::kMaxDurationMs) {
+      return error(fmt::format("field '{}' is {}; it must be at most {}", key,
+                               format_duration(*parsed), limits::kMaxDurationText));
+    }
     out = parsed->count();
     return ok();
   }
@@ -120,6 +143,11 @@ Status read_deps(const Reader& r, const json& body, JobSpec& spec) {
         !d["target"].is_string()) {
       return r.error("each entry of 'deps' must be {\"kind\": ..., \"target\": ...}");
     }
+    for (const auto& [key, value] : d.items()) {
+      if (key != "kind" && key != "target" && key != "job_id") {
+        return r.error(fmt::format("unknown field 'deps[].{}'; known: kind, target, job_id", key));
+      }
+    }
     Dependency dep;
     std::string kind = d["kind"].get<std::string>();
     bool known = false;
@@ -136,7 +164,14 @@ Status read_deps(const Reader& r, const json& body, JobSpec& spec) {
                                  kind));
     }
     dep.target = d["target"].get<std::string>();
-    if (d.contains("job_id") && d["job_id"].is_number_integer()) dep.job_id = d["job_id"].get<int64_t>();
+    GPUQ_TRY(r.no_nul("deps[].target", dep.target));
+    if (d.contains("job_id")) {
+      auto id = json_int64(d["job_id"]);
+      if (!d["job_id"].is_number_integer() || !id || *id < 1) {
+        return r.error(fmt::format("field 'deps[].job_id' must be a job id (1 to {})", limits::kMaxId));
+      }
+      dep.job_id = *id;
+    }
     spec.deps.push_back(std::move(dep));
   }
   return ok();
@@ -154,11 +189,16 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
   if (!script.contains("text") || !script["text"].is_string()) {
     return r.error("field 'script.text' must be the script's content");
   }
+  // The text itself may hold any byte: the daemon judges scripts (empty, binary) itself.
   spec.script_text = script["text"].get<std::string>();
-  spec.script_name = script.value("name", std::string("script"));
-  if (script.contains("args")) {
-    Reader args(script);
-    GPUQ_TRY(args.strings("args", spec.script_args));
+  spec.script_name = "script";
+  if (script.contains("name")) {
+    if (!script["name"].is_string()) return r.error("field 'script.name' must be a string");
+    spec.script_name = script["name"].get<std::string>();
+    GPUQ_TRY(r.no_nul("script.name", spec.script_name));
+  }
+  if (auto args = Reader(script).strings("args", spec.script_args); !args) {
+    return r.error("field 'script.args' must be a list of strings without NUL bytes");
   }
   return ok();
 }
@@ -185,7 +225,92 @@ Status read_preemption(const Reader& r, const json& body, JobSpec& spec) {
   return ok();
 }
 
+Status read_priority(const Reader& r, const json& body, JobSpec& spec) {
+  if (!body.contains("priority")) return ok();
+  auto parsed = priority_from_json(body["priority"]);
+  if (!parsed) return r.error(parsed.error().message);
+  spec.priority = *parsed;
+  return ok();
+}
+
+Status read_env(const Reader& r, const json& body, JobSpec& spec) {
+  if (!body.contains("env")) return ok();
+  if (!body["env"].is_object()) return r.error("field 'env' must be an object of strings");
+  for (const auto& [k, v] : body["env"].items()) {
+    if (!v.is_string()) return r.error(fmt::format("env value of '{}' must be a string", k));
+    if (auto valid = check_env_var(k, v.get_ref<const std::string&>()); !valid) {
+      return r.error(valid.error().message);
+    }
+    spec.env[k] = v.get<std::string>();
+  }
+  return ok();
+}
+
+// `not_before` as RFC 3339 or epoch ms, or `not_before_ms`: before limits::kEndOfTimeMs, so
+// the daemon's timers never see an instant they cannot represent.
+Status read_not_before(const Reader& r, const json& body, JobSpec& spec) {
+  if (body.contains("not_before") && body.contains("not_before_ms")) {
+    return r.error("give 'not_before' or 'not_before_ms', not both");
+  }
+  std::string range = fmt::format(" (before {})", limits::kEndOfTimeText);
+  if (!body.contains("not_before") || !body["not_before"].is_string()) {
+    GPUQ_TRY(r.integer("not_before", spec.not_before_ms, 0, limits::kEndOfTimeMs - 1, range));
+    return r.integer("not_before_ms", spec.not_before_ms, 0, limits::kEndOfTimeMs - 1, range);
+  }
+  auto t = parse_rfc3339(body["not_before"].get<std::string>());
+  if (!t) return r.error("field 'not_before': " + t.error().message);
+  if (*t < 0 || *t >= limits::kEndOfTimeMs) {
+    return r.error(fmt::format("field 'not_before' is {}; it must be after 1970 and before {}",
+                               body["not_before"].get<std::string>().substr(0, 40),
+                               limits::kEndOfTimeText));
+  }
+  spec.not_before_ms = *t;
+  return ok();
+}
+
 }  // namespace
+
+std::optional<int64_t> json_int64(const json& value) {
+  if (value.is_number_unsigned()) {
+    auto v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(v);
+  }
+  if (value.is_number_integer()) return value.get<int64_t>();
+  return std::nullopt;
+}
+
+Result<int> priority_from_json(const json& value) {
+  Result<int> parsed = fail(Code::kInvalidArgument, "");
+  if (value.is_string()) {
+    parsed = parse_priority(value.get<std::string>());
+  } else if (auto v = json_int64(value); value.is_number_integer() && v) {
+    parsed = parse_priority(std::to_string(*v));
+  } else {
+    return fail(Code::kInvalidArgument,
+                fmt::format("field 'priority' must be high, normal, low or an integer {}..{}",
+                            limits::kMinPriority, limits::kMaxPriority));
+  }
+  if (!parsed) return fail(Code::kInvalidArgument, "field 'priority': " + parsed.error().message);
+  return parsed;
+}
+
+Status check_env_var(std::string_view name, std::string_view value) {
+  auto bad = [](std::string message) { return fail(Code::kInvalidArgument, std::move(message)); };
+  if (name.empty()) return bad("env has a variable with an empty name; remove it");
+  if (name.find('\0') != std::string_view::npos) {
+    return bad("env variable name contains a NUL byte; remove it");
+  }
+  if (name.find('=') != std::string_view::npos) {
+    return bad(fmt::format("env variable name '{}' contains '=': a name cannot hold '=' (the "
+                           "run would see a different variable); rename it",
+                           name.substr(0, 80)));
+  }
+  if (value.find('\0') != std::string_view::npos) {
+    return bad(fmt::format("env value of '{}' contains a NUL byte; remove it", name.substr(0, 80)));
+  }
+  return ok();
+}
 
 Result<JobSpec> spec_from_json(const json& body) {
   if (!body.is_object()) return fail(Code::kInvalidArgument, "a job must be a JSON object");
@@ -204,24 +329,11 @@ Result<JobSpec> spec_from_json(const json& body) {
                                spec.name));
   }
   int64_t gpus = 0;
-  GPUQ_TRY(r.integer("gpus", gpus, 0, 1024));
+  GPUQ_TRY(r.integer("gpus", gpus, 0, limits::kMaxJobGpus));
   spec.gpus = static_cast<int>(gpus);
-  if (body.contains("priority")) {
-    const json& p = body["priority"];
-    auto parsed = p.is_string() ? parse_priority(p.get<std::string>())
-                  : p.is_number_integer() ? parse_priority(std::to_string(p.get<int64_t>()))
-                                          : parse_priority("?");
-    if (!parsed) return r.error(parsed.error().message);
-    spec.priority = *parsed;
-  }
+  GPUQ_TRY(read_priority(r, body, spec));
   GPUQ_TRY(r.string("cwd", spec.cwd));
-  if (body.contains("env")) {
-    if (!body["env"].is_object()) return r.error("field 'env' must be an object of strings");
-    for (const auto& [k, v] : body["env"].items()) {
-      if (!v.is_string()) return r.error(fmt::format("env value of '{}' must be a string", k));
-      spec.env[k] = v.get<std::string>();
-    }
-  }
+  GPUQ_TRY(read_env(r, body, spec));
   GPUQ_TRY(r.strings("argv", spec.argv));
   if (body.contains("argv") && spec.argv.empty()) return r.error("field 'argv' is empty: name a command to run");
   GPUQ_TRY(read_script(r, body, spec));
@@ -233,24 +345,17 @@ Result<JobSpec> spec_from_json(const json& body) {
   GPUQ_TRY(r.strings("lane", spec.lanes));
   GPUQ_TRY(r.strings("lanes", spec.lanes));
   int64_t retries = 0;
-  GPUQ_TRY(r.integer("retries", retries, 0, 1000));
+  GPUQ_TRY(r.integer("retries", retries, 0, limits::kMaxRetries));
   spec.retries = static_cast<int>(retries);
   GPUQ_TRY(r.duration("retry_delay", spec.retry_delay_ms));
   GPUQ_TRY(r.duration("timeout", spec.timeout_ms));
   GPUQ_TRY(r.duration("est", spec.estimate_ms));
-  GPUQ_TRY(r.integer("gpu_mem", spec.gpu_mem_mib, 0, int64_t{1} << 30));
+  GPUQ_TRY(r.integer("gpu_mem", spec.gpu_mem_mib, 0, limits::kMaxGpuMemMib));
   GPUQ_TRY(r.boolean("share", spec.share));
   if (spec.share && spec.gpu_mem_mib == 0) {
     return r.error("'share' needs 'gpu_mem': say how much GPU memory the job uses, so sharing jobs fit");
   }
-  if (body.contains("not_before") && body["not_before"].is_string()) {
-    auto t = parse_rfc3339(body["not_before"].get<std::string>());
-    if (!t) return r.error(t.error().message);
-    spec.not_before_ms = *t;
-  } else if (body.contains("not_before")) {
-    GPUQ_TRY(r.integer("not_before", spec.not_before_ms, 0, INT64_MAX / 4));
-  }
-  GPUQ_TRY(r.integer("not_before_ms", spec.not_before_ms, 0, INT64_MAX / 4));
+  GPUQ_TRY(read_not_before(r, body, spec));
   GPUQ_TRY(r.boolean("hold", spec.hold));
   GPUQ_TRY(r.string("reservation", spec.reservation));
   GPUQ_TRY(read_preemption(r, body, spec));

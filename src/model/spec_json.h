@@ -6,6 +6,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
 #include "model/job.h"
 
@@ -17,7 +19,22 @@ namespace gpuq {
 // (absent: never, as in specs stored before preemption existed); `restart_within` (or
 // `restart_within_ms`) is refused unless `preempt` is "restart". Checks types and ranges only;
 // whether a dependency or lane exists is for the daemon to decide.
+// Every number is range-checked against model/limits.h (durations at most a year, times before
+// 2100, counts and priorities in their ranges), strings that reach the OS may hold no NUL
+// byte, and env names must be valid (check_env_var).
 Result<JobSpec> spec_from_json(const nlohmann::json& body);
+
+// An integer JSON number as int64; nullopt for anything else, including unsigned numbers above
+// INT64_MAX (which get<int64_t>() would silently wrap to negative).
+std::optional<int64_t> json_int64(const nlohmann::json& value);
+
+// A priority as JSON: "high", "normal", "low" or an integer in the limits' range; the error
+// names the field 'priority'.
+Result<int> priority_from_json(const nlohmann::json& value);
+
+// One variable of a run's environment: a name that is not empty and holds no '=' or NUL (the
+// environment block could not represent it faithfully), and a value without NUL.
+Status check_env_var(std::string_view name, std::string_view value);
 
 // The stored form; spec_from_json(spec_to_json(s)) == s. Default values are left out
 // (`preempt` only when not never, `restart_within_ms` only when set).

@@ -242,3 +242,75 @@ TEST(SpecJson, WatcherLimitsRoundTripAndDefaultToTheConfig) {
 
 }  // namespace
 }  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+// Values the daemon would overflow on or hand to the OS wrongly are refused, naming the field.
+TEST(SpecJson, RefusesValuesOutOfRangeNamingTheField) {
+  struct Case { std::string body; const char* message; };
+  std::string cmd = R"("argv":["x"])";
+  for (const Case& c : std::vector<Case>{
+           {"{" + cmd + R"(,"not_before":"2400-01-01T00:00:00Z"})", "field 'not_before' is 2400-01-01T00:00:00Z; it must be after 1970 and before 2100-01-01T00:00:00Z"},
+           {"{" + cmd + R"(,"not_before":"2026-13-01T00:00:00Z"})", "field 'not_before': bad time"},
+           {"{" + cmd + R"(,"not_before_ms":13569465600000})", "field 'not_before_ms' is 13569465600000"},
+           {"{" + cmd + R"(,"not_before":13569465600000})", "field 'not_before' is 13569465600000"},
+           {"{" + cmd + R"(,"not_before":"2026-11-29T22:00:00Z","not_before_ms":1})", "not both"},
+           {"{" + cmd + R"(,"timeout_ms":1000000000000000})", "field 'timeout_ms' is 1000000000000000; it must be between 0 and 31536000000 (365d)"},
+           {"{" + cmd + R"(,"timeout":"400d"})", "field 'timeout' is 400d00h; it must be at most 365d"},
+           {"{" + cmd + R"(,"est_ms":-1})", "field 'est_ms' is -1"},
+           {"{" + cmd + R"(,"retry_delay_ms":18446744073709551615})", "field 'retry_delay_ms' is 18446744073709551615"},
+           {"{" + cmd + R"(,"quiet":"366d"})", "field 'quiet'"},
+           {"{" + cmd + R"(,"requires_warn_ms":99999999999999})", "field 'requires_warn_ms'"},
+           {"{" + cmd + R"(,"warn_after":"9999d"})", "field 'warn_after'"},
+           {"{" + cmd + R"(,"preempt":"restart","restart_within_ms":31536000001})", "field 'restart_within_ms'"},
+           {"{" + cmd + R"(,"gpus":1025})", "field 'gpus' is 1025; it must be between 0 and 1024"},
+           {"{" + cmd + R"(,"gpus":9223372036854775808})", "field 'gpus' is 9223372036854775808"},
+           {"{" + cmd + R"(,"gpus":1.5})", "field 'gpus' must be an integer"},
+           {"{" + cmd + R"(,"retries":1001})", "field 'retries' is 1001"},
+           {"{" + cmd + R"(,"gpu_mem":-5})", "field 'gpu_mem' is -5"},
+           {"{" + cmd + R"(,"priority":1001})", "field 'priority': bad priority '1001'"},
+           {"{" + cmd + R"(,"priority":true})", "field 'priority' must be high, normal, low or an integer 0..1000"},
+           {"{" + cmd + R"(,"priority":18446744073709551615})", "field 'priority' must be"},
+           {"{" + cmd + R"(,"env":{"A=B":"1"}})", "env variable name 'A=B' contains '='"},
+           {"{" + cmd + R"(,"env":{"":"1"}})", "env has a variable with an empty name"},
+           {"{" + cmd + R"(,"env":{"A\u0000B":"1"}})", "env variable name contains a NUL byte"},
+           {"{" + cmd + R"(,"env":{"A":"x\u0000y"}})", "env value of 'A' contains a NUL byte"},
+           {R"({"argv":["x\u0000y"]})", "field 'argv' contains a NUL byte"},
+           {"{" + cmd + R"(,"cwd":"/tmp\u0000/x"})", "field 'cwd' contains a NUL byte"},
+           {R"({"script":{"text":"echo","name":5}})", "field 'script.name' must be a string"},
+           {R"({"script":{"text":"echo","args":[1]}})", "field 'script.args' must be a list of strings"},
+           {"{" + cmd + R"(,"deps":[{"kind":"afterok","target":"7","job_id":"7"}]})", "field 'deps[].job_id' must be a job id"},
+           {"{" + cmd + R"(,"deps":[{"kind":"afterok","target":"7","job_id":0}]})", "field 'deps[].job_id' must be a job id"},
+           {"{" + cmd + R"(,"deps":[{"kind":"afterok","target":"7","jobid":7}]})", "unknown field 'deps[].jobid'"},
+           {"{" + cmd + R"(,"source":"plan.json:3","gpus":-1})", "plan.json:3: field 'gpus' is -1"}}) {
+    auto spec = spec_from_json(json::parse(c.body));
+    ASSERT_FALSE(spec) << c.body;
+    EXPECT_EQ(spec.error().code, Code::kInvalidArgument) << c.body;
+    EXPECT_NE(spec.error().message.find(c.message), std::string::npos)
+        << c.body << " -> " << spec.error().message;
+  }
+}
+
+TEST(SpecJson, AcceptsTheEdgesOfEachRange) {
+  auto spec = spec_from_json(json::parse(R"({"argv":["x"],"timeout_ms":31536000000,"est":"365d",
+      "not_before":"2099-12-31T23:59:59.999Z","gpus":1024,"retries":1000,"priority":1000,
+      "env":{"A":"","BASH_FUNC_f%%":"() { :; }"},"deps":[{"kind":"afterok","target":"7","job_id":7}]})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->timeout_ms, 31'536'000'000);
+  EXPECT_EQ(spec->estimate_ms, 31'536'000'000);
+  EXPECT_EQ(spec->not_before_ms, 4'102'444'799'999);
+  EXPECT_EQ(spec->priority, 1000);
+  EXPECT_EQ(spec->deps.at(0).job_id, 7);
+}
+
+TEST(SpecJson, Int64OfJsonNumbers) {
+  EXPECT_EQ(json_int64(json::parse("9223372036854775807")), INT64_MAX);
+  EXPECT_EQ(json_int64(json::parse("-9223372036854775808")), INT64_MIN);
+  EXPECT_EQ(json_int64(json::parse("9223372036854775808")), std::nullopt);
+  EXPECT_EQ(json_int64(json::parse("1.0")), std::nullopt);
+  EXPECT_EQ(json_int64(json::parse("\"1\"")), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuq

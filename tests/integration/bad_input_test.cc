@@ -1,11 +1,17 @@
 // Bad input gets a clear error, a non-zero status, and nothing queued.
+#include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <optional>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "harness.h"
+#include "unix_http.h"
 
 namespace gpuq::testing {
 namespace {
@@ -95,6 +101,174 @@ TEST(BadInput, AHomeTooLongForAUnixSocketIsRefusedWithTheFix) {
   EXPECT_NE(r->exit_code, 0);
   EXPECT_NE(r->err.find("a unix socket path may have at most 107"), std::string::npos) << r->err;
   EXPECT_NE(r->err.find("use a shorter --home"), std::string::npos) << r->err;
+}
+
+}  // namespace
+}  // namespace gpuq::testing
+
+// Bad bytes on the API socket: every one gets an HTTP answer with a JSON error (or, for a
+// connection that stalls, a close), and the daemon lives on.
+namespace gpuq::testing {
+namespace {
+
+std::string socket_of(const Harness& h) { return h.home() + "/gpuq.sock"; }
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// The answer is `status` with a JSON error of `code` whose message holds `text`.
+void expect_json_error(const HttpAnswer& answer, long status, const std::string& code,
+                       const std::string& text) {
+  EXPECT_EQ(answer.curl_code, 0) << "no HTTP answer; body: " << answer.body.substr(0, 200);
+  EXPECT_EQ(answer.status, status) << answer.body.substr(0, 300);
+  EXPECT_EQ(answer.content_type, "application/json");
+  auto body = nlohmann::json::parse(answer.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << answer.body.substr(0, 300);
+  EXPECT_EQ(body["error"]["code"], code) << answer.body;
+  EXPECT_NE(body["error"]["message"].get<std::string>().find(text), std::string::npos) << answer.body;
+}
+
+void expect_still_serving(const Harness& h) {
+  auto status = h.gpuq({"status"});
+  EXPECT_EQ(status.status, 0) << status.err;
+}
+
+TEST(BadInput, DeeplyNestedBodiesGet400AndTheDaemonLivesOn) {
+  Harness h("fake:1");
+  h.start();
+  int pid = h.daemon_pid();
+  // ~600 KB of nesting: a recursive dump() of it used to overflow the API thread's stack.
+  auto in_object = unix_request(socket_of(h), "POST", "/v1/jobs/1/move", "{\"before\":" + nested(300'000) + "}");
+  expect_json_error(in_object, 400, "invalid_argument", "more than 64 deep");
+  auto bare = unix_request(socket_of(h), "POST", "/v1/jobs/1/move", nested(300'000));
+  expect_json_error(bare, 400, "invalid_argument", "more than 64 deep");
+  auto submit = unix_request(socket_of(h), "POST", "/v1/jobs", "{\"argv\":" + nested(300'000) + "}");
+  expect_json_error(submit, 400, "invalid_argument", "more than 64 deep");
+  EXPECT_EQ(h.daemon_pid(), pid);
+  expect_still_serving(h);
+}
+
+TEST(BadInput, ABodyOverTheLimitGets413WithAJsonError) {
+  Harness h("fake:1");
+  h.start();
+  std::string body = "{\"argv\":[\"" + std::string(8 << 20, 'x') + "\"]}";
+  auto answer = unix_request(socket_of(h), "POST", "/v1/jobs", body);
+  expect_json_error(answer, 413, "invalid_argument", "larger than 8 MiB");
+  expect_still_serving(h);
+  EXPECT_EQ(job_count(h), 0u);
+}
+
+TEST(BadInput, AHeaderOverTheLimitGets431WithAJsonError) {
+  Harness h("fake:1");
+  h.start();
+  auto answer = unix_request(socket_of(h), "GET", "/v1/health", "", {"X-Big: " + std::string(17 << 10, 'a')});
+  expect_json_error(answer, 431, "invalid_argument", "header is larger than 16 KiB");
+  expect_still_serving(h);
+}
+
+TEST(BadInput, FieldsOfTheWrongTypeOrRangeGet400NamingTheField) {
+  Harness h("fake:1");
+  h.start();
+  auto sock = socket_of(h);
+  // nlohmann's value() threw type_error here, which dropped the connection unanswered.
+  expect_json_error(unix_request(sock, "POST", "/v1/gpus/gpu0/release", R"({"attention":"yes"})"),
+                    400, "invalid_argument", "field 'attention' must be true");
+  std::string job = R"({"argv":["true"],"cwd":")" + h.work() + "\"";
+  expect_json_error(unix_request(sock, "POST", "/v1/jobs", job + R"(,"not_before":"2400-01-01T00:00:00Z"})"),
+                    400, "invalid_argument", "field 'not_before'");
+  expect_json_error(unix_request(sock, "POST", "/v1/jobs", job + R"(,"timeout_ms":1000000000000000})"),
+                    400, "invalid_argument", "field 'timeout_ms'");
+  expect_json_error(unix_request(sock, "POST", "/v1/jobs", job + R"(,"env":{"A=B":"1"}})"),
+                    400, "invalid_argument", "'A=B' contains '='");
+  expect_json_error(unix_request(sock, "POST", "/v1/plans", R"({"jobs":[{"name":"a","argv":["true"]}],"replace":"yes"})"),
+                    400, "invalid_argument", "field 'replace'");
+  expect_json_error(unix_request(sock, "POST", "/v1/jobs/1/move", R"({"top":false})"),
+                    400, "invalid_argument", "field 'top' must be true");
+  expect_json_error(unix_request(sock, "GET", "/v1/events?after=abc", ""), 400, "invalid_argument",
+                    "query parameter 'after'");
+  EXPECT_EQ(job_count(h), 0u);
+  expect_still_serving(h);
+}
+
+// Sets an environment variable for the daemons this test starts, and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+int64_t last_seq(const std::string& sock) {
+  auto answer = unix_get(sock, "/v1/events?limit=0");
+  return nlohmann::json::parse(answer.body).value("last_seq", int64_t{0});
+}
+
+TEST(BadInput, AConnectionThatStallsIsClosedButLongPollsAndStreamsStay) {
+  ScopedEnv idle("GPUQ_TEST_IDLE_TIMEOUT_MS", "300");  // test-only: the default is 30 s
+  Harness h("fake:1");
+  h.start();
+  auto sock = socket_of(h);
+  int silent = unix_connect(sock);
+  ASSERT_GE(silent, 0);
+  EXPECT_TRUE(wait_closed_by_peer(silent)) << "a connection that sends nothing stays open";
+  ::close(silent);
+  int dribbler = unix_connect(sock);
+  ASSERT_GE(dribbler, 0);
+  ASSERT_EQ(::send(dribbler, "GET /v1/hea", 11, MSG_NOSIGNAL), 11);
+  EXPECT_TRUE(wait_closed_by_peer(dribbler)) << "a request that never ends stays open";
+  ::close(dribbler);
+
+  // A long-poll waits five idle timeouts and is answered, not closed.
+  int64_t seq = last_seq(sock);
+  auto poll = unix_get(sock, fmt::format("/v1/events?after={}&wait_ms=1500", seq));
+  EXPECT_EQ(poll.curl_code, 0);
+  EXPECT_EQ(poll.status, 200) << poll.body;
+
+  // A stream that has been quiet for longer than the idle timeout still gets the next event:
+  // the long-poll in the other thread lasts five idle timeouts before the submit.
+  std::thread submitter([&] {
+    unix_get(sock, fmt::format("/v1/events?after={}&wait_ms=1500", seq + 1000));
+    h.submit_sh("true");
+  });
+  auto stream = unix_sse(sock, fmt::format("/v1/events/stream?after={}", seq), {},
+                         [](const std::vector<SseFrame>& frames) {
+                           return !frames.empty() && frames.back().event == "job.submitted";
+                         });
+  submitter.join();
+  ASSERT_FALSE(stream.frames.empty());
+  EXPECT_EQ(stream.frames.back().event, "job.submitted");
+  expect_still_serving(h);
+}
+
+TEST(BadInput, ConnectionsPastTheCapGet503AndTheDaemonRecovers) {
+  Harness h("fake:1");
+  h.start();
+  auto sock = socket_of(h);
+  constexpr int kCap = 512;  // limits::kMaxConnections
+  std::vector<int> held;
+  for (int i = 0; i < kCap; ++i) {
+    int fd = unix_connect(sock);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    held.push_back(fd);
+  }
+  // Accepted in order: the held ones fill the cap, so this one is refused.
+  auto refused = unix_get(sock, "/v1/health");
+  expect_json_error(refused, 503, "unavailable", "too many connections (512 open");
+  for (int fd : held) ::close(fd);
+  // The held connections' sessions end as they read the close; then the daemon serves again.
+  bool serving = wait_until([&] { return h.gpuq({"status"}).status == 0; });
+  EXPECT_TRUE(serving) << h.gpuq({"status"}).err;
 }
 
 }  // namespace

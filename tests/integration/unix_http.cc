@@ -1,6 +1,13 @@
 #include "unix_http.h"
 
 #include <curl/curl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 
 namespace gpuq::testing {
 namespace {
@@ -86,16 +93,7 @@ void read_status(CURL* curl, long& status, std::string& content_type) {
 
 HttpAnswer unix_get(const std::string& socket, const std::string& path,
                     const std::vector<std::string>& headers, int timeout_ms) {
-  HttpAnswer answer;
-  curl_slist* list = header_list(headers);
-  CURL* curl = open(socket, path, list, timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
-  answer.curl_code = curl_easy_perform(curl);
-  read_status(curl, answer.status, answer.content_type);
-  curl_easy_cleanup(curl);
-  curl_slist_free_all(list);
-  return answer;
+  return unix_request(socket, "GET", path, "", headers, timeout_ms);
 }
 
 SseResult unix_sse(const std::string& socket, const std::string& path,
@@ -112,6 +110,56 @@ SseResult unix_sse(const std::string& socket, const std::string& path,
   curl_easy_cleanup(curl);
   curl_slist_free_all(list);
   return result;
+}
+
+HttpAnswer unix_request(const std::string& socket, const std::string& method, const std::string& path,
+                        const std::string& body, const std::vector<std::string>& headers,
+                        int timeout_ms) {
+  HttpAnswer answer;
+  std::vector<std::string> all = headers;
+  if (!body.empty()) all.push_back("Content-Type: application/json");
+  curl_slist* list = header_list(all);
+  CURL* curl = open(socket, path, list, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (method == "POST") {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
+  answer.curl_code = curl_easy_perform(curl);
+  read_status(curl, answer.status, answer.content_type);
+  curl_easy_cleanup(curl);
+  curl_slist_free_all(list);
+  return answer;
+}
+
+int unix_connect(const std::string& socket) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket.c_str(), sizeof(address.sun_path) - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool wait_closed_by_peer(int fd, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buffer[4096];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return true;
+  }
 }
 
 }  // namespace gpuq::testing

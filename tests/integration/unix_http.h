@@ -1,6 +1,7 @@
 // Raw HTTP to a daemon's unix socket with libcurl, for end-to-end tests of what the CLI does not
-// show: /metrics text and the Server-Sent Events stream. Synchronous; each call is independent,
-// so calls may run on several threads at once.
+// show or send: /metrics text, the Server-Sent Events stream, bodies and headers the CLI would
+// never send; and bare connections, for the listener's limits. Synchronous; each call is
+// independent, so calls may run on several threads at once.
 #pragma once
 
 #include <functional>
@@ -19,6 +20,17 @@ struct HttpAnswer {
 // GET `path` (e.g. "/metrics") on the unix socket at `socket`.
 HttpAnswer unix_get(const std::string& socket, const std::string& path,
                     const std::vector<std::string>& headers = {}, int timeout_ms = 30'000);
+
+// `method` (GET, POST) `path` with `body` (sent as application/json when not empty).
+HttpAnswer unix_request(const std::string& socket, const std::string& method, const std::string& path,
+                        const std::string& body, const std::vector<std::string>& headers = {},
+                        int timeout_ms = 30'000);
+
+// A bare connection to the unix socket (the caller closes it); -1 when connecting fails.
+int unix_connect(const std::string& socket);
+// Reads `fd` until the peer closes it (end of file or a reset) and returns true, or returns
+// false when `timeout_ms` passes first. What arrives before the close is dropped.
+bool wait_closed_by_peer(int fd, int timeout_ms = 30'000);
 
 // One Server-Sent Events frame; `id` is -1 when the frame had no id line.
 struct SseFrame {

@@ -1,0 +1,269 @@
+#include "api/bodies.h"
+
+#include <charconv>
+#include <climits>
+#include <fmt/format.h>
+
+#include "model/limits.h"
+#include "model/spec_json.h"
+
+namespace gpuq::api {
+namespace {
+
+using nlohmann::json;
+
+tl::unexpected<Error> invalid(std::string message) {
+  return fail(Code::kInvalidArgument, std::move(message));
+}
+
+// Text a client sent, cut short for a message: the message must stay small whatever was sent.
+std::string clip(std::string_view text) {
+  constexpr size_t kMost = 60;
+  return text.size() <= kMost ? std::string(text) : std::string(text.substr(0, kMost)) + "...";
+}
+
+// Thrown by the parser callback to stop at the first container past the nesting limit, before
+// anything below it is read or built; caught in parse_json_body, never beyond it.
+struct TooDeep {};
+
+// `text` as a whole number in [min, max]; `what` names it in the error ("query parameter
+// 'after'").
+Result<int64_t> whole_number(std::string_view what, std::string_view text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    return invalid(fmt::format("{} must be a whole number from {} to {}, not '{}'", what, min, max,
+                               clip(text)));
+  }
+  return value;
+}
+
+// A query parameter that must be a whole number in [min, max]; `fallback` when absent.
+Result<int64_t> query_number(const Target& target, std::string_view key, int64_t fallback,
+                             int64_t min, int64_t max = INT64_MAX) {
+  const std::string* text = target.find(key);
+  if (text == nullptr) return fallback;
+  return whole_number(fmt::format("query parameter '{}'", key), *text, min, max);
+}
+
+Result<daemon::PlanReservation> decode_reservation(const json& entry, size_t index) {
+  std::string field = fmt::format("reservations[{}]", index);
+  if (!entry.is_object()) {
+    return invalid(field + " must be {\"name\", \"gpus\": [indices], \"jobs\": [names]}");
+  }
+  for (const auto& [key, value] : entry.items()) {
+    if (key != "name" && key != "gpus" && key != "jobs") {
+      return invalid(fmt::format("unknown field '{}.{}'; known: name, gpus, jobs", field, clip(key)));
+    }
+  }
+  daemon::PlanReservation reservation;
+  reservation.name = "r" + std::to_string(index);
+  if (entry.contains("name")) {
+    if (!entry["name"].is_string() || entry["name"].get_ref<const std::string&>().empty()) {
+      return invalid(fmt::format("field '{}.name' must be a name (a non-empty string)", field));
+    }
+    reservation.name = entry["name"].get<std::string>();
+  }
+  std::string gpus_error = fmt::format("field '{}.gpus' must be a list of GPU indices (0 to {})",
+                                       field, limits::kMaxJobGpus - 1);
+  if (!entry.contains("gpus") || !entry["gpus"].is_array()) return invalid(gpus_error);
+  for (const json& gpu : entry["gpus"]) {
+    auto index_value = json_int64(gpu);
+    if (!gpu.is_number_integer() || !index_value || *index_value < 0 ||
+        *index_value >= limits::kMaxJobGpus) {
+      return invalid(gpus_error);
+    }
+    reservation.gpus.push_back(static_cast<int>(*index_value));
+  }
+  std::string jobs_error = fmt::format("field '{}.jobs' must be a list of job names", field);
+  if (!entry.contains("jobs") || !entry["jobs"].is_array()) return invalid(jobs_error);
+  for (const json& name : entry["jobs"]) {
+    if (!name.is_string() || name.get_ref<const std::string&>().empty()) return invalid(jobs_error);
+    reservation.jobs.push_back(name.get<std::string>());
+  }
+  return reservation;
+}
+
+}  // namespace
+
+Result<json> parse_json_body(std::string_view body) {
+  if (body.size() > limits::kMaxBodyBytes) {
+    return invalid(fmt::format("the body is larger than {} MiB, the most the daemon reads",
+                               limits::kMaxBodyBytes >> 20));
+  }
+  // The callback sees each container before its contents, with the number of containers
+  // around it: the first one past the limit stops the parse.
+  auto limit_depth = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= limits::kMaxJsonDepth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return json::parse(body.begin(), body.end(), limit_depth);
+  } catch (const TooDeep&) {
+    return invalid(fmt::format("the body nests arrays and objects more than {} deep; no request "
+                               "of docs/api.md needs more than 4",
+                               limits::kMaxJsonDepth));
+  } catch (const json::parse_error& e) {
+    // Not e.what(): it quotes the last token read, which may be most of the body.
+    return invalid(fmt::format("the body is not valid JSON (the parser stopped at byte {} of {})",
+                               e.byte, body.size()));
+  }
+}
+
+Result<JobSpec> decode_submit(std::string_view body) {
+  auto parsed = parse_json_body(body);
+  if (!parsed) return tl::unexpected(parsed.error());
+  return spec_from_json(*parsed);
+}
+
+Result<MoveBody> decode_move(std::string_view text) {
+  constexpr std::string_view kForms =
+      "move takes one of {\"before\": ref}, {\"after\": ref}, {\"top\": true}, {\"bottom\": "
+      "true}, {\"priority\": P}";
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object() || body->size() != 1) return invalid(std::string(kForms));
+  const std::string& key = body->begin().key();
+  const json& value = body->begin().value();
+  MoveBody move;
+  using W = daemon::MoveRequest::Where;
+  if (key == "before" || key == "after") {
+    move.where = key == "before" ? W::kBefore : W::kAfter;
+    auto id = json_int64(value);
+    if (value.is_string() && !value.get_ref<const std::string&>().empty()) {
+      move.other = value.get<std::string>();
+    } else if (value.is_number_integer() && id && *id >= 1) {
+      move.other = std::to_string(*id);
+    } else {
+      return invalid(fmt::format("field '{}' must be a job id (1 or more) or name, not {}", key,
+                                 value.is_string() ? "an empty string" : value.type_name()));
+    }
+  } else if (key == "top" || key == "bottom") {
+    if (value != true) return invalid(fmt::format("field '{}' must be true; {}", key, kForms));
+    move.where = key == "top" ? W::kTop : W::kBottom;
+  } else if (key == "priority") {
+    auto priority = priority_from_json(value);
+    if (!priority) return tl::unexpected(priority.error());
+    move.where = W::kPriority;
+    move.priority = *priority;
+  } else {
+    return invalid(fmt::format("unknown field '{}'; {}", clip(key), kForms));
+  }
+  return move;
+}
+
+Result<ReleaseBody> decode_release(std::string_view text) {
+  constexpr std::string_view kHow =
+      "release a GPU with {\"attention\": true}: it says a person checked that nothing is left on "
+      "it (gpuq release --attention GPU)";
+  if (text.empty()) return invalid(fmt::format("field 'attention' is missing; {}", kHow));
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", kHow));
+  for (const auto& [key, value] : body->items()) {
+    if (key != "attention") return invalid(fmt::format("unknown field '{}'; {}", clip(key), kHow));
+  }
+  if (!body->contains("attention")) return invalid(fmt::format("field 'attention' is missing; {}", kHow));
+  const json& attention = (*body)["attention"];
+  if (!attention.is_boolean()) {
+    return invalid(fmt::format("field 'attention' must be true, not {}; {}", attention.type_name(), kHow));
+  }
+  if (!attention.get<bool>()) return invalid(fmt::format("field 'attention' is false; {}", kHow));
+  return ReleaseBody{};
+}
+
+Result<daemon::PlanRequest> decode_plan(std::string_view text) {
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return invalid("a plan must be a JSON object {\"jobs\", \"reservations\", \"replace\"}");
+  for (const auto& [key, value] : body->items()) {
+    if (key != "jobs" && key != "reservations" && key != "replace") {
+      return invalid(fmt::format("unknown field '{}' in a plan; known: jobs, reservations, replace", clip(key)));
+    }
+  }
+  daemon::PlanRequest plan;
+  if (body->contains("replace")) {
+    if (!(*body)["replace"].is_boolean()) return invalid("field 'replace' must be true or false");
+    plan.replace = (*body)["replace"].get<bool>();
+  }
+  if (!body->contains("jobs") || !(*body)["jobs"].is_array() || (*body)["jobs"].empty()) {
+    return invalid("a plan needs a non-empty 'jobs' list");
+  }
+  size_t index = 0;
+  for (const json& entry : (*body)["jobs"]) {
+    auto spec = spec_from_json(entry);
+    if (!spec) {
+      // A job with a `source` is named by it already; one without, by its place in the list.
+      bool named = entry.is_object() && entry.contains("source") && entry["source"].is_string();
+      return invalid(named ? spec.error().message
+                           : fmt::format("jobs[{}]: {}", index, spec.error().message));
+    }
+    plan.jobs.push_back(std::move(*spec));
+    ++index;
+  }
+  if (body->contains("reservations")) {
+    const json& reservations = (*body)["reservations"];
+    if (!reservations.is_array()) return invalid("field 'reservations' must be a list");
+    for (size_t i = 0; i < reservations.size(); ++i) {
+      auto reservation = decode_reservation(reservations[i], i);
+      if (!reservation) return tl::unexpected(reservation.error());
+      plan.reservations.push_back(std::move(*reservation));
+    }
+  }
+  return plan;
+}
+
+Result<EventsQuery> decode_events_query(const Target& target) {
+  EventsQuery query;
+  auto after = query_number(target, "after", 0, 0, limits::kMaxId);
+  if (!after) return tl::unexpected(after.error());
+  auto limit = query_number(target, "limit", limits::kDefaultEventsPerPage, 0);
+  if (!limit) return tl::unexpected(limit.error());
+  auto wait_ms = query_number(target, "wait_ms", 0, 0);
+  if (!wait_ms) return tl::unexpected(wait_ms.error());
+  query.after = *after;
+  query.limit = std::min(*limit, limits::kMaxEventsPerPage);
+  query.wait_ms = std::min(*wait_ms, limits::kMaxEventWaitMs);
+  return query;
+}
+
+Result<LogQuery> decode_log_query(const Target& target) {
+  LogQuery query;
+  if (target.find("run") != nullptr) {
+    auto run = query_number(target, "run", 0, 1, INT_MAX);
+    if (!run) return tl::unexpected(run.error());
+    query.run = static_cast<int>(*run);
+  }
+  auto offset = query_number(target, "offset", 0, 0);
+  if (!offset) return tl::unexpected(offset.error());
+  auto limit = query_number(target, "limit", limits::kDefaultLogChunk, 0);
+  if (!limit) return tl::unexpected(limit.error());
+  query.offset = *offset;
+  query.limit = std::min(*limit, limits::kMaxLogChunk);
+  return query;
+}
+
+Result<int64_t> decode_stream_cursor(const Request& request, const Target& target) {
+  // An empty Last-Event-ID is the SSE spec's "no id yet": the query decides.
+  if (auto it = request.find("Last-Event-ID"); it != request.end() && !it->value().empty()) {
+    std::string_view text(it->value().data(), it->value().size());
+    return whole_number("Last-Event-ID (an event seq)", text, 0, limits::kMaxId);
+  }
+  return query_number(target, "after", 0, 0, limits::kMaxId);
+}
+
+Result<JobRef> parse_job_ref(std::string_view ref) {
+  if (ref.empty()) return invalid("a job reference is empty: give a job id or name");
+  if (ref.find_first_not_of("0123456789") != std::string_view::npos) {
+    return JobRef{0, std::string(ref)};  // a name (names are never only digits)
+  }
+  auto id = whole_number("a job id", ref, 1, limits::kMaxId);
+  if (!id) return tl::unexpected(id.error());
+  return JobRef{*id, ""};
+}
+
+}  // namespace gpuq::api

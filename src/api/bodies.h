@@ -1,0 +1,76 @@
+// Pure decoders of what a client sends (docs/api.md): request bodies, query parameters and job
+// references in, a plain struct or an `invalid_argument` Error naming the field out. The
+// handlers use them before anything reaches the queue actor, and they need no daemon, so they
+// can be tested and fuzzed alone (request_check.h runs them on raw bytes).
+// JSON is parsed with the nesting limit of model/limits.h enforced while parsing (nothing deep
+// is ever built), every field is type- and range-checked, and no message echoes the body's
+// JSON, so no size or shape of input can make a message, a recursion or a throw unbounded.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "api/http.h"
+#include "base/status.h"
+#include "daemon/queue.h"
+#include "model/job.h"
+
+namespace gpuq::api {
+
+// A JSON body: at most limits::kMaxBodyBytes, nested at most limits::kMaxJsonDepth deep.
+Result<nlohmann::json> parse_json_body(std::string_view body);
+
+// POST /v1/jobs: a submit request (spec_from_json's rules).
+Result<JobSpec> decode_submit(std::string_view body);
+
+// POST /v1/jobs/{ref}/move: exactly one of {"before": ref}, {"after": ref}, {"top": true},
+// {"bottom": true}, {"priority": P}.
+struct MoveBody {
+  daemon::MoveRequest::Where where = daemon::MoveRequest::Where::kTop;
+  std::string other;  // before/after: the other job's reference, for the handler to resolve
+  int priority = 0;   // kPriority
+};
+Result<MoveBody> decode_move(std::string_view body);
+
+// POST /v1/gpus/{gpu}/release: {"attention": true}, which says a person checked the GPU.
+struct ReleaseBody {
+  bool attention = true;
+};
+Result<ReleaseBody> decode_release(std::string_view body);
+
+// POST /v1/plans: {"jobs": [submit request], "reservations": [{"name", "gpus", "jobs"}],
+// "replace": bool}.
+Result<daemon::PlanRequest> decode_plan(std::string_view body);
+
+// GET /v1/events?after=SEQ&limit=N&wait_ms=T. `limit` and `wait_ms` above their caps
+// (limits::kMaxEventsPerPage, kMaxEventWaitMs) are taken as the cap, as docs/api.md says.
+struct EventsQuery {
+  int64_t after = 0;
+  int64_t limit = 0;
+  int64_t wait_ms = 0;
+};
+Result<EventsQuery> decode_events_query(const Target& target);
+
+// GET /v1/jobs/{ref}/log?run=N&offset=B&limit=L. `limit` above limits::kMaxLogChunk is taken
+// as that.
+struct LogQuery {
+  std::optional<int> run;  // absent: the latest run
+  int64_t offset = 0;
+  int64_t limit = 0;
+};
+Result<LogQuery> decode_log_query(const Target& target);
+
+// GET /v1/events/stream: the cursor, from Last-Event-ID (unless empty), else ?after=, else 0.
+Result<int64_t> decode_stream_cursor(const Request& request, const Target& target);
+
+// A job reference in a path or body: an id (only digits: 1..limits::kMaxId) or a name.
+struct JobRef {
+  int64_t id = 0;    // 0 when `name` is set
+  std::string name;
+};
+Result<JobRef> parse_job_ref(std::string_view ref);
+
+}  // namespace gpuq::api

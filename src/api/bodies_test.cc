@@ -1,0 +1,251 @@
+#include "api/bodies.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "api/request_check.h"
+#include "model/limits.h"
+
+namespace gpuq::api {
+namespace {
+
+using nlohmann::json;
+using Where = daemon::MoveRequest::Where;
+
+std::string nested(int depth, std::string_view inner = "1") {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(inner) +
+         std::string(static_cast<size_t>(depth), ']');
+}
+
+// The error of a decoder that must refuse; fails the test when it accepts.
+template <class T>
+std::string refusal(const Result<T>& result) {
+  if (result) {
+    ADD_FAILURE() << "accepted";
+    return "";
+  }
+  EXPECT_EQ(result.error().code, Code::kInvalidArgument);
+  return result.error().message;
+}
+
+#define EXPECT_REFUSED(expr, text)                                              \
+  do {                                                                          \
+    std::string message_ = refusal(expr);                                       \
+    EXPECT_NE(message_.find(text), std::string::npos) << #expr << " -> " << message_; \
+  } while (0)
+
+TEST(ParseJsonBody, NestingIsLimitedWhileParsing) {
+  EXPECT_TRUE(parse_json_body(nested(limits::kMaxJsonDepth)));
+  EXPECT_REFUSED(parse_json_body(nested(limits::kMaxJsonDepth + 1)), "more than 64 deep");
+  // 600 KB of nesting inside an object, as sent to /v1/jobs/1/move: refused at depth 65,
+  // without building (or later dumping) the rest.
+  std::string deep = "{\"before\":" + nested(300'000) + "}";
+  EXPECT_REFUSED(parse_json_body(deep), "more than 64 deep");
+  EXPECT_REFUSED(decode_move(deep), "more than 64 deep");
+  EXPECT_REFUSED(parse_json_body(std::string(600'000, '[')), "more than 64 deep");
+  EXPECT_REFUSED(parse_json_body("{\"a\":" + nested(64, "{}") + "}"), "more than 64 deep");
+}
+
+TEST(ParseJsonBody, ErrorsNeverEchoTheBody) {
+  std::string unterminated = "{\"argv\": [\"" + std::string(100'000, 'x');
+  std::string message = refusal(parse_json_body(unterminated));
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 200u) << message;
+  EXPECT_REFUSED(parse_json_body(""), "not valid JSON");
+  EXPECT_REFUSED(parse_json_body("{} trailing"), "not valid JSON");
+  EXPECT_REFUSED(parse_json_body(std::string(limits::kMaxBodyBytes + 1, ' ')), "larger than 8 MiB");
+}
+
+TEST(DecodeSubmit, NamesTheFieldOfEachError) {
+  EXPECT_TRUE(decode_submit(R"({"argv":["true"]})"));
+  EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"not_before":"2400-01-01T00:00:00Z"})"), "field 'not_before'");
+  EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"timeout_ms":1000000000000000})"), "field 'timeout_ms'");
+  EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"env":{"A=B":"x"}})"), "'A=B' contains '='");
+  EXPECT_REFUSED(decode_submit("[1]"), "a job must be a JSON object");
+}
+
+TEST(DecodeMove, EachForm) {
+  auto before = decode_move(R"({"before":"train"})");
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_EQ(before->where, Where::kBefore);
+  EXPECT_EQ(before->other, "train");
+  auto after = decode_move(R"({"after":7})");
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->where, Where::kAfter);
+  EXPECT_EQ(after->other, "7");
+  EXPECT_EQ(decode_move(R"({"top":true})")->where, Where::kTop);
+  EXPECT_EQ(decode_move(R"({"bottom":true})")->where, Where::kBottom);
+  auto priority = decode_move(R"({"priority":"high"})");
+  ASSERT_TRUE(priority);
+  EXPECT_EQ(priority->where, Where::kPriority);
+  EXPECT_EQ(priority->priority, 10);
+  EXPECT_EQ(decode_move(R"({"priority":1000})")->priority, 1000);
+}
+
+TEST(DecodeMove, Refusals) {
+  EXPECT_REFUSED(decode_move("not json"), "not valid JSON");
+  EXPECT_REFUSED(decode_move("[]"), "move takes one of");
+  EXPECT_REFUSED(decode_move("{}"), "move takes one of");
+  EXPECT_REFUSED(decode_move(R"({"top":true,"bottom":true})"), "move takes one of");
+  EXPECT_REFUSED(decode_move(R"({"before":[[1]]})"), "field 'before' must be a job id (1 or more) or name, not array");
+  EXPECT_REFUSED(decode_move(R"({"after":{"a":1}})"), "field 'after' must be a job id (1 or more) or name, not object");
+  EXPECT_REFUSED(decode_move(R"({"after":""})"), "field 'after' must be a job id (1 or more) or name, not an empty string");
+  EXPECT_REFUSED(decode_move(R"({"before":0})"), "field 'before' must be a job id");
+  EXPECT_REFUSED(decode_move(R"({"before":-3})"), "field 'before' must be a job id");
+  EXPECT_REFUSED(decode_move(R"({"before":18446744073709551615})"), "field 'before' must be a job id");
+  EXPECT_REFUSED(decode_move(R"({"before":1.5})"), "field 'before' must be a job id");
+  EXPECT_REFUSED(decode_move(R"({"top":false})"), "field 'top' must be true");
+  EXPECT_REFUSED(decode_move(R"({"bottom":1})"), "field 'bottom' must be true");
+  EXPECT_REFUSED(decode_move(R"({"priority":1001})"), "field 'priority': bad priority '1001'");
+  EXPECT_REFUSED(decode_move(R"({"priority":-1})"), "field 'priority': bad priority '-1'");
+  EXPECT_REFUSED(decode_move(R"({"priority":"urgent"})"), "field 'priority': bad priority 'urgent'");
+  EXPECT_REFUSED(decode_move(R"({"priority":[1]})"), "field 'priority' must be high, normal, low or an integer");
+  EXPECT_REFUSED(decode_move(R"({"sideways":true})"), "unknown field 'sideways'");
+  std::string long_key = "{\"" + std::string(10'000, 'k') + "\":1}";
+  EXPECT_LT(refusal(decode_move(long_key)).size(), 300u);
+}
+
+TEST(DecodeRelease, OnlyAttentionTrue) {
+  EXPECT_TRUE(decode_release(R"({"attention":true})"));
+  EXPECT_REFUSED(decode_release(R"({"attention":"yes"})"), "field 'attention' must be true, not string");
+  EXPECT_REFUSED(decode_release(R"({"attention":1})"), "field 'attention' must be true, not number");
+  EXPECT_REFUSED(decode_release(R"({"attention":false})"), "field 'attention' is false");
+  EXPECT_REFUSED(decode_release(R"({})"), "field 'attention' is missing");
+  EXPECT_REFUSED(decode_release(""), "field 'attention' is missing");
+  EXPECT_REFUSED(decode_release(R"({"attention":true,"force":true})"), "unknown field 'force'");
+  EXPECT_REFUSED(decode_release(R"([true])"), "must be a JSON object");
+  EXPECT_REFUSED(decode_release("{"), "not valid JSON");
+}
+
+TEST(DecodePlan, JobsReservationsAndReplace) {
+  auto plan = decode_plan(R"({"jobs":[{"name":"a","argv":["true"]},{"name":"b","argv":["true"]}],
+      "reservations":[{"name":"pair","gpus":[0,1],"jobs":["a"]},{"gpus":[2],"jobs":["b"]}],
+      "replace":true})");
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->jobs.size(), 2u);
+  EXPECT_TRUE(plan->replace);
+  ASSERT_EQ(plan->reservations.size(), 2u);
+  EXPECT_EQ(plan->reservations[0].name, "pair");
+  EXPECT_EQ(plan->reservations[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan->reservations[1].name, "r1");
+  EXPECT_EQ(plan->reservations[1].jobs, std::vector<std::string>{"b"});
+}
+
+TEST(DecodePlan, Refusals) {
+  std::string job = R"({"name":"a","argv":["true"]})";
+  EXPECT_REFUSED(decode_plan("[]"), "a plan must be a JSON object");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"extra":1})"), "unknown field 'extra' in a plan");
+  EXPECT_REFUSED(decode_plan(R"({})"), "non-empty 'jobs' list");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[]})"), "non-empty 'jobs' list");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":{"a":1}})"), "non-empty 'jobs' list");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"replace":"yes"})"), "field 'replace' must be true or false");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(,{"argv":["x"],"gpus":-1}]})"), "jobs[1]: field 'gpus' is -1");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[{"argv":["x"],"source":"p.json:4","retries":1001}]})"), "p.json:4: field 'retries'");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":{}})"), "field 'reservations' must be a list");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[1]})"), "reservations[0] must be {");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":[0],"jobs":["a"],"size":2}]})"),
+                 "unknown field 'reservations[0].size'");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"name":7,"gpus":[0],"jobs":["a"]}]})"),
+                 "field 'reservations[0].name' must be a name");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"jobs":["a"]}]})"),
+                 "field 'reservations[0].gpus' must be a list of GPU indices (0 to 1023)");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":[-1],"jobs":["a"]}]})"),
+                 "field 'reservations[0].gpus'");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":[4294967296],"jobs":["a"]}]})"),
+                 "field 'reservations[0].gpus'");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":["0"],"jobs":["a"]}]})"),
+                 "field 'reservations[0].gpus'");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":[0],"jobs":[1]}]})"),
+                 "field 'reservations[0].jobs' must be a list of job names");
+  EXPECT_REFUSED(decode_plan(R"({"jobs":[)" + job + R"(],"reservations":[{"gpus":[0]}]})"),
+                 "field 'reservations[0].jobs'");
+}
+
+TEST(DecodeQueries, NumbersAreCheckedNotDefaulted) {
+  auto events = decode_events_query(parse_target("/v1/events?after=5&limit=20&wait_ms=100"));
+  ASSERT_TRUE(events);
+  EXPECT_EQ(events->after, 5);
+  EXPECT_EQ(events->limit, 20);
+  EXPECT_EQ(events->wait_ms, 100);
+  auto defaults = decode_events_query(parse_target("/v1/events"));
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->after, 0);
+  EXPECT_EQ(defaults->limit, limits::kDefaultEventsPerPage);
+  EXPECT_EQ(defaults->wait_ms, 0);
+  auto capped = decode_events_query(parse_target("/v1/events?limit=99999&wait_ms=9999999"));
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->limit, limits::kMaxEventsPerPage);
+  EXPECT_EQ(capped->wait_ms, limits::kMaxEventWaitMs);
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?after=abc")), "query parameter 'after' must be a whole number");
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?after=")), "query parameter 'after'");
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?after=-1")), "query parameter 'after'");
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?after=99999999999999999999")), "query parameter 'after'");
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?limit=10x")), "query parameter 'limit'");
+  EXPECT_REFUSED(decode_events_query(parse_target("/v1/events?wait_ms=1.5")), "query parameter 'wait_ms'");
+
+  auto log = decode_log_query(parse_target("/v1/jobs/7/log?run=2&offset=10&limit=99999999999"));
+  ASSERT_TRUE(log);
+  EXPECT_EQ(log->run, 2);
+  EXPECT_EQ(log->offset, 10);
+  EXPECT_EQ(log->limit, limits::kMaxLogChunk);
+  EXPECT_EQ(decode_log_query(parse_target("/v1/jobs/7/log"))->run, std::nullopt);
+  EXPECT_REFUSED(decode_log_query(parse_target("/v1/jobs/7/log?run=0")), "query parameter 'run' must be a whole number from 1");
+  EXPECT_REFUSED(decode_log_query(parse_target("/v1/jobs/7/log?run=2147483648")), "query parameter 'run'");
+  EXPECT_REFUSED(decode_log_query(parse_target("/v1/jobs/7/log?offset=-5")), "query parameter 'offset'");
+  EXPECT_REFUSED(decode_log_query(parse_target("/v1/jobs/7/log?limit=lots")), "query parameter 'limit'");
+}
+
+TEST(DecodeQueries, StreamCursor) {
+  Request request{http::verb::get, "/v1/events/stream?after=4", 11};
+  Target target = parse_target("/v1/events/stream?after=4");
+  EXPECT_EQ(decode_stream_cursor(request, target), 4);
+  request.set("Last-Event-ID", "9");
+  EXPECT_EQ(decode_stream_cursor(request, target), 9);  // the header wins
+  request.set("Last-Event-ID", "");
+  EXPECT_EQ(decode_stream_cursor(request, target), 4);  // empty: no id yet
+  request.set("Last-Event-ID", "nine");
+  EXPECT_REFUSED(decode_stream_cursor(request, target), "Last-Event-ID");
+  EXPECT_REFUSED(decode_stream_cursor(Request{}, parse_target("/v1/events/stream?after=x")), "query parameter 'after'");
+  EXPECT_EQ(decode_stream_cursor(Request{}, parse_target("/v1/events/stream")), 0);
+}
+
+TEST(ParseJobRef, IdsAndNames) {
+  EXPECT_EQ(parse_job_ref("7")->id, 7);
+  EXPECT_EQ(parse_job_ref("train-a15")->name, "train-a15");
+  EXPECT_EQ(parse_job_ref("-5")->name, "-5");  // a valid name, not the id -5
+  EXPECT_REFUSED(parse_job_ref("0"), "a job id must be a whole number from 1");
+  EXPECT_REFUSED(parse_job_ref("99999999999999999999"), "a job id");
+  EXPECT_REFUSED(parse_job_ref(""), "empty");
+}
+
+std::string post(std::string_view path, std::string_view body) {
+  return fmt::format("POST {} HTTP/1.1\r\nHost: gpuq\r\nContent-Length: {}\r\n\r\n{}", path,
+                     body.size(), body);
+}
+
+TEST(AnswerStatusFor, RawRequestsAreJudgedAsTheServerJudgesThem) {
+  EXPECT_EQ(answer_status_for("GET /v1/health HTTP/1.1\r\nHost: gpuq\r\n\r\n"), 200);
+  EXPECT_EQ(answer_status_for("GET /v1/nothing HTTP/1.1\r\n\r\n"), 404);
+  EXPECT_EQ(answer_status_for("GET /v1/events?after=x HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(answer_status_for("GET /v1/jobs/0 HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(answer_status_for(post("/v1/jobs/1/move", "{\"before\":" + nested(300'000) + "}")), 400);
+  EXPECT_EQ(answer_status_for(post("/v1/jobs/1/move", R"({"top":true})")), 200);
+  EXPECT_EQ(answer_status_for(post("/v1/gpus/gpu0/release", R"({"attention":"yes"})")), 400);
+  EXPECT_EQ(answer_status_for(post("/v1/jobs", R"({"argv":["x"],"not_before":"2400-01-01T00:00:00Z"})")), 400);
+  EXPECT_EQ(answer_status_for(post("/v1/plans", R"({"jobs":[]})")), 400);
+  // The parser's limits: a header over 16 KiB, a body over 8 MiB (known from its length).
+  std::string big_header = "GET /v1/health HTTP/1.1\r\nX-Big: " + std::string(limits::kMaxHeaderBytes, 'a') + "\r\n\r\n";
+  EXPECT_EQ(answer_status_for(big_header), 431);
+  EXPECT_EQ(answer_status_for(fmt::format("POST /v1/jobs HTTP/1.1\r\nContent-Length: {}\r\n\r\n{{",
+                                          limits::kMaxBodyBytes + 1)),
+            413);
+  EXPECT_EQ(answer_status_for("NOT HTTP\r\n\r\n"), 400);
+  EXPECT_EQ(answer_status_for("GET /v1/health HTTP/1.1\r\nContent-Length: x\r\n\r\n"), 400);
+  // Incomplete: the server would wait for the rest.
+  EXPECT_EQ(answer_status_for(""), 0);
+  EXPECT_EQ(answer_status_for("GET /v1/hea"), 0);
+  EXPECT_EQ(answer_status_for("POST /v1/jobs HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"a\""), 0);
+}
+
+}  // namespace
+}  // namespace gpuq::api

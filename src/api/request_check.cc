@@ -1,0 +1,69 @@
+#include "api/request_check.h"
+
+#include <boost/beast/core.hpp>
+
+#include "api/bodies.h"
+
+namespace gpuq::api {
+
+Status check_request(const Route& route, const Request& request) {
+  std::string_view body = request.body();
+  auto status = [](const auto& decoded) -> Status {
+    if (!decoded) return tl::unexpected(decoded.error());
+    return ok();
+  };
+  switch (route.endpoint) {
+    case Endpoint::kSubmit: return status(decode_submit(body));
+    case Endpoint::kPlan: return status(decode_plan(body));
+    case Endpoint::kReleaseGpu: return status(decode_release(body));
+    case Endpoint::kEvents: return status(decode_events_query(route.target));
+    case Endpoint::kEventStream: return status(decode_stream_cursor(request, route.target));
+    case Endpoint::kShow:
+    case Endpoint::kCancel: return status(parse_job_ref(route.subject));
+    case Endpoint::kLog:
+      if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());
+      return status(decode_log_query(route.target));
+    case Endpoint::kControl:
+      if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());
+      if (route.verb == "move") return status(decode_move(body));
+      return ok();
+    case Endpoint::kNone:
+    case Endpoint::kMetrics:
+    case Endpoint::kHealth:
+    case Endpoint::kStatus:
+    case Endpoint::kGpus:
+    case Endpoint::kHooks:
+    case Endpoint::kDrain: return ok();
+  }
+  return ok();
+}
+
+int answer_status_for(std::string_view raw) {
+  RequestParser parser;
+  limit_parser(parser);
+  parser.eager(true);
+  boost::system::error_code ec;
+  boost::asio::const_buffer rest(raw.data(), raw.size());
+  while (!parser.is_done() && rest.size() > 0) {
+    size_t used = parser.put(rest, ec);
+    rest += used;
+    if (ec == http::error::need_more) {
+      if (used == 0) return 0;  // the parser holds a partial piece: the server would read more
+      ec = {};
+      continue;
+    }
+    if (ec) break;
+  }
+  if (ec) {
+    auto refused = parse_error_response(ec);
+    return refused ? static_cast<int>(refused->result_int()) : 0;
+  }
+  if (!parser.is_done()) return 0;
+  const Request& request = parser.get();
+  Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
+  if (where.endpoint == Endpoint::kNone) return static_cast<int>(http::status::not_found);
+  if (auto checked = check_request(where, request); !checked) return error_response(checked.error()).result_int();
+  return static_cast<int>(http::status::ok);
+}
+
+}  // namespace gpuq::api

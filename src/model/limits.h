@@ -1,0 +1,69 @@
+// The limits on what a client may ask of gpuq, in one place (docs/api.md, "Limits"): the
+// ranges spec_from_json and the API's body decoders enforce, so that the daemon never does
+// arithmetic that overflows on a value a client chose; the size and nesting of request bodies;
+// and the unix-socket listener's limits. The CLI may use the same constants to refuse early.
+// Constants only; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuq::limits {
+
+// --- Values in a job spec and in request bodies --------------------------------------------
+
+// Durations (timeout, est, retry_delay, restart_within, requires_warn, quiet, warn_after): at
+// most a year. A year is ~3.2e16 ns, so a duration converted to nanoseconds, or added to any
+// instant below kEndOfTimeMs, stays far inside int64.
+inline constexpr int64_t kMaxDurationMs = int64_t{365} * 24 * 3600 * 1000;
+inline constexpr const char* kMaxDurationText = "365d";
+
+// Instants (not_before): before 2100-01-01T00:00:00Z. In nanoseconds that is ~4.1e18, still
+// inside int64 (9.2e18), with room for a duration on top.
+inline constexpr int64_t kEndOfTimeMs = int64_t{4'102'444'800'000};
+inline constexpr const char* kEndOfTimeText = "2100-01-01T00:00:00Z";
+
+// Counts.
+inline constexpr int kMaxJobGpus = 1024;                  // gpus of one job; also GPU indices
+inline constexpr int kMaxRetries = 1000;                  // automatic reruns of one job
+inline constexpr int64_t kMaxGpuMemMib = int64_t{1} << 30;  // gpu_mem (1 PiB per GPU)
+
+// Priorities: lower runs first; names high/normal/low map inside this range.
+inline constexpr int kMinPriority = 0;
+inline constexpr int kMaxPriority = 1000;
+
+// Ids (jobs, events, runs as given by clients): positive and inside int64.
+inline constexpr int64_t kMaxId = INT64_MAX;
+
+// --- Requests -----------------------------------------------------------------------------
+
+// A request body: the largest legitimate one is a 1 MiB script plus its environment.
+inline constexpr size_t kMaxBodyBytes = size_t{8} << 20;
+// Arrays and objects nested inside each other in a JSON body. Real bodies nest 3 deep; the
+// limit keeps recursive walks of a parsed value (dump, destruction) off the stack's edge.
+inline constexpr int kMaxJsonDepth = 64;
+// The request line and header fields together.
+inline constexpr size_t kMaxHeaderBytes = size_t{16} << 10;
+
+// GET /v1/events: `limit` default and cap, and the longest `wait_ms`.
+inline constexpr int64_t kDefaultEventsPerPage = 1000;
+inline constexpr int64_t kMaxEventsPerPage = 10'000;
+inline constexpr int64_t kMaxEventWaitMs = 60'000;
+// GET /v1/jobs/{ref}/log: `limit` default and cap, in bytes.
+inline constexpr int64_t kDefaultLogChunk = int64_t{4} << 20;
+inline constexpr int64_t kMaxLogChunk = int64_t{16} << 20;
+
+// --- The unix-socket listener -------------------------------------------------------------
+
+// A connection must deliver each request (its first byte to its last) within this long, or
+// it is closed; the event stream and long-polls are exempt while they stream or wait.
+inline constexpr std::chrono::milliseconds kIdleTimeout{30'000};
+// Connections served at once; one more is answered 503 and closed.
+inline constexpr int kMaxConnections = 512;
+// After an error answer that ends a connection (413, 431, a malformed request, 503), how long
+// the daemon keeps reading and discarding what the client still sends, so that the client
+// reads the answer instead of a reset.
+inline constexpr std::chrono::milliseconds kLingerTimeout{2'000};
+
+}  // namespace gpuq::limits
