@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/stat.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -127,6 +128,10 @@ int serve(const cli::DaemonFlags& flags) {
   // cleanup marker above all): its children inherit them, and /proc/PID/environ keeps showing
   // them even after unsetenv(). So start again, once, with them removed from the environment.
   if (reexec_without_run_variables()) return 1;
+  // Everything the daemon creates is private from birth: the store holds every job's
+  // environment. Jobs get back the umask the daemon was started with (QueueOptions::job_umask),
+  // so their own outputs are as the user expects.
+  mode_t job_umask = ::umask(077);
   auto home = resolve_home(flags.home);
   if (!home) {
     std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());
@@ -185,6 +190,7 @@ int serve(const cli::DaemonFlags& flags) {
   daemon::QueueOptions options;
   options.layout = layout;
   options.shim_executable = *executable;
+  options.job_umask = job_umask;
   if (spawner) {
     options.spawner = spawner->get();
   } else {

@@ -47,6 +47,7 @@ struct QueueOptions {
   std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
   runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
   std::unique_ptr<gpu::GpuProbe> probe;    // GPU usage and processes; null: no probing
+  mode_t job_umask = 022;                  // jobs' umask: the daemon's at start, not its 077
 };
 
 // What the daemon knows about each GPU beyond who holds it, published for the API.

@@ -169,7 +169,7 @@ Status Queue::make_job_dir(const Job& job) {
   std::string path = runner::script_snapshot_path(job_dir);
   if (auto written = os::write_file_atomic(path, job.spec.script_text); !written) return written;
   std::error_code ec;
-  std::filesystem::permissions(path, std::filesystem::perms(0755), ec);
+  std::filesystem::permissions(path, std::filesystem::perms(0700), ec);
   return ok();
 }
 
