@@ -15,6 +15,7 @@ extern char** environ;
 #include <fmt/format.h>
 
 #include "api/server.h"
+#include "app/private_home.h"
 #include "base/asio.h"
 #include "base/paths.h"
 #include "daemon/config.h"
@@ -142,10 +143,20 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: %s\n", made.error().message.c_str());
     return 1;
   }
+  auto private_home = make_home_private(layout.home, ::geteuid());
+  if (!private_home) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", private_home.error().message.c_str());
+    return 1;
+  }
   auto lock = daemon::InstanceLock::acquire(layout.lock(), layout.home);
   if (!lock) {
     std::fprintf(stderr, "gpuq daemon: %s\n", lock.error().message.c_str());
     return 1;
+  }
+  // Under the lock: the files are this daemon's now, not a running one's.
+  for (const std::string& warning : tighten_state_files(layout)) private_home->push_back(warning);
+  for (const std::string& warning : *private_home) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", warning.c_str());
   }
   auto config = daemon::load_config(layout.home + "/" + std::string(daemon::kConfigFileName));
   if (!config) {
