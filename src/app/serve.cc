@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/stat.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -14,6 +15,7 @@ extern char** environ;
 #include <fmt/format.h>
 
 #include "api/server.h"
+#include "app/private_home.h"
 #include "base/asio.h"
 #include "base/paths.h"
 #include "daemon/config.h"
@@ -129,6 +131,10 @@ int serve(const cli::DaemonFlags& flags) {
   // cleanup marker above all): its children inherit them, and /proc/PID/environ keeps showing
   // them even after unsetenv(). So start again, once, with them removed from the environment.
   if (reexec_without_run_variables()) return 1;
+  // Everything the daemon creates is private from birth: the store holds every job's
+  // environment. Jobs get back the umask the daemon was started with (QueueOptions::job_umask),
+  // so their own outputs are as the user expects.
+  mode_t job_umask = ::umask(077);
   auto home = resolve_home(flags.home);
   if (!home) {
     std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());
@@ -139,10 +145,20 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: %s\n", made.error().message.c_str());
     return 1;
   }
+  auto private_home = make_home_private(layout.home, ::geteuid());
+  if (!private_home) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", private_home.error().message.c_str());
+    return 1;
+  }
   auto lock = daemon::InstanceLock::acquire(layout.lock(), layout.home);
   if (!lock) {
     std::fprintf(stderr, "gpuq daemon: %s\n", lock.error().message.c_str());
     return 1;
+  }
+  // Under the lock: the files are this daemon's now, not a running one's.
+  for (const std::string& warning : tighten_state_files(layout)) private_home->push_back(warning);
+  for (const std::string& warning : *private_home) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", warning.c_str());
   }
   auto config = daemon::load_config(layout.home + "/" + std::string(daemon::kConfigFileName));
   if (!config) {
@@ -197,6 +213,7 @@ int serve(const cli::DaemonFlags& flags) {
   daemon::QueueOptions options;
   options.layout = layout;
   options.boot_id = os::boot_id();
+  options.job_umask = job_umask;
   daemon::Queue queue(world, **store, *inventory, *config, std::move(options));
   // Event hooks (docs/hooks.md): their cursors are read, and a new hook placed at the end of
   // the log, before the queue's start writes the events of this start.

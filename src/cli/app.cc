@@ -161,6 +161,9 @@ void define_commands(CLI::App& app, Parsed& p) {
   submit->add_option("--env", p.submit.env, "set a variable for the job (repeatable)")
       ->type_name("K=V")
       ->allow_extra_args(false);
+  submit->add_flag("--clean-env", p.submit.clean_env,
+                   "send only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR "
+                   "and --env, not the whole environment (which the daemon stores with the job)");
   submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
   define_scheduling_flags(submit, p.submit);
   submit->add_option("script", p.submit.words,

@@ -1,5 +1,5 @@
-// `gpuq submit`: checks the command line, snapshots the script, environment and working
-// directory into a submit request (docs/api.md), and sends it. A script's `#gpuq` header
+// `gpuq submit`: checks the command line, snapshots the script, environment (what of it:
+// cli/submit_env.h) and working directory into a submit request (docs/api.md), and sends it. A script's `#gpuq` header
 // fields come first and the flags override them. `gpuq submit PLAN.json` sends a plan
 // (POST /v1/plans) instead.
 #include <fmt/format.h>
@@ -11,8 +11,8 @@
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/submit_env.h"
 #include "model/job.h"
-#include "model/run_variables.h"
 #include "spec/headers.h"
 #include "spec/plan.h"
 #include "spec/script.h"
@@ -20,33 +20,11 @@
 namespace gpuq::cli {
 namespace {
 
-// Variables gpuq sets itself for every run (docs/jobs.md); a submitted value would be a lie.
-// Other GPUQ_* settings (GPUQ_HOME) pass through, so a job can drive its own daemon.
-bool is_reserved_variable(std::string_view key) { return is_run_variable(key); }
-
 Outcome<std::map<std::string, std::string>> build_env(const std::vector<std::string>& environ,
-                                                      const std::vector<std::string>& overrides) {
-  std::map<std::string, std::string> env;
-  for (const auto& entry : environ) {
-    size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  for (const auto& entry : overrides) {
-    size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return cli_fail(kExitUsage,
-                      fmt::format("bad --env '{}': write it as --env KEY=VALUE", entry));
-    }
-    std::string key = entry.substr(0, eq);
-    if (is_reserved_variable(key)) {
-      return cli_fail(kExitUsage,
-                      fmt::format("--env {}: gpuq sets {} itself for every run", key, key));
-    }
-    env[key] = entry.substr(eq + 1);
-  }
-  std::erase_if(env, [](const auto& kv) { return is_reserved_variable(kv.first); });
-  return env;
+                                                      const SubmitOptions& options) {
+  auto env = job_environment(environ, options.env, options.clean_env);
+  if (!env) return cli_fail(kExitUsage, env.error().message);
+  return std::move(*env);
 }
 
 // `flag` (or the header's `cwd`) made absolute against the current directory `cwd`.
@@ -272,6 +250,8 @@ Status take_plan_flags(SubmitOptions& options) {
       options.replace = true;
     } else if (word == "--json") {
       options.json = true;
+    } else if (word == "--clean-env") {
+      options.clean_env = true;
     } else if (word == "--cwd" || word.starts_with("--cwd=")) {
       auto dir = value("--cwd");
       if (!dir) return fail(Code::kInvalidArgument, "--cwd needs a directory");
@@ -283,7 +263,7 @@ Status take_plan_flags(SubmitOptions& options) {
     } else if (word.starts_with("-")) {
       return fail(Code::kInvalidArgument,
                   fmt::format("{} with a plan: a plan says that for each of its jobs; with {} "
-                              "only --replace, --json, --cwd and --env apply",
+                              "only --replace, --json, --cwd, --env and --clean-env apply",
                               word, path));
     } else {
       return fail(Code::kInvalidArgument,
@@ -301,12 +281,12 @@ Outcome<Json> load_plan_request(SubmitOptions& options, const Io& io) {
   if (auto flags = flags_not_for_plans(options); !flags.empty()) {
     return cli_fail(kExitUsage,
                     fmt::format("{} with a plan: a plan says that for each of its jobs; with "
-                                "{} only --replace, --json, --cwd and --env apply",
+                                "{} only --replace, --json, --cwd, --env and --clean-env apply",
                                 fmt::join(flags, ", "), path));
   }
   auto dir = working_directory(options.cwd, io.cwd);
   if (!dir) return tl::unexpected(dir.error());
-  auto env = build_env(io.environ, options.env);
+  auto env = build_env(io.environ, options);
   if (!env) return tl::unexpected(env.error());
   auto plan = spec::load_plan(path, spec::PlanContext{*dir, *env});
   if (!plan) return cli_fail(kExitUsage, plan.error().message);
@@ -328,7 +308,7 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   if (options.replace) {
     return cli_fail(kExitUsage, "--replace is for plans: gpuq submit PLAN.json --replace");
   }
-  auto env = build_env(environ, options.env);
+  auto env = build_env(environ, options);
   if (!env) return tl::unexpected(env.error());
   if (options.words.empty()) {
     return cli_fail(kExitUsage,

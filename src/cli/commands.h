@@ -21,6 +21,7 @@ struct SubmitOptions {
   std::string priority;          // empty: the header's, else the daemon's default (normal)
   std::string cwd;               // empty: the current directory
   std::vector<std::string> env;  // KEY=VALUE overrides
+  bool clean_env = false;        // send only a minimal environment (cli/submit_env.h)
   bool json = false;
   std::vector<std::string> words;  // SCRIPT ARGS..., PLAN.json or, with command_mode, CMD ARGS...
   bool command_mode = false;       // the words came after `--`

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -34,7 +35,7 @@ Status check_socket(const std::string& path) {
   if (!S_ISSOCK(st.st_mode)) {
     return fail(Code::kUnavailable, fmt::format("{} exists but is not a socket", path));
   }
-  return ok();
+  return check_socket_owner(path, st.st_uid, ::geteuid());
 }
 
 // Turns a failed transfer into the error categories of Transport::send.

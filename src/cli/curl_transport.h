@@ -1,6 +1,8 @@
 // The real Transport: libcurl over the daemon's unix socket (CURLOPT_UNIX_SOCKET_PATH), with
 // URLs "http://gpuq/v1/...". One CURL handle is kept and reused, so consecutive requests share
 // a connection. Connects time out after kConnectTimeout; each request carries its own timeout.
+// Before each request the socket is looked at: it must exist, be a socket, and belong to this
+// user or root (check_socket_owner, transport.h), so nothing is sent to another user's daemon.
 // Owns its CURL handle; not thread-safe (one thread at a time, like the CLI itself).
 #pragma once
 

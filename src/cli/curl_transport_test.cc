@@ -137,5 +137,19 @@ TEST_F(CurlTransportTest, TimeoutIsAnIoError) {
       << response.error().message;
 }
 
+TEST(SocketOwner, OnlyTheUsersOwnSocketOrRootsIsUsed) {
+  EXPECT_TRUE(check_socket_owner("/s", 1000, 1000));
+  EXPECT_TRUE(check_socket_owner("/s", 0, 1000));     // a system daemon
+  EXPECT_TRUE(check_socket_owner("/s", 65533, 0));    // root may talk to any daemon
+  auto refused = check_socket_owner("/srv/gpuq/gpuq.sock", 65533, 65534);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_TRUE(refused.error().message.starts_with(
+      "refusing the socket /srv/gpuq/gpuq.sock: it belongs to uid 65533, not to you (nobody (uid "
+      "65534))"))
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("gpuq daemon --detach"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuq::cli

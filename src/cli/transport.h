@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <sys/types.h>
 
 #include "base/duration.h"
 #include "base/status.h"
@@ -29,6 +30,13 @@ struct HttpResponse {
   // The value of header `name` (any case), or "" when absent.
   std::string header(std::string_view name) const;
 };
+
+// Refuses a daemon socket that belongs to another user, before connecting to it: what the CLI
+// sends (a job's environment, tokens included) must reach the user's own daemon, not one that
+// another user started or a socket someone put in its place. Accepted: a socket owned by
+// `cli_uid`, or by root (a system daemon); a root CLI (`cli_uid` 0) may use any. Otherwise
+// Code::kFailedPrecondition naming the socket, its owner and what to do.
+Status check_socket_owner(const std::string& path, uid_t owner, uid_t cli_uid);
 
 class Transport {
  public:

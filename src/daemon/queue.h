@@ -55,6 +55,7 @@ namespace gpuq::daemon {
 struct QueueOptions {
   HomeLayout layout;
   std::string boot_id;  // this boot's id (os::boot_id()): runs of another boot cannot be alive
+  mode_t job_umask = 022;  // jobs' umask: the daemon's at start, not its 077
 };
 
 // While commits fail: since when, how many failed, and the latest error.

@@ -95,8 +95,14 @@ class SmiProbe final : public GpuProbe {
       return fail(Code::kUnavailable, fmt::format("{}: {}", command, result.error().message));
     }
     if (result->timed_out) {
-      return fail(Code::kUnavailable, fmt::format("{}: no answer within {}", command,
-                                                  format_duration(kNvidiaSmiTimeout)));
+      // A stuck one holds one of the few slots for stuck helpers (os/stuck_helpers.h); once
+      // they are all taken, the next sample fails at once without starting nvidia-smi.
+      return fail(Code::kUnavailable,
+                  fmt::format("{}: no answer within {}{}", command,
+                              format_duration(kNvidiaSmiTimeout),
+                              result->stuck ? ", and SIGKILL did not end it: it is stuck in the "
+                                              "kernel (a wedged driver?)"
+                                            : ""));
     }
     if (result->exit_code != 0 || result->signal != 0) {
       std::string said = first_line(result->err);

@@ -60,8 +60,12 @@ Result<ProbeSample> merge_smi_probe(const std::vector<SmiGpuRow>& gpus,
                                     const std::vector<SmiComputeApp>& apps);
 
 // The probe. sample() fails with Code::kUnavailable naming the command when nvidia-smi cannot
-// be run, times out, or exits non-zero (with the first line of what it printed on stderr, else
-// stdout), and with the parsers' Code::kCorruption when its output cannot be read.
+// be run, times out (saying so when even SIGKILL did not end it), or exits non-zero (with the
+// first line of what it printed on stderr, else stdout), and with the parsers'
+// Code::kCorruption when its output cannot be read. While os::kMaxStuckHelpers helpers are stuck
+// in the kernel, os::run_command refuses to start nvidia-smi and sample() fails at once with
+// that refusal (os/stuck_helpers.h): a wedged driver does not collect one more stuck
+// nvidia-smi per sample.
 std::unique_ptr<GpuProbe> make_smi_probe(CommandFn run = os::run_command);
 
 }  // namespace gpuq::gpu

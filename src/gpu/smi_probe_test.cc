@@ -1,13 +1,18 @@
 #include "gpu/smi_probe.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gpu/nvidia_smi.h"
 #include "gpu/testdata.h"
+#include "os/stuck_helpers.h"
 
 namespace gpuq::gpu {
 namespace {
@@ -200,6 +205,57 @@ TEST_F(SmiProbeTest, ATimeoutIsUnavailable) {
   EXPECT_EQ(sample.error().message,
             "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu: no answer within 10s");
   EXPECT_EQ(command.calls().size(), 1u);  // the second query is not tried
+}
+
+TEST_F(SmiProbeTest, ANvidiaSmiThatSigkillCannotEndIsCalledStuck) {
+  os::CommandResult hung;
+  hung.timed_out = true;
+  hung.stuck = true;
+  FakeCommand command(hung, exited(0, ""));
+  auto sample = make_smi_probe(command.fn())->sample();
+  ASSERT_FALSE(sample.has_value());
+  EXPECT_EQ(sample.error().code, Code::kUnavailable);
+  EXPECT_EQ(sample.error().message,
+            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu: no answer within 10s, "
+            "and SIGKILL did not end it: it is stuck in the kernel (a wedged driver?)");
+}
+
+// With the real run_command: once os::kMaxStuckHelpers helpers are stuck, a sample fails at
+// once, naming them, and nvidia-smi is not started; when one ends, sampling works again.
+TEST_F(SmiProbeTest, WhileHelpersAreStuckASampleFailsWithoutStartingNvidiaSmi) {
+  namespace fs = std::filesystem;
+  std::string pattern = (fs::temp_directory_path() / "gpuq-smi-XXXXXX").string();
+  std::string dir = ::mkdtemp(pattern.data());
+  std::string starts = dir + "/starts";
+  std::string smi = dir + "/nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\necho started >> '" << starts << "'\n"
+                     << "case \"$1\" in --query-gpu=*) echo '0, GPU-aaa, 10, 5';; esac\n";
+  ::chmod(smi.c_str(), 0755);
+  ::setenv("GPUQ_NVIDIA_SMI", smi.c_str(), 1);
+  auto probe = make_smi_probe();
+  auto before = probe->sample();
+  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_EQ(before->gpus.size(), 1u);
+
+  os::testing::StuckHelperGate gate;
+  auto filled = gate.fill();
+  ASSERT_TRUE(filled) << filled.error().message;
+  const std::vector<pid_t>& stuck = *filled;
+  fs::remove(starts);
+  auto refused = probe->sample();
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  const std::string& message = refused.error().message;
+  EXPECT_TRUE(message.starts_with(smi + " --query-gpu=")) << message;
+  EXPECT_NE(message.find("4 helper commands are stuck in the kernel"), std::string::npos) << message;
+  for (pid_t pid : stuck) EXPECT_NE(message.find("pid " + std::to_string(pid)), std::string::npos);
+  EXPECT_FALSE(fs::exists(starts)) << "nvidia-smi was started";
+
+  ASSERT_TRUE(gate.release(stuck.front()));
+  auto after = probe->sample();
+  EXPECT_TRUE(after) << after.error().message;
+  EXPECT_TRUE(fs::exists(starts));
+  fs::remove_all(dir);
 }
 
 TEST_F(SmiProbeTest, AFailureQuotesTheFirstLineOfStderr) {

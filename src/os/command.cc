@@ -1,5 +1,7 @@
 #include "os/command.h"
 
+#include "os/stuck_helpers.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -15,7 +17,6 @@
 #include <cerrno>
 #include <chrono>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 extern char** environ;
@@ -228,11 +229,14 @@ bool wait_for_exit(pid_t pid, const Fd& pidfd, Millis limit) {
 }
 
 // Kills the child's whole group and reaps the child. If SIGKILL cannot end it within the grace
-// period, a detached thread reaps it later, so no zombie stays and the caller is not held.
-void kill_and_reap(pid_t pid, const Fd& pidfd, CommandResult& result) {
+// period, it takes one of the few stuck-helper slots and a background thread reaps it later
+// (os/stuck_helpers.h), so no zombie stays and the caller is not held.
+void kill_and_reap(pid_t pid, const Fd& pidfd, const std::vector<std::string>& argv,
+                   CommandResult& result) {
   ::kill(-pid, SIGKILL);
-  if (!wait_for_exit(pid, pidfd, kKillGrace)) {
-    std::thread([pid] { ::waitpid(pid, nullptr, 0); }).detach();
+  if (kills_are_stuck_for_test() || !wait_for_exit(pid, pidfd, kKillGrace)) {
+    result.stuck = true;
+    wait_in_background(pid, argv);
     return;
   }
   int status = 0;
@@ -292,6 +296,7 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
   if (argv.empty() || argv[0].empty()) {
     return fail(Code::kInvalidArgument, "run_command: no program given");
   }
+  if (auto admitted = admit_helper(argv); !admitted) return tl::unexpected(admitted.error());
   auto out_pipe = make_pipe();
   if (!out_pipe) return tl::unexpected(out_pipe.error());
   auto err_pipe = make_pipe();
@@ -360,7 +365,7 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
     int ready = ::poll(entries.data(), count, static_cast<int>(wait.count()));
     if (ready < 0 && errno != EINTR) {
       auto error = errno_error("poll");
-      kill_and_reap(*pid, pidfd, result);
+      kill_and_reap(*pid, pidfd, argv, result);
       return error;
     }
     if (ready > 0 && options.cancel_fd >= 0 && entries[cancel_entry].revents != 0) {
@@ -380,7 +385,7 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
   }
 
   if (result.timed_out || result.cancelled) {
-    kill_and_reap(*pid, pidfd, result);
+    kill_and_reap(*pid, pidfd, argv, result);
   } else {
     int status = 0;
     if (::waitpid(*pid, &status, 0) == *pid) record_status(status, result);

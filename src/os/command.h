@@ -9,7 +9,9 @@
 // start helpers leave nothing behind.
 //
 // Owns nothing after it returns: every pipe is closed and the child is reaped (or handed to a
-// background reaper if SIGKILL cannot end it at once, e.g. stuck in a driver).
+// background reaper if SIGKILL cannot end it at once, e.g. stuck in a driver). Those stuck
+// helpers are bounded (os/stuck_helpers.h): while kMaxStuckHelpers of them are waited for,
+// run_command starts nothing and fails at once naming them.
 // Thread rules: run_command may be called from any number of threads at once. It reaps only the
 // pid it spawned; a caller that reaps with waitpid(-1) or sets SIGCHLD to SIG_IGN breaks it.
 #pragma once
@@ -36,6 +38,8 @@ struct CommandResult {
   std::string err;         // stderr as read until exit or the deadline
   bool truncated = false;  // out or err reached kMaxCapturedBytes and lost its tail
   bool cancelled = false;  // CommandOptions::cancel_fd became readable first; the group was killed
+  bool stuck = false;      // killed, but SIGKILL did not end it within a grace period: it is
+                           // waited for in the background (os/stuck_helpers.h)
 };
 
 // What a caller may add to a run: used by event hooks, which hand the event to a shell command.
@@ -53,8 +57,9 @@ struct CommandOptions {
 // Runs argv (argv[0] is looked up in PATH) and waits until it exits and both of its output pipes
 // are closed, or until `timeout` passes. A background process that keeps the pipes open counts
 // as still running, as in Python's subprocess.run. A program that cannot be found returns
-// Code::kNotFound naming it; other spawn failures return the errno as an Error. A child that
-// fails or times out is not an Error: look at the CommandResult.
+// Code::kNotFound naming it; other spawn failures return the errno as an Error; while
+// kMaxStuckHelpers helpers are stuck in the kernel, Code::kUnavailable naming them, and nothing
+// is started. A child that fails or times out is not an Error: look at the CommandResult.
 Result<CommandResult> run_command(const std::vector<std::string>& argv, Millis timeout);
 // The same with options (a distinct name, so `&run_command` still names one function).
 Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Millis timeout,

@@ -45,13 +45,16 @@ std::vector<pid_t> processes_in_session(pid_t sid);
 // Writes `content` to `path` so that a crash leaves either the old file or the new one:
 // write a temporary file, fsync, rename over `path`, fsync the directory. With
 // `durable = false` the fsyncs are skipped (still all-or-nothing for readers, not for crashes).
+// The file is created 0600: what is written this way (run.json, exit.json, script snapshots) is
+// the daemon's and its runs', and may hold a job's environment.
 Status write_file_atomic(const std::string& path, const std::string& content, bool durable = true);
 
 // Reads a whole file.
 Result<std::string> read_file(const std::string& path);
 
-// mkdir -p with `mode` for directories it creates.
-Status make_dirs(const std::string& path, mode_t mode = 0755);
+// mkdir -p with `mode` for directories it creates (private by default: the daemon's job and run
+// directories).
+Status make_dirs(const std::string& path, mode_t mode = 0700);
 
 // The absolute path of the running executable (/proc/self/exe).
 Result<std::string> self_executable();

@@ -14,7 +14,8 @@ std::string log_path(const std::string& run_dir) { return run_dir + "/output.log
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
-            {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes}};
+            {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
+            {"umask", static_cast<int>(spec.umask)}};
   // Not fsynced: a run.json lost in a crash belongs to a run that was never recorded.
   return os::write_file_atomic(run_spec_path(run_dir), j.dump(), /*durable=*/false);
 }
@@ -30,6 +31,12 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
     spec.cwd = j.at("cwd").get<std::string>();
     spec.kill_grace_ms = j.at("kill_grace_ms").get<int64_t>();
     spec.max_log_bytes = j.value("max_log_bytes", int64_t{0});
+    int mask = j.value("umask", 022);
+    if (mask < 0 || mask > 0777) {
+      return fail(Code::kCorruption, run_spec_path(run_dir) + ": umask " + std::to_string(mask) +
+                                         " is not a file mode mask (0 to 0777)");
+    }
+    spec.umask = static_cast<mode_t>(mask);
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
   }

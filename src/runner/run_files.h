@@ -3,13 +3,15 @@
 //   exit.json  how the run ended (written atomically by the shim, once, at the very end)
 //   output.log the job's stdout and stderr, appended
 // Because these outlive both processes, a restarted daemon can learn how a run ended while it
-// was down. Pure encoding plus file reads and writes; thread-safe.
+// was down. All three are 0600 in a 0700 run directory: they hold the job's environment and
+// output. Pure encoding plus file reads and writes; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "base/status.h"
@@ -22,6 +24,10 @@ struct RunSpec {
   std::string cwd;
   int64_t kill_grace_ms = 10'000;          // SIGTERM to SIGKILL, for stops and leftovers
   int64_t max_log_bytes = 0;               // output.log is cut there (a line says so); 0: no cap
+  // The job's umask: the one the daemon was started with. The daemon and the shim run under 077
+  // (their files are private); the job must not, or everything it writes would be too. A
+  // run.json without it (an older daemon's) means 022.
+  mode_t umask = 022;
 };
 
 struct ExitRecord {

@@ -72,6 +72,9 @@ Result<pid_t> spawn_job(const RunSpec& spec, int log_fd) {
   // posix_spawnp searches this process's PATH: make it the job's.
   auto path = spec.env.find("PATH");
   ::setenv("PATH", path != spec.env.end() ? path->second.c_str() : "/usr/bin:/bin", 1);
+  // And its umask the job's, not the daemon's 077: the shim's own files are opened already, and
+  // exit.json is written with an explicit 0600.
+  ::umask(spec.umask);
   pid_t pid = 0;
   int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -116,7 +119,7 @@ class Shim {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (!wait_for_go(go_fd)) return 0;
 
-    int log_fd = ::open(log_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int log_fd = ::open(log_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));
     auto cap = LogCap::open(log_path(run_dir_), spec_.max_log_bytes);
     if (cap) cap_.emplace(std::move(*cap));

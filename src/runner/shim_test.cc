@@ -2,6 +2,7 @@
 #include <csignal>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -39,6 +40,7 @@ class ShimTest : public ::testing::Test {
     spec.cwd = dir_;
     spec.kill_grace_ms = grace_ms;
     spec.max_log_bytes = max_log;
+    spec.umask = job_umask_;
     EXPECT_TRUE(write_run_spec(dir_, spec));
     auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, dir_);
     EXPECT_TRUE(shim) << shim.error().message;
@@ -50,7 +52,14 @@ class ShimTest : public ::testing::Test {
     return status;
   }
   std::string dir_;
+  mode_t job_umask_ = 022;
 };
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
 
 TEST_F(ShimTest, RecordsTheTrueExitCodeAndLog) {
   auto shim = start({"sh", "-c", "echo out; echo err >&2; exit 3"});
@@ -226,6 +235,44 @@ TEST_F(ShimOnFullDisk, TheExitRecordWaitsForSpaceAndIsNeverLost) {
   ASSERT_TRUE(record) << record.error().message;
   EXPECT_EQ(record->exit_code, 0);
   EXPECT_TRUE(record->disk_full) << "the log may lack output, and the record says so";
+// The shim runs under the daemon's umask 077, so its own files are private; the job gets the
+// umask its RunSpec carries, so what it writes is as its user expects.
+TEST_F(ShimTest, TheJobGetsItsOwnUmaskAndTheRunFilesStayPrivate) {
+  job_umask_ = 027;
+  mode_t before = ::umask(077);  // inherited by the shim, as from the daemon
+  auto shim = start({"sh", "-c", "umask; echo data > made"});
+  ::umask(before);
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  ASSERT_TRUE(read_exit_record(dir_));
+  EXPECT_EQ(*os::read_file(log_path(dir_)), "0027\n");
+  EXPECT_EQ(mode_of(dir_ + "/made"), 0640u);
+  EXPECT_EQ(mode_of(log_path(dir_)), 0600u);
+  EXPECT_EQ(mode_of(exit_record_path(dir_)), 0600u);
+  EXPECT_EQ(mode_of(run_spec_path(dir_)), 0600u);
+}
+
+TEST_F(ShimTest, ARunSpecWithoutAUmaskMeans022) {
+  RunSpec spec;
+  spec.argv = {"true"};
+  spec.cwd = dir_;
+  spec.umask = 027;
+  ASSERT_TRUE(write_run_spec(dir_, spec));
+  auto read = read_run_spec(dir_);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->umask, 027u);
+  // An older daemon's run.json has no umask.
+  ASSERT_TRUE(os::write_file_atomic(run_spec_path(dir_),
+                                    R"({"argv":["true"],"env":{},"cwd":"/","kill_grace_ms":1})"));
+  read = read_run_spec(dir_);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->umask, 022u);
+  ASSERT_TRUE(os::write_file_atomic(
+      run_spec_path(dir_), R"({"argv":["true"],"env":{},"cwd":"/","kill_grace_ms":1,"umask":512})"));
+  read = read_run_spec(dir_);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, Code::kCorruption);
+  EXPECT_NE(read.error().message.find("umask 512"), std::string::npos) << read.error().message;
 }
 
 }  // namespace
