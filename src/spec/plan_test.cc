@@ -332,6 +332,32 @@ TEST_F(PlanFiles, PreemptionErrors) {
             "(this job's mode is yield); add \"preempt\": \"restart\" or remove it");
 }
 
+TEST(PlanText, ChecksTextWithScriptsFromTheReaderGiven) {
+  std::vector<std::string> asked;
+  ScriptReader read = [&](const std::string& path) -> Result<std::string> {
+    asked.push_back(path);
+    if (path == "/plans/jobs/train.sh") return std::string("#!/bin/bash\n#gpuq gpus=2\ntrue\n");
+    if (path == "/plans/empty.sh") return fail(Code::kInvalidArgument, path + ": script is empty");
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text(
+      "/plans/plan.json",
+      "[{\"id\": \"t\", \"script\": \"jobs/train.sh\"},\n"
+      " {\"id\": \"e\", \"script\": \"empty.sh\"},\n"
+      " {\"id\": \"m\", \"script\": \"nope.sh\"}]",
+      PlanContext{"/work", {}}, read);
+  EXPECT_EQ(asked, (std::vector<std::string>{"/plans/jobs/train.sh", "/plans/empty.sh",
+                                             "/plans/nope.sh"}));
+  ASSERT_EQ(check.diagnostics.size(), 2u);
+  EXPECT_EQ(check.diagnostics[0].text(),
+            "/plans/plan.json:2: error: job 'e': /plans/empty.sh: script is empty");
+  EXPECT_EQ(check.diagnostics[1].text(),
+            "/plans/plan.json:3: error: job 'm': no such script /plans/nope.sh (script paths are "
+            "relative to the plan file's directory)");
+  ASSERT_EQ(check.jobs.size(), 3u);
+  EXPECT_EQ(check.jobs[0].gpus, 2);
+}
+
 TEST(JsonLines, FindsTheLineOfEachValue) {
   const std::string text =
       "{\"jobs\": [\n"
