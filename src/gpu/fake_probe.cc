@@ -197,9 +197,10 @@ Result<ProbeSample> parse_fake_gpu_state(std::string_view text, int gpu_count,
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    // what() carries the position: "[json.exception.parse_error.101] parse error at line 2,
-    // column 7: syntax error ...".
+  } catch (const json::exception& error) {
+    // A parse_error's what() carries the position: "[json.exception.parse_error.101] parse
+    // error at line 2, column 7: syntax error ..."; a number too large for a double is an
+    // out_of_range that quotes the number: "... number overflow parsing '1e400'".
     return reader.bad(fmt::format("not valid JSON ({})", error.what()));
   }
   try {

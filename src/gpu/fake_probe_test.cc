@@ -163,6 +163,13 @@ TEST_F(FakeProbeTest, TextThatIsNotJsonNamesTheFileAndThePosition) {
   EXPECT_NE(message.find("write it as"), std::string::npos) << message;
 }
 
+// Found by fuzz/fake_gpu_state_fuzz.cc: a number too large for a double is nlohmann's
+// out_of_range, not parse_error, and escaped parse_fake_gpu_state (std::terminate in the prober).
+TEST_F(FakeProbeTest, ANumberTooLargeIsAnErrorNotACrash) {
+  expect_bad_state(R"({"gpus":[{"index":1e400}]})", "not valid JSON");
+  expect_bad_state(R"({"gpus":[{"index":1e400}]})", "number overflow parsing '1e400'");
+}
+
 TEST_F(FakeProbeTest, WrongShapesSayWhatToFix) {
   expect_bad_state(R"({"gpus":[{"index":4}]})", "gpus[0].index is 4, outside 0..3");
   expect_bad_state(R"({"gpus":[{"index":-1}]})", "gpus[0].index is -1, outside 0..3");

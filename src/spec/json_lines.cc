@@ -108,6 +108,18 @@ int JsonLines::line(const std::string& pointer) const {
   }
 }
 
+int json_error_line(std::string_view text, const nlohmann::json::exception& error) {
+  if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&error)) {
+    return line_of_offset(text, parse->byte == 0 ? 0 : parse->byte - 1);
+  }
+  std::string_view what = error.what();
+  size_t open = what.find('\'');
+  size_t close = what.rfind('\'');
+  if (open == std::string_view::npos || close <= open + 1) return 1;
+  size_t at = text.find(what.substr(open + 1, close - open - 1));
+  return at == std::string_view::npos ? 1 : line_of_offset(text, at);
+}
+
 int line_of_offset(std::string_view text, size_t offset) {
   int line = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,10 @@ class JsonLines {
 
 // The 1-based line of byte offset `offset` in `text`.
 int line_of_offset(std::string_view text, size_t offset);
+
+// The 1-based line of the fault that made json::parse(text) throw `error`. A parse_error carries
+// its byte offset; any other exception (out_of_range 406: a number too large for a double) only
+// quotes the offending text, which is looked up in `text`; 1 when it cannot be found.
+int json_error_line(std::string_view text, const nlohmann::json::exception& error);
 
 }  // namespace gpuq::spec

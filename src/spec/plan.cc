@@ -91,8 +91,8 @@ class PlanChecker {
     json root;
     try {
       root = json::parse(text);
-    } catch (const json::parse_error& e) {
-      error(path_, line_of_offset(text, e.byte == 0 ? 0 : e.byte - 1),
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
+      error(path_, json_error_line(text, e),
             fmt::format("not valid JSON: {}", strip_exception_prefix(e.what())));
       return std::move(out_);
     }

@@ -358,6 +358,20 @@ TEST(PlanText, ChecksTextWithScriptsFromTheReaderGiven) {
   EXPECT_EQ(check.jobs[0].gpus, 2);
 }
 
+// Found by fuzz/plan_fuzz.cc: nlohmann reports a number too large for a double as out_of_range,
+// not parse_error, and the plan reader let it escape (std::terminate in `gpuq submit`/`lint`).
+TEST(PlanText, ANumberTooLargeForADoubleIsAnErrorNamingItsLine) {
+  auto no_scripts = [](const std::string& path) -> Result<std::string> {
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text(
+      "plan.json", "{\"jobs\": [\n  {\"id\": \"a\", \"command\": [\"true\"],\n   \"gpus\": 1e400}]}",
+      PlanContext{"/work", {}}, no_scripts);
+  ASSERT_EQ(check.diagnostics.size(), 1u);
+  EXPECT_EQ(check.diagnostics[0].text(),
+            "plan.json:3: error: not valid JSON: number overflow parsing '1e400'");
+}
+
 TEST(JsonLines, FindsTheLineOfEachValue) {
   const std::string text =
       "{\"jobs\": [\n"
