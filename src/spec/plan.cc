@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "base/json_depth.h"
 #include "model/spec_json.h"
 #include "spec/dependency_graph.h"
 #include "spec/headers.h"
@@ -19,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Deeper than any plan needs (the plan, "jobs", a job, a field, an entry of it: 5), shallow
+// enough that recursive copies and dumps of a value cannot exhaust the stack.
+constexpr int kMaxPlanDepth = 32;
 
 // Keys of a plan entry that are not submit-request fields; the rest pass through as they are.
 const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",
@@ -88,6 +93,13 @@ class PlanChecker {
   }
 
   PlanCheck run(std::string_view text) {
+    if (auto at = json_nesting_beyond(text, kMaxPlanDepth)) {
+      error(path_, line_of_offset(text, *at),
+            fmt::format("nested more than {} levels deep; a plan is a list of jobs whose values "
+                        "are strings, numbers, lists and objects of those",
+                        kMaxPlanDepth));
+      return std::move(out_);
+    }
     json root;
     try {
       root = json::parse(text);

@@ -372,6 +372,33 @@ TEST(PlanText, ANumberTooLargeForADoubleIsAnErrorNamingItsLine) {
             "plan.json:3: error: not valid JSON: number overflow parsing '1e400'");
 }
 
+// A plan nested 100,000 deep took more than 2 GiB in JsonLines (a pointer string per value,
+// each as long as the depth) and would overflow the stack in json copies: it is refused first.
+TEST(PlanText, DeepNestingIsRefusedNamingItsLine) {
+  std::string text = "{\"jobs\": [\n" + std::string(100'000, '[') + std::string(100'000, ']') + "]}";
+  auto no_scripts = [](const std::string& path) -> Result<std::string> {
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text("plan.json", text, PlanContext{"/work", {}}, no_scripts);
+  ASSERT_EQ(check.diagnostics.size(), 1u);
+  EXPECT_EQ(check.diagnostics[0].text().substr(0, 56),
+            "plan.json:2: error: nested more than 32 levels deep; a p");
+}
+
+// Each value under a 1 MiB key used to store its own copy of the key in its pointer: 100,000
+// values took 100 GiB. Values are now nodes of a tree, one copy of each key.
+TEST(JsonLines, MemoryGrowsWithTheTextNotWithKeyLengthTimesValues) {
+  std::string key(1 << 20, 'k');
+  std::string text = "{\"" + key + "\": [\n0";
+  for (int i = 1; i < 100'000; ++i) text += ",0";
+  text += "],\n\"a/b~\": {\"x\": 1}}";
+  JsonLines lines(text);
+  EXPECT_EQ(lines.line(JsonLines::child("", key)), 1);
+  EXPECT_EQ(lines.line(JsonLines::child(JsonLines::child("", key), 99'999)), 2);
+  EXPECT_EQ(lines.line("/a~1b~0/x"), 3);
+  EXPECT_EQ(lines.line("/a~1b~0/missing/0"), 3);
+}
+
 TEST(JsonLines, FindsTheLineOfEachValue) {
   const std::string text =
       "{\"jobs\": [\n"
