@@ -246,6 +246,12 @@ Result<JobSpec> spec_from_json(const json& body) {
   if (body.contains("not_before") && body["not_before"].is_string()) {
     auto t = parse_rfc3339(body["not_before"].get<std::string>());
     if (!t) return r.error(t.error().message);
+    // The stored form is not_before_ms, which must be >= 0; an earlier time means "now" anyway.
+    if (*t < 0) {
+      return r.error(fmt::format("field 'not_before' is before 1970 ({}); give a later time, or "
+                                 "leave it out to start as soon as possible",
+                                 body["not_before"].get<std::string>()));
+    }
     spec.not_before_ms = *t;
   } else if (body.contains("not_before")) {
     GPUQ_TRY(r.integer("not_before", spec.not_before_ms, 0, INT64_MAX / 4));
