@@ -41,9 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int gpu_count = data[0] % 17;
   std::string_view text = gpuq::fuzz::as_text(data + 1, size - 1);
   auto sample = gpuq::gpu::parse_fake_gpu_state(text, gpu_count, kSource);
-  if (!sample) {
-    FUZZ_CHECK(sample.error().code == gpuq::Code::kInvalidArgument, "error code {}",
-               gpuq::code_name(sample.error().code));
+  if (!gpuq::fuzz::parsed_or_failed_with(sample, gpuq::Code::kInvalidArgument)) {
     FUZZ_CHECK(sample.error().message.rfind(fmt::format("GPUQ_FAKE_GPU_STATE file {}: ", kSource),
                                             0) == 0,
                "the error does not name the file: {}", sample.error().message);

@@ -1,5 +1,5 @@
-// Shared by the fuzz targets (fuzz/*_fuzz.cc): FUZZ_CHECK for their invariants, and the input
-// as text. A failed check prints what broke and aborts, which libFuzzer reports as a crash (and
+// Shared by the fuzz targets (fuzz/*_fuzz.cc): FUZZ_CHECK for their invariants, the input as
+// text, and the check that a parser fails only with the code it documents. A failed check prints what broke and aborts, which libFuzzer reports as a crash (and
 // saves the input) and which fails the replay test of the normal build (fuzz/replay_test.cc).
 // Header-only; no state.
 #pragma once
@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include "base/status.h"
 
 namespace gpuq::fuzz {
 
@@ -42,3 +44,17 @@ inline int line_count(std::string_view text) {
       ::gpuq::fuzz::check_failed(#condition, __FILE__, __LINE__, fmt::format(__VA_ARGS__)); \
     }                                                                                 \
   } while (0)
+
+namespace gpuq::fuzz {
+
+// True when `result` holds a value; otherwise checks that its error has `code`, the one the
+// parser documents for bad input (never kInternal, never another code).
+template <class T>
+bool parsed_or_failed_with(const Result<T>& result, Code code) {
+  if (result) return true;
+  FUZZ_CHECK(result.error().code == code, "error code {} ({}), expected {}",
+             code_name(result.error().code), result.error().message, code_name(code));
+  return false;
+}
+
+}  // namespace gpuq::fuzz

@@ -11,11 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = gpuq::fuzz::as_text(data, size);
   auto apps = gpuq::gpu::parse_smi_compute_apps(text);
-  if (!apps) {
-    FUZZ_CHECK(apps.error().code == gpuq::Code::kCorruption, "error code {}",
-               gpuq::code_name(apps.error().code));
-    return 0;
-  }
+  if (!gpuq::fuzz::parsed_or_failed_with(apps, gpuq::Code::kCorruption)) return 0;
   std::string written;
   for (const auto& app : *apps) {
     FUZZ_CHECK(!app.gpu_uuid.empty() && app.pid > 0 && app.used_memory_mib >= 0 && app.line >= 1 &&

@@ -14,11 +14,7 @@ namespace {
 
 void check_discovery_list(std::string_view text) {
   auto gpus = gpuq::gpu::parse_nvidia_smi_gpus(text);
-  if (!gpus) {
-    FUZZ_CHECK(gpus.error().code == gpuq::Code::kCorruption, "error code {}",
-               gpuq::code_name(gpus.error().code));
-    return;
-  }
+  if (!gpuq::fuzz::parsed_or_failed_with(gpus, gpuq::Code::kCorruption)) return;
   std::set<int> indices;
   std::string written;
   for (const auto& gpu : *gpus) {
@@ -50,11 +46,7 @@ void check_discovery_list(std::string_view text) {
 
 void check_probe_list(std::string_view text) {
   auto rows = gpuq::gpu::parse_smi_probe_gpus(text);
-  if (!rows) {
-    FUZZ_CHECK(rows.error().code == gpuq::Code::kCorruption, "error code {}",
-               gpuq::code_name(rows.error().code));
-    return;
-  }
+  if (!gpuq::fuzz::parsed_or_failed_with(rows, gpuq::Code::kCorruption)) return;
   std::set<int> indices;
   std::set<std::string> uuids;
   std::string written;

@@ -29,11 +29,7 @@ std::string cell_of(int score) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = gpuq::fuzz::as_text(data, size);
   auto links = gpuq::gpu::parse_nvidia_smi_topo(text);
-  if (!links) {
-    FUZZ_CHECK(links.error().code == gpuq::Code::kCorruption, "error code {}",
-               gpuq::code_name(links.error().code));
-    return 0;
-  }
+  if (!gpuq::fuzz::parsed_or_failed_with(links, gpuq::Code::kCorruption)) return 0;
   const size_t n = links->size();
   std::string written = "\t";
   for (size_t i = 0; i < n; ++i) written += fmt::format("GPU{}\t", i);

@@ -44,27 +44,8 @@ for t in "${targets[@]}"; do
 done
 
 # --- what the fuzz build needs, beyond the normal build's packages ---------------------------
-bash scripts/install-deps.sh
-packages=(clang-14 libclang-rt-14-dev llvm-14)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    if ! command -v sudo >/dev/null; then
-      echo "fuzz.sh: these packages are missing and I am not root (and there is no sudo): ${missing[*]}" >&2
-      exit 1
-    fi
-    sudo="sudo"
-  fi
-  echo "fuzz.sh: installing ${missing[*]}"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# clang-14; libFuzzer's and the sanitizers' runtimes; llvm-symbolizer for readable reports.
+bash scripts/install-deps.sh clang-14 libclang-rt-14-dev llvm-14
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-14/bin/llvm-symbolizer}"
 
 # --- the clang build --------------------------------------------------------------------------
