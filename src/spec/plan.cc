@@ -25,6 +25,10 @@ using nlohmann::json;
 // enough that recursive copies and dumps of a value cannot exhaust the stack.
 constexpr int kMaxPlanDepth = 32;
 
+// The longest estimate, as parse_duration's longest duration (36500d): more is a typo, and far
+// more would overflow est_ms.
+constexpr int kMaxEstHours = 36'500 * 24;
+
 // Keys of a plan entry that are not submit-request fields; the rest pass through as they are.
 const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",
                                              "args", "deps",   "est_hours"};
@@ -245,9 +249,12 @@ class PlanChecker {
     if (entry.contains("est_hours")) {
       const json& hours = entry["est_hours"];
       int at = line(JsonLines::child(pointer, "est_hours"));
-      if (!hours.is_number() || !std::isfinite(hours.get<double>()) || hours.get<double>() < 0) {
+      if (!hours.is_number() || !std::isfinite(hours.get<double>()) || hours.get<double>() < 0 ||
+          hours.get<double>() > kMaxEstHours) {
         error(path_, at,
-              fmt::format("job '{}': \"est_hours\" must be a number of hours, such as 1.5", id));
+              fmt::format("job '{}': \"est_hours\" must be a number of hours, such as 1.5 (at "
+                          "most {}, a hundred years)",
+                          id, kMaxEstHours));
       } else if (entry.contains("est") || entry.contains("est_ms")) {
         error(path_, at, fmt::format("job '{}': give \"est_hours\" or \"est\", not both", id));
       } else {

@@ -202,7 +202,12 @@ TEST_F(PlanFiles, StructuralErrorsNameTheLine) {
   EXPECT_EQ(error_of("[{\"id\": \"a\", \"script\": \"x.sh\", \"command\": [\"true\"]}]"),
             "plan.json:1: job 'a': give \"script\" or \"command\", not both");
   EXPECT_EQ(error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": -1}]"),
-            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5");
+            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5 (at most "
+            "876000, a hundred years)");
+  // 1e300 hours overflowed est_ms (llround), and the message blamed 'est_ms' = INT64_MIN.
+  EXPECT_EQ(error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": 1e300}]"),
+            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5 (at most "
+            "876000, a hundred years)");
   EXPECT_EQ(
       error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": 1, \"est\": \"1h\"}]"),
       "plan.json:1: job 'a': give \"est_hours\" or \"est\", not both");
