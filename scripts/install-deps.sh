@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpuq needs to build and test. Idempotent: installs only what
-# is missing (running `apt-get update` first when it installs anything). Needs root or sudo.
+# Installs the Debian 12 packages gpuq needs to build and test, and any packages named as
+# arguments (scripts/fuzz.sh adds clang's). Idempotent: installs only what is missing (running
+# `apt-get update` first when it installs anything). Needs root or sudo.
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libexpected-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  "$@"
 )
 
 missing=()

@@ -50,6 +50,19 @@ TEST(Rfc3339, ParsesUtcOffsetsAndFractions) {
     EXPECT_FALSE(parse_rfc3339(bad)) << bad;
   }
 }
+
+// sscanf's %2d took signs and spaces, so "T-1:-5:00Z" read as hour -1, minute -5 (seen beside
+// the pre-1970 not_before that fuzz_plan's round trip found): each field is exactly its digits.
+TEST(Rfc3339, RefusesSignsSpacesAndShortFields) {
+  for (const char* bad :
+       {"2026-11-29T-1:00:00Z", "2026-11-29T10:-5:00Z", "2026-11-29T10:00:-1Z", "+026-11-29T10:00:00Z",
+        "2026-11-29T 1:00:00Z", "2026-1-29T10:00:00Z", "2026-11-29T10:00:00+-1:00",
+        "2026-11-29T10:00:00+01:-1", "2026-11-29T10:00:00.Z", "2026-11-29T10:00:00Zjunk"}) {
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+  }
+  EXPECT_EQ(*parse_rfc3339("2026-11-29t10:00:00.5z"), *parse_rfc3339("2026-11-29T10:00:00.500Z"));
+  EXPECT_EQ(*parse_rfc3339("1970-01-01T00:00:00-00:30"), 1'800'000);
+}
 }  // namespace
 }  // namespace gpuq
 

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cctype>
-#include <cstdio>
 #include <ctime>
 #include <fmt/format.h>
 
@@ -26,6 +25,22 @@ std::string format_rfc3339(int64_t epoch_ms) {
 
 namespace gpuq {
 
+namespace {
+
+// The number written with exactly the digits text[at, at + count), or -1 when one is not a digit
+// (sscanf's %2d would also take a sign or a leading space).
+int digits_at(std::string_view text, size_t at, size_t count) {
+  if (at + count > text.size()) return -1;
+  int value = 0;
+  for (size_t i = at; i < at + count; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 Result<int64_t> parse_rfc3339(std::string_view text) {
   auto bad = [&] {
     return fail(Code::kInvalidArgument,
@@ -33,19 +48,22 @@ Result<int64_t> parse_rfc3339(std::string_view text) {
                             "2026-11-29T23:00:00+01:00",
                             text));
   };
-  int year, month, day, hour, minute, second;
-  char sep;
-  int consumed = 0;
-  std::string s(text);
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &year, &month, &day, &sep, &hour, &minute,
-                  &second, &consumed) != 7 ||
-      (sep != 'T' && sep != 't' && sep != ' ')) {
+  // YYYY-MM-DDTHH:MM:SS, every field exactly its digits.
+  constexpr size_t kFixedLength = 19;
+  if (text.size() < kFixedLength || text[4] != '-' || text[7] != '-' || text[13] != ':' ||
+      text[16] != ':') {
     return bad();
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  char sep = text[10];
+  int year = digits_at(text, 0, 4), month = digits_at(text, 5, 2), day = digits_at(text, 8, 2);
+  int hour = digits_at(text, 11, 2), minute = digits_at(text, 14, 2),
+      second = digits_at(text, 17, 2);
+  if (year < 0 || (sep != 'T' && sep != 't' && sep != ' ') || month < 1 || month > 12 ||
+      day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 ||
+      second > 60) {
     return bad();
   }
-  std::string_view rest = text.substr(static_cast<size_t>(consumed));
+  std::string_view rest = text.substr(kFixedLength);
   int64_t millis = 0;
   if (!rest.empty() && rest[0] == '.') {
     size_t i = 1;
@@ -61,8 +79,8 @@ Result<int64_t> parse_rfc3339(std::string_view text) {
   int64_t offset_minutes = 0;
   if (rest == "Z" || rest == "z") {
   } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    int oh = 0, om = 0;
-    if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &oh, &om) != 2) return bad();
+    int oh = digits_at(rest, 1, 2), om = digits_at(rest, 4, 2);
+    if (oh < 0 || om < 0 || oh > 23 || om > 59) return bad();
     offset_minutes = (rest[0] == '+' ? 1 : -1) * (oh * 60 + om);
   } else {
     return bad();

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "base/json_depth.h"
+
 namespace gpuq::gpu {
 namespace {
 
@@ -20,6 +22,12 @@ using nlohmann::json;
 constexpr std::string_view kExpectedForm =
     R"({"gpus":[{"index":0,"memory_used_mib":900,"utilization":0,)"
     R"("processes":[{"pid":123,"used_memory_mib":900}]}]})";
+
+// The file is 5 levels deep (the state, "gpus", a GPU, "processes", a process); deeper text is
+// refused before parsing, since a deep value quoted in a message (dump()) recurses per level.
+constexpr int kMaxStateDepth = 16;
+// How much of a wrong value a message quotes.
+constexpr size_t kMaxQuotedValue = 40;
 
 ProbeSample idle(int gpu_count) {
   ProbeSample sample;
@@ -76,7 +84,11 @@ class Reader {
       return bad(fmt::format("{} has no \"{}\"", path, key));
     }
     auto value = as_integer(*found);
-    if (!value) return bad(fmt::format("{}.{} is {}, not an integer", path, key, found->dump()));
+    if (!value) {
+      std::string quoted = found->dump(-1, ' ', /*ensure_ascii=*/true);  // cut anywhere
+      if (quoted.size() > kMaxQuotedValue) quoted = quoted.substr(0, kMaxQuotedValue) + "...";
+      return bad(fmt::format("{}.{} is {}, not an integer", path, key, quoted));
+    }
     if (*value < low || *value > high) {
       std::string range =
           high == INT64_MAX ? fmt::format("at least {}", low) : fmt::format("{}..{}", low, high);
@@ -194,12 +206,16 @@ class FakeProbe final : public GpuProbe {
 Result<ProbeSample> parse_fake_gpu_state(std::string_view text, int gpu_count,
                                          std::string_view source) {
   Reader reader(source, gpu_count);
+  if (json_nesting_beyond(text, kMaxStateDepth)) {
+    return reader.bad(fmt::format("the text nests more than {} levels deep", kMaxStateDepth));
+  }
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    // what() carries the position: "[json.exception.parse_error.101] parse error at line 2,
-    // column 7: syntax error ...".
+  } catch (const json::exception& error) {
+    // A parse_error's what() carries the position: "[json.exception.parse_error.101] parse
+    // error at line 2, column 7: syntax error ..."; a number too large for a double is an
+    // out_of_range that quotes the number: "... number overflow parsing '1e400'".
     return reader.bad(fmt::format("not valid JSON ({})", error.what()));
   }
   try {

@@ -163,6 +163,27 @@ TEST_F(FakeProbeTest, TextThatIsNotJsonNamesTheFileAndThePosition) {
   EXPECT_NE(message.find("write it as"), std::string::npos) << message;
 }
 
+// Found by fuzz/fake_gpu_state_fuzz.cc: a number too large for a double is nlohmann's
+// out_of_range, not parse_error, and escaped parse_fake_gpu_state (std::terminate in the prober).
+TEST_F(FakeProbeTest, ANumberTooLargeIsAnErrorNotACrash) {
+  expect_bad_state(R"({"gpus":[{"index":1e400}]})", "not valid JSON");
+  expect_bad_state(R"({"gpus":[{"index":1e400}]})", "number overflow parsing '1e400'");
+}
+
+// A value nested 100,000 deep overflowed the stack when its message quoted it (dump() recurses
+// per level): deep text is refused before parsing, and a long wrong value is quoted in part.
+TEST_F(FakeProbeTest, DeepTextIsRefusedAndLongValuesAreQuotedInPart) {
+  std::string deep = R"({"gpus":[{"index":)" + std::string(100'000, '[') +
+                     std::string(100'000, ']') + "}]}";
+  expect_bad_state(deep, "the text nests more than 16 levels deep");
+  std::string list = "[1";
+  for (int i = 0; i < 10'000; ++i) list += ",1";
+  auto sample = parse_fake_gpu_state(R"({"gpus":[{"index":)" + list + "]}]}", 4, "s.json");
+  ASSERT_FALSE(sample.has_value());
+  EXPECT_NE(sample.error().message.find("gpus[0].index is [1,1,1,"), std::string::npos);
+  EXPECT_LT(sample.error().message.size(), 400u) << sample.error().message;
+}
+
 TEST_F(FakeProbeTest, WrongShapesSayWhatToFix) {
   expect_bad_state(R"({"gpus":[{"index":4}]})", "gpus[0].index is 4, outside 0..3");
   expect_bad_state(R"({"gpus":[{"index":-1}]})", "gpus[0].index is -1, outside 0..3");

@@ -93,6 +93,20 @@ TEST(SpecJson, StoredFormRoundTrips) {
   EXPECT_EQ(again->script_args, std::vector<std::string>{"x"});
 }
 
+// A not_before before 1970 was accepted, but its stored form (negative not_before_ms) was not:
+// the stored job could not be read back (found by fuzz/plan_fuzz.cc's round trip).
+TEST(SpecJson, NotBeforeBeforeTheEpochIsRefused) {
+  auto spec = spec_from_json(json::parse(R"({"argv": ["x"], "not_before": "1969-12-31T23:00:00Z"})"));
+  ASSERT_FALSE(spec) << spec_to_json(*spec).dump();
+  EXPECT_NE(spec.error().message.find("it must be after 1970"), std::string::npos)
+      << spec.error().message;
+  auto epoch = spec_from_json(json::parse(R"({"argv": ["x"], "not_before": "1970-01-01T00:00:00Z"})"));
+  ASSERT_TRUE(epoch) << epoch.error().message;
+  auto again = spec_from_json(spec_to_json(*epoch));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->not_before_ms, 0);
+}
+
 TEST(SpecJson, ErrorsNameTheSource) {
   auto spec = spec_from_json(json::parse(R"({"argv": ["x"], "timeout": "soon", "source": "plan.json:12"})"));
   ASSERT_FALSE(spec);

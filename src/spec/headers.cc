@@ -315,7 +315,7 @@ class HeaderReader {
         if (digits && value.size() < 16) return json(std::stoll(value));
         if (auto t = parse_rfc3339(value); !t)
           return bad(fmt::format("{}{}: {}", form, value, t.error().message));
-        return json(value);
+        return check_with_spec_json(key, json(value));  // e.g. refuses a time before 1970
       }
       case Kind::kPreempt:
         if (auto mode = parse_preempt_mode(value); !mode)

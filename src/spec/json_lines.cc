@@ -7,11 +7,11 @@ namespace gpuq::spec {
 namespace {
 
 struct Frame {
+  size_t node = 0;        // the container's node
   bool object = false;
   bool want_key = false;  // in an object: the next string is a key
   size_t index = 0;       // in an array: the position of the next value
   std::string key;        // in an object: the key of the next value
-  std::string pointer;
 };
 
 // Decodes a JSON string token (quotes included) with nlohmann, so escapes mean what they mean.
@@ -43,15 +43,26 @@ std::string JsonLines::child(const std::string& pointer, size_t index) {
   return pointer + "/" + std::to_string(index);
 }
 
+size_t JsonLines::child_node(size_t parent, std::string token, int line) {
+  auto found = nodes_[parent].children.find(token);
+  if (found != nodes_[parent].children.end()) return found->second;
+  nodes_.push_back(Node{line, {}});
+  nodes_[parent].children.emplace(std::move(token), nodes_.size() - 1);
+  return nodes_.size() - 1;
+}
+
 JsonLines::JsonLines(std::string_view text) {
   std::vector<Frame> stack;
   int line = 1;
-  auto value_pointer = [&]() -> std::string {
-    if (stack.empty()) return "";
-    const Frame& f = stack.back();
-    return f.object ? child(f.pointer, f.key) : child(f.pointer, f.index);
+  // The node of the value starting here: the root, or the next child of the open container.
+  auto value_node = [&]() -> size_t {
+    if (stack.empty()) {
+      if (nodes_.empty()) nodes_.push_back(Node{line, {}});
+      return 0;
+    }
+    Frame& f = stack.back();
+    return child_node(f.node, f.object ? f.key : std::to_string(f.index), line);
   };
-  auto record = [&](const std::string& pointer) { lines_.emplace(pointer, line); };
   size_t i = 0;
   while (i < text.size()) {
     char c = text[i];
@@ -59,9 +70,8 @@ JsonLines::JsonLines(std::string_view text) {
       ++line;
       ++i;
     } else if (c == '{' || c == '[') {
-      std::string pointer = value_pointer();
-      record(pointer);
-      stack.push_back(Frame{c == '{', c == '{', 0, "", pointer});
+      size_t node = value_node();
+      stack.push_back(Frame{node, c == '{', c == '{', 0, ""});
       ++i;
     } else if (c == '}' || c == ']') {
       if (!stack.empty()) stack.pop_back();
@@ -84,13 +94,13 @@ JsonLines::JsonLines(std::string_view text) {
         stack.back().key = decode_string(token);
         stack.back().want_key = false;
       } else {
-        record(value_pointer());
+        value_node();
       }
     } else if (c == ' ' || c == '\t' || c == '\r' || c == ':') {
       ++i;
     } else {
       // A number, true, false or null: runs to the next delimiter.
-      record(value_pointer());
+      value_node();
       while (i < text.size() &&
              std::string_view(",]} \t\r\n").find(text[i]) == std::string_view::npos)
         ++i;
@@ -99,13 +109,41 @@ JsonLines::JsonLines(std::string_view text) {
 }
 
 int JsonLines::line(const std::string& pointer) const {
-  std::string p = pointer;
-  while (true) {
-    if (auto it = lines_.find(p); it != lines_.end()) return it->second;
-    size_t slash = p.rfind('/');
-    if (p.empty() || slash == std::string::npos) return 1;
-    p.erase(slash);
+  if (nodes_.empty()) return 1;
+  size_t node = 0;
+  std::string_view rest = pointer;
+  while (!rest.empty() && rest.front() == '/') {
+    rest.remove_prefix(1);
+    size_t slash = rest.find('/');
+    std::string_view escaped = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    std::string token;  // RFC 6901: "~1" is '/', "~0" is '~'
+    for (size_t k = 0; k < escaped.size(); ++k) {
+      bool escape = escaped[k] == '~' && k + 1 < escaped.size() &&
+                    (escaped[k + 1] == '0' || escaped[k + 1] == '1');
+      if (escape) {
+        token += escaped[++k] == '1' ? '/' : '~';
+      } else {
+        token += escaped[k];
+      }
+    }
+    auto found = nodes_[node].children.find(token);
+    if (found == nodes_[node].children.end()) break;  // the nearest ancestor in the text
+    node = found->second;
   }
+  return nodes_[node].line;
+}
+
+int json_error_line(std::string_view text, const nlohmann::json::exception& error) {
+  if (const auto* parse = dynamic_cast<const nlohmann::json::parse_error*>(&error)) {
+    return line_of_offset(text, parse->byte == 0 ? 0 : parse->byte - 1);
+  }
+  std::string_view what = error.what();
+  size_t open = what.find('\'');
+  size_t close = what.rfind('\'');
+  if (open == std::string_view::npos || close <= open + 1) return 1;
+  size_t at = text.find(what.substr(open + 1, close - open - 1));
+  return at == std::string_view::npos ? 1 : line_of_offset(text, at);
 }
 
 int line_of_offset(std::string_view text, size_t offset) {

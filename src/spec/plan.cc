@@ -6,22 +6,28 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
+#include "base/json_depth.h"
 #include "model/spec_json.h"
 #include "spec/dependency_graph.h"
 #include "spec/headers.h"
 #include "spec/json_lines.h"
-#include "spec/script.h"
 
 namespace gpuq::spec {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// Deeper than any plan needs (the plan, "jobs", a job, a field, an entry of it: 5), shallow
+// enough that recursive copies and dumps of a value cannot exhaust the stack.
+constexpr int kMaxPlanDepth = 32;
+
+// The longest estimate, as parse_duration's longest duration (36500d): more is a typo, and far
+// more would overflow est_ms.
+constexpr int kMaxEstHours = 36'500 * 24;
 
 // Keys of a plan entry that are not submit-request fields; the rest pass through as they are.
 const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",
@@ -84,20 +90,25 @@ std::string strip_exception_prefix(const std::string& what) {
 
 class PlanChecker {
  public:
-  PlanChecker(const std::string& path, const PlanContext& context)
-      : path_(path), context_(context) {
+  PlanChecker(const std::string& path, const PlanContext& context, const ScriptReader& read)
+      : path_(path), context_(context), read_script_(read) {
     dir_ = fs::path(path).parent_path();
     if (dir_.empty()) dir_ = ".";
   }
 
-  PlanCheck run() {
-    std::string text;
-    if (!read_file(text)) return std::move(out_);
+  PlanCheck run(std::string_view text) {
+    if (auto at = json_nesting_beyond(text, kMaxPlanDepth)) {
+      error(path_, line_of_offset(text, *at),
+            fmt::format("nested more than {} levels deep; a plan is a list of jobs whose values "
+                        "are strings, numbers, lists and objects of those",
+                        kMaxPlanDepth));
+      return std::move(out_);
+    }
     json root;
     try {
       root = json::parse(text);
-    } catch (const json::parse_error& e) {
-      error(path_, line_of_offset(text, e.byte == 0 ? 0 : e.byte - 1),
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e400
+      error(path_, json_error_line(text, e),
             fmt::format("not valid JSON: {}", strip_exception_prefix(e.what())));
       return std::move(out_);
     }
@@ -147,27 +158,6 @@ class PlanChecker {
     out_.diagnostics.push_back(warning_at(file, line, std::move(message)));
   }
   int line(const std::string& pointer) const { return lines_ ? lines_->line(pointer) : 0; }
-
-  bool read_file(std::string& text) {
-    std::error_code ec;
-    if (!fs::exists(path_, ec)) {
-      error(path_, 0, "no such plan file; check the path");
-      return false;
-    }
-    if (fs::is_directory(path_, ec)) {
-      error(path_, 0, "is a directory, not a plan file");
-      return false;
-    }
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) {
-      error(path_, 0, "cannot read the plan file (permission denied?)");
-      return false;
-    }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
-    return true;
-  }
 
   // Directory of the plan, absolute (relative paths in a plan are taken from it).
   fs::path absolute_dir() const {
@@ -259,9 +249,12 @@ class PlanChecker {
     if (entry.contains("est_hours")) {
       const json& hours = entry["est_hours"];
       int at = line(JsonLines::child(pointer, "est_hours"));
-      if (!hours.is_number() || !std::isfinite(hours.get<double>()) || hours.get<double>() < 0) {
+      if (!hours.is_number() || !std::isfinite(hours.get<double>()) || hours.get<double>() < 0 ||
+          hours.get<double>() > kMaxEstHours) {
         error(path_, at,
-              fmt::format("job '{}': \"est_hours\" must be a number of hours, such as 1.5", id));
+              fmt::format("job '{}': \"est_hours\" must be a number of hours, such as 1.5 (at "
+                          "most {}, a hundred years)",
+                          id, kMaxEstHours));
       } else if (entry.contains("est") || entry.contains("est_ms")) {
         error(path_, at, fmt::format("job '{}': give \"est_hours\" or \"est\", not both", id));
       } else {
@@ -298,15 +291,14 @@ class PlanChecker {
     }
     fs::path written(entry["script"].get<std::string>());
     script_path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
-    std::error_code ec;
-    if (!fs::exists(script_path, ec)) {
+    auto text = read_script_(script_path);
+    if (!text && text.error().code == Code::kNotFound) {
       error(path_, at,
             fmt::format("job '{}': no such script {} (script paths are relative to the plan file's "
                         "directory)",
                         id, script_path));
       return false;
     }
-    auto text = read_script(script_path);
     if (!text) {
       error(path_, at, fmt::format("job '{}': {}", id, text.error().message));
       return false;
@@ -565,6 +557,7 @@ class PlanChecker {
   std::string path_;
   fs::path dir_;
   PlanContext context_;
+  const ScriptReader& read_script_;
   std::optional<JsonLines> lines_;
   PlanCheck out_;
   std::vector<BuiltJob> built_;
@@ -580,20 +573,9 @@ bool PlanCheck::has_errors() const {
                      [](const Diagnostic& d) { return d.severity == kError; });
 }
 
-PlanCheck check_plan(const std::string& path, const PlanContext& context) {
-  return PlanChecker(path, context).run();
-}
-
-Result<Plan> load_plan(const std::string& path, const PlanContext& context) {
-  PlanCheck check = check_plan(path, context);
-  Plan plan;
-  for (auto& d : check.diagnostics) {
-    if (d.severity == kError) return fail(Code::kInvalidArgument, d.located_message());
-    plan.warnings.push_back(std::move(d));
-  }
-  sort_diagnostics(plan.warnings);
-  plan.request = std::move(check.request);
-  return plan;
+PlanCheck check_plan_text(const std::string& path, std::string_view text,
+                          const PlanContext& context, const ScriptReader& read_script) {
+  return PlanChecker(path, context, read_script).run(text);
 }
 
 }  // namespace gpuq::spec

@@ -8,12 +8,15 @@
 // fields in the plan entry override header fields of the same key.
 // Validation happens here, before anything is sent: every finding names file:line, the first
 // error is what load_plan returns, and check_plan returns all of them (for `gpuq lint`).
-// Reads the plan and the scripts it names; no other I/O; thread-safe.
+// Reads the plan and the scripts it names (check_plan_text: only the scripts, through the
+// ScriptReader it is given); the only other I/O is a stat of each job's cwd; thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -71,5 +74,20 @@ struct PlanCheck {
 
 // Every finding about a plan: a bad job does not stop the checks of the others.
 PlanCheck check_plan(const std::string& path, const PlanContext& context);
+
+// Reads a script that a plan names (an absolute or plan-relative path, normalised): its checked
+// text (check_script_text), Code::kNotFound when there is no such file, or another error whose
+// message names the file and the fix.
+using ScriptReader = std::function<Result<std::string>(const std::string& path)>;
+
+// The ScriptReader of check_plan and load_plan: the file system, through read_script.
+Result<std::string> read_plan_script(const std::string& path);
+
+// check_plan over a plan's text that the caller has read: `path` names the plan in messages and
+// its directory is the base of relative script paths and cwds. check_plan is this plus reading
+// the file, so tests and the fuzzer (fuzz/plan_fuzz.cc) can check plans without files.
+PlanCheck check_plan_text(const std::string& path, std::string_view text,
+                          const PlanContext& context,
+                          const ScriptReader& read_script = read_plan_script);
 
 }  // namespace gpuq::spec

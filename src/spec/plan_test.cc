@@ -202,7 +202,12 @@ TEST_F(PlanFiles, StructuralErrorsNameTheLine) {
   EXPECT_EQ(error_of("[{\"id\": \"a\", \"script\": \"x.sh\", \"command\": [\"true\"]}]"),
             "plan.json:1: job 'a': give \"script\" or \"command\", not both");
   EXPECT_EQ(error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": -1}]"),
-            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5");
+            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5 (at most "
+            "876000, a hundred years)");
+  // 1e300 hours overflowed est_ms (llround), and the message blamed 'est_ms' = INT64_MIN.
+  EXPECT_EQ(error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": 1e300}]"),
+            "plan.json:1: job 'a': \"est_hours\" must be a number of hours, such as 1.5 (at most "
+            "876000, a hundred years)");
   EXPECT_EQ(
       error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"est_hours\": 1, \"est\": \"1h\"}]"),
       "plan.json:1: job 'a': give \"est_hours\" or \"est\", not both");
@@ -330,6 +335,73 @@ TEST_F(PlanFiles, PreemptionErrors) {
   EXPECT_EQ(error_of(R"([{"id": "a", "script": "again.sh", "preempt": "yield"}])"),
             "plan.json:1: job 'a': 'restart_within' applies only to \"preempt\": \"restart\" "
             "(this job's mode is yield); add \"preempt\": \"restart\" or remove it");
+}
+
+TEST(PlanText, ChecksTextWithScriptsFromTheReaderGiven) {
+  std::vector<std::string> asked;
+  ScriptReader read = [&](const std::string& path) -> Result<std::string> {
+    asked.push_back(path);
+    if (path == "/plans/jobs/train.sh") return std::string("#!/bin/bash\n#gpuq gpus=2\ntrue\n");
+    if (path == "/plans/empty.sh") return fail(Code::kInvalidArgument, path + ": script is empty");
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text(
+      "/plans/plan.json",
+      "[{\"id\": \"t\", \"script\": \"jobs/train.sh\"},\n"
+      " {\"id\": \"e\", \"script\": \"empty.sh\"},\n"
+      " {\"id\": \"m\", \"script\": \"nope.sh\"}]",
+      PlanContext{"/work", {}}, read);
+  EXPECT_EQ(asked, (std::vector<std::string>{"/plans/jobs/train.sh", "/plans/empty.sh",
+                                             "/plans/nope.sh"}));
+  ASSERT_EQ(check.diagnostics.size(), 2u);
+  EXPECT_EQ(check.diagnostics[0].text(),
+            "/plans/plan.json:2: error: job 'e': /plans/empty.sh: script is empty");
+  EXPECT_EQ(check.diagnostics[1].text(),
+            "/plans/plan.json:3: error: job 'm': no such script /plans/nope.sh (script paths are "
+            "relative to the plan file's directory)");
+  ASSERT_EQ(check.jobs.size(), 3u);
+  EXPECT_EQ(check.jobs[0].gpus, 2);
+}
+
+// Found by fuzz/plan_fuzz.cc: nlohmann reports a number too large for a double as out_of_range,
+// not parse_error, and the plan reader let it escape (std::terminate in `gpuq submit`/`lint`).
+TEST(PlanText, ANumberTooLargeForADoubleIsAnErrorNamingItsLine) {
+  auto no_scripts = [](const std::string& path) -> Result<std::string> {
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text(
+      "plan.json", "{\"jobs\": [\n  {\"id\": \"a\", \"command\": [\"true\"],\n   \"gpus\": 1e400}]}",
+      PlanContext{"/work", {}}, no_scripts);
+  ASSERT_EQ(check.diagnostics.size(), 1u);
+  EXPECT_EQ(check.diagnostics[0].text(),
+            "plan.json:3: error: not valid JSON: number overflow parsing '1e400'");
+}
+
+// A plan nested 100,000 deep took more than 2 GiB in JsonLines (a pointer string per value,
+// each as long as the depth) and would overflow the stack in json copies: it is refused first.
+TEST(PlanText, DeepNestingIsRefusedNamingItsLine) {
+  std::string text = "{\"jobs\": [\n" + std::string(100'000, '[') + std::string(100'000, ']') + "]}";
+  auto no_scripts = [](const std::string& path) -> Result<std::string> {
+    return fail(Code::kNotFound, path);
+  };
+  PlanCheck check = check_plan_text("plan.json", text, PlanContext{"/work", {}}, no_scripts);
+  ASSERT_EQ(check.diagnostics.size(), 1u);
+  EXPECT_EQ(check.diagnostics[0].text().substr(0, 56),
+            "plan.json:2: error: nested more than 32 levels deep; a p");
+}
+
+// Each value under a 1 MiB key used to store its own copy of the key in its pointer: 100,000
+// values took 100 GiB. Values are now nodes of a tree, one copy of each key.
+TEST(JsonLines, MemoryGrowsWithTheTextNotWithKeyLengthTimesValues) {
+  std::string key(1 << 20, 'k');
+  std::string text = "{\"" + key + "\": [\n0";
+  for (int i = 1; i < 100'000; ++i) text += ",0";
+  text += "],\n\"a/b~\": {\"x\": 1}}";
+  JsonLines lines(text);
+  EXPECT_EQ(lines.line(JsonLines::child("", key)), 1);
+  EXPECT_EQ(lines.line(JsonLines::child(JsonLines::child("", key), 99'999)), 2);
+  EXPECT_EQ(lines.line("/a~1b~0/x"), 3);
+  EXPECT_EQ(lines.line("/a~1b~0/missing/0"), 3);
 }
 
 TEST(JsonLines, FindsTheLineOfEachValue) {

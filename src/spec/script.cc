@@ -10,13 +10,30 @@
 namespace gpuq::spec {
 namespace {
 
-// Length of the UTF-8 sequence starting at text[i], or 0 when it is not valid UTF-8.
+// Length of the UTF-8 sequence starting at text[i], or 0 when it is not valid UTF-8 as RFC 3629
+// defines it: no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no surrogates (ED A0..BF),
+// nothing above U+10FFFF (F4 90.., F5..FF). nlohmann's dump() refuses exactly these, and a
+// script's text and header values travel as JSON.
 size_t utf8_sequence_length(std::string_view text, size_t i) {
   auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   unsigned char c = byte(i);
-  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char second_low = 0x80, second_high = 0xBF;  // the range allowed for the next byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) second_low = 0xA0;
+    if (c == 0xED) second_high = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) second_low = 0x90;
+    if (c == 0xF4) second_high = 0x8F;
+  }
   if (len == 0 || i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
+  if (byte(i + 1) < second_low || byte(i + 1) > second_high) return 0;
+  for (size_t k = 2; k < len; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
   }
   return len;

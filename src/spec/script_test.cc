@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,28 @@ TEST_F(ScriptFiles, RefusesInvalidUtf8) {
   ASSERT_FALSE(text);
   EXPECT_NE(text.error().message.find("latin1.sh:2: script is not UTF-8"), std::string::npos)
       << text.error().message;
+}
+
+// Found by fuzz/headers_fuzz.cc: the check took any lead byte with the right continuation
+// bytes, so an overlong "\xc1\xa9" passed, and nlohmann's dump() of the submit request (which
+// carries the script and its header values) threw. UTF-8 is checked as RFC 3629 defines it.
+TEST(ScriptText, RefusesOverlongSurrogateAndOutOfRangeSequences) {
+  for (const char* bad : {"\xc0\xaf", "\xc1\xa9", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+                          "\xf8\x88\x80\x80\x80", "\xe2\x82", "\x80"}) {
+    std::string text = std::string("#!/bin/sh\n#gpuq name=caf") + bad + "\ntrue\n";
+    auto checked = check_script_text("job.sh", text);
+    ASSERT_FALSE(checked) << ::testing::PrintToString(text);
+    EXPECT_NE(checked.error().message.find("job.sh:2: script is not UTF-8"), std::string::npos)
+        << checked.error().message;
+    EXPECT_THROW((void)nlohmann::json(text).dump(), nlohmann::json::type_error);
+  }
+  for (const char* good : {"caf\xc3\xa9", "\xe2\x82\xac", "\xed\x9f\xbf", "\xee\x80\x80",
+                           "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xc2\x80"}) {
+    std::string text = std::string("#!/bin/sh\necho ") + good + "\n";
+    EXPECT_TRUE(check_script_text("job.sh", text)) << ::testing::PrintToString(text);
+    EXPECT_NO_THROW((void)nlohmann::json(text).dump());
+  }
 }
 
 TEST_F(ScriptFiles, RefusesUnreadable) {

@@ -1,0 +1,3 @@
+#!/bin/bash
+#gpuq gpus=1
+printf "ÿþ"

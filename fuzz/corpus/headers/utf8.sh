@@ -1,0 +1,4 @@
+#!/bin/bash
+#gpuq name=café lane=réseau
+# gpuq-out: ✓/out
+true

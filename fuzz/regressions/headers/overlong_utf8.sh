@@ -1,0 +1,4 @@
+#!/bin/bash
+#gpuq name=caf√© lane=r¡©seaurequ
+# uq-oouT
+true
