@@ -235,6 +235,8 @@ TEST_F(ShimOnFullDisk, TheExitRecordWaitsForSpaceAndIsNeverLost) {
   ASSERT_TRUE(record) << record.error().message;
   EXPECT_EQ(record->exit_code, 0);
   EXPECT_TRUE(record->disk_full) << "the log may lack output, and the record says so";
+}
+
 // The shim runs under the daemon's umask 077, so its own files are private; the job gets the
 // umask its RunSpec carries, so what it writes is as its user expects.
 TEST_F(ShimTest, TheJobGetsItsOwnUmaskAndTheRunFilesStayPrivate) {
