@@ -342,22 +342,18 @@ Result<std::vector<Job>> Store::query_jobs(const std::string& where,
   if (!stmt) return tl::unexpected(stmt.error());
   bind(*stmt);
   auto jobs = collect<Job>(*stmt, job_from_row);
-  if (!jobs || !with_runs) return jobs;
-  if (jobs->size() <= 8) {
-    for (Job& job : *jobs) {
-      auto runs = runs_of(job.id);
-      if (!runs) return tl::unexpected(runs.error());
-      job.runs = std::move(*runs);
-    }
-    return jobs;
-  }
-  // Many jobs: one pass over the runs instead of one query per job.
+  if (!jobs || !with_runs || jobs->empty()) return jobs;
+  // The runs of exactly these jobs, in one query through runs_by_job: neither one query per
+  // job nor a pass over every run ever recorded.
+  auto runs_stmt = db_->prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job_id IN (SELECT id FROM jobs {}) ORDER BY job_id, number",
+      kRunColumns, where));
+  if (!runs_stmt) return tl::unexpected(runs_stmt.error());
+  bind(*runs_stmt);
+  auto runs = collect<Run>(*runs_stmt, run_from_row);
+  if (!runs) return tl::unexpected(runs.error());
   std::unordered_map<int64_t, Job*> by_id;
   for (Job& job : *jobs) by_id[job.id] = &job;
-  auto all = db_->prepare(fmt::format("SELECT {} FROM runs ORDER BY job_id, number", kRunColumns));
-  if (!all) return tl::unexpected(all.error());
-  auto runs = collect<Run>(*all, run_from_row);
-  if (!runs) return tl::unexpected(runs.error());
   for (Run& run : *runs) {
     if (auto it = by_id.find(run.job_id); it != by_id.end()) it->second->runs.push_back(std::move(run));
   }

@@ -125,6 +125,17 @@ class Store {
   // delivered); returns how many. Inside the caller's transaction().
   Result<int64_t> prune_events(int64_t cutoff_ms, int64_t max_seq);
 
+  // --- status (store_status.cc) ---
+  struct StatusJobs {
+    std::vector<Job> active;    // pending, held, running, blocked: every one, by id
+    std::vector<Job> finished;  // the latest to finish (finished_at, then id), by id
+    int64_t finished_total = 0;  // finished jobs in the store
+  };
+  // What GET /v1/status shows, with runs: every unfinished job and the latest
+  // `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
+  // number of finished jobs beyond those returned.
+  Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit);
+
   // Virtual-machine steps of this store's queries so far (Database::vm_steps), for tests
   // that check a read's cost does not grow with history.
   int64_t vm_steps() const { return db_->vm_steps(); }
