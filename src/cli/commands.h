@@ -171,6 +171,15 @@ struct HooksOptions {
 };
 int run_hooks(Context& ctx, const HooksOptions& options);
 
+// `gpuq gc`: prune now what `[retention] keep` allows (POST /v1/gc); --dry-run only tells.
+struct GcOptions {
+  bool dry_run = false;
+  bool json = false;
+};
+// A first prune of a long history may delete many run directories before the daemon answers.
+constexpr Millis kGcTimeout{600'000};
+int run_gc(Context& ctx, const GcOptions& options);
+
 // `gpuq service install|uninstall`: the daemon as a systemd unit (cli/service_unit.h). It writes
 // or removes the unit file only, and prints the systemctl commands to run; it contacts no daemon.
 struct ServiceOptions {
