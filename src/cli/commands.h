@@ -67,6 +67,7 @@ struct StatusOptions {
   bool json = false;
   bool all = false;  // every finished job, not only the last kFinishedShown
 };
+// The daemon's GET /v1/status lists as many finished jobs by default (api/handlers.cc).
 constexpr size_t kFinishedShown = 10;
 int run_status(Context& ctx, const StatusOptions& options);
 
