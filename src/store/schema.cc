@@ -126,7 +126,10 @@ ALTER TABLE jobs ADD COLUMN conditions_false_since INTEGER NOT NULL DEFAULT 0;
     //   before this one must add it here too. migrate() runs each step with foreign keys off
     //   and checks them before the commit, as SQLite's table-rebuild procedure asks.
     // - Indexes for the reads that must not grow with history: the latest finished jobs
-    //   (status) and the oldest (pruning); job-less events by time (pruning).
+    //   (status) and the oldest (pruning); job-less events by time (pruning). finished_at is
+    //   set exactly when a job is finished (Queue::set_state), so jobs_finished needs no
+    //   `state IN (...)`: SQLite evaluates such a list of more than two values through a
+    //   temporary b-tree, built anew for each old and new row every time a job's state changes.
     // - `pruned_counts`: what pruning removed, by event kind and run outcome, so /metrics'
     //   all-time counters (read from the store at each start) do not go back.
     R"sql(
@@ -154,8 +157,7 @@ INSERT INTO jobs_new(id, name, state, priority, queue_order, gpus, spec, reason,
 DROP TABLE jobs;
 ALTER TABLE jobs_new RENAME TO jobs;
 CREATE INDEX jobs_active ON jobs(state) WHERE state IN ('pending','held','running','blocked');
-CREATE INDEX jobs_finished ON jobs(finished_at, id)
-  WHERE state IN ('succeeded','failed','cancelled','skipped');
+CREATE INDEX jobs_finished ON jobs(finished_at, id) WHERE finished_at IS NOT NULL;
 CREATE INDEX events_jobless ON events(time) WHERE job_id IS NULL;
 CREATE TABLE pruned_counts (
   family TEXT NOT NULL CHECK (family IN ('event','run')),

@@ -104,10 +104,12 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_on
 
 Status Store::transaction(const std::function<Status()>& fn) { return in_transaction(*db_, fn); }
 
+// finished_at is written when the job has one: a history imported as it was (the daemon
+// inserts pending or held jobs only).
 Result<int64_t> Store::insert_job(const Job& job) {
   auto stmt = db_->prepare(
       "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
-      "lost_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "lost_count, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   if (job.spec.name.empty()) {
     stmt->bind_null(1);
@@ -121,7 +123,8 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(6, encode_spec(job.spec))
       .bind(7, job.reason)
       .bind(8, job.submitted_at_ms)
-      .bind(9, job.lost_count);
+      .bind(9, job.lost_count)
+      .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }

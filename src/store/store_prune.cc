@@ -10,8 +10,10 @@
 namespace gpuq::store {
 namespace {
 
-// Word for word the WHERE of the jobs_finished index (schema 7), so SQLite can use it.
-constexpr const char* kFinished = "state IN ('succeeded','failed','cancelled','skipped')";
+// Finished jobs: those with a finish time (the WHERE of the jobs_finished index, schema 7,
+// so SQLite uses it), checked by state as well.
+constexpr const char* kFinished =
+    "finished_at IS NOT NULL AND state IN ('succeeded','failed','cancelled','skipped')";
 
 // A job whose cleanup is not confirmed (pending, or a GPU in attention waiting for a person)
 // keeps its run: that run is what holds the GPU back and names the processes left over.
@@ -85,7 +87,7 @@ Status Store::prune_jobs(const std::vector<int64_t>& ids) {
   // Refuse the whole batch rather than delete part of what a caller did not mean: only
   // finished jobs whose cleanup is confirmed may go.
   auto refused = db_->prepare(fmt::format(
-      "SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND (NOT {} OR {}) "
+      "SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND (NOT ({}) OR {}) "
       "LIMIT 1",
       kFinished, kCleanupOpen));
   if (!refused) return tl::unexpected(refused.error());

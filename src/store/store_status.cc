@@ -11,10 +11,12 @@ namespace {
 
 constexpr const char* kActive = "state IN ('pending','held','running','blocked')";
 
-// The latest finished jobs: the newest entries of jobs_finished, whose WHERE this repeats
-// word for word (SQLite uses a partial index only for a query that implies its WHERE).
+// The latest finished jobs: the newest entries of jobs_finished (schema 7), whose WHERE
+// (finished_at IS NOT NULL) this repeats, as SQLite uses a partial index only for a query
+// that implies its WHERE.
 constexpr const char* kLatestFinished =
-    "SELECT id FROM jobs WHERE state IN ('succeeded','failed','cancelled','skipped') "
+    "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
+    "state IN ('succeeded','failed','cancelled','skipped') "
     "ORDER BY finished_at DESC, id DESC LIMIT ?";
 
 }  // namespace

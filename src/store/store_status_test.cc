@@ -53,6 +53,23 @@ TEST_F(StatusJobsTest, EveryActiveJobAndTheLatestFinishedWithTheirRuns) {
   EXPECT_EQ(jobs->finished_total, 4);
 }
 
+// A history written as it was (queue_bench seeds one) keeps its finish times.
+TEST_F(StatusJobsTest, AJobInsertedFinishedKeepsItsFinishTime) {
+  Job job;
+  job.state = JobState::kFailed;
+  job.spec.cwd = "/tmp";
+  job.spec.argv = {"false"};
+  job.finished_at_ms = 77;
+  auto id = store_->insert_job(job);
+  ASSERT_TRUE(id) << id.error().message;
+  seed_job(JobState::kSucceeded, 50);
+  EXPECT_EQ((*store_->find_job(*id))->finished_at_ms, 77);
+  auto jobs = store_->status_jobs(1);
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(ids_of(jobs->finished), Ids{*id});
+  EXPECT_EQ(store_->select_prunable(78, {}, 10)->job_ids.size(), 2u);
+}
+
 TEST_F(StatusJobsTest, AnEmptyStoreHasNothing) {
   auto jobs = store_->status_jobs(10);
   ASSERT_TRUE(jobs);
