@@ -11,7 +11,8 @@
 //   history     with --finished-jobs N: a store seeded (through the store library, one
 //               transaction, before the daemon starts) with N finished jobs, one run and three
 //               events each; `gpuq status` through the real binary (p50, p90 of
-//               --status-calls calls) and the daemon's RSS, against the same with an empty store.
+//               --status-calls calls), GET /v1/status alone, and the daemon's RSS, against the
+//               same with an empty store.
 //               Run directories are not created: status reads none.
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
@@ -142,11 +143,11 @@ void seed_history(const std::string& home, int count) {
       job.spec.name = fmt::format("eval-{}", i);
       job.state = failed ? gpuq::JobState::kFailed : gpuq::JobState::kSucceeded;
       job.submitted_at_ms = ended - 3'700'000;
+      job.finished_at_ms = ended;
+      job.reason = failed ? "exit code 1" : "";
       job.queue_order = i + 1;
       auto id = (*store)->insert_job(job);
       if (!id) return tl::unexpected(id.error());
-      auto st = (*store)->set_job_state(*id, job.state, failed ? "exit code 1" : "", ended);
-      if (!st) return st;
       gpuq::Run run;
       run.job_id = *id;
       run.number = 1;
@@ -158,7 +159,7 @@ void seed_history(const std::string& home, int count) {
       run.run_id = fmt::format("{}-1-{:08x}", *id, i);
       auto run_id = (*store)->insert_run(run, job.spec.name);
       if (!run_id) return tl::unexpected(run_id.error());
-      st = (*store)->finish_run(*run_id, ended, failed ? 1 : 0, std::nullopt,
+      auto st = (*store)->finish_run(*run_id, ended, failed ? 1 : 0, std::nullopt,
                                 failed ? gpuq::RunOutcome::kFailed : gpuq::RunOutcome::kSucceeded);
       if (st) st = (*store)->set_cleanup(*run_id, gpuq::store::CleanupState::kDone);
       if (!st) return st;
@@ -186,9 +187,10 @@ void seed_history(const std::string& home, int count) {
   }
 }
 
-// What `gpuq status` costs against one daemon, and the daemon's memory before and after.
+// What `gpuq status` costs against one daemon (the whole command, and the daemon's answer to
+// GET /v1/status alone, without starting a process), and the daemon's memory before and after.
 struct StatusCost {
-  std::vector<double> ms;
+  std::vector<double> ms, api_ms;
   double rss_start = 0, rss_after = 0;
 };
 
@@ -205,6 +207,11 @@ StatusCost measure_status(Daemon& d, int calls) {
       std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());
       std::exit(1);
     }
+  }
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = Clock::now();
+    d.call(gpuq::cli::Method::kGet, "/v1/status", "", 120'000);
+    cost.api_ms.push_back(ms_since(t0));
   }
   cost.rss_after = rss_mib(pid);
   return cost;
@@ -336,6 +343,9 @@ int main(int argc, char** argv) {
     std::printf("%-44s %12.1f\n", "gpuq status p50, with them (ms)", p50);
     std::printf("%-44s %12.1f\n", "gpuq status p90, with them (ms)", percentile(history.ms, 0.90));
     std::printf("%-44s %12.2f\n", "  ratio of p50s (with them / empty)", p50 / p50_empty);
+    std::printf("%-44s %12.1f\n", "GET /v1/status p50, empty store (ms)", percentile(empty.api_ms, 0.50));
+    std::printf("%-44s %12.1f\n", "GET /v1/status p50, with them (ms)", percentile(history.api_ms, 0.50));
+    std::printf("%-44s %12.1f\n", "GET /v1/status p90, with them (ms)", percentile(history.api_ms, 0.90));
     std::printf("%-44s %12d\n", "gpuq status calls each", status_calls);
     std::printf("%-44s %12.1f\n", "daemon RSS at start, empty store (MiB)", empty.rss_start);
     std::printf("%-44s %12.1f\n", "daemon RSS at start, with them (MiB)", history.rss_start);
