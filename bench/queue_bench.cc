@@ -10,9 +10,16 @@
 //               durable commit, so this is the cost of committing before answering.
 //   queued      with --queued-jobs N: a drained daemon's memory, last scheduling pass and last
 //               watchers' look with N jobs queued.
+//   history     with --finished-jobs N: a store seeded (through the store library, one
+//               transaction, before the daemon starts) with N finished jobs, one run and three
+//               events each; `gpuq status` through the real binary (p50, p90 of
+//               --status-calls calls), GET /v1/status alone, and the daemon's RSS, against the
+//               same with an empty store.
+//               Run directories are not created: status reads none.
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR]
+//        [--queued-jobs N] [--finished-jobs N [--status-calls 20]]; 0 jobs skips a part.
 // Prints a table; timings are for comparison between builds on one machine, not assertions.
 #include <algorithm>
 #include <chrono>
@@ -30,8 +37,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/time.h"
 #include "cli/curl_transport.h"
+#include "model/job.h"
 #include "os/command.h"
+#include "store/store.h"
 
 namespace {
 
@@ -42,15 +52,16 @@ struct Daemon {
   std::string binary, home;
   std::unique_ptr<gpuq::cli::Transport> http;
 
+  // `prepare` runs on the fresh state directory before the daemon starts (seeding its store).
   Daemon(std::string bin, const std::string& gpus, const std::string& dir,
-         const std::string& config = "")
+         const std::string& config = "",
+         const std::function<void(const std::string& home)>& prepare = {})
       : binary(std::move(bin)) {
     home = (std::filesystem::path(dir) / fmt::format("gpuq-bench-{}-{}", getpid(), gpus)).string();
     std::filesystem::remove_all(home);
-    if (!config.empty()) {
-      std::filesystem::create_directories(home);
-      std::ofstream(home + "/config.toml") << config;
-    }
+    std::filesystem::create_directories(home);
+    if (!config.empty()) std::ofstream(home + "/config.toml") << config;
+    if (prepare) prepare(home);
     auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach"},
                                    gpuq::Millis(30'000));
     if (!r || r->exit_code != 0) {
@@ -91,29 +102,149 @@ struct Daemon {
       }
     }
   }
+
+  int pid() { return call(gpuq::cli::Method::kGet, "/v1/health")["pid"].get<int>(); }
 };
 
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The resident memory of process `pid` (MiB).
+double rss_mib(int pid) {
+  std::ifstream proc(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(proc, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+// `count` finished jobs as a user's history holds them: a script-like command, a login
+// environment (~2 KiB), one run and submitted/started/ended events each; one in ten failed.
+// They finished one a minute, up to now.
+void seed_history(const std::string& home, int count) {
+  auto store = gpuq::store::Store::open(home + "/gpuq.db", false);
+  if (!store) {
+    std::fprintf(stderr, "cannot open the store: %s\n", store.error().message.c_str());
+    std::exit(1);
+  }
+  gpuq::Job job;
+  job.spec.cwd = "/home/me/experiments/llm-eval";
+  job.spec.argv = {"python", "eval.py", "--model", "ckpt/step-12000", "--tasks", "mbpp,humaneval"};
+  job.spec.gpus = 1;
+  job.spec.estimate_ms = 3'600'000;
+  for (int i = 0; i < 40; ++i) {
+    job.spec.env[fmt::format("VAR_{:02}", i)] = std::string(40, static_cast<char>('a' + i % 26));
+  }
+  job.spec.env["PATH"] = "/home/me/.local/bin:/opt/conda/bin:/usr/local/bin:/usr/bin:/bin";
+  int64_t now = gpuq::wall_now_ms();
+  auto seeded = (*store)->transaction([&]() -> gpuq::Status {
+    for (int i = 0; i < count; ++i) {
+      bool failed = i % 10 == 9;
+      int64_t ended = now - static_cast<int64_t>(count - i) * 60'000;
+      job.spec.name = fmt::format("eval-{}", i);
+      job.state = failed ? gpuq::JobState::kFailed : gpuq::JobState::kSucceeded;
+      job.submitted_at_ms = ended - 3'700'000;
+      job.finished_at_ms = ended;
+      job.reason = failed ? "exit code 1" : "";
+      job.queue_order = i + 1;
+      auto id = (*store)->insert_job(job);
+      if (!id) return tl::unexpected(id.error());
+      gpuq::Run run;
+      run.job_id = *id;
+      run.number = 1;
+      run.gpus = {fmt::format("gpu{}", i % 8)};
+      run.gpu_indices = {i % 8};
+      run.shim_pid = 100'000 + i;
+      run.started_at_ms = ended - 3'600'000;
+      run.run_dir = fmt::format("{}/jobs/{}/run-1", home, *id);
+      run.run_id = fmt::format("{}-1-{:08x}", *id, i);
+      auto run_id = (*store)->insert_run(run, job.spec.name);
+      if (!run_id) return tl::unexpected(run_id.error());
+      auto st = (*store)->finish_run(*run_id, ended, failed ? 1 : 0, std::nullopt,
+                                failed ? gpuq::RunOutcome::kFailed : gpuq::RunOutcome::kSucceeded);
+      if (st) st = (*store)->set_cleanup(*run_id, gpuq::store::CleanupState::kDone);
+      if (!st) return st;
+      gpuq::Event e;
+      e.job = *id;
+      e.time_ms = job.submitted_at_ms;
+      e.kind = "job.submitted";
+      e.data = {{"name", job.spec.name}, {"gpus", 1}, {"priority", 50}};
+      if (auto seq = (*store)->append_event(e); !seq) return tl::unexpected(seq.error());
+      e.run = 1;
+      e.time_ms = run.started_at_ms;
+      e.kind = "job.started";
+      e.data = {{"gpus", run.gpu_indices}, {"pid", run.shim_pid}, {"run_dir", run.run_dir}};
+      if (auto seq = (*store)->append_event(e); !seq) return tl::unexpected(seq.error());
+      e.time_ms = ended;
+      e.kind = failed ? "job.failed" : "job.succeeded";
+      e.data = {{"exit_code", failed ? 1 : 0}, {"duration_ms", 3'600'000}, {"outcome", e.kind.substr(4)}};
+      if (auto seq = (*store)->append_event(e); !seq) return tl::unexpected(seq.error());
+    }
+    return gpuq::ok();
+  });
+  if (!seeded) {
+    std::fprintf(stderr, "cannot seed the store: %s\n", seeded.error().message.c_str());
+    std::exit(1);
+  }
+}
+
+// What `gpuq status` costs against one daemon (the whole command, and the daemon's answer to
+// GET /v1/status alone, without starting a process), and the daemon's memory before and after.
+struct StatusCost {
+  std::vector<double> ms, api_ms;
+  double rss_start = 0, rss_after = 0;
+};
+
+StatusCost measure_status(Daemon& d, int calls) {
+  StatusCost cost;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the daemon settle
+  int pid = d.pid();
+  cost.rss_start = rss_mib(pid);
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = Clock::now();
+    auto r = gpuq::os::run_command({d.binary, "--home", d.home, "status"}, gpuq::Millis(120'000));
+    cost.ms.push_back(ms_since(t0));
+    if (!r || r->exit_code != 0) {
+      std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());
+      std::exit(1);
+    }
+  }
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = Clock::now();
+    d.call(gpuq::cli::Method::kGet, "/v1/status", "", 120'000);
+    cost.api_ms.push_back(ms_since(t0));
+  }
+  cost.rss_after = rss_mib(pid);
+  return cost;
+}
+
 double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   size_t index = std::min(values.size() - 1, static_cast<size_t>(p * (values.size() - 1) + 0.5));
   return values[index];
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpuq end-to-end benchmark"};
   std::string binary;
-  int latency_jobs = 200, throughput_jobs = 2000, submit_jobs = 1000, queued_jobs = 0;
+  int latency_jobs = 200, throughput_jobs = 2000, submit_jobs = 1000, queued_jobs = 0,
+      finished_jobs = 0, status_calls = 20;
   std::string dir = std::filesystem::temp_directory_path().string();
   app.add_option("gpuq", binary, "the gpuq binary")->required();
-  app.add_option("--latency-jobs", latency_jobs)->check(CLI::PositiveNumber);
-  app.add_option("--throughput-jobs", throughput_jobs)->check(CLI::PositiveNumber);
-  app.add_option("--submit-jobs", submit_jobs, "submits to a drained daemon, one at a time")
+  app.add_option("--latency-jobs", latency_jobs)->check(CLI::NonNegativeNumber);
+  app.add_option("--throughput-jobs", throughput_jobs)->check(CLI::NonNegativeNumber);
+  app.add_option("--submit-jobs", submit_jobs, "submits to a drained daemon, one at a time (0: skip)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--finished-jobs", finished_jobs,
+                 "also seed a store with this many finished jobs and time `gpuq status` and the "
+                 "daemon's memory against an empty store (e.g. 100000)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--status-calls", status_calls, "`gpuq status` calls per daemon with --finished-jobs")
       ->check(CLI::PositiveNumber);
   app.add_option("--queued-jobs", queued_jobs,
                  "also queue this many jobs on a drained fake:64 daemon and report its memory and "
@@ -122,7 +253,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::vector<double> client_ms, daemon_ms, free_ms;
-  {
+  if (latency_jobs > 0) {
     Daemon d(binary, "fake:1", dir);
     int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
     for (int i = 0; i < latency_jobs; ++i) {
@@ -145,7 +276,7 @@ int main(int argc, char** argv) {
     }
   }
   double seconds = 0;
-  {
+  if (throughput_jobs > 0) {
     Daemon d(binary, "fake:8", dir);
     int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
     auto t0 = Clock::now();
@@ -159,7 +290,7 @@ int main(int argc, char** argv) {
     seconds = ms_since(t0) / 1000.0;
   }
   std::vector<double> submit_ms;
-  {
+  if (submit_jobs > 0) {
     Daemon d(binary, "fake:1", dir);
     d.call(gpuq::cli::Method::kPost, "/v1/drain");  // nothing starts: only the submits' commits
     for (int i = 0; i < submit_jobs; ++i) {
@@ -170,7 +301,7 @@ int main(int argc, char** argv) {
   }
   double submit_total_ms = 0;
   for (double ms : submit_ms) submit_total_ms += ms;
-  double rss_mib = 0, pass_ms = 0, look_ms = 0;
+  double queued_rss_mib = 0, pass_ms = 0, look_ms = 0;
   if (queued_jobs > 0) {
     // The watchers look often here, so that their last look saw every queued job.
     Daemon d(binary, "fake:64", dir, "[watch]\ninterval = \"200ms\"\n");
@@ -188,29 +319,66 @@ int main(int argc, char** argv) {
     // Let the daemon settle, then read its resident memory and its last pass time.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     json status = d.call(gpuq::cli::Method::kGet, "/v1/health");
-    int pid = status["pid"].get<int>();
-    std::ifstream proc(fmt::format("/proc/{}/status", pid));
-    for (std::string line; std::getline(proc, line);) {
-      if (line.rfind("VmRSS:", 0) == 0) rss_mib = std::stod(line.substr(6)) / 1024.0;
-    }
+    queued_rss_mib = rss_mib(status["pid"].get<int>());
     pass_ms = status.value("last_pass_us", 0) / 1000.0;
     look_ms = status.value("last_look_us", 0) / 1000.0;
   }
+  StatusCost empty, history;
+  double seed_s = 0;
+  if (finished_jobs > 0) {
+    {
+      Daemon d(binary, "fake:8", dir);
+      empty = measure_status(d, status_calls);
+    }
+    auto seed = [&](const std::string& home) {
+      auto t0 = Clock::now();
+      seed_history(home, finished_jobs);
+      seed_s = ms_since(t0) / 1000.0;
+    };
+    Daemon d(binary, "fake:8", dir, "", seed);
+    history = measure_status(d, status_calls);
+  }
   std::printf("%-44s %12s\n", "measure", "value");
-  std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
-  std::printf("%-44s %12.2f\n", "submit-to-start p99, client (ms)", percentile(client_ms, 0.99));
-  std::printf("%-44s %12.0f\n", "submit-to-start p50, daemon clock (ms)", percentile(daemon_ms, 0.50));
-  std::printf("%-44s %12.2f\n", "run end to GPU free p50, cleanup (ms)", percentile(free_ms, 0.50));
-  std::printf("%-44s %12d\n", "latency jobs", latency_jobs);
-  std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
-  std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);
-  std::printf("%-44s %12.2f\n", "throughput wall time (s)", seconds);
-  std::printf("%-44s %12.0f\n", "submits to a drained daemon (submits/s)", submit_jobs / (submit_total_ms / 1000.0));
-  std::printf("%-44s %12.2f\n", "submit p50 (ms)", percentile(submit_ms, 0.50));
-  std::printf("%-44s %12.2f\n", "submit p99 (ms)", percentile(submit_ms, 0.99));
+  if (latency_jobs > 0) {
+    std::printf("%-44s %12.2f\n", "submit-to-start p50, client (ms)", percentile(client_ms, 0.50));
+    std::printf("%-44s %12.2f\n", "submit-to-start p99, client (ms)", percentile(client_ms, 0.99));
+    std::printf("%-44s %12.0f\n", "submit-to-start p50, daemon clock (ms)", percentile(daemon_ms, 0.50));
+    std::printf("%-44s %12.2f\n", "run end to GPU free p50, cleanup (ms)", percentile(free_ms, 0.50));
+    std::printf("%-44s %12d\n", "latency jobs", latency_jobs);
+  }
+  if (throughput_jobs > 0) {
+    std::printf("%-44s %12.0f\n", "throughput, trivial jobs on fake:8 (jobs/s)", throughput_jobs / seconds);
+    std::printf("%-44s %12d\n", "throughput jobs", throughput_jobs);
+    std::printf("%-44s %12.2f\n", "throughput wall time (s)", seconds);
+  }
+  if (submit_jobs > 0) {
+    std::printf("%-44s %12.0f\n", "submits to a drained daemon (submits/s)", submit_jobs / (submit_total_ms / 1000.0));
+    std::printf("%-44s %12.2f\n", "submit p50 (ms)", percentile(submit_ms, 0.50));
+    std::printf("%-44s %12.2f\n", "submit p99 (ms)", percentile(submit_ms, 0.99));
+  }
+  if (finished_jobs > 0) {
+    double p50_empty = percentile(empty.ms, 0.50), p50 = percentile(history.ms, 0.50);
+    std::printf("%-44s %12d\n", "finished jobs in the store (fake:8)", finished_jobs);
+    std::printf("%-44s %12.1f\n", "seeding them, one transaction (s)", seed_s);
+    std::printf("%-44s %12.1f\n", "gpuq status p50, empty store (ms)", p50_empty);
+    std::printf("%-44s %12.1f\n", "gpuq status p90, empty store (ms)", percentile(empty.ms, 0.90));
+    std::printf("%-44s %12.1f\n", "gpuq status p50, with them (ms)", p50);
+    std::printf("%-44s %12.1f\n", "gpuq status p90, with them (ms)", percentile(history.ms, 0.90));
+    std::printf("%-44s %12.2f\n", "  ratio of p50s (with them / empty)", p50 / p50_empty);
+    std::printf("%-44s %12.1f\n", "GET /v1/status p50, empty store (ms)", percentile(empty.api_ms, 0.50));
+    std::printf("%-44s %12.1f\n", "GET /v1/status p50, with them (ms)", percentile(history.api_ms, 0.50));
+    std::printf("%-44s %12.1f\n", "GET /v1/status p90, with them (ms)", percentile(history.api_ms, 0.90));
+    std::printf("%-44s %12d\n", "gpuq status calls each", status_calls);
+    std::printf("%-44s %12.1f\n", "daemon RSS at start, empty store (MiB)", empty.rss_start);
+    std::printf("%-44s %12.1f\n", "daemon RSS at start, with them (MiB)", history.rss_start);
+    std::printf("%-44s %12.1f\n", "  difference (MiB)", history.rss_start - empty.rss_start);
+    std::printf("%-44s %12.1f\n", "daemon RSS after the calls, empty (MiB)", empty.rss_after);
+    std::printf("%-44s %12.1f\n", "daemon RSS after the calls, with them (MiB)", history.rss_after);
+    std::printf("%-44s %12.1f\n", "  difference (MiB)", history.rss_after - empty.rss_after);
+  }
   if (queued_jobs > 0) {
     std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", queued_jobs);
-    std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", rss_mib);
+    std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", queued_rss_mib);
     std::printf("%-44s %12.2f\n", "daemon's last scheduling pass (ms)", pass_ms);
     std::printf("%-44s %12.2f\n", "watchers' last look (ms)", look_ms);
   }

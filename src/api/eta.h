@@ -24,7 +24,8 @@ class EtaCache {
     std::string note;                               // why there are none, when there are none
   };
 
-  // `jobs` are all jobs with their runs; `now_ms` the wall clock; `seq` the newest event, so a
+  // `jobs` are the unfinished jobs with their runs (finished ones play no part: a dependency
+  // on one is met, or its dependent is blocked, so status passes none); `now_ms` the wall clock; `seq` the newest event, so a
   // change to the queue is seen at once. A simulation that took long (a big queue) is reused
   // for kMaxAgeMs even across changes, so that status stays cheap.
   const Etas& get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,

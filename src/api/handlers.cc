@@ -1,6 +1,8 @@
 // The endpoints of docs/api.md: routing, queries on the read-only store, and commands handed to
 // the queue actor.
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <fstream>
 #include <unistd.h>
 #include <unordered_map>
@@ -52,6 +54,24 @@ auto on_actor(asio::io_context& actor, Fn fn) {
 
 Response not_found(const std::string& what) {
   return error_response({Code::kNotFound, what});
+}
+
+// How many finished jobs GET /v1/status lists without ?finished=: as many as `gpuq status`
+// shows, so its plain call gets what it prints.
+constexpr size_t kStatusFinished = 10;
+
+// ?finished=N (the latest N finished jobs), ?finished=all (nullopt), or the default.
+Result<std::optional<size_t>> finished_param(const Target& target) {
+  std::string text = target.param("finished");
+  if (text.empty()) return std::optional<size_t>(kStatusFinished);
+  if (text == "all") return std::optional<size_t>();
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("finished={}: give a number of finished jobs to list, or all", text));
+  }
+  return std::optional<size_t>(value);
 }
 
 }  // namespace
@@ -199,16 +219,25 @@ Response Server::gpus() {
 }
 
 Response Server::status(const Target& target) {
+  auto finished = finished_param(target);
+  if (!finished) return error_response(finished.error());
   bool active_only = target.param("active") == "1";
-  auto jobs = store_->list_jobs(active_only, true);
+  // Every unfinished job and only the latest finished ones: the cost follows the queue, not
+  // the history kept.
+  auto jobs = store_->status_jobs(active_only ? std::optional<size_t>(0) : *finished);
   if (!jobs) return error_response(jobs.error());
-  attach_reasons(*jobs);
+  attach_reasons(jobs->active);
   const auto& inventory = context_.queue.inventory();
   int64_t now = wall_now_ms();
   auto seq = store_->last_seq();
-  const auto& etas = etas_.get(*jobs, inventory, context_.queue.config(), now, seq ? *seq : 0);
+  const auto& etas = etas_.get(jobs->active, inventory, context_.queue.config(), now, seq ? *seq : 0);
+  std::vector<Job> all;
+  all.reserve(jobs->active.size() + jobs->finished.size());
+  std::merge(std::make_move_iterator(jobs->active.begin()), std::make_move_iterator(jobs->active.end()),
+             std::make_move_iterator(jobs->finished.begin()), std::make_move_iterator(jobs->finished.end()),
+             std::back_inserter(all), [](const Job& a, const Job& b) { return a.id < b.id; });
   nlohmann::json list = nlohmann::json::array();
-  for (const Job& job : *jobs) {
+  for (const Job& job : all) {
     nlohmann::json j = job_to_json(job);
     if (job.state == JobState::kPending) {
       auto it = etas.start_ms.find(job.id);
@@ -233,7 +262,8 @@ Response Server::status(const Target& target) {
                                           {"lanes", std::move(lanes)},
                                           {"watch", open_episodes(now)},
                                           {"resources", resource_objects(inventory.resources)},
-                                          {"jobs", std::move(list)}});
+                                          {"jobs", std::move(list)},
+                                          {"finished_total", jobs->finished_total}});
 }
 
 Response Server::show(const std::string& ref) {

@@ -29,6 +29,7 @@ struct Parsed {
   EventsOptions events;
   GpusOptions gpus;
   HooksOptions hooks;
+  GcOptions gc;
   CheckOptions check;
   ServiceOptions service;
   LintOptions lint;
@@ -247,6 +248,12 @@ void define_commands(CLI::App& app, Parsed& p) {
                             "show each event hook's cursor, lag and last error (docs/hooks.md)");
   hooks->add_flag("--json", p.hooks.json, "print the daemon's answer as JSON");
 
+  auto* gc = add_command(app, p, "gc",
+                         "remove finished jobs older than [retention] keep now, with their runs, "
+                         "run directories and events, and say what went");
+  gc->add_flag("--dry-run", p.gc.dry_run, "say what would be removed; remove nothing");
+  gc->add_flag("--json", p.gc.json, "print the daemon's answer as JSON");
+
   auto* check = add_command(app, p, "check",
                             "exit 0 when the daemon answers, its heartbeat is fresh and nothing "
                             "needs a person; else one line per problem (for cron and monitoring)");
@@ -315,6 +322,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "events") return run_events(ctx, p.events);
   if (command == "gpus") return run_gpus(ctx, p.gpus);
   if (command == "hooks") return run_hooks(ctx, p.hooks);
+  if (command == "gc") return run_gc(ctx, p.gc);
   if (command == "check") return run_check(ctx, p.check);
   if (command == "service") {
     p.service.home_given = !p.home.empty();

@@ -34,8 +34,11 @@ std::string render_gpus(const Json& answer, bool color) {
   return table.render(color);
 }
 
-// The jobs to show, in id order, and how many finished ones were left out.
-std::pair<std::vector<const Json*>, size_t> select_jobs(const Json& jobs, bool all) {
+// The jobs to show, in id order, and how many finished ones were left out. The daemon sends
+// only the latest finished jobs and says how many there are (`finished_total`); an older
+// daemon sends them all, and the CLI keeps the latest itself.
+std::pair<std::vector<const Json*>, size_t> select_jobs(const Json& answer, bool all) {
+  const Json& jobs = json_array(answer, "jobs");
   std::vector<const Json*> active;
   std::vector<const Json*> finished;
   for (const auto& job : jobs) (is_finished(job) ? finished : active).push_back(&job);
@@ -50,6 +53,9 @@ std::pair<std::vector<const Json*>, size_t> select_jobs(const Json& jobs, bool a
               [&](const Json* a, const Json* b) { return finished_key(a) > finished_key(b); });
     hidden = finished.size() - kFinishedShown;
     finished.resize(kFinishedShown);
+  }
+  if (auto total = json_int(answer, "finished_total"); total && !all) {
+    hidden = static_cast<size_t>(std::max<int64_t>(0, *total - static_cast<int64_t>(finished.size())));
   }
   std::vector<const Json*> shown = active;
   shown.insert(shown.end(), finished.begin(), finished.end());
@@ -125,9 +131,8 @@ bool has_etas(const std::vector<const Json*>& jobs) {
 }
 
 std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color) {
-  const Json& jobs = json_array(answer, "jobs");
-  if (jobs.empty()) return "no jobs\n";
-  auto [shown, hidden] = select_jobs(jobs, all);
+  auto [shown, hidden] = select_jobs(answer, all);
+  if (shown.empty() && hidden == 0) return "no jobs\n";
   // An older daemon says nothing of ETAs; then the column would only hold dashes.
   bool etas = has_etas(shown);
   std::vector<std::string> headers = {"ID", "NAME", "STATE", "PRI", "GPUS", "TIME"};
@@ -146,7 +151,8 @@ std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color
   std::string out = table.render(color);
   if (hidden > 0) {
     out +=
-        fmt::format("{} more finished job{} (gpuq status --all)\n", hidden, hidden == 1 ? "" : "s");
+        fmt::format("{} more finished job{} (gpuq status --all)\n",
+                    format_count(static_cast<int64_t>(hidden)), hidden == 1 ? "" : "s");
   }
   return out;
 }
@@ -154,7 +160,8 @@ std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color
 }  // namespace
 
 int run_status(Context& ctx, const StatusOptions& options) {
-  auto response = ctx.client().get("/v1/status");
+  // Without a parameter the daemon lists as many finished jobs as this shows (kFinishedShown).
+  auto response = ctx.client().get(options.all ? "/v1/status?finished=all" : "/v1/status");
   if (!response) return ctx.report(response.error());
   if (options.json) {
     return print_body(ctx, response->body);

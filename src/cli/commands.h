@@ -68,6 +68,7 @@ struct StatusOptions {
   bool json = false;
   bool all = false;  // every finished job, not only the last kFinishedShown
 };
+// The daemon's GET /v1/status lists as many finished jobs by default (api/handlers.cc).
 constexpr size_t kFinishedShown = 10;
 int run_status(Context& ctx, const StatusOptions& options);
 
@@ -171,6 +172,15 @@ struct HooksOptions {
   bool json = false;
 };
 int run_hooks(Context& ctx, const HooksOptions& options);
+
+// `gpuq gc`: prune now what `[retention] keep` allows (POST /v1/gc); --dry-run only tells.
+struct GcOptions {
+  bool dry_run = false;
+  bool json = false;
+};
+// A first prune of a long history may delete many run directories before the daemon answers.
+constexpr Millis kGcTimeout{600'000};
+int run_gc(Context& ctx, const GcOptions& options);
 
 // `gpuq service install|uninstall`: the daemon as a systemd unit (cli/service_unit.h). It writes
 // or removes the unit file only, and prints the systemctl commands to run; it contacts no daemon.

@@ -136,10 +136,30 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   EXPECT_TRUE(text.ends_with("3 more finished jobs (gpuq status --all)\n")) << text;
 
   process_.out.str("");
-  script({{"/v1/status", json_answer(200, body)}});
+  script({{"/v1/status?finished=all", json_answer(200, body)}});
   EXPECT_EQ(run({"status", "--all"}), 0);
   EXPECT_NE(out().find("\n1   -"), std::string::npos) << out();
   EXPECT_EQ(out().find("more finished"), std::string::npos);
+}
+
+// The daemon lists only the latest finished jobs and says how many there are.
+TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
+  std::string jobs = job_json(3, "running");
+  for (int id = 1195; id <= 1204; ++id) {
+    jobs += "," + job_json(id, "failed", R"(,"finished_at":"2026-11-29T10:00:00.000Z")");
+  }
+  std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"finished_total":1204})";
+  script({{"/v1/status", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_NE(out().find("\n3     -     running"), std::string::npos) << out();
+  EXPECT_NE(out().find("\n1195  -     failed"), std::string::npos) << out();
+  EXPECT_TRUE(out().ends_with("\n1,194 more finished jobs (gpuq status --all)\n")) << out();
+
+  process_.out.str("");
+  body = R"({"resources":[],"jobs":[],"finished_total":0})";
+  script({{"/v1/status", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_TRUE(out().ends_with("no jobs\n")) << out();
 }
 
 TEST_F(Commands, StatusJsonIsTheDaemonsAnswer) {

@@ -72,8 +72,9 @@ Outcome<HttpResponse> DaemonClient::get(const std::string& target, Millis timeou
   return send(HttpRequest{Method::kGet, target, "", timeout});
 }
 
-Outcome<HttpResponse> DaemonClient::post(const std::string& target, const std::string& body) {
-  return send(HttpRequest{Method::kPost, target, body, kRequestTimeout});
+Outcome<HttpResponse> DaemonClient::post(const std::string& target, const std::string& body,
+                                         Millis timeout) {
+  return send(HttpRequest{Method::kPost, target, body, timeout});
 }
 
 Outcome<Json> DaemonClient::get_json(const std::string& target, Millis timeout) {

@@ -48,7 +48,8 @@ class DaemonClient {
 
   // Successful (2xx) answers only; anything else becomes a CliError.
   Outcome<HttpResponse> get(const std::string& target, Millis timeout = kRequestTimeout);
-  Outcome<HttpResponse> post(const std::string& target, const std::string& body);
+  Outcome<HttpResponse> post(const std::string& target, const std::string& body,
+                             Millis timeout = kRequestTimeout);
   Outcome<Json> get_json(const std::string& target, Millis timeout = kRequestTimeout);
   Outcome<Json> post_json(const std::string& target, const Json& body);
 

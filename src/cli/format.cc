@@ -55,6 +55,33 @@ std::string format_mib(int64_t mib) {
   return fmt::format("{:.1f} GiB", static_cast<double>(mib) / 1024.0);
 }
 
+std::string format_count(int64_t n) {
+  uint64_t magnitude = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  std::string digits = std::to_string(magnitude);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string format_bytes(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::string count_of(int64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", format_count(n), n == 1 ? one : many);
+}
+
 std::string gpu_list(const Json& gpus) {
   if (!gpus.is_array() || gpus.empty()) return "-";
   std::string out;

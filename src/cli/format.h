@@ -29,6 +29,15 @@ std::string run_duration(const Json& run, int64_t now_ms);
 // GPU memory for people: "900 MiB" below 1 GiB, else "17.6 GiB" (one decimal).
 std::string format_mib(int64_t mib);
 
+// A count with thousands separated: "1,204".
+std::string format_count(int64_t n);
+
+// A size for people: "512 B", "3.4 KiB", "2.1 GiB" (one decimal from KiB up, to TiB).
+std::string format_bytes(int64_t bytes);
+
+// "1 job" / "2 jobs", the count as format_count writes it.
+std::string count_of(int64_t n, std::string_view one, std::string_view many);
+
 // "0,1" from [0,1] or ["gpu0"]; "-" when empty.
 std::string gpu_list(const Json& gpus);
 

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 7> kMigrations = {
+constexpr std::array<const char*, 8> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -124,7 +124,66 @@ ALTER TABLE jobs ADD COLUMN conditions_false_since INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN log_note TEXT NOT NULL DEFAULT '';
 )sql",
+    // 8: retention (finished jobs are pruned). Self-contained: it only has to stay after 6.
+    // - `jobs` is rebuilt with AUTOINCREMENT: once a job is pruned, its id (and so its
+    //   directory jobs/ID, and what `gpuq show ID` means) must never be given to a new job.
+    //   The copy lists every column up to version 6; a migration that adds a `jobs` column
+    //   before this one must add it here too. migrate() runs each step with foreign keys off
+    //   and checks them before the commit, as SQLite's table-rebuild procedure asks.
+    // - Indexes for the reads that must not grow with history: the latest finished jobs
+    //   (status) and the oldest (pruning); job-less events by time (pruning). finished_at is
+    //   set exactly when a job is finished (Queue::set_state), so jobs_finished needs no
+    //   `state IN (...)`: SQLite evaluates such a list of more than two values through a
+    //   temporary b-tree, built anew for each old and new row every time a job's state changes.
+    // - `pruned_counts`: what pruning removed, by event kind and run outcome, so /metrics'
+    //   all-time counters (read from the store at each start) do not go back.
+    R"sql(
+CREATE TABLE jobs_new (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT UNIQUE,
+  state TEXT NOT NULL CHECK (state IN ('pending','held','running','succeeded','failed',
+                                       'cancelled','blocked','skipped')),
+  priority INTEGER NOT NULL,
+  queue_order INTEGER NOT NULL,
+  gpus INTEGER NOT NULL CHECK (gpus >= 0),
+  spec TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  submitted_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  lost_count INTEGER NOT NULL DEFAULT 0 CHECK (lost_count >= 0),
+  retry_at INTEGER NOT NULL DEFAULT 0,
+  retry_base INTEGER NOT NULL DEFAULT 0,
+  conditions_false_since INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO jobs_new(id, name, state, priority, queue_order, gpus, spec, reason, submitted_at,
+                     finished_at, lost_count, retry_at, retry_base, conditions_false_since)
+  SELECT id, name, state, priority, queue_order, gpus, spec, reason, submitted_at,
+         finished_at, lost_count, retry_at, retry_base, conditions_false_since FROM jobs;
+DROP TABLE jobs;
+ALTER TABLE jobs_new RENAME TO jobs;
+CREATE INDEX jobs_active ON jobs(state) WHERE state IN ('pending','held','running','blocked');
+CREATE INDEX jobs_finished ON jobs(finished_at, id) WHERE finished_at IS NOT NULL;
+CREATE INDEX events_jobless ON events(time) WHERE job_id IS NULL;
+CREATE TABLE pruned_counts (
+  family TEXT NOT NULL CHECK (family IN ('event','run')),
+  key TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count >= 0),
+  PRIMARY KEY (family, key)
+);
+)sql",
 };
+
+// Fails when any row refers to a row that does not exist (PRAGMA foreign_key_check).
+Status check_foreign_keys(Database& db) {
+  auto stmt = db.prepare("PRAGMA foreign_key_check");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row) return ok();
+  return fail(Code::kFailedPrecondition,
+              fmt::format("a row of table {} refers to a missing row of table {}", stmt->text(0),
+                          stmt->text(2)));
+}
 
 }  // namespace
 
@@ -154,12 +213,17 @@ Status migrate(Database& db, int target) {
                             db.path(), *version, current_schema_version()));
   }
   for (int next = *version + 1; next <= target; ++next) {
+    // Foreign keys off while a step runs (a step may rebuild a table others refer to; the
+    // pragma is ignored inside a transaction), and checked before it commits.
+    if (auto st = db.exec("PRAGMA foreign_keys=OFF"); !st) return st;
     auto applied = in_transaction(db, [&]() -> Status {
       if (auto st = db.exec(kMigrations[next - 1]); !st) return st;
+      if (auto st = check_foreign_keys(db); !st) return st;
       auto insert = db.prepare("INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)");
       if (!insert) return tl::unexpected(insert.error());
       return insert->bind(1, next).bind(2, wall_now_ms()).run();
     });
+    if (auto st = db.exec("PRAGMA foreign_keys=ON"); !st) return st;
     if (!applied) {
       return fail(applied.error().code,
                   fmt::format("migrating the store to version {}: {}", next,

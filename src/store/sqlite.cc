@@ -81,6 +81,12 @@ Database::~Database() {
   sqlite3_close(db_);
 }
 
+int64_t Database::vm_steps() const {
+  int64_t steps = 0;
+  for (const auto& [sql, stmt] : cache_) steps += sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_VM_STEP, 0);
+  return steps;
+}
+
 Status Database::exec(std::string_view sql) {
   char* message = nullptr;
   std::string text(sql);

@@ -60,6 +60,12 @@ class Database {
   // A cached prepared statement for `sql`.
   Result<Statement> prepare(const std::string& sql);
   int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+  // Rows changed by the latest INSERT, UPDATE or DELETE.
+  int64_t changes() const { return sqlite3_changes64(db_); }
+  // Virtual-machine steps of every prepared statement since it was prepared: a measure of a
+  // query's work that does not depend on the machine, so a test can check that a read does
+  // not grow with the history kept (exec() statements are not counted).
+  int64_t vm_steps() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -108,10 +108,12 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_on
 
 Status Store::transaction(const std::function<Status()>& fn) { return in_transaction(*db_, fn); }
 
+// finished_at is written when the job has one: a history imported as it was (the daemon
+// inserts pending or held jobs only).
 Result<int64_t> Store::insert_job(const Job& job) {
   auto stmt = db_->prepare(
       "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
-      "lost_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "lost_count, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   if (job.spec.name.empty()) {
     stmt->bind_null(1);
@@ -125,7 +127,8 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(6, encode_spec(job.spec))
       .bind(7, job.reason)
       .bind(8, job.submitted_at_ms)
-      .bind(9, job.lost_count);
+      .bind(9, job.lost_count)
+      .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }
@@ -353,22 +356,18 @@ Result<std::vector<Job>> Store::query_jobs(const std::string& where,
   if (!stmt) return tl::unexpected(stmt.error());
   bind(*stmt);
   auto jobs = collect<Job>(*stmt, job_from_row);
-  if (!jobs || !with_runs) return jobs;
-  if (jobs->size() <= 8) {
-    for (Job& job : *jobs) {
-      auto runs = runs_of(job.id);
-      if (!runs) return tl::unexpected(runs.error());
-      job.runs = std::move(*runs);
-    }
-    return jobs;
-  }
-  // Many jobs: one pass over the runs instead of one query per job.
+  if (!jobs || !with_runs || jobs->empty()) return jobs;
+  // The runs of exactly these jobs, in one query through runs_by_job: neither one query per
+  // job nor a pass over every run ever recorded.
+  auto runs_stmt = db_->prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job_id IN (SELECT id FROM jobs {}) ORDER BY job_id, number",
+      kRunColumns, where));
+  if (!runs_stmt) return tl::unexpected(runs_stmt.error());
+  bind(*runs_stmt);
+  auto runs = collect<Run>(*runs_stmt, run_from_row);
+  if (!runs) return tl::unexpected(runs.error());
   std::unordered_map<int64_t, Job*> by_id;
   for (Job& job : *jobs) by_id[job.id] = &job;
-  auto all = db_->prepare(fmt::format("SELECT {} FROM runs ORDER BY job_id, number", kRunColumns));
-  if (!all) return tl::unexpected(all.error());
-  auto runs = collect<Run>(*all, run_from_row);
-  if (!runs) return tl::unexpected(runs.error());
   for (Run& run : *runs) {
     if (auto it = by_id.find(run.job_id); it != by_id.end()) it->second->runs.push_back(std::move(run));
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "model/event.h"
@@ -105,6 +106,42 @@ class Store {
   };
   Result<std::vector<ReservationRow>> reservations();
 
+  // --- retention (store_prune.cc): finished jobs older than `[retention] keep` go, with
+  // their runs and events, in batches the queue actor commits one transaction at a time ---
+  struct PruneSelection {
+    std::vector<int64_t> job_ids;  // oldest finish first
+    int64_t runs = 0;              // runs of those jobs
+    int64_t events = 0;            // events of those jobs
+    int64_t kept_for_dependents = 0;  // finished before the cutoff, but in `keep`
+  };
+  // Finished jobs (succeeded, failed, cancelled, skipped) that finished before `cutoff_ms`,
+  // oldest first, at most `limit`, leaving out `keep` (the jobs unfinished jobs depend on).
+  // Reads through the jobs_finished index: the cost follows `limit` and `keep`, not history.
+  Result<PruneSelection> select_prunable(int64_t cutoff_ms, const std::unordered_set<int64_t>& keep,
+                                         size_t limit);
+  // Deletes these jobs and every row that refers to them: runs, events, the watchers' open
+  // episodes. Run directories are the caller's. Inside the caller's transaction().
+  Status prune_jobs(const std::vector<int64_t>& ids);
+  // Deletes job-less events (daemon.*, queue.*, resource.*) older than `cutoff_ms` with
+  // seq <= `max_seq` (the lowest hook cursor, so no hook loses an event it has not
+  // delivered); returns how many. Inside the caller's transaction().
+  Result<int64_t> prune_events(int64_t cutoff_ms, int64_t max_seq);
+
+  // --- status (store_status.cc) ---
+  struct StatusJobs {
+    std::vector<Job> active;    // pending, held, running, blocked: every one, by id
+    std::vector<Job> finished;  // the latest to finish (finished_at, then id), by id
+    int64_t finished_total = 0;  // finished jobs in the store
+  };
+  // What GET /v1/status shows, with runs: every unfinished job and the latest
+  // `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
+  // number of finished jobs beyond those returned.
+  Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit);
+
+  // Virtual-machine steps of this store's queries so far (Database::vm_steps), for tests
+  // that check a read's cost does not grow with history.
+  int64_t vm_steps() const { return db_->vm_steps(); }
+
   // --- watchers (store_watch.cc): open episodes survive a restart ---
   struct Episode {
     std::string key;   // the watcher's key, e.g. "job.quiet:12"
@@ -135,9 +172,9 @@ class Store {
 
   // --- metrics (store_metrics.cc): all-time counts for /metrics ---
   using Counts = std::vector<std::pair<std::string, int64_t>>;
-  Result<Counts> event_counts();  // events by kind
+  Result<Counts> event_counts();  // events by kind, those pruned included
   Result<Counts> job_counts();    // jobs by state (only states that have jobs)
-  Result<Counts> run_counts();    // runs by outcome, "running" included
+  Result<Counts> run_counts();    // runs by outcome, "running" included, those pruned included
   // When the job last re-entered the queue after a run or a finish: the time of its latest
   // job.retried, job.retrying, job.preempted or job.requeued event; 0 when it has none.
   Result<int64_t> requeued_at(int64_t job_id);

@@ -18,8 +18,12 @@ Result<Store::Counts> grouped(Statement& stmt) {
 
 }  // namespace
 
+// Counts of the rows there are plus those retention pruned (pruned_counts, schema 7), so the
+// all-time counters never go back after a restart.
 Result<Store::Counts> Store::event_counts() {
-  auto stmt = db_->prepare("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind");
+  auto stmt = db_->prepare(
+      "SELECT kind, SUM(n) FROM (SELECT kind, COUNT(*) AS n FROM events GROUP BY kind UNION ALL "
+      "SELECT key, count FROM pruned_counts WHERE family = 'event') GROUP BY kind ORDER BY kind");
   if (!stmt) return tl::unexpected(stmt.error());
   return grouped(*stmt);
 }
@@ -31,7 +35,10 @@ Result<Store::Counts> Store::job_counts() {
 }
 
 Result<Store::Counts> Store::run_counts() {
-  auto stmt = db_->prepare("SELECT outcome, COUNT(*) FROM runs GROUP BY outcome ORDER BY outcome");
+  auto stmt = db_->prepare(
+      "SELECT outcome, SUM(n) FROM (SELECT outcome, COUNT(*) AS n FROM runs GROUP BY outcome "
+      "UNION ALL SELECT key, count FROM pruned_counts WHERE family = 'run') GROUP BY outcome "
+      "ORDER BY outcome");
   if (!stmt) return tl::unexpected(stmt.error());
   return grouped(*stmt);
 }

@@ -10,16 +10,6 @@ namespace {
 
 class StoreMetricsTest : public testing::StoreFixture {
  protected:
-  int64_t add_job(JobState state) {
-    Job job;
-    job.state = state;
-    job.spec.cwd = "/tmp";
-    job.spec.argv = {"true"};
-    job.submitted_at_ms = 1000;
-    auto id = store_->insert_job(job);
-    EXPECT_TRUE(id);
-    return id ? *id : 0;
-  }
   void add_event(const std::string& kind, std::optional<int64_t> job, int64_t time_ms) {
     Event e;
     e.kind = kind;
@@ -30,9 +20,9 @@ class StoreMetricsTest : public testing::StoreFixture {
 };
 
 TEST_F(StoreMetricsTest, CountsGroupByKindStateAndOutcome) {
-  int64_t a = add_job(JobState::kPending);
-  add_job(JobState::kPending);
-  add_job(JobState::kFailed);
+  int64_t a = seed_job(JobState::kPending);
+  seed_job(JobState::kPending);
+  seed_job(JobState::kFailed);
   add_event("job.submitted", a, 1);
   add_event("job.submitted", a, 2);
   add_event("daemon.started", std::nullopt, 3);
@@ -55,8 +45,8 @@ TEST_F(StoreMetricsTest, CountsGroupByKindStateAndOutcome) {
 }
 
 TEST_F(StoreMetricsTest, RequeuedAtIsTheLatestEventThatQueuedTheJobAgain) {
-  int64_t job = add_job(JobState::kPending);
-  int64_t other = add_job(JobState::kPending);
+  int64_t job = seed_job(JobState::kPending);
+  int64_t other = seed_job(JobState::kPending);
   add_event("job.submitted", job, 100);
   EXPECT_EQ(*store_->requeued_at(job), 0);  // the submit is the job's submitted_at
   add_event("job.started", job, 200);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "unix_http.h"
 
 namespace gpuq::testing {
 namespace {
@@ -127,6 +128,57 @@ TEST(CliFlow, NoGpuMeansOneStandInLane) {
   int64_t id = h.submit_sh("echo \"$GPUQ_GPUS\"", {"--gpus", "1"});
   ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
   EXPECT_EQ(h.gpuq({"logs", std::to_string(id)}).out, "gpu0\n");
+}
+
+// /v1/status lists every unfinished job and only the latest finished ones (by finish time,
+// then id), and says how many finished jobs there are, so `gpuq status` still counts the rest.
+TEST(CliFlow, StatusListsTheLatestFinishedJobsAndCountsTheRest) {
+  Harness h("fake:2");
+  h.start();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 13; ++i) ids.push_back(std::to_string(h.submit_sh(i % 4 == 0 ? "false" : "true")));
+  std::vector<std::string> wait = {"wait", "--timeout", "60s"};
+  wait.insert(wait.end(), ids.begin(), ids.end());
+  ASSERT_EQ(h.gpuq(wait).status, 1);  // some failed
+  int64_t held = h.submit_sh("true", {"--hold"});
+
+  auto all = h.gpuq_json({"status", "--all", "--json"});
+  EXPECT_EQ(all["finished_total"], 13);
+  ASSERT_EQ(all["jobs"].size(), 14u);
+  std::vector<std::pair<std::string, int64_t>> finished;
+  for (const auto& job : all["jobs"]) {
+    if (job["id"] != held) finished.emplace_back(job["finished_at"].get<std::string>(), job["id"].get<int64_t>());
+  }
+  std::sort(finished.rbegin(), finished.rend());  // latest first
+  std::set<int64_t> latest;
+  for (size_t i = 0; i < 10; ++i) latest.insert(finished[i].second);
+  latest.insert(held);
+
+  auto status = h.gpuq_json({"status", "--json"});
+  EXPECT_EQ(status["finished_total"], 13);
+  std::set<int64_t> listed;
+  std::vector<int64_t> order;
+  for (const auto& job : status["jobs"]) {
+    listed.insert(job["id"].get<int64_t>());
+    order.push_back(job["id"].get<int64_t>());
+    EXPECT_EQ(job["runs"].size(), job["id"] == held ? 0u : 1u) << job.dump();
+  }
+  EXPECT_EQ(listed, latest);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+
+  auto human = h.gpuq({"status"});
+  EXPECT_EQ(human.status, 0);
+  EXPECT_TRUE(human.out.ends_with("3 more finished jobs (gpuq status --all)\n")) << human.out;
+
+  auto active = unix_get(h.home() + "/gpuq.sock", "/v1/status?active=1");
+  auto active_json = nlohmann::json::parse(active.body);
+  ASSERT_EQ(active_json["jobs"].size(), 1u);
+  EXPECT_EQ(active_json["jobs"][0]["id"], held);
+  auto two = nlohmann::json::parse(unix_get(h.home() + "/gpuq.sock", "/v1/status?finished=2").body);
+  EXPECT_EQ(two["jobs"].size(), 3u);
+  auto bad = unix_get(h.home() + "/gpuq.sock", "/v1/status?finished=lots");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("invalid_argument"), std::string::npos) << bad.body;
 }
 
 }  // namespace

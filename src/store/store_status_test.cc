@@ -1,0 +1,113 @@
+// The jobs of GET /v1/status (store_status.cc) on a real SQLite file: which jobs, with which
+// runs, and a cost that does not follow the number of finished jobs.
+#include <gtest/gtest.h>
+
+#include "store/store.h"
+#include "store/store_fixture.h"
+
+namespace gpuq::store {
+namespace {
+
+using StatusJobsTest = testing::StoreFixture;
+using Ids = std::vector<int64_t>;
+
+Ids ids_of(const std::vector<Job>& jobs) {
+  Ids out;
+  for (const Job& job : jobs) out.push_back(job.id);
+  return out;
+}
+
+TEST_F(StatusJobsTest, EveryActiveJobAndTheLatestFinishedWithTheirRuns) {
+  int64_t pending = seed_job(JobState::kPending);
+  int64_t newest = seed_job(JobState::kFailed, 500, 2);
+  int64_t old = seed_job(JobState::kSucceeded, 100, 1);
+  int64_t tie_low = seed_job(JobState::kCancelled, 300, 1);
+  int64_t running = seed_job(JobState::kRunning);
+  int64_t tie_high = seed_job(JobState::kSkipped, 300);  // same finish: the higher id is later
+  int64_t blocked = seed_job(JobState::kBlocked);
+  int64_t held = seed_job(JobState::kHeld);
+
+  auto jobs = store_->status_jobs(2);
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  EXPECT_EQ(ids_of(jobs->active), (Ids{pending, running, blocked, held}));
+  EXPECT_EQ(ids_of(jobs->finished), (Ids{newest, tie_high}));  // by id
+  EXPECT_EQ(jobs->finished_total, 4);
+  ASSERT_EQ(jobs->finished[0].runs.size(), 2u);
+  EXPECT_EQ(jobs->finished[0].runs[1].number, 2);
+  EXPECT_EQ(jobs->finished[0].runs[1].job_id, newest);
+
+  jobs = store_->status_jobs(3);
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(ids_of(jobs->finished), (Ids{newest, tie_low, tie_high}));
+  ASSERT_EQ(jobs->finished[1].runs.size(), 1u);
+  EXPECT_EQ(jobs->finished[1].runs[0].job_id, tie_low);
+
+  jobs = store_->status_jobs(std::nullopt);
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(ids_of(jobs->finished), (Ids{newest, old, tie_low, tie_high}));
+
+  jobs = store_->status_jobs(0);
+  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs->finished.empty());
+  EXPECT_EQ(jobs->active.size(), 4u);
+  EXPECT_EQ(jobs->finished_total, 4);
+}
+
+// A history written as it was (queue_bench seeds one) keeps its finish times.
+TEST_F(StatusJobsTest, AJobInsertedFinishedKeepsItsFinishTime) {
+  Job job;
+  job.state = JobState::kFailed;
+  job.spec.cwd = "/tmp";
+  job.spec.argv = {"false"};
+  job.finished_at_ms = 77;
+  auto id = store_->insert_job(job);
+  ASSERT_TRUE(id) << id.error().message;
+  seed_job(JobState::kSucceeded, 50);
+  EXPECT_EQ((*store_->find_job(*id))->finished_at_ms, 77);
+  auto jobs = store_->status_jobs(1);
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(ids_of(jobs->finished), Ids{*id});
+  EXPECT_EQ(store_->select_prunable(78, {}, 10)->job_ids.size(), 2u);
+}
+
+TEST_F(StatusJobsTest, AnEmptyStoreHasNothing) {
+  auto jobs = store_->status_jobs(10);
+  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs->active.empty());
+  EXPECT_TRUE(jobs->finished.empty());
+  EXPECT_EQ(jobs->finished_total, 0);
+}
+
+// With forty times more finished jobs, status and the active jobs (the daemon's recovery)
+// read about as much: neither walks every job or every run.
+TEST_F(StatusJobsTest, ReadsDoNotGrowWithTheFinishedHistory) {
+  for (int i = 0; i < 20; ++i) seed_job(JobState::kPending, 0, 1);
+  auto cost = [&](const std::function<void()>& read) {
+    int64_t steps = store_->vm_steps();
+    read();
+    return store_->vm_steps() - steps;
+  };
+  auto status = [&] {
+    auto jobs = store_->status_jobs(10);
+    ASSERT_TRUE(jobs);
+    EXPECT_EQ(jobs->active.size(), 20u);
+    EXPECT_EQ(jobs->active[0].runs.size(), 1u);
+  };
+  auto active = [&] {
+    auto jobs = store_->list_jobs(true, true);
+    ASSERT_TRUE(jobs);
+    EXPECT_EQ(jobs->size(), 20u);
+    EXPECT_EQ((*jobs)[19].runs.size(), 1u);
+  };
+  seed_history(50, 1000);
+  int64_t status_small = cost(status);
+  int64_t active_small = cost(active);
+  seed_history(1950, 2000);
+  int64_t status_large = cost(status);
+  int64_t active_large = cost(active);
+  EXPECT_LT(status_large, status_small * 3 / 2) << "steps with 50 finished jobs: " << status_small;
+  EXPECT_LT(active_large, active_small * 3 / 2) << "steps with 50 finished jobs: " << active_small;
+}
+
+}  // namespace
+}  // namespace gpuq::store
