@@ -26,7 +26,7 @@ const std::set<std::string>& known_fields() {
 
 class Reader {
  public:
-  explicit Reader(const json& body) : body_(body) {
+  Reader(const json& body, SpecOrigin origin) : body_(body), stored_(origin == SpecOrigin::kStore) {
     if (body.is_object() && body.contains("source") && body["source"].is_string()) {
       where_ = body["source"].get<std::string>() + ": ";
     }
@@ -65,6 +65,9 @@ class Reader {
     const json& value = body_[key];
     if (!value.is_number_integer()) return error(fmt::format("field '{}' must be an integer", key));
     auto v = json_int64(value);
+    // A stored spec was accepted under the limits of its day; a later, tighter limit must not
+    // make a job unreadable (the daemon handles any int64 safely: saturating times, timers).
+    if (stored_) max = INT64_MAX;
     if (!v || *v < min || *v > max) {
       return error(fmt::format("field '{}' is {}; it must be between {} and {}{}", key,
                                value.dump(), min, max, meaning));
@@ -116,6 +119,7 @@ class Reader {
 
  private:
   const json& body_;
+  bool stored_ = false;
   std::string where_;
 };
 
@@ -197,7 +201,7 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
     spec.script_name = script["name"].get<std::string>();
     GPUQ_TRY(r.no_nul("script.name", spec.script_name));
   }
-  if (auto args = Reader(script).strings("args", spec.script_args); !args) {
+  if (auto args = Reader(script, SpecOrigin::kRequest).strings("args", spec.script_args); !args) {
     return r.error("field 'script.args' must be a list of strings without NUL bytes");
   }
   return ok();
@@ -312,9 +316,9 @@ Status check_env_var(std::string_view name, std::string_view value) {
   return ok();
 }
 
-Result<JobSpec> spec_from_json(const json& body) {
+Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   if (!body.is_object()) return fail(Code::kInvalidArgument, "a job must be a JSON object");
-  Reader r(body);
+  Reader r(body, origin);
   for (const auto& [key, value] : body.items()) {
     if (!known_fields().count(key)) {
       return r.error(fmt::format("unknown field '{}' (see docs/api.md, \"Submit request\")", key));

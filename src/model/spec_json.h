@@ -22,7 +22,10 @@ namespace gpuq {
 // Every number is range-checked against model/limits.h (durations at most a year, times before
 // 2100, counts and priorities in their ranges), strings that reach the OS may hold no NUL
 // byte, and env names must be valid (check_env_var).
-Result<JobSpec> spec_from_json(const nlohmann::json& body);
+// kStore: a spec the store kept, read back. Types are checked as strictly, but numbers are not
+// held to today's upper limits: a job accepted under earlier limits must stay readable.
+enum class SpecOrigin { kRequest, kStore };
+Result<JobSpec> spec_from_json(const nlohmann::json& body, SpecOrigin origin = SpecOrigin::kRequest);
 
 // An integer JSON number as int64; nullopt for anything else, including unsigned numbers above
 // INT64_MAX (which get<int64_t>() would silently wrap to negative).

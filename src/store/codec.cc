@@ -13,7 +13,7 @@ std::string encode_spec(const JobSpec& spec) { return spec_to_json(spec).dump();
 Result<JobSpec> decode_spec(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail(Code::kCorruption, "a stored job spec is not valid JSON");
-  auto spec = spec_from_json(j);
+  auto spec = spec_from_json(j, SpecOrigin::kStore);
   if (!spec) return fail(Code::kCorruption, "a stored job spec is unreadable: " + spec.error().message);
   return spec;
 }

@@ -60,6 +60,26 @@ TEST_F(StoreTest, JobAndRunRoundTrip) {
   EXPECT_EQ((*by_name)->id, id);
 }
 
+TEST_F(StoreTest, AJobStoredUnderWiderLimitsStaysReadable) {
+  // Accepted by an earlier gpuq (estimates up to 100 years then; a year now): a restart must
+  // still load it, or the daemon would refuse to start over one old job.
+  Job job = sample_job();
+  job.spec.estimate_ms = int64_t{400} * 24 * 3600 * 1000;
+  job.spec.timeout_ms = int64_t{1} << 61;
+  int64_t id = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(job);
+    if (!inserted) return tl::unexpected(inserted.error());
+    id = *inserted;
+    return ok();
+  }));
+  auto found = store_->find_job(id, false);
+  ASSERT_TRUE(found) << found.error().message;
+  ASSERT_TRUE(*found);
+  EXPECT_EQ((*found)->spec.estimate_ms, job.spec.estimate_ms);
+  EXPECT_EQ((*found)->spec.timeout_ms, job.spec.timeout_ms);
+}
+
 TEST_F(StoreTest, AFailedTransactionLeavesNoEvent) {
   auto result = store_->transaction([&]() -> Status {
     Event e;

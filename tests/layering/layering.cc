@@ -358,7 +358,10 @@ Links read_links(const ModuleTable& table, const Tree& tree, std::vector<std::st
         if (target == std::string(kLibraryPrefix) + owner->name)
           links.with_library.insert(owner->name);
       }
-      if (cmd.name != "target_link_libraries" && cmd.name != "gpuq_test") continue;
+      if (cmd.name != "target_link_libraries" && cmd.name != "gpuq_test" &&
+          cmd.name != "gpuq_fuzz_target") {
+        continue;
+      }
       for (const LibraryUse& lib : libraries_in(cmd)) {
         const Module* used = table.by_name(lib.module);
         if (used == nullptr || used == owner) continue;  // not a module's library (a test helper)
