@@ -193,13 +193,15 @@ void define_commands(CLI::App& app, Parsed& p) {
   hold->add_option("job", p.hold.refs, "job ids or names")->required();
   auto* release = add_command(app, p, "release",
                               "let held jobs start, or return a GPU in attention to service");
-  auto* release_jobs = release->add_option("job", p.release.refs, "job ids or names");
-  auto* release_gpu = release->add_option(
+  // Jobs or GPUs, exactly one of the two; a group, so that --home does not count.
+  auto* release_what = release->add_option_group("what to release");
+  auto* release_jobs = release_what->add_option("job", p.release.refs, "job ids or names");
+  auto* release_gpu = release_what->add_option(
       "--attention", p.release.attention,
       "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
       "nothing is left on it");
   release_jobs->excludes(release_gpu);
-  release->require_option(1);
+  release_what->require_option(1);
   auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again");
   retry->add_option("job", p.retry.refs, "job ids or names")->required();
 
