@@ -228,9 +228,12 @@ TEST_F(NoDaemon, ReleaseTakesJobsOrAGpuButNotBoth) {
 
 // `release` counts only jobs and --attention when it checks that one of them was given, not the
 // options every command takes.
-TEST_F(NoDaemon, ReleaseTakesHomeBesideItsJobs) {
+TEST_F(NoDaemon, ReleaseTakesHomeAndJsonBesideItsJobs) {
   EXPECT_EQ(run({"release", "7", "--home", home_.path()}), kExitNoDaemon) << err_.str();
-  EXPECT_EQ(run({"release", "--home", home_.path()}), kExitUsage);
+  EXPECT_EQ(run({"--home", home_.path(), "release", "--json", "--attention", "gpu1"}),
+            kExitNoDaemon)
+      << err_.str();
+  EXPECT_EQ(run({"release", "--home", home_.path(), "--json"}), kExitUsage);
 }
 
 TEST_F(NoDaemon, LintNeedsNoDaemon) {
