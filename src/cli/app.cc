@@ -244,8 +244,14 @@ void define_commands(CLI::App& app, Parsed& p) {
               "--gpus", [&p](const int& n) { p.simulate.gpus = n; }, "GPUs of the machine")
       ->type_name("N")
       ->required();
-  simulate->add_option("--policy", p.simulate.policy, "fifo, priority or backfill (default)")
+  simulate->add_option("--policy", p.simulate.policy,
+                       "fifo, priority or backfill (default: config.toml's [scheduler] policy, "
+                       "else backfill)")
       ->type_name("POLICY");
+  simulate->add_option("--config", p.simulate.config,
+                       "read lanes and scheduler policy from this config.toml (default: the "
+                       "home's config.toml, when there is one)")
+      ->type_name("FILE");
   simulate->add_flag("--json", p.simulate.json, "print the result as JSON");
 
   auto* events = add_command(app, p, "events", "print the daemon's event log");

@@ -160,7 +160,8 @@ struct SimulateOptions {
   std::string plan;          // PLAN.json, or
   std::string trace;         // a trace CSV
   std::optional<int> gpus;   // required
-  std::string policy = "backfill";
+  std::string policy;        // empty: config.toml's [scheduler] policy (default backfill)
+  std::string config;        // --config FILE; empty: the home's config.toml when it exists
   bool json = false;
 };
 int run_simulate(Context& ctx, const SimulateOptions& options);
