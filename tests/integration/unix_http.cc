@@ -82,13 +82,9 @@ void read_status(CURL* curl, long& status, std::string& content_type) {
   if (type) content_type = type;
 }
 
-}  // namespace
-
-HttpAnswer unix_get(const std::string& socket, const std::string& path,
-                    const std::vector<std::string>& headers, int timeout_ms) {
+// Runs a request whose answer is read whole, then frees it and its header list.
+HttpAnswer perform_whole(CURL* curl, curl_slist* list) {
   HttpAnswer answer;
-  curl_slist* list = header_list(headers);
-  CURL* curl = open(socket, path, list, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
   answer.curl_code = curl_easy_perform(curl);
@@ -96,6 +92,23 @@ HttpAnswer unix_get(const std::string& socket, const std::string& path,
   curl_easy_cleanup(curl);
   curl_slist_free_all(list);
   return answer;
+}
+
+}  // namespace
+
+HttpAnswer unix_get(const std::string& socket, const std::string& path,
+                    const std::vector<std::string>& headers, int timeout_ms) {
+  curl_slist* list = header_list(headers);
+  return perform_whole(open(socket, path, list, timeout_ms), list);
+}
+
+HttpAnswer unix_post(const std::string& socket, const std::string& path, const std::string& body,
+                     int timeout_ms) {
+  curl_slist* list = header_list({"Content-Type: application/json"});
+  CURL* curl = open(socket, path, list, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  return perform_whole(curl, list);
 }
 
 SseResult unix_sse(const std::string& socket, const std::string& path,

@@ -1,5 +1,5 @@
 // Raw HTTP to a daemon's unix socket with libcurl, for end-to-end tests of what the CLI does not
-// show: /metrics text and the Server-Sent Events stream. Synchronous; each call is independent,
+// show: /metrics text, the Server-Sent Events stream and the endpoints' answer codes. Synchronous; each call is independent,
 // so calls may run on several threads at once.
 #pragma once
 
@@ -19,6 +19,11 @@ struct HttpAnswer {
 // GET `path` (e.g. "/metrics") on the unix socket at `socket`.
 HttpAnswer unix_get(const std::string& socket, const std::string& path,
                     const std::vector<std::string>& headers = {}, int timeout_ms = 30'000);
+
+// POST `body` (JSON) to `path` on the unix socket at `socket`, for the answer codes of the
+// endpoints (the CLI shows only success or failure).
+HttpAnswer unix_post(const std::string& socket, const std::string& path, const std::string& body,
+                     int timeout_ms = 30'000);
 
 // One Server-Sent Events frame; `id` is -1 when the frame had no id line.
 struct SseFrame {
