@@ -1,5 +1,5 @@
-// `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job has finished, woken by the
-// daemon's event log (long-polls), never by polling job states on a timer.
+// `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job has finished, woken
+// by the daemon's event log (long-polls), never by polling job states on a timer.
 // Order matters so that no change is missed: read the event log's last seq first, then the
 // jobs' states, then long-poll for events after that seq and re-read the jobs they name.
 #include <fmt/format.h>

@@ -38,7 +38,9 @@ int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json
   post.verb = action;
   post.target = [&](const std::string& ref) { return fmt::format("{}/{}", job_path(ref), action); };
   post.label = [](const std::string& ref) { return "job " + ref; };
-  post.line = [&](const Json& job) { return fmt::format("{} job {}", done, field_text(job, "id")); };
+  post.line = [&](const Json& job) {
+    return fmt::format("{} job {}", done, field_text(job, "id"));
+  };
   return post_each(ctx, refs, json, post);
 }
 

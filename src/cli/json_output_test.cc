@@ -65,7 +65,8 @@ TEST_F(JsonOutput, HoldReleaseAndRetryPrintAnArrayEvenForOneJob) {
 TEST_F(JsonOutput, ReleaseAttentionPrintsEachGpusAnswer) {
   script({{"/v1/gpus/gpu1/release", json_answer(200, R"({"gpu":"gpu1","state":"released"})")},
           {"/v1/gpus/3/release",
-           json_answer(409, R"({"error":{"code":"conflict","message":"gpu3 is not in attention"}})")}});
+           json_answer(409,
+                       R"({"error":{"code":"conflict","message":"gpu3 is not in attention"}})")}});
   EXPECT_EQ(run({"release", "--attention", "gpu1", "--attention", "3", "--json"}), kExitFailed);
   EXPECT_EQ(printed(), Json::parse(R"([{"gpu":"gpu1","state":"released"},)"
                                    R"({"ref":"3","error":{"code":"conflict",)"
@@ -127,7 +128,8 @@ TEST_F(JsonOutput, WaitPrintsTheFinalStateOfEachJob) {
           {"/v1/jobs/7", json_answer(200, job(7, "running"))},
           {"/v1/jobs/8", json_answer(200, job(8, "succeeded"))},
           {"/v1/events?after=41&wait_ms=30000",
-           json_answer(200, R"({"events":[{"seq":42,"kind":"job.succeeded","job":7}],"last_seq":42})")},
+           json_answer(200,
+                       R"({"events":[{"seq":42,"kind":"job.succeeded","job":7}],"last_seq":42})")},
           {"/v1/jobs/7", json_answer(200, job(7, "succeeded"))}});
   EXPECT_EQ(run({"wait", "7", "8", "--json"}), kExitOk);
   EXPECT_EQ(printed(),
@@ -140,7 +142,8 @@ TEST_F(JsonOutput, WaitKeepsExitOneWhenAJobFailed) {
           {"/v1/jobs/a", json_answer(200, job(7, "failed"))},
           {"/v1/jobs/b", json_answer(200, job(8, "succeeded"))}});
   EXPECT_EQ(run({"wait", "a", "b", "--json"}), kExitFailed);
-  EXPECT_EQ(printed(), Json::array({Json::parse(job(7, "failed")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(printed(),
+            Json::array({Json::parse(job(7, "failed")), Json::parse(job(8, "succeeded"))}));
   EXPECT_EQ(err(), "gpuq: job 7 failed\n");
 }
 
@@ -155,7 +158,8 @@ TEST_F(JsonOutput, WaitOnTimeoutPrintsTheCurrentStatesAndExits124) {
     return json_answer(200, R"({"events":[],"last_seq":0})");
   };
   EXPECT_EQ(run({"wait", "7", "8", "--timeout", "5s", "--json"}), kExitTimeout);
-  EXPECT_EQ(printed(), Json::array({Json::parse(job(7, "pending")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(printed(),
+            Json::array({Json::parse(job(7, "pending")), Json::parse(job(8, "succeeded"))}));
   EXPECT_EQ(err(), "gpuq: timed out after 5s; still unfinished: job 7 pending\n");
 }
 

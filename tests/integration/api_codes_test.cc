@@ -36,7 +36,8 @@ class ApiCodes : public ::testing::Test {
   // The status and, for an error, its code, e.g. "409 conflict"; "200" for a success.
   static std::string code(const HttpAnswer& a) {
     json body = json::parse(a.body, nullptr, false);
-    if (a.status < 400 || !body.is_object() || !body.contains("error")) return std::to_string(a.status);
+    if (a.status < 400 || !body.is_object() || !body.contains("error"))
+      return std::to_string(a.status);
     return std::to_string(a.status) + " " + body["error"].value("code", "?");
   }
 
@@ -51,7 +52,8 @@ TEST_F(ApiCodes, SubmitAnswers201ThenTheSameJobWith200AndAConflictWith409) {
   EXPECT_EQ(json::parse(again.body)["id"], json::parse(first.body)["id"]);
   EXPECT_EQ(code(post("/v1/jobs", job("a", "false"))), "409 conflict");
   EXPECT_EQ(code(post("/v1/jobs", "{not json")), "400 invalid_argument");
-  EXPECT_EQ(code(post("/v1/jobs", R"({"argv":["true"],"cwd":"relative"})")), "400 invalid_argument");
+  EXPECT_EQ(code(post("/v1/jobs", R"({"argv":["true"],"cwd":"relative"})")),
+            "400 invalid_argument");
   EXPECT_EQ(code(get("/v1/jobs/nope")), "404 not_found");
   EXPECT_EQ(code(get("/v1/jobs/999")), "404 not_found");
   EXPECT_EQ(code(get("/v1/nothing")), "404 not_found");
@@ -70,7 +72,7 @@ TEST_F(ApiCodes, ControlsAnswer409ForAStateTheyDoNotApplyTo) {
   EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"before":"nope"})")), "404 not_found");
   EXPECT_EQ(code(post("/v1/jobs/nope/cancel", "{}")), "404 not_found");
   EXPECT_EQ(code(post("/v1/jobs/a/cancel", "{}")), "200");
-  EXPECT_EQ(code(post("/v1/jobs/a/cancel", "{}")), "409 conflict");  // already cancelled
+  EXPECT_EQ(code(post("/v1/jobs/a/cancel", "{}")), "409 conflict");             // already cancelled
   EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"top":true})")), "409 conflict");  // not waiting
   EXPECT_EQ(code(post("/v1/jobs/a/retry", "{}")), "200");
   EXPECT_EQ(code(post("/v1/drain", "{}")), "200");  // already draining

@@ -1,6 +1,6 @@
 // Raw HTTP to a daemon's unix socket with libcurl, for end-to-end tests of what the CLI does not
-// show: /metrics text, the Server-Sent Events stream and the endpoints' answer codes. Synchronous; each call is independent,
-// so calls may run on several threads at once.
+// show: /metrics text, the Server-Sent Events stream and the endpoints' answer codes.
+// Synchronous; each call is independent, so calls may run on several threads at once.
 #pragma once
 
 #include <functional>
