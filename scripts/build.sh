@@ -4,8 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 build="${GPUQ_BUILD_DIR:-build}"
+# Warnings are errors here (and so in CI), also in a build directory first configured by hand,
+# where GPUQ_WERROR defaults to OFF.
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WERROR=ON >/dev/null
+else
+  cmake -S . -B "$build" -DGPUQ_WERROR=ON >/dev/null
 fi
 # Beast translation units take ~1 GiB and ~15 s each: two jobs fit a 2-core, 24 GiB machine.
 cmake --build "$build" -j "$(nproc)"

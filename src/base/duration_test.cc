@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace gpuq {
 namespace {
 
@@ -32,6 +34,15 @@ TEST(FormatDuration, KeepsTwoUnits) {
   EXPECT_EQ(format_duration(Millis(3'900'000)), "1h05m");
   EXPECT_EQ(format_duration(Millis(183'600'000)), "2d03h");
   EXPECT_EQ(format_duration(Millis(-45'000)), "-45s");
+}
+
+// The most negative count has no positive counterpart in int64: negating it must not be how
+// the sign is handled.
+TEST(FormatDuration, ShowsEveryNegativeCount) {
+  EXPECT_EQ(format_duration(Millis(-850)), "-850ms");
+  EXPECT_EQ(format_duration(Millis(-183'600'000)), "-2d03h");
+  EXPECT_EQ(format_duration(Millis(std::numeric_limits<int64_t>::min())), "-106751991167d07h");
+  EXPECT_EQ(format_duration(Millis(std::numeric_limits<int64_t>::max())), "106751991167d07h");
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ struct Parsed {
   ReleaseOptions release;
   JobRefsOptions retry;
   MoveOptions move;
+  bool drain_json = false;  // drain and undrain
   EventsOptions events;
   GpusOptions gpus;
   HooksOptions hooks;
@@ -35,6 +36,10 @@ struct Parsed {
   LintOptions lint;
   SimulateOptions simulate;
 };
+
+// The help of --json on the commands that act on several jobs or GPUs.
+constexpr const char* kJsonEach =
+    "print the daemon's answers as one JSON array, one element per job (or GPU) in order";
 
 CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
                       const std::string& description) {
@@ -189,23 +194,32 @@ void define_commands(CLI::App& app, Parsed& p) {
   wait->add_option("job", p.wait.refs, "job ids or names")->required();
   wait->add_option("--timeout", p.wait.timeout, "give up after this long (exit 124)")
       ->type_name("DUR");
+  wait->add_flag("--json", p.wait.json,
+                 "print the jobs as the daemon last answered them (their current states on "
+                 "timeout), as one JSON array");
 
   auto* cancel = add_command(app, p, "cancel", "cancel jobs");
   cancel->add_option("job", p.cancel.refs, "job ids or names")->required();
+  cancel->add_flag("--json", p.cancel.json, kJsonEach);
 
   auto* hold = add_command(app, p, "hold", "keep pending jobs from starting");
   hold->add_option("job", p.hold.refs, "job ids or names")->required();
+  hold->add_flag("--json", p.hold.json, kJsonEach);
   auto* release = add_command(app, p, "release",
                               "let held jobs start, or return a GPU in attention to service");
-  auto* release_jobs = release->add_option("job", p.release.refs, "job ids or names");
-  auto* release_gpu = release->add_option(
+  // Jobs or GPUs, exactly one of the two; a group, so that --home and --json do not count.
+  auto* release_what = release->add_option_group("what to release");
+  auto* release_jobs = release_what->add_option("job", p.release.refs, "job ids or names");
+  auto* release_gpu = release_what->add_option(
       "--attention", p.release.attention,
       "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
       "nothing is left on it");
   release_jobs->excludes(release_gpu);
-  release->require_option(1);
+  release_what->require_option(1);
+  release->add_flag("--json", p.release.json, kJsonEach);
   auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again");
   retry->add_option("job", p.retry.refs, "job ids or names")->required();
+  retry->add_flag("--json", p.retry.json, kJsonEach);
 
   auto* move = add_command(app, p, "move", "move a pending job in the queue");
   move->add_option("job", p.move.ref, "job id or name")->required();
@@ -215,9 +229,12 @@ void define_commands(CLI::App& app, Parsed& p) {
   move->add_flag("--bottom", p.move.bottom, "last in the queue");
   move->add_option("--priority", p.move.priority, "a new priority: high, normal, low or 0..1000")
       ->type_name("P");
+  move->add_flag("--json", p.move.json, "print the moved job as JSON");
 
-  add_command(app, p, "drain", "start nothing new; running jobs finish");
-  add_command(app, p, "undrain", "start jobs again after a drain");
+  add_command(app, p, "drain", "start nothing new; running jobs finish")
+      ->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
+  add_command(app, p, "undrain", "start jobs again after a drain")
+      ->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
 
   auto* lint = add_command(app, p, "lint", "check job scripts and plans without queueing them");
   lint->add_option("file", p.lint.files, "scripts and PLAN.json files")->required();
@@ -231,8 +248,14 @@ void define_commands(CLI::App& app, Parsed& p) {
               "--gpus", [&p](const int& n) { p.simulate.gpus = n; }, "GPUs of the machine")
       ->type_name("N")
       ->required();
-  simulate->add_option("--policy", p.simulate.policy, "fifo, priority or backfill (default)")
+  simulate->add_option("--policy", p.simulate.policy,
+                       "fifo, priority or backfill (default: config.toml's [scheduler] policy, "
+                       "else backfill)")
       ->type_name("POLICY");
+  simulate->add_option("--config", p.simulate.config,
+                       "read lanes and scheduler policy from this config.toml (default: the "
+                       "home's config.toml, when there is one)")
+      ->type_name("FILE");
   simulate->add_flag("--json", p.simulate.json, "print the result as JSON");
 
   auto* events = add_command(app, p, "events", "print the daemon's event log");
@@ -316,7 +339,9 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "release") return run_release(ctx, p.release);
   if (command == "retry") return run_retry(ctx, p.retry);
   if (command == "move") return run_move(ctx, p.move);
-  if (command == "drain" || command == "undrain") return run_drain(ctx, command == "drain");
+  if (command == "drain" || command == "undrain") {
+    return run_drain(ctx, command == "drain", p.drain_json);
+  }
   if (command == "lint") return run_lint(ctx, p.lint);
   if (command == "simulate") return run_simulate(ctx, p.simulate);
   if (command == "events") return run_events(ctx, p.events);

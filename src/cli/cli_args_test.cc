@@ -226,6 +226,16 @@ TEST_F(NoDaemon, ReleaseTakesJobsOrAGpuButNotBoth) {
   EXPECT_NE(err_.str().find("excludes"), std::string::npos) << err_.str();
 }
 
+// `release` counts only jobs and --attention when it checks that one of them was given, not the
+// options every command takes.
+TEST_F(NoDaemon, ReleaseTakesHomeAndJsonBesideItsJobs) {
+  EXPECT_EQ(run({"release", "7", "--home", home_.path()}), kExitNoDaemon) << err_.str();
+  EXPECT_EQ(run({"--home", home_.path(), "release", "--json", "--attention", "gpu1"}),
+            kExitNoDaemon)
+      << err_.str();
+  EXPECT_EQ(run({"release", "--home", home_.path(), "--json"}), kExitUsage);
+}
+
 TEST_F(NoDaemon, LintNeedsNoDaemon) {
   std::string script = home_.path() + "/job.sh";
   std::ofstream(script) << "#!/bin/bash\n#gpuq gpus=1\necho hi\n";

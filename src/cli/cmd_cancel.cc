@@ -4,7 +4,7 @@
 namespace gpuq::cli {
 
 int run_cancel(Context& ctx, const CancelOptions& options) {
-  return run_job_action(ctx, options.refs, "cancel", "cancelled");
+  return run_job_action(ctx, options.refs, options.json, "cancel", "cancelled");
 }
 
 }  // namespace gpuq::cli

@@ -14,7 +14,8 @@ std::string event_line(const Json& event) {
   if (auto job = json_int(event, "job")) line += fmt::format(" job={}", *job);
   if (auto run = json_int(event, "run")) line += fmt::format(" run={}", *run);
   if (auto it = event.find("data"); it != event.end() && !it->is_null() && !it->empty()) {
-    line += " " + json_text(*it);
+    line += ' ';
+    line += json_text(*it);
   }
   return line;
 }

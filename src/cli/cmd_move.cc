@@ -35,6 +35,7 @@ int run_move(Context& ctx, const MoveOptions& options) {
     return ctx.report(kExitFailed,
                       fmt::format("cannot move job {}: {}", options.ref, job.error().message));
   }
+  if (options.json) return print_json(ctx, *job);
   ctx.out() << "moved job " << field_text(*job, "id") << " (priority "
             << field_text(*job, "priority") << ")\n";
   return kExitOk;

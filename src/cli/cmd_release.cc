@@ -8,19 +8,18 @@
 namespace gpuq::cli {
 
 int run_release(Context& ctx, const ReleaseOptions& options) {
-  if (options.attention.empty()) return run_job_action(ctx, options.refs, "release", "released");
-  int status = kExitOk;
-  for (const auto& gpu : options.attention) {
-    auto answer = ctx.client().post_json(fmt::format("/v1/gpus/{}/release", gpu), Json{{"attention", true}});
-    if (!answer) {
-      if (answer.error().exit_code == kExitNoDaemon) return ctx.report(answer.error());
-      ctx.report(kExitFailed, fmt::format("cannot release {}: {}", gpu, answer.error().message));
-      status = kExitFailed;
-      continue;
-    }
-    ctx.out() << "released " << field_text(*answer, "gpu") << ": it serves again\n";
+  if (options.attention.empty()) {
+    return run_job_action(ctx, options.refs, options.json, "release", "released");
   }
-  return status;
+  EachPost post;
+  post.verb = "release";
+  post.target = [](const std::string& gpu) { return fmt::format("/v1/gpus/{}/release", gpu); };
+  post.label = [](const std::string& gpu) { return gpu; };
+  post.body = Json{{"attention", true}};
+  post.line = [](const Json& answer) {
+    return "released " + field_text(answer, "gpu") + ": it serves again";
+  };
+  return post_each(ctx, options.attention, options.json, post);
 }
 
 }  // namespace gpuq::cli

@@ -5,7 +5,7 @@
 namespace gpuq::cli {
 
 int run_retry(Context& ctx, const JobRefsOptions& options) {
-  return run_job_action(ctx, options.refs, "retry", "requeued");
+  return run_job_action(ctx, options.refs, options.json, "retry", "requeued");
 }
 
 }  // namespace gpuq::cli

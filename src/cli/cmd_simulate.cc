@@ -1,17 +1,20 @@
 // `gpuq simulate PLAN.json --gpus N` and `gpuq simulate --trace FILE.csv --gpus N`: replays a
 // plan or a trace with the daemon's scheduler on a virtual clock (src/sim) and prints when each
-// job would start and end, or the summary of a trace. No daemon is needed.
+// job would start and end, or the summary of a trace. No daemon is needed, but the machine is
+// described as the daemon would see it: the lanes and scheduler policy of config.toml (--config
+// FILE, else the home's config.toml when it exists).
 #include <fmt/format.h>
 
 #include <map>
 #include <optional>
 
 #include "cli/commands.h"
+#include "config/config.h"
+#include "spec/plan.h"
 #include "sim/plan_jobs.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/trace.h"
-#include "spec/plan.h"
 
 namespace gpuq::cli {
 namespace {
@@ -35,13 +38,25 @@ int print_text(Context& ctx, const std::string& text) {
   return kExitOk;
 }
 
-int simulate_jobs(Context& ctx, const SimulateOptions& options,
+int simulate_jobs(Context& ctx, const SimulateOptions& options, const config::Config& config,
                   const std::vector<sim::SimJob>& jobs, const sim::SimMachine& machine,
                   bool with_jobs) {
-  auto result = sim::simulate(jobs, machine, *policy_named(options.policy));
+  std::string_view policy = options.policy.empty() ? config.policy : options.policy;
+  auto result = sim::simulate(jobs, machine, policy_named(policy).value_or(sched::Policy::kBackfill));
   if (!result) return ctx.report(kExitFailed, result.error().message);
   if (options.json) return print_text(ctx, json_dump(sim::result_to_json(*result, with_jobs)));
   return print_text(ctx, sim::format_result_table(*result, with_jobs));
+}
+
+// The machine of `gpus` GPUs with config.toml's lanes and backfill setting.
+sim::SimMachine machine_of(int gpus, const config::Config& config) {
+  sim::SimMachine machine;
+  machine.gpus = gpus;
+  for (const auto& lane : config.lanes) {
+    machine.lanes.push_back(sched::Lane{lane.name, lane.capacity, 0, lane.excludes});
+  }
+  machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
+  return machine;
 }
 
 std::map<std::string, std::string> environment(const std::vector<std::string>& environ) {
@@ -51,6 +66,21 @@ std::map<std::string, std::string> environment(const std::vector<std::string>& e
     if (eq != std::string::npos && eq > 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   return env;
+}
+
+// config.toml as the daemon of this home would read it, or the file --config names (relative
+// to the current directory), which must exist.
+Outcome<config::Config> simulation_config(const Context& ctx, const SimulateOptions& options) {
+  Result<config::Config> loaded;
+  if (options.config.empty()) {
+    loaded = config::load_config(ctx.home() + "/" + std::string(config::kConfigFileName));
+  } else {
+    std::string path = options.config;
+    if (!path.starts_with("/") && !ctx.io().cwd.empty()) path = ctx.io().cwd + "/" + path;
+    loaded = config::load_config(path, config::IfMissing::kError);
+  }
+  if (!loaded) return cli_fail(kExitUsage, loaded.error().message);
+  return std::move(*loaded);
 }
 
 }  // namespace
@@ -65,16 +95,17 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   if (*options.gpus < 0) {
     return ctx.report(kExitUsage, fmt::format("--gpus must be 0 or more, not {}", *options.gpus));
   }
-  if (!policy_named(options.policy)) {
+  if (!options.policy.empty() && !policy_named(options.policy)) {
     return ctx.report(kExitUsage, fmt::format("bad --policy '{}': use fifo, priority or backfill",
                                               options.policy));
   }
-  sim::SimMachine machine;
-  machine.gpus = *options.gpus;
+  auto config = simulation_config(ctx, options);
+  if (!config) return ctx.report(config.error());
+  sim::SimMachine machine = machine_of(*options.gpus, *config);
   if (!options.trace.empty()) {
     auto jobs = sim::read_trace_csv(options.trace);
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
-    return simulate_jobs(ctx, options, *jobs, machine, false);
+    return simulate_jobs(ctx, options, *config, *jobs, machine, false);
   }
   auto plan =
       spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, environment(ctx.io().environ)});
@@ -85,7 +116,7 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   auto reservations = sim::reservations_from_plan(plan->request);
   if (!reservations) return ctx.report(kExitUsage, reservations.error().message);
   machine.reservations = std::move(*reservations);
-  return simulate_jobs(ctx, options, *jobs, machine, true);
+  return simulate_jobs(ctx, options, *config, *jobs, machine, true);
 }
 
 }  // namespace gpuq::cli

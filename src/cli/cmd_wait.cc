@@ -1,5 +1,5 @@
-// `gpuq wait ID... [--timeout DUR]`: blocks until every named job has finished, woken by the
-// daemon's event log (long-polls), never by polling job states on a timer.
+// `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job has finished, woken
+// by the daemon's event log (long-polls), never by polling job states on a timer.
 // Order matters so that no change is missed: read the event log's last seq first, then the
 // jobs' states, then long-poll for events after that seq and re-read the jobs they name.
 #include <fmt/format.h>
@@ -30,7 +30,8 @@ struct WaitedJob {
 
 class Waiter {
  public:
-  Waiter(Context& ctx, std::optional<Millis> timeout) : ctx_(ctx), timeout_(timeout) {
+  Waiter(Context& ctx, std::optional<Millis> timeout, bool json)
+      : ctx_(ctx), timeout_(timeout), json_(json) {
     if (timeout) deadline_ = ctx.io().steady_ms() + timeout->count();
   }
 
@@ -113,7 +114,17 @@ class Waiter {
     return ctx_.report(error.exit_code, fmt::format("job {}: {}", ref, error.message));
   }
 
+  // With --json, the jobs as last read, in the order given: final states, or on timeout the
+  // states they had then.
+  void print_jobs() {
+    if (!json_) return;
+    Json jobs = Json::array();
+    for (const auto& waited : jobs_) jobs.push_back(waited.job);
+    print_json(ctx_, jobs);
+  }
+
   int finish() {
+    print_jobs();
     int status = kExitOk;
     for (const auto& waited : jobs_) {
       if (waited.succeeded()) continue;
@@ -126,6 +137,7 @@ class Waiter {
   }
 
   int timed_out() {
+    print_jobs();
     std::string unfinished;
     for (const auto& waited : jobs_) {
       if (waited.done()) continue;
@@ -138,6 +150,7 @@ class Waiter {
 
   Context& ctx_;
   std::optional<Millis> timeout_;
+  bool json_;
   int64_t deadline_ = 0;
   int64_t cursor_ = 0;
   std::vector<WaitedJob> jobs_;
@@ -153,7 +166,7 @@ int run_wait(Context& ctx, const WaitOptions& options) {
     timeout = *parsed;
   }
   if (options.refs.empty()) return ctx.report(kExitUsage, "wait: name at least one job");
-  return Waiter(ctx, timeout).wait(options.refs);
+  return Waiter(ctx, timeout, options.json).wait(options.refs);
 }
 
 }  // namespace gpuq::cli

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,12 +90,17 @@ int run_logs(Context& ctx, const LogsOptions& options);
 struct WaitOptions {
   std::vector<std::string> refs;
   std::string timeout;  // a duration; empty: wait for ever
+  bool json = false;    // print the waited jobs (final, or current on timeout) as one array
 };
 constexpr Millis kWaitPollMax{30'000};  // the longest single long-poll of the event log
 int run_wait(Context& ctx, const WaitOptions& options);
 
+// With --json, the commands that act on several jobs (cancel, hold, release, retry, wait)
+// print one JSON array: the daemon's answer for each job, in the order given (docs/api.md,
+// "The CLI's --json"). Exit statuses are the same as without it.
 struct CancelOptions {
   std::vector<std::string> refs;
+  bool json = false;
 };
 int run_cancel(Context& ctx, const CancelOptions& options);
 
@@ -106,13 +112,27 @@ int run_hold(Context& ctx, const JobRefsOptions& options);
 struct ReleaseOptions {
   std::vector<std::string> refs;
   std::vector<std::string> attention;  // GPU names ("gpu1") or indices ("1")
+  bool json = false;
 };
 int run_release(Context& ctx, const ReleaseOptions& options);
 int run_retry(Context& ctx, const JobRefsOptions& options);
-// POSTs /v1/jobs/{ref}/<action> for each job in turn and prints "<done> job <id>"; a failure
-// is reported and the rest still go. Exit 1 if any failed, 3 (at once) without a daemon.
-int run_job_action(Context& ctx, const std::vector<std::string>& refs, std::string_view action,
-                   std::string_view done);
+
+// One POST per item (a job or a GPU) for the commands that take several.
+struct EachPost {
+  std::string_view verb;                                    // "cannot <verb> <label>: ..."
+  std::function<std::string(const std::string& ref)> target;  // the path to POST
+  std::function<std::string(const std::string& ref)> label;   // "job 8", "gpu1"
+  Json body = Json::object();
+  std::function<std::string(const Json& answer)> line;  // what a success prints, without --json
+};
+// POSTs for each ref in turn and prints a line for each success, or with `json` the array of
+// answers (a refused ref's element is error_json's). A failure is reported on stderr and the
+// rest still go. Exit 1 if any failed; 3 at once without a daemon (the array then holds the
+// answers before it, and is left out when there are none).
+int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post);
+// POSTs /v1/jobs/{ref}/<action> for each job and prints "<done> job <id>" (post_each).
+int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
+                   std::string_view action, std::string_view done);
 
 struct MoveOptions {
   std::string ref;
@@ -121,13 +141,15 @@ struct MoveOptions {
   bool top = false;
   bool bottom = false;
   std::string priority;  // high, normal, low or 0..1000
+  bool json = false;     // print the moved job as the daemon answered it
 };
 // The body of POST /v1/jobs/{ref}/move, or a usage error unless exactly one position is given.
 Outcome<Json> build_move_request(const MoveOptions& options);
 int run_move(Context& ctx, const MoveOptions& options);
 
-// `drain` (nothing new starts) when `drain`, else `undrain`.
-int run_drain(Context& ctx, bool drain);
+// `drain` (nothing new starts) when `drain`, else `undrain`; with `json` the daemon's
+// {"draining": bool}.
+int run_drain(Context& ctx, bool drain, bool json);
 
 struct LintOptions {
   std::vector<std::string> files;
@@ -140,7 +162,8 @@ struct SimulateOptions {
   std::string plan;          // PLAN.json, or
   std::string trace;         // a trace CSV
   std::optional<int> gpus;   // required
-  std::string policy = "backfill";
+  std::string policy;        // empty: config.toml's [scheduler] policy (default backfill)
+  std::string config;        // --config FILE; empty: the home's config.toml when it exists
   bool json = false;
 };
 int run_simulate(Context& ctx, const SimulateOptions& options);

@@ -112,11 +112,12 @@ TEST_F(Commands, UnreachableDaemonExitsThree) {
 TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   std::string jobs;
   for (int id = 1; id <= 13; ++id) {
-    jobs += (jobs.empty() ? "" : ",") +
-            job_json(id, "succeeded",
+    if (!jobs.empty()) jobs += ',';
+    jobs += job_json(id, "succeeded",
                      fmt::format(R"(,"finished_at":"2026-11-29T10:{:02}:00.000Z")", id));
   }
-  jobs += "," + job_json(14, "pending", R"(,"reason":"needs 1 GPU, 0 free")");
+  jobs += ',';
+  jobs += job_json(14, "pending", R"(,"reason":"needs 1 GPU, 0 free")");
   std::string body =
       R"({"gpu_mode":"fake:1","resources":[{"name":"gpu0","index":0,"state":"busy","job":20,"model":"fake"}],"jobs":[)" +
       jobs + "]}";

@@ -21,22 +21,27 @@ std::string shell_word(const std::string& text) {
   return out + "'";
 }
 
-// The message of a daemon's JSON error, or a description of an answer that is not one.
-std::string daemon_error_message(const HttpResponse& response) {
+// A daemon's JSON error as a CliError (its message and code), or a description of an answer
+// that is not one.
+CliError daemon_error(const HttpResponse& response) {
   Json body = Json::parse(response.body, nullptr, false);
   if (!body.is_discarded() && body.is_object()) {
     auto it = body.find("error");
     if (it != body.end() && it->is_object()) {
       std::string message = json_string(*it, "message");
-      if (!message.empty()) return message;
       std::string code = json_string(*it, "code");
-      if (!code.empty()) return fmt::format("the daemon answered {} ({})", code, response.status);
+      if (!message.empty()) return CliError{kExitFailed, message, code};
+      if (!code.empty()) {
+        return CliError{kExitFailed,
+                        fmt::format("the daemon answered {} ({})", code, response.status), code};
+      }
     }
   }
   std::string excerpt = response.body.substr(0, 200);
   while (!excerpt.empty() && (excerpt.back() == '\n' || excerpt.back() == '\r')) excerpt.pop_back();
-  return fmt::format("the daemon answered HTTP {}{}{}", response.status,
-                     excerpt.empty() ? "" : ": ", excerpt);
+  return CliError{kExitFailed, fmt::format("the daemon answered HTTP {}{}{}", response.status,
+                                           excerpt.empty() ? "" : ": ", excerpt),
+                  ""};
 }
 
 }  // namespace
@@ -63,7 +68,7 @@ Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
     return cli_fail(kExitFailed, response.error().message);
   }
   if (response->status < 200 || response->status >= 300) {
-    return cli_fail(kExitFailed, daemon_error_message(*response));
+    return tl::unexpected(daemon_error(*response));
   }
   return std::move(*response);
 }

@@ -29,12 +29,13 @@ constexpr Millis kLongPollSlack{10'000};  // a long-poll's timeout is its wait_m
 struct CliError {
   int exit_code = 1;
   std::string message;
+  std::string code;  // the daemon's error code ("conflict") when the daemon refused; else empty
 };
 template <class T>
 using Outcome = tl::expected<T, CliError>;
 
 inline tl::unexpected<CliError> cli_fail(int exit_code, std::string message) {
-  return tl::unexpected<CliError>(CliError{exit_code, std::move(message)});
+  return tl::unexpected<CliError>(CliError{exit_code, std::move(message), ""});
 }
 
 using TransportFactory =

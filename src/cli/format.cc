@@ -133,4 +133,14 @@ int print_body(Context& ctx, const std::string& body) {
   return kExitOk;
 }
 
+int print_json(Context& ctx, const Json& value) {
+  ctx.out() << json_text(value) << '\n';
+  return kExitOk;
+}
+
+Json error_json(const std::string& ref, const CliError& error) {
+  Json code = error.code.empty() ? Json(nullptr) : Json(error.code);
+  return Json{{"ref", ref}, {"error", {{"code", std::move(code)}, {"message", error.message}}}};
+}
+
 }  // namespace gpuq::cli

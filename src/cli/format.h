@@ -52,5 +52,10 @@ std::string truncate(const std::string& text, size_t max);
 
 // Prints a daemon's answer as it came (for --json), ending it with a newline; returns 0.
 int print_body(Context& ctx, const std::string& body);
+// Prints `value` on one line (for --json); returns 0.
+int print_json(Context& ctx, const Json& value);
+// The element of a --json array for `ref` when it failed: {"ref", "error": {"code",
+// "message"}}, the daemon's error object ("code" null when the daemon did not answer one).
+Json error_json(const std::string& ref, const CliError& error);
 
 }  // namespace gpuq::cli

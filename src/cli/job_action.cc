@@ -1,5 +1,7 @@
-// What `cancel`, `hold`, `release` and `retry` share: one POST per job, in the order given;
-// one failure does not stop the rest, but a missing daemon stops all.
+// What `cancel`, `hold`, `release` and `retry` share: one POST per job (or, for `release
+// --attention`, per GPU), in the order given; one failure does not stop the rest, but a missing
+// daemon stops all. With --json the daemon's answers are printed together as one array, so a
+// script reads one document whatever the number of jobs (docs/api.md, "The CLI's --json").
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -7,21 +9,39 @@
 
 namespace gpuq::cli {
 
-int run_job_action(Context& ctx, const std::vector<std::string>& refs, std::string_view action,
-                   std::string_view done) {
+int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post) {
   int status = kExitOk;
+  Json answers = Json::array();
   for (const auto& ref : refs) {
-    auto job = ctx.client().post_json(fmt::format("{}/{}", job_path(ref), action), Json::object());
-    if (!job) {
-      if (job.error().exit_code == kExitNoDaemon) return ctx.report(job.error());
-      ctx.report(kExitFailed,
-                 fmt::format("cannot {} job {}: {}", action, ref, job.error().message));
+    auto answer = ctx.client().post_json(post.target(ref), post.body);
+    if (!answer) {
+      if (answer.error().exit_code == kExitNoDaemon) {
+        if (json && !answers.empty()) print_json(ctx, answers);  // what was done before
+        return ctx.report(answer.error());
+      }
+      ctx.report(kExitFailed, fmt::format("cannot {} {}: {}", post.verb, post.label(ref),
+                                          answer.error().message));
+      answers.push_back(error_json(ref, answer.error()));
       status = kExitFailed;
       continue;
     }
-    ctx.out() << done << " job " << field_text(*job, "id") << '\n';
+    if (!json) ctx.out() << post.line(*answer) << '\n';
+    answers.push_back(std::move(*answer));
   }
+  if (json) print_json(ctx, answers);
   return status;
+}
+
+int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
+                   std::string_view action, std::string_view done) {
+  EachPost post;
+  post.verb = action;
+  post.target = [&](const std::string& ref) { return fmt::format("{}/{}", job_path(ref), action); };
+  post.label = [](const std::string& ref) { return "job " + ref; };
+  post.line = [&](const Json& job) {
+    return fmt::format("{} job {}", done, field_text(job, "id"));
+  };
+  return post_each(ctx, refs, json, post);
 }
 
 }  // namespace gpuq::cli

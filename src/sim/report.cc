@@ -13,7 +13,10 @@ namespace {
 std::string gpu_list(const std::vector<int>& gpus) {
   if (gpus.empty()) return "-";
   std::string out;
-  for (int g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  for (int g : gpus) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(g);
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "sim/simulate.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -278,10 +279,10 @@ TEST(SimulateErrors, AJobLeftWaitingOnAnIdleMachine) {
 TEST(Simulate, SameInputSameOutput) {
   std::vector<SimJob> jobs;
   for (int i = 0; i < 300; ++i) {
-    SimJob j = job("j" + std::to_string(i), 1 + (i * 7) % 4, 1 + (i * 13) % 50);
+    SimJob j = job(fmt::format("j{}", i), 1 + (i * 7) % 4, 1 + (i * 13) % 50);
     j.priority = (i * 11) % 3 * 40 + 10;
     j.submit_ms = int64_t{(i * 17) % 40} * 1000;
-    if (i % 5 == 4) j.after = {"j" + std::to_string(i - 3)};
+    if (i % 5 == 4) j.after = {fmt::format("j{}", i - 3)};
     jobs.push_back(j);
   }
   for (auto policy : {sched::Policy::kFifo, sched::Policy::kPriority, sched::Policy::kBackfill}) {

@@ -96,6 +96,11 @@ HttpAnswer unix_get(const std::string& socket, const std::string& path,
   return unix_request(socket, "GET", path, "", headers, timeout_ms);
 }
 
+HttpAnswer unix_post(const std::string& socket, const std::string& path, const std::string& body,
+                     int timeout_ms) {
+  return unix_request(socket, "POST", path, body, {}, timeout_ms);
+}
+
 SseResult unix_sse(const std::string& socket, const std::string& path,
                    const std::vector<std::string>& headers,
                    const std::function<bool(const std::vector<SseFrame>&)>& until, int timeout_ms) {

@@ -26,6 +26,11 @@ HttpAnswer unix_request(const std::string& socket, const std::string& method, co
                         const std::string& body, const std::vector<std::string>& headers = {},
                         int timeout_ms = 30'000);
 
+// POST `body` (JSON) to `path`, for the answer codes of the endpoints (the CLI shows only
+// success or failure).
+HttpAnswer unix_post(const std::string& socket, const std::string& path, const std::string& body,
+                     int timeout_ms = 30'000);
+
 // A bare connection to the unix socket (the caller closes it); -1 when connecting fails.
 int unix_connect(const std::string& socket);
 // Reads `fd` until the peer closes it (end of file or a reset) and returns true, or returns

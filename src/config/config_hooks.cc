@@ -1,4 +1,4 @@
-#include "daemon/config_hooks.h"
+#include "config/config_hooks.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "base/duration.h"
 
-namespace gpuq::daemon {
+namespace gpuq::config {
 namespace {
 
 // As config.cc: longer than any sane delay, and far from overflow when a backoff doubles.
@@ -213,4 +213,4 @@ Status read_hook_tables(const toml::node* node, std::string_view path,
   return ok();
 }
 
-}  // namespace gpuq::daemon
+}  // namespace gpuq::config

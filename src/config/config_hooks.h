@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "daemon/config.h"
+#include "config/config.h"
 
-namespace gpuq::daemon {
+namespace gpuq::config {
 
 // The top-level key of the hook tables: `[[hook]]`.
 inline constexpr std::string_view kHookKey = "hook";
@@ -29,4 +29,4 @@ std::string default_hook_name(const HookConfig& hook);
 Status read_hook_tables(const toml::node* node, std::string_view path,
                         std::vector<HookConfig>& hooks);
 
-}  // namespace gpuq::daemon
+}  // namespace gpuq::config

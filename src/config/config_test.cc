@@ -1,5 +1,5 @@
-#include "daemon/config.h"
-#include "daemon/config_hooks.h"
+#include "config/config.h"
+#include "config/config_hooks.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-namespace gpuq::daemon {
+namespace gpuq::config {
 namespace {
 
 constexpr std::string_view kPath = "/home/ann/.gpuq/config.toml";
@@ -91,6 +91,17 @@ TEST_F(LoadConfigTest, MissingFileGivesTheDefaults) {
   auto config = load_config(dir_ + "/config.toml");
   ASSERT_TRUE(config.has_value()) << config.error().message;
   expect_defaults(*config);
+}
+
+// A file a person named (gpuq simulate --config FILE) must be there: the defaults would hide
+// a typo in its name.
+TEST_F(LoadConfigTest, AMissingFileNamedOnPurposeIsAnError) {
+  std::string path = dir_ + "/conifg.toml";
+  auto config = load_config(path, IfMissing::kError);
+  ASSERT_FALSE(config.has_value());
+  EXPECT_EQ(config.error().code, Code::kNotFound);
+  EXPECT_EQ(config.error().message,
+            "cannot read the config file " + path + ": No such file or directory");
 }
 
 TEST_F(LoadConfigTest, EmptyFileGivesTheDefaults) {
@@ -434,4 +445,4 @@ INSTANTIATE_TEST_SUITE_P(
                 "5:8", "hooks 1 and 2 are both named \"a\"; the name keys"}));
 
 }  // namespace
-}  // namespace gpuq::daemon
+}  // namespace gpuq::config

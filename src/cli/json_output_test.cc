@@ -1,0 +1,177 @@
+// `--json` on the commands that act on jobs (cancel, hold, release, retry, move, drain,
+// undrain, wait) against a scripted daemon: stdout holds exactly the daemon's answers, in one
+// documented shape, and the exit statuses are those of the human output.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cli/commands.h"
+#include "cli/fake_transport.h"
+
+namespace gpuq::cli {
+namespace {
+
+using testing::json_answer;
+
+class JsonOutput : public testing::ScriptedCli {
+ protected:
+  // stdout as JSON; fails the test unless it is exactly one document on one line.
+  Json printed() const {
+    std::string text = out();
+    EXPECT_TRUE(text.ends_with("\n")) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+    return Json::parse(text, nullptr, false);
+  }
+};
+
+std::string job(int id, std::string_view state) {
+  return fmt::format(R"({{"id":{},"name":null,"state":"{}","priority":50,"reason":""}})", id,
+                     state);
+}
+
+constexpr std::string_view kConflict =
+    R"({"error":{"code":"conflict","message":"job 8 already succeeded"}})";
+
+TEST_F(JsonOutput, CancelPrintsOneArrayOfAnswersInTheOrderGiven) {
+  script({{"/v1/jobs/7/cancel", json_answer(200, job(7, "cancelled"))},
+          {"/v1/jobs/8/cancel", json_answer(409, std::string(kConflict))},
+          {"/v1/jobs/9/cancel", json_answer(200, job(9, "cancelled"))}});
+  EXPECT_EQ(run({"cancel", "--json", "7", "8", "9"}), kExitFailed);
+  Json expected = Json::array({Json::parse(job(7, "cancelled")),
+                               Json::parse(R"({"ref":"8","error":{"code":"conflict",)"
+                                           R"("message":"job 8 already succeeded"}})"),
+                               Json::parse(job(9, "cancelled"))});
+  EXPECT_EQ(printed(), expected);
+  EXPECT_EQ(err(), "gpuq: cannot cancel job 8: job 8 already succeeded\n");
+}
+
+// hold, release and retry share cancel's shape: an array even for one job, so a script's
+// `jq '.[0].state'` does not depend on how many jobs were named.
+TEST_F(JsonOutput, HoldReleaseAndRetryPrintAnArrayEvenForOneJob) {
+  struct Case {
+    const char* command;
+    const char* state;
+  };
+  for (Case c : {Case{"hold", "held"}, Case{"release", "pending"}, Case{"retry", "pending"}}) {
+    SCOPED_TRACE(c.command);
+    process_.out.str("");
+    script({{fmt::format("/v1/jobs/train%20a/{}", c.command), json_answer(200, job(4, c.state))}});
+    EXPECT_EQ(run({c.command, "train a", "--json"}), kExitOk);
+    EXPECT_EQ(printed(), Json::array({Json::parse(job(4, c.state))}));
+    EXPECT_EQ(err(), "");
+    EXPECT_TRUE(steps_.empty());
+  }
+}
+
+TEST_F(JsonOutput, ReleaseAttentionPrintsEachGpusAnswer) {
+  script({{"/v1/gpus/gpu1/release", json_answer(200, R"({"gpu":"gpu1","state":"released"})")},
+          {"/v1/gpus/3/release",
+           json_answer(409,
+                       R"({"error":{"code":"conflict","message":"gpu3 is not in attention"}})")}});
+  EXPECT_EQ(run({"release", "--attention", "gpu1", "--attention", "3", "--json"}), kExitFailed);
+  EXPECT_EQ(printed(), Json::parse(R"([{"gpu":"gpu1","state":"released"},)"
+                                   R"({"ref":"3","error":{"code":"conflict",)"
+                                   R"("message":"gpu3 is not in attention"}}])"));
+  EXPECT_EQ(sent_body(0), Json::parse(R"({"attention":true})"));
+  EXPECT_EQ(err(), "gpuq: cannot release 3: gpu3 is not in attention\n");
+}
+
+// A failure that is not the daemon's JSON error has no code to report.
+TEST_F(JsonOutput, AnErrorWithoutTheDaemonsCodeHasANullCode) {
+  script({{"/v1/jobs/7/hold", json_answer(502, "bad gateway")}});
+  EXPECT_EQ(run({"hold", "7", "--json"}), kExitFailed);
+  EXPECT_EQ(printed(), Json::parse(R"([{"ref":"7","error":{"code":null,)"
+                                   R"("message":"the daemon answered HTTP 502: bad gateway"}}])"));
+}
+
+TEST_F(JsonOutput, NoDaemonPrintsNothingAndExitsThree) {
+  process_.daemon.handler = nullptr;
+  EXPECT_EQ(run({"cancel", "7", "--json"}), kExitNoDaemon);
+  EXPECT_EQ(out(), "");
+  EXPECT_TRUE(err().starts_with("gpuq: no daemon is running")) << err();
+}
+
+// The jobs acted on before the daemon went away are still reported, so a script knows them.
+TEST_F(JsonOutput, ADaemonThatGoesAwayLeavesTheAnswersBeforeIt) {
+  script({{"/v1/jobs/7/retry", json_answer(200, job(7, "pending"))},
+          {"/v1/jobs/8/retry", fail(Code::kUnavailable, "no socket at /s")}});
+  EXPECT_EQ(run({"retry", "7", "8", "9", "--json"}), kExitNoDaemon);
+  EXPECT_EQ(printed(), Json::array({Json::parse(job(7, "pending"))}));
+}
+
+TEST_F(JsonOutput, MovePrintsTheJob) {
+  std::string moved = R"({"id":7,"priority":10,"state":"pending"})";
+  script({{"/v1/jobs/7/move", json_answer(200, moved)}});
+  EXPECT_EQ(run({"move", "7", "--top", "--json"}), kExitOk);
+  EXPECT_EQ(out(), moved + "\n");  // the daemon's key order
+  EXPECT_EQ(sent_body(0), Json::parse(R"({"top":true})"));
+
+  process_.out.str("");
+  script({{"/v1/jobs/7/move",
+           json_answer(409, R"({"error":{"code":"conflict","message":"job 7 is running"}})")}});
+  EXPECT_EQ(run({"move", "7", "--top", "--json"}), kExitFailed);
+  EXPECT_EQ(out(), "");
+  EXPECT_EQ(err(), "gpuq: cannot move job 7: job 7 is running\n");
+}
+
+TEST_F(JsonOutput, DrainAndUndrainPrintTheDaemonsAnswer) {
+  script({{"/v1/drain", json_answer(200, R"({"draining":true})")},
+          {"/v1/undrain", json_answer(200, R"({"draining":false})")}});
+  EXPECT_EQ(run({"drain", "--json"}), kExitOk);
+  EXPECT_EQ(out(), "{\"draining\":true}\n");
+  process_.out.str("");
+  EXPECT_EQ(run({"undrain", "--json"}), kExitOk);
+  EXPECT_EQ(out(), "{\"draining\":false}\n");
+}
+
+TEST_F(JsonOutput, WaitPrintsTheFinalStateOfEachJob) {
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":41})")},
+          {"/v1/jobs/7", json_answer(200, job(7, "running"))},
+          {"/v1/jobs/8", json_answer(200, job(8, "succeeded"))},
+          {"/v1/events?after=41&wait_ms=30000",
+           json_answer(200,
+                       R"({"events":[{"seq":42,"kind":"job.succeeded","job":7}],"last_seq":42})")},
+          {"/v1/jobs/7", json_answer(200, job(7, "succeeded"))}});
+  EXPECT_EQ(run({"wait", "7", "8", "--json"}), kExitOk);
+  EXPECT_EQ(printed(),
+            Json::array({Json::parse(job(7, "succeeded")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(err(), "");
+}
+
+TEST_F(JsonOutput, WaitKeepsExitOneWhenAJobFailed) {
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":3})")},
+          {"/v1/jobs/a", json_answer(200, job(7, "failed"))},
+          {"/v1/jobs/b", json_answer(200, job(8, "succeeded"))}});
+  EXPECT_EQ(run({"wait", "a", "b", "--json"}), kExitFailed);
+  EXPECT_EQ(printed(),
+            Json::array({Json::parse(job(7, "failed")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(err(), "gpuq: job 7 failed\n");
+}
+
+TEST_F(JsonOutput, WaitOnTimeoutPrintsTheCurrentStatesAndExits124) {
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},
+          {"/v1/jobs/7", json_answer(200, job(7, "pending"))},
+          {"/v1/jobs/8", json_answer(200, job(8, "succeeded"))}});
+  auto handler = process_.daemon.handler;
+  process_.daemon.handler = [&](const HttpRequest& request) -> Result<HttpResponse> {
+    if (request.target.find("wait_ms=") == std::string::npos) return handler(request);
+    process_.steady += 5000;  // the long-poll waited its whole time
+    return json_answer(200, R"({"events":[],"last_seq":0})");
+  };
+  EXPECT_EQ(run({"wait", "7", "8", "--timeout", "5s", "--json"}), kExitTimeout);
+  EXPECT_EQ(printed(),
+            Json::array({Json::parse(job(7, "pending")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(err(), "gpuq: timed out after 5s; still unfinished: job 7 pending\n");
+}
+
+// A job the daemon does not know ends the wait at once: there is no state to print.
+TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},
+          {"/v1/jobs/nope",
+           json_answer(404, R"({"error":{"code":"not_found","message":"no job named 'nope'"}})")}});
+  EXPECT_EQ(run({"wait", "nope", "--json"}), kExitFailed);
+  EXPECT_EQ(out(), "");
+  EXPECT_EQ(err(), "gpuq: job nope: no job named 'nope'\n");
+}
+
+}  // namespace
+}  // namespace gpuq::cli

@@ -1,0 +1,117 @@
+// The HTTP answer codes of the endpoints (docs/api.md, "Endpoints"), on the wire of a real
+// daemon: what a script that uses the API directly relies on, and the CLI only sees as success
+// or failure. The daemon drains first, so no job starts and every state is the one set here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "unix_http.h"
+
+namespace gpuq::testing {
+namespace {
+
+using nlohmann::json;
+
+class ApiCodes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_.start();
+    ASSERT_EQ(post("/v1/drain", "{}").status, 200);
+  }
+
+  HttpAnswer post(const std::string& path, const std::string& body) const {
+    return unix_post(h_.home() + "/gpuq.sock", path, body);
+  }
+  HttpAnswer get(const std::string& path) const { return unix_get(h_.home() + "/gpuq.sock", path); }
+
+  // A submit request for `argv` in the work directory.
+  std::string job(const std::string& name, const std::string& command) const {
+    return json{{"name", name}, {"argv", {"sh", "-c", command}}, {"cwd", h_.work()}}.dump();
+  }
+
+  // The status and, for an error, its code, e.g. "409 conflict"; "200" for a success.
+  static std::string code(const HttpAnswer& a) {
+    json body = json::parse(a.body, nullptr, false);
+    if (a.status < 400 || !body.is_object() || !body.contains("error"))
+      return std::to_string(a.status);
+    return std::to_string(a.status) + " " + body["error"].value("code", "?");
+  }
+
+  Harness h_{"fake:2"};
+};
+
+TEST_F(ApiCodes, SubmitAnswers201ThenTheSameJobWith200AndAConflictWith409) {
+  HttpAnswer first = post("/v1/jobs", job("a", "true"));
+  ASSERT_EQ(code(first), "201") << first.body;
+  HttpAnswer again = post("/v1/jobs", job("a", "true"));
+  ASSERT_EQ(code(again), "200") << again.body;
+  EXPECT_EQ(json::parse(again.body)["id"], json::parse(first.body)["id"]);
+  EXPECT_EQ(code(post("/v1/jobs", job("a", "false"))), "409 conflict");
+  EXPECT_EQ(code(post("/v1/jobs", "{not json")), "400 invalid_argument");
+  EXPECT_EQ(code(post("/v1/jobs", R"({"argv":["true"],"cwd":"relative"})")),
+            "400 invalid_argument");
+  EXPECT_EQ(code(get("/v1/jobs/nope")), "404 not_found");
+  EXPECT_EQ(code(get("/v1/jobs/999")), "404 not_found");
+  EXPECT_EQ(code(get("/v1/nothing")), "404 not_found");
+  EXPECT_EQ(h_.gpuq_json({"status", "--json"})["jobs"].size(), 1u);  // nothing more was queued
+}
+
+TEST_F(ApiCodes, ControlsAnswer409ForAStateTheyDoNotApplyTo) {
+  ASSERT_EQ(code(post("/v1/jobs", job("a", "true"))), "201");
+  EXPECT_EQ(code(post("/v1/jobs/a/hold", "{}")), "200");
+  EXPECT_EQ(code(post("/v1/jobs/a/hold", "{}")), "200");  // already held
+  EXPECT_EQ(code(post("/v1/jobs/a/release", "{}")), "200");
+  EXPECT_EQ(code(post("/v1/jobs/a/release", "{}")), "409 conflict");  // pending, not held
+  EXPECT_EQ(code(post("/v1/jobs/a/retry", "{}")), "409 conflict");    // nothing to retry
+  EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"top":true})")), "200");
+  EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"sideways":1})")), "400 invalid_argument");
+  EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"before":"nope"})")), "404 not_found");
+  EXPECT_EQ(code(post("/v1/jobs/nope/cancel", "{}")), "404 not_found");
+  EXPECT_EQ(code(post("/v1/jobs/a/cancel", "{}")), "200");
+  EXPECT_EQ(code(post("/v1/jobs/a/cancel", "{}")), "409 conflict");             // already cancelled
+  EXPECT_EQ(code(post("/v1/jobs/a/move", R"({"top":true})")), "409 conflict");  // not waiting
+  EXPECT_EQ(code(post("/v1/jobs/a/retry", "{}")), "200");
+  EXPECT_EQ(code(post("/v1/drain", "{}")), "200");  // already draining
+  EXPECT_EQ(code(post("/v1/gpus/gpu0/release", R"({"attention":true})")), "409 conflict");
+  EXPECT_EQ(code(post("/v1/gpus/gpu9/release", R"({"attention":true})")), "404 not_found");
+  EXPECT_EQ(code(post("/v1/gpus/gpu0/release", "{}")), "400 invalid_argument");
+}
+
+TEST_F(ApiCodes, PlansAnswer200AndAChangedJobWith409) {
+  auto plan = [&](const std::string& command) {
+    return json{{"jobs", json::array({json::parse(job("p1", command))})}}.dump();
+  };
+  HttpAnswer created = post("/v1/plans", plan("true"));
+  ASSERT_EQ(code(created), "200") << created.body;
+  EXPECT_EQ(json::parse(created.body)["jobs"][0]["result"], "created");
+  HttpAnswer existing = post("/v1/plans", plan("true"));
+  ASSERT_EQ(code(existing), "200") << existing.body;
+  EXPECT_EQ(json::parse(existing.body)["jobs"][0]["result"], "existing");
+  EXPECT_EQ(code(post("/v1/plans", plan("false"))), "409 conflict");
+  EXPECT_EQ(code(post("/v1/plans", R"({"jobs":[]})")), "400 invalid_argument");
+}
+
+TEST_F(ApiCodes, StatusActiveListsOnlyUnfinishedJobs) {
+  ASSERT_EQ(code(post("/v1/jobs", job("waits", "true"))), "201");
+  ASSERT_EQ(code(post("/v1/jobs", job("gone", "true"))), "201");
+  ASSERT_EQ(code(post("/v1/jobs/gone/cancel", "{}")), "200");
+  auto names = [&](const std::string& path) {
+    HttpAnswer a = get(path);
+    EXPECT_EQ(a.status, 200) << a.body;
+    json body = json::parse(a.body);
+    std::vector<std::string> out;
+    for (const auto& j : body["jobs"]) out.push_back(j["name"].get<std::string>());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names("/v1/status?active=1"), std::vector<std::string>{"waits"});
+  EXPECT_EQ(names("/v1/status"), (std::vector<std::string>{"gone", "waits"}));
+  EXPECT_EQ(json::parse(get("/v1/status?active=1").body)["draining"], true);
+}
+
+}  // namespace
+}  // namespace gpuq::testing
