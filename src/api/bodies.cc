@@ -176,6 +176,23 @@ Result<ReleaseBody> decode_release(std::string_view text) {
   return ReleaseBody{};
 }
 
+Result<GcBody> decode_gc(std::string_view text) {
+  constexpr std::string_view kHow = "send {\"dry_run\": true} to see what would go, or {} to prune now";
+  GcBody out;
+  if (text.empty()) return out;
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", kHow));
+  for (const auto& [key, value] : body->items()) {
+    if (key != "dry_run") return invalid(fmt::format("unknown field '{}'; {}", clip(key), kHow));
+    if (!value.is_boolean()) {
+      return invalid(fmt::format("field 'dry_run' must be true or false, not {}; {}", value.type_name(), kHow));
+    }
+    out.dry_run = value.get<bool>();
+  }
+  return out;
+}
+
 Result<daemon::PlanRequest> decode_plan(std::string_view text) {
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());

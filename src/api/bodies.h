@@ -41,6 +41,12 @@ struct ReleaseBody {
 };
 Result<ReleaseBody> decode_release(std::string_view body);
 
+// POST /v1/gc: {"dry_run": bool} (an empty body: a real prune).
+struct GcBody {
+  bool dry_run = false;
+};
+Result<GcBody> decode_gc(std::string_view body);
+
 // POST /v1/plans: {"jobs": [submit request], "reservations": [{"name", "gpus", "jobs"}],
 // "replace": bool}.
 Result<daemon::PlanRequest> decode_plan(std::string_view body);

@@ -52,6 +52,31 @@ auto on_actor(asio::io_context& actor, Fn fn) {
       use_awaitable, std::move(fn));
 }
 
+// Like on_actor, for work that answers later: `fn(done)` runs on the actor's thread and calls
+// `done(result)` there, once, when the work has finished (a prune that removes directories
+// off the actor's thread first).
+template <class R, class Fn>
+auto on_actor_later(asio::io_context& actor, Fn fn) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, R)>(
+      [&actor](auto handler, Fn work) {
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        asio::post(actor, [shared, work = std::move(work)]() mutable {
+          auto answer = [shared](std::exception_ptr error, R result) {
+            auto executor = asio::get_associated_executor(*shared);
+            asio::post(executor, [shared, error, result = std::move(result)]() mutable {
+              std::move (*shared)(error, std::move(result));
+            });
+          };
+          try {
+            work([answer](R result) { answer(nullptr, std::move(result)); });
+          } catch (...) {
+            answer(std::current_exception(), R{});
+          }
+        });
+      },
+      use_awaitable, std::move(fn));
+}
+
 Response not_found(const std::string& what) {
   return error_response({Code::kNotFound, what});
 }
@@ -59,6 +84,9 @@ Response not_found(const std::string& what) {
 // How many finished jobs GET /v1/status lists without ?finished=: as many as `gpuq status`
 // shows, so its plain call gets what it prints.
 constexpr size_t kStatusFinished = 10;
+
+// How long a submit waits for its working directory to answer a stat.
+constexpr std::chrono::milliseconds kDirCheckDeadline{5000};
 
 // ?finished=N (the latest N finished jobs), ?finished=all (nullopt), or the default.
 Result<std::optional<size_t>> finished_param(const Target& target) {
@@ -92,6 +120,7 @@ awaitable<Response> Server::handle(const Request& request) {
     case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
     case Endpoint::kPlan: co_return co_await submit_plan(request);
     case Endpoint::kDrain: co_return co_await drain(r.verb == "drain");
+    case Endpoint::kGc: co_return co_await gc(request);
     case Endpoint::kLog: co_return log(r.subject, r.target);
     case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
     case Endpoint::kNone: break;
@@ -181,6 +210,7 @@ Response Server::health() {
   nlohmann::json body = {{"ok", true},
                          {"now_ms", now},
                          {"last_pass_us", waits->pass_us},
+                         {"pass", waits->pass},
                          {"last_look_us", context_.queue.last_look_us()},
                          {"active_jobs", waits->active_jobs},
                          {"pid", ::getpid()},
@@ -208,6 +238,15 @@ Response Server::health() {
                           {"why", w.text}});
   }
   body["waiting_on_conditions"] = std::move(conditions);
+  // While the store refuses writes: since when, how many commits failed, the latest error.
+  if (auto trouble = context_.queue.store_trouble()) {
+    body["store_error"] = {{"since_ms", trouble->since_ms},
+                           {"for_ms", now - trouble->since_ms},
+                           {"failures", trouble->failures},
+                           {"error", trouble->error}};
+  } else {
+    body["store_error"] = nullptr;
+  }
   return json_response(http::status::ok, body);
 }
 
@@ -358,6 +397,11 @@ Response Server::hooks() {
 awaitable<Response> Server::submit(const Request& request) {
   auto spec = decode_submit(request.body());
   if (!spec) co_return error_response(spec.error());
+  // Before the actor sees it, which must never wait on a file system (docs/architecture.md).
+  std::vector<DirToCheck> cwd(1);  // built step by step: GCC 12 miscompiles braces in coroutines
+  cwd[0].path = spec->cwd;
+  auto dir = co_await dirs_.check(std::move(cwd), kDirCheckDeadline);
+  if (!dir) co_return error_response(dir.error());
   daemon::Queue* queue = &context_.queue;
   auto shared_spec = std::make_shared<JobSpec>(std::move(*spec));
   auto work = [queue, shared_spec] { return queue->submit(std::move(*shared_spec)); };
@@ -414,9 +458,34 @@ awaitable<Response> Server::drain(bool draining) {
   co_return json_response(http::status::ok, {{"draining", *now}});
 }
 
+awaitable<Response> Server::gc(const Request& request) {
+  auto body = decode_gc(request.body());
+  if (!body) co_return error_response(body.error());
+  daemon::Queue* queue = &context_.queue;
+  bool dry_run = body->dry_run;
+  auto work = [queue, dry_run](std::function<void(Result<daemon::GcReport>)> done) {
+    queue->gc(dry_run, std::move(done));
+  };
+  auto report = co_await on_actor_later<Result<daemon::GcReport>>(context_.actor_ioc, work);
+  if (!report) co_return error_response(report.error());
+  co_return json_response(http::status::ok, daemon::gc_report_to_json(*report));
+}
+
 awaitable<Response> Server::submit_plan(const Request& request) {
   auto decoded = decode_plan(request.body());
   if (!decoded) co_return error_response(decoded.error());
+  std::vector<DirToCheck> cwds;
+  for (const JobSpec& job : decoded->jobs) {
+    bool seen = false;
+    for (const auto& c : cwds) seen = seen || c.path == job.cwd;
+    if (seen) continue;
+    DirToCheck check;
+    check.where = fmt::format("job '{}': ", job.name);
+    check.path = job.cwd;
+    cwds.push_back(std::move(check));
+  }
+  auto dir = co_await dirs_.check(std::move(cwds), kDirCheckDeadline);
+  if (!dir) co_return error_response(dir.error());
   auto plan = std::make_shared<daemon::PlanRequest>(std::move(*decoded));
   daemon::Queue* queue = &context_.queue;
   auto work = [queue, plan] { return queue->submit_plan(std::move(*plan)); };

@@ -165,6 +165,7 @@ Route route(http::verb method, std::string_view target) {
     if (s[1] == "jobs") return to(Endpoint::kSubmit);
     if (s[1] == "plans") return to(Endpoint::kPlan);
     if (s[1] == "drain" || s[1] == "undrain") return to(Endpoint::kDrain, "", s[1]);
+    if (s[1] == "gc") return to(Endpoint::kGc);
   }
   if (s.size() == 3 && s[1] == "events" && s[2] == "stream" && get) return to(Endpoint::kEventStream);
   if (s.size() == 3 && s[1] == "jobs" && get) return to(Endpoint::kShow, s[2]);

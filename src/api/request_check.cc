@@ -16,6 +16,7 @@ Status check_request(const Route& route, const Request& request) {
     case Endpoint::kSubmit: return status(decode_submit(body));
     case Endpoint::kPlan: return status(decode_plan(body));
     case Endpoint::kReleaseGpu: return status(decode_release(body));
+    case Endpoint::kGc: return status(decode_gc(body));
     case Endpoint::kEvents: return status(decode_events_query(route.target));
     case Endpoint::kEventStream: return status(decode_stream_cursor(request, route.target));
     case Endpoint::kShow:

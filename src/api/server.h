@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "api/dir_check.h"
 #include "api/eta.h"
 #include "api/http.h"
 #include "base/paths.h"
@@ -102,6 +103,7 @@ class Server {
                                            const Request& request);
   boost::asio::awaitable<Response> submit_plan(const Request& request);
   boost::asio::awaitable<Response> drain(bool draining);
+  boost::asio::awaitable<Response> gc(const Request& request);
   boost::asio::awaitable<Response> release_gpu(const std::string& gpu, const Request& request);
   boost::asio::awaitable<Response> events(const Target& target);
   Response metrics();
@@ -128,6 +130,7 @@ class Server {
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<boost::asio::steady_timer*> waiters_;
   EtaCache etas_;
+  DirChecker dirs_{2};  // submit's and plan's cwd checks, off both threads
   bool closed_ = false;
 };
 

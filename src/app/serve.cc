@@ -1,6 +1,8 @@
 #include "app/serve.h"
 
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
 #include <malloc.h>
@@ -228,6 +230,12 @@ int serve(const cli::DaemonFlags& flags) {
     for (const auto& status : hooks.statuses()) lags.emplace_back(status.name, status.lag);
     return lags;
   };
+  // Retention never prunes an event a hook has not handled yet.
+  queue.set_event_floor([&hooks] {
+    int64_t floor = INT64_MAX;
+    for (const auto& status : hooks.statuses()) floor = std::min(floor, status.cursor);
+    return floor;
+  });
   api::Server server(std::move(server_context), std::move(*read_store));
   queue.set_event_listener([&server, &hooks](int64_t seq) {
     server.notify_events(seq);

@@ -1,7 +1,9 @@
 #include "base/duration.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 #include <fmt/format.h>
 
 namespace gpuq {
@@ -76,6 +78,21 @@ std::string format_duration(Millis duration) {
   uint64_t h = m / 60;
   if (h < 24) return fmt::format("{}{}h{:02}m", sign, h, m % 60);
   return fmt::format("{}{}d{:02}h", sign, h / 24, h % 24);
+}
+
+std::string format_duration_exact(Millis duration) {
+  int64_t left = std::max<int64_t>(duration.count(), 0);
+  if (left == 0) return "0s";
+  constexpr std::pair<int64_t, std::string_view> kUnits[] = {
+      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
+  std::string out;
+  for (const auto& [millis, unit] : kUnits) {
+    if (left >= millis) {
+      out += fmt::format("{}{}", left / millis, unit);
+      left %= millis;
+    }
+  }
+  return out;
 }
 
 }  // namespace gpuq

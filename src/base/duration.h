@@ -21,4 +21,9 @@ Result<Millis> parse_duration(std::string_view text);
 // Formats a non-negative duration for people; negative values are shown as "-" + magnitude.
 std::string format_duration(Millis duration);
 
+// The exact text of a non-negative duration, as a setting is written: every non-zero unit,
+// largest first ("30d", "1h30m", "2m0s" is "2m", "1500ms" is "1s500ms"); parse_duration reads
+// it back to the same value. "0s" for zero.
+std::string format_duration_exact(Millis duration);
+
 }  // namespace gpuq

@@ -89,3 +89,22 @@ TEST(ParseDuration, RefusesValuesThatWouldOverflow) {
 }
 }  // namespace
 }  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+TEST(FormatDurationExact, WritesEveryNonZeroUnitAndReadsBack) {
+  EXPECT_EQ(format_duration_exact(Millis(30LL * 86'400'000)), "30d");
+  EXPECT_EQ(format_duration_exact(Millis(5'400'000)), "1h30m");
+  EXPECT_EQ(format_duration_exact(Millis(120'000)), "2m");
+  EXPECT_EQ(format_duration_exact(Millis(1500)), "1s500ms");
+  EXPECT_EQ(format_duration_exact(Millis(0)), "0s");
+  for (int64_t ms : {int64_t{1}, int64_t{61'001}, int64_t{86'400'000 + 1}, int64_t{365} * 86'400'000}) {
+    auto back = parse_duration(format_duration_exact(Millis(ms)));
+    ASSERT_TRUE(back) << ms;
+    EXPECT_EQ(back->count(), ms);
+  }
+}
+
+}  // namespace
+}  // namespace gpuq

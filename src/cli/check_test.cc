@@ -92,6 +92,26 @@ TEST_F(Check, OneLinePerProblem) {
   EXPECT_EQ(answer["daemon"]["pid"], 42);
 }
 
+TEST_F(Check, AStoreThatRefusesWritesIsAProblem) {
+  Json health = healthy();
+  health["store_error"] = nullptr;
+  EXPECT_EQ(check(health), kExitOk) << out();
+  process_.out.str("");
+  health["store_error"] = Json::parse(
+      R"({"since_ms": 1, "for_ms": 90000, "failures": 7, "error": "database or disk is full"})");
+  EXPECT_EQ(check(health), kExitFailed);
+  EXPECT_EQ(out(),
+            "the store refuses writes for 1m30s (7 failed commits; latest: database or disk is "
+            "full); no job starts until it takes them again: free space on the disk of the "
+            "daemon's home, then see its log\n");
+  process_.out.str("");
+  EXPECT_EQ(check(health, {"--json"}), kExitFailed);
+  Json answer = Json::parse(out());
+  ASSERT_EQ(answer["problems"].size(), 1u);
+  EXPECT_EQ(answer["problems"][0]["kind"], "store_error");
+  EXPECT_EQ(answer["problems"][0]["failures"], 7);
+}
+
 TEST_F(Check, UnreachableIsItsOwnStatus) {
   EXPECT_EQ(run({"check"}), kExitNoDaemon);  // no handler: the socket is not there
   EXPECT_EQ(out().rfind("daemon unreachable: no daemon is running", 0), 0u) << out();

@@ -48,6 +48,20 @@ void check_heartbeat(const Json& health, int64_t stale_after_ms, std::vector<Pro
   }
 }
 
+// Commits failing (a full disk, an I/O error): nothing new starts until the store takes writes.
+void check_store(const Json& health, std::vector<Problem>& out) {
+  auto it = health.find("store_error");
+  if (it == health.end() || !it->is_object()) return;
+  const Json& trouble = *it;
+  out.push_back({"store_error",
+                 fmt::format("the store refuses writes for {} ({} failed commits; latest: {}); no job "
+                             "starts until it takes them again: free space on the disk of the "
+                             "daemon's home, then see its log",
+                             ago(json_int(trouble, "for_ms").value_or(0)),
+                             json_int(trouble, "failures").value_or(0), json_string(trouble, "error", "?")),
+                 {{"failures", json_int(trouble, "failures").value_or(0)}}});
+}
+
 void check_gpus(const Json& health, std::vector<Problem>& out) {
   for (const auto& gpu : json_array(health, "gpus")) {
     std::string name = json_string(gpu, "name");
@@ -144,6 +158,7 @@ int run_check(Context& ctx, const CheckOptions& options) {
   }
   std::vector<Problem> problems;
   check_heartbeat(*health, stale_after, problems);
+  check_store(*health, problems);
   check_gpus(*health, problems);
   check_waiting(*health, *max_wait, problems);
   return finish(ctx, options, problems, *health, kExitFailed);

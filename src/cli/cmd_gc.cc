@@ -35,6 +35,9 @@ std::string summary(const Json& answer, bool dry_run) {
                                 json_string(answer, "cutoff", "?"));
   std::string verb = dry_run ? "would remove" : "removed";
   std::string out;
+  if (json_string(answer, "keep") == "forever") {
+    return "nothing is pruned: [retention] keep is \"forever\" in the daemon's config.toml\n";
+  }
   if (jobs == 0 && events == 0 && dirs == 0) {
     out = fmt::format("nothing to remove (no finished job {})\n", age);
   } else {
@@ -44,6 +47,9 @@ std::string summary(const Json& answer, bool dry_run) {
                       count_of(dirs, "run directory", "run directories"),
                       format_bytes(count_field(answer, "bytes")));
     if (dry_run) out += ids_line(answer);
+  }
+  if (auto hooks = answer.find("waiting_for_hooks"); hooks != answer.end() && hooks->is_boolean() && hooks->get<bool>()) {
+    out += "kept finished jobs whose events an event hook has not delivered yet (gpuq hooks)\n";
   }
   if (int64_t kept = count_field(answer, "kept_for_dependents"); kept > 0) {
     out += fmt::format("kept {} that unfinished jobs depend on\n",

@@ -63,6 +63,22 @@ TEST_F(GcCommand, NothingToRemove) {
             "kept 2 finished jobs that unfinished jobs depend on\n");
 }
 
+TEST_F(GcCommand, KeepForeverAndHooksThatHoldJobsBackAreSaid) {
+  script({{"/v1/gc", json_answer(200, R"({"dry_run":false,"keep":"forever","cutoff":null,"jobs":0,)"
+                                      R"("job_ids":[],"runs":0,"events":0,"run_dirs":0,"bytes":0,)"
+                                      R"("kept_for_dependents":0,"waiting_for_hooks":false})")}});
+  EXPECT_EQ(run({"gc"}), kExitOk);
+  EXPECT_EQ(out(), "nothing is pruned: [retention] keep is \"forever\" in the daemon's config.toml\n");
+  process_.out.str("");
+  script({{"/v1/gc", json_answer(200, R"({"dry_run":false,"keep":"1d","cutoff":"2026-11-30T00:00:00.000Z",)"
+                                      R"("jobs":0,"job_ids":[],"runs":0,"events":0,"run_dirs":0,)"
+                                      R"("bytes":0,"kept_for_dependents":0,"waiting_for_hooks":true})")}});
+  EXPECT_EQ(run({"gc"}), kExitOk);
+  EXPECT_EQ(out(),
+            "nothing to remove (no finished job older than 1d, finished before 2026-11-30T00:00:00.000Z)\n"
+            "kept finished jobs whose events an event hook has not delivered yet (gpuq hooks)\n");
+}
+
 TEST_F(GcCommand, JsonIsTheDaemonsAnswer) {
   script({{"/v1/gc", json_answer(200, kRemoved)}});
   EXPECT_EQ(run({"gc", "--json", "--dry-run"}), kExitOk);

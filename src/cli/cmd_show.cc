@@ -1,5 +1,5 @@
 // `gpuq show ID|NAME`: one job in full, with a table of its runs: how each ended (and which
-// job preempted it), and the most GPU memory it was seen to use.
+// job preempted it), the most GPU memory it was seen to use, and why its log may lack output.
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -51,7 +51,13 @@ std::string render_runs(const Json& job, int64_t now_ms, bool color) {
     }
     table.add_row(std::move(row));
   }
-  return table.render(color);
+  // Why a run's log may lack output (the disk filled, the log reached [runs] max_log).
+  std::string notes;
+  for (const auto& run : runs) {
+    std::string note = json_string(run, "log_note");
+    if (!note.empty()) notes += fmt::format("run {}: {}\n", field_text(run, "number"), note);
+  }
+  return table.render(color) + notes;
 }
 
 // "yield", "restart", "restart (only while a run is younger than 30m)"; empty for never.

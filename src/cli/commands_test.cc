@@ -201,6 +201,17 @@ TEST_F(Commands, CancelReportsEachJob) {
   EXPECT_EQ(process_.daemon.requests[0].method, Method::kPost);
 }
 
+TEST_F(Commands, ACancelTheStoreCouldNotRecordYetSaysSo) {
+  Json accepted = Json::parse(job_json(7, "running"));
+  accepted["cancel"] = "requested";
+  accepted["note"] = "the store cannot be written now; the cancel holds and is recorded once it can be";
+  script({{"/v1/jobs/7/cancel", json_answer(202, accepted.dump())}});
+  EXPECT_EQ(run({"cancel", "7"}), kExitOk) << err();
+  EXPECT_EQ(out(),
+            "cancel of job 7 requested: the store cannot be written now; the cancel holds and is "
+            "recorded once it can be\n");
+}
+
 TEST_F(Commands, EventsPrintsPagesUntilEmpty) {
   script(
       {{"/v1/events?after=0",

@@ -39,6 +39,11 @@ int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json
   post.target = [&](const std::string& ref) { return fmt::format("{}/{}", job_path(ref), action); };
   post.label = [](const std::string& ref) { return "job " + ref; };
   post.line = [&](const Json& job) {
+    if (json_string(job, "cancel") == "requested") {
+      // 202: the cancel holds, but the daemon's store cannot record it yet.
+      return fmt::format("cancel of job {} requested: {}", field_text(job, "id"),
+                         json_string(job, "note", "it is recorded once the store can be written"));
+    }
     return fmt::format("{} job {}", done, field_text(job, "id"));
   };
   return post_each(ctx, refs, json, post);

@@ -143,7 +143,8 @@ TEST_F(Preemption, ShowsModeRunsPreemptedAndPeakMemory) {
   std::string runs =
       R"([{"number":1,"gpus":[0],"started_at":"2026-11-29T10:00:00.000Z","started_at_ms":1000,)"
       R"("ended_at_ms":61000,"exit_code":75,"signal":null,"outcome":"preempted",)"
-      R"("preempted_by":9,"peak_gpu_mem_mib":18000,"run_id":"7-1-ab"},)"
+      R"("preempted_by":9,"peak_gpu_mem_mib":18000,"run_id":"7-1-ab",)"
+      R"("log_note":"the disk was full during the run: output.log may lack output"},)"
       R"({"number":2,"gpus":[1],"started_at":"2026-11-29T10:05:00.000Z","started_at_ms":100000,)"
       R"("ended_at_ms":null,"exit_code":null,"signal":null,"outcome":"running",)"
       R"("preempted_by":12,"peak_gpu_mem_mib":900,"run_id":"7-2-cd"},)"
@@ -165,7 +166,8 @@ TEST_F(Preemption, ShowsModeRunsPreemptedAndPeakMemory) {
           "peak 17.6 GiB\n"
           "2    1     2026-11-29T10:05:00.000Z  45s       -     running, yielding to job 12  "
           "peak 900 MiB\n"
-          "3    1     2026-11-29T10:09:00.000Z  10s       0     succeeded                    -\n"),
+          "3    1     2026-11-29T10:09:00.000Z  10s       0     succeeded                    -\n"
+          "run 1: the disk was full during the run: output.log may lack output\n"),
       std::string::npos)
       << out();
 }

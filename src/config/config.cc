@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "base/duration.h"
+#include "base/size.h"
 #include "config/config_hooks.h"
 
 namespace gpuq::config {
@@ -33,7 +34,8 @@ const std::vector<TableSpec>& table_specs() {
   static const std::vector<TableSpec> kSpecs = {
       {"scheduler", {"policy", "backfill_unknown_limit"}},
       {"retries", {"delay", "backoff", "max_delay"}},
-      {"runs", {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max"}},
+      {"runs", {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max", "max_log"}},
+      {"retention", {"keep"}},
       {"preemption", {"gap", "yield_grace"}},
       {"cleanup", {"poll", "limit"}},
       {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
@@ -45,8 +47,8 @@ const std::vector<TableSpec>& table_specs() {
 }
 
 constexpr std::string_view kKnownTables =
-    "[lanes.NAME], [scheduler], [retries], [runs], [preemption], [cleanup], [gpu], [watch], "
-    "[[hook]]";
+    "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
+    "[watch], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 // The pseudo-lane meaning "any job holding GPUs" (sched::Lane::excludes).
@@ -108,6 +110,7 @@ class ConfigReader {
     if (auto status = read_scheduler(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_retries(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_runs(root, config); !status) return tl::unexpected(status.error());
+    if (auto status = read_retention(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_gpu_truth(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_watch(root, config.watch); !status) return tl::unexpected(status.error());
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
@@ -257,10 +260,57 @@ class ConfigReader {
     return ok();
   }
 
+  // [retention] keep: a duration from a minute to 100 years, or "forever".
+  Status read_retention(const toml::table& root, Config& config) {
+    const toml::table* table = sub_table(root, "retention");
+    if (table == nullptr) return ok();
+    if (auto status = check_keys(*table, spec_named("retention")); !status) return status;
+    const toml::node* node = table->get("keep");
+    if (node == nullptr) return ok();
+    const toml::value<std::string>* text = node->as_string();
+    std::string_view help =
+        "retention.keep must be a duration in quotes from \"1m\" to \"36500d\", or \"forever\" to "
+        "keep finished jobs for good, e.g. keep = \"30d\"";
+    if (text == nullptr) return error_at(node->source(), std::string(help));
+    if (text->get() == "forever") {
+      config.retention_keep_ms = 0;
+      return ok();
+    }
+    auto duration = parse_duration(text->get());
+    if (!duration || duration->count() < 60'000) {
+      return error_at(node->source(),
+                      fmt::format("retention.keep = \"{}\": {}", text->get(), help.substr(15)));
+    }
+    config.retention_keep_ms = duration->count();
+    return ok();
+  }
+
+  // [runs] max_log: a size (base/size.h); "0" turns the cap off.
+  Status read_max_log(const toml::table& table, Config& config) {
+    const toml::node* node = table.get("max_log");
+    if (node == nullptr) return ok();
+    const toml::value<std::string>* text = node->as_string();
+    if (text == nullptr) {
+      return error_at(node->source(), "runs.max_log must be a size in quotes, e.g. max_log = "
+                                      "\"2GiB\" (\"0\" for no cap)");
+    }
+    auto size = parse_size(text->get());
+    if (!size) return error_at(node->source(), "runs.max_log: " + size.error().message);
+    if (*size != 0 && *size < 4096) {
+      return error_at(node->source(), fmt::format("runs.max_log = \"{}\" is too small to hold a "
+                                                  "line of output; use at least \"4KiB\", or \"0\" "
+                                                  "for no cap",
+                                                  text->get()));
+    }
+    config.max_log_bytes = *size;
+    return ok();
+  }
+
   Status read_runs(const toml::table& root, Config& config) {
     const toml::table* table = sub_table(root, "runs");
     if (table == nullptr) return ok();
     if (auto status = check_keys(*table, spec_named("runs")); !status) return status;
+    if (auto status = read_max_log(*table, config); !status) return status;
     for (auto [key, value] : {std::pair{"kill_grace", &config.kill_grace_ms},
                               std::pair{"requires_timeout", &config.requires_timeout_ms},
                               std::pair{"requires_poll", &config.requires_poll_ms},

@@ -30,6 +30,12 @@
 //   requires_timeout = "30s"       # one REQUIRES / DONE_IF check
 //   requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
 //   requires_poll_max = "5m"       # backoff cap
+//   max_log = "2GiB"               # one run's output.log is cut there, with a line saying so
+//                                  # (KiB/MiB/GiB: powers of 1024; "0": no cap)
+//
+//   [retention]
+//   keep = "30d"                   # finished jobs older than this are pruned, with their runs,
+//                                  # run directories and events ("forever": never)
 //
 //   [preemption]
 //   gap = 40                       # a job preempts only runs whose priority is worse by this
@@ -122,6 +128,8 @@ struct Config {
   int64_t requires_timeout_ms = 30'000;    // > 0
   int64_t requires_poll_ms = 5'000;        // > 0
   int64_t requires_poll_max_ms = 300'000;  // >= requires_poll_ms
+  int64_t max_log_bytes = int64_t{2} << 30;  // 0: no cap
+  int64_t retention_keep_ms = 30LL * 24 * 3'600'000;  // 0: forever
   int preemption_gap = 40;                 // 1..1000
   int64_t yield_grace_ms = 300'000;        // > 0
   int64_t cleanup_poll_ms = 10;            // > 0

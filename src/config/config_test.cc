@@ -333,6 +333,35 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[lanes.net]\nexcludes = [\"gpu\", \"gpu\"]\n", "2:20",
                 "lanes.net.excludes names \"gpu\" twice; remove one"}));
 
+TEST(ParseConfigTest, RetentionAndTheLogCap) {
+  auto defaults = parse_config("", kPath);
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->retention_keep_ms, 30LL * 24 * 3'600'000);
+  EXPECT_EQ(defaults->max_log_bytes, int64_t{2} << 30);
+  auto set = parse_config("[runs]\nmax_log = \"512MiB\"\n[retention]\nkeep = \"400d\"\n", kPath);
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->max_log_bytes, int64_t{512} << 20);
+  EXPECT_EQ(set->retention_keep_ms, 400LL * 24 * 3'600'000);
+  auto off = parse_config("[runs]\nmax_log = \"0\"\n[retention]\nkeep = \"forever\"\n", kPath);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->max_log_bytes, 0);
+  EXPECT_EQ(off->retention_keep_ms, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Retention, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"[retention]\nkeep = \"0s\"\n", "2:8",
+                "retention.keep = \"0s\": must be a duration in quotes from \"1m\" to \"36500d\", "
+                "or \"forever\""},
+        BadCase{"[retention]\nkeep = 30\n", "2:8", "retention.keep must be a duration in quotes"},
+        BadCase{"[retention]\nkeep = \"always\"\n", "2:8", "or \"forever\" to keep finished jobs"},
+        BadCase{"[retention]\nmax_log = \"1GiB\"\n", "2:1",
+                "max_log is not a setting of [retention]; move it under [runs]"},
+        BadCase{"[runs]\nmax_log = 1024\n", "2:11", "runs.max_log must be a size in quotes"},
+        BadCase{"[runs]\nmax_log = \"2 GiB\"\n", "2:11", "runs.max_log: bad size '2 GiB'"},
+        BadCase{"[runs]\nmax_log = \"100B\"\n", "2:11", "too small to hold a line of output"}));
+
 TEST(ParseConfigTest, Watch) {
   auto config = parse_config(R"([watch]
 interval = "250ms"

@@ -29,6 +29,7 @@ Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config
       look_timer_(world.make_timer()),
       heartbeat_timer_(world.make_timer()),
       store_retry_timer_(world.make_timer()),
+      gc_timer_(world.make_timer()),
       holders_(inventory_.resources.size()),
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
@@ -248,6 +249,7 @@ void Queue::stop() {
   look_timer_->cancel();
   heartbeat_timer_->cancel();
   store_retry_timer_->cancel();
+  gc_timer_->cancel();
 }
 
 std::string JobWait::render(int64_t now_ms) const {

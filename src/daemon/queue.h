@@ -56,6 +56,7 @@ struct QueueOptions {
   HomeLayout layout;
   std::string boot_id;  // this boot's id (os::boot_id()): runs of another boot cannot be alive
   mode_t job_umask = 022;  // jobs' umask: the daemon's at start, not its 077
+  bool scheduled_prunes = true;  // the daemon's own prunes (a minute after start, then hourly)
 };
 
 // While commits fail: since when, how many failed, and the latest error.
@@ -109,6 +110,22 @@ struct PlanOutcome {
   };
   std::vector<Entry> jobs;
 };
+
+// What a prune removed (or, dry_run, would remove): `gpuq gc` prints it; daemon.pruned says it.
+struct GcReport {
+  bool dry_run = false;
+  int64_t keep_ms = 0;            // [retention] keep; 0: "forever" (nothing is pruned)
+  int64_t cutoff_ms = 0;          // jobs that finished before this go
+  int64_t jobs = 0;
+  std::vector<int64_t> job_ids;   // the first 100, oldest first
+  int64_t runs = 0;
+  int64_t events = 0;             // of the jobs, and job-less events older than the cutoff
+  int64_t run_dirs = 0;
+  int64_t bytes = 0;              // in the jobs' directories
+  int64_t kept_for_dependents = 0;
+  bool waiting_for_hooks = false; // stopped at jobs whose events a hook has not delivered yet
+};
+nlohmann::json gc_report_to_json(const GcReport& report);
 
 struct MoveRequest {
   enum class Where { kBefore, kAfter, kTop, kBottom, kPriority } where = Where::kTop;
@@ -175,6 +192,16 @@ class Queue {
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").
   Result<nlohmann::json> release_attention(const std::string& gpu);
+
+  // Prunes finished jobs older than [retention] keep (docs/jobs.md, "Retention"), in batches of
+  // one transaction each, then removes their directories off the actor's thread; `done` (on
+  // the actor's thread) gets what was removed. A dry run removes nothing. The daemon also
+  // prunes by itself every hour. A prune asked for while one runs joins it when both are real
+  // or both dry; otherwise kConflict.
+  void gc(bool dry_run, std::function<void(Result<GcReport>)> done);
+  // The lowest event seq every event hook has delivered (serve.cc asks the HookRunner): events
+  // after it are never pruned. Unset: no hooks.
+  void set_event_floor(std::function<int64_t()> floor) { event_floor_ = std::move(floor); }
 
   // One sample of the GPU probe (or its error), from the Prober's thread via post().
   void on_probe(Result<gpu::ProbeSample> sample);
@@ -298,6 +325,13 @@ private:
   void reconcile_preemptions();
   void withdraw_preemption(int64_t victim, const std::string& why);
 
+  // Retention (queue_gc.cc).
+  struct GcRun;
+  void gc_step(const std::shared_ptr<GcRun>& run);
+  void gc_finish(const std::shared_ptr<GcRun>& run, Result<GcReport> result);
+  void arm_gc(int64_t at_ms);
+  void start_pruning();  // the daemon's own prunes: a minute after the start, then hourly
+
   // Watchers and the heartbeat (queue_watch.cc).
   Status start_watching();
   void arm_look(int64_t at_ms);
@@ -318,6 +352,9 @@ private:
   int64_t look_at_ms_ = 0;
   std::unique_ptr<Timer> heartbeat_timer_;
   std::unique_ptr<Timer> store_retry_timer_;   // the next try of what failed to commit
+  std::unique_ptr<Timer> gc_timer_;            // the next prune by the daemon itself
+  std::shared_ptr<GcRun> gc_running_;
+  std::function<int64_t()> event_floor_;
 
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state

@@ -86,6 +86,7 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   spec.cwd = job->spec.cwd;
   spec.kill_grace_ms = config_.kill_grace_ms;
   spec.umask = options_.job_umask;
+  spec.max_log_bytes = config_.max_log_bytes;
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
   int number = *last ? (*last)->number + 1 : 1;

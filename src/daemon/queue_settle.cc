@@ -309,6 +309,7 @@ Status Queue::start() {
   });
   if (!started) return started;
   if (auto watching = start_watching(); !watching) return watching;
+  start_pruning();
   request_pass();
   return ok();
 }

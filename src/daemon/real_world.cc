@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "base/time.h"
@@ -137,16 +138,16 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       processes_(os::make_linux_process_table()),
       checker_(actor, options_.condition_threads),
       cleaner_(os::make_linux_process_table(), options_.cleanup),
-      sweep_thread_([this] { sweep_loop(); }) {}
+      worker_([this] { worker_loop(); }) {}
 
 RealWorld::~RealWorld() {
   *alive_ = false;
   {
-    std::lock_guard lock(sweep_mutex_);
+    std::lock_guard lock(worker_mutex_);
     stopping_ = true;
   }
-  sweep_ready_.notify_all();
-  sweep_thread_.join();
+  worker_ready_.notify_all();
+  worker_.join();
 }
 
 int64_t RealWorld::now_ms() { return wall_now_ms(); }
@@ -188,39 +189,68 @@ Result<runner::ExitRecord> RealWorld::read_exit_record(const std::string& run_di
   return runner::read_exit_record(run_dir);
 }
 
-void RealWorld::sweep_session(pid_t session, uint64_t shim_start_ticks,
-                              std::function<void(int killed)> done) {
+void RealWorld::on_worker(std::function<void()> task) {
   {
-    std::lock_guard lock(sweep_mutex_);
-    sweeps_.push_back({session, shim_start_ticks, std::move(done)});
+    std::lock_guard lock(worker_mutex_);
+    tasks_.push_back(std::move(task));
   }
-  sweep_ready_.notify_one();
+  worker_ready_.notify_one();
 }
 
-void RealWorld::sweep_loop() {
-  auto table = os::make_linux_process_table();
+void RealWorld::worker_loop() {
   while (true) {
-    Sweep sweep;
+    std::function<void()> task;
     {
-      std::unique_lock lock(sweep_mutex_);
-      sweep_ready_.wait(lock, [this] { return stopping_ || !sweeps_.empty(); });
+      std::unique_lock lock(worker_mutex_);
+      worker_ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (stopping_) return;
-      sweep = std::move(sweeps_.front());
-      sweeps_.pop_front();
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
     }
+    task();
+  }
+}
+
+void RealWorld::sweep_session(pid_t session, uint64_t shim_start_ticks,
+                              std::function<void(int killed)> done) {
+  std::weak_ptr<bool> alive = alive_;
+  on_worker([this, alive, session, shim_start_ticks, done = std::move(done)]() mutable {
     // A killed process leaves the session a moment later: rounds 10 ms apart, for at most 1 s.
+    auto table = os::make_linux_process_table();
     int killed = 0;
     for (int round = 0; round < 100; ++round) {
-      auto r = runner::sweep_session_once(*table, sweep.session, sweep.ticks);
+      auto r = runner::sweep_session_once(*table, session, shim_start_ticks);
       killed += r.signalled;
       if (r.done) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    std::weak_ptr<bool> alive = alive_;
-    asio::post(actor_, [alive, killed, done = std::move(sweep.done)] {
+    asio::post(actor_, [alive, killed, done = std::move(done)] {
       if (auto a = alive.lock(); a && *a) done(killed);
     });
-  }
+  });
+}
+
+void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
+                              std::function<void(int64_t bytes)> done) {
+  std::weak_ptr<bool> alive = alive_;
+  on_worker([this, alive, paths = std::move(paths), remove, done = std::move(done)]() mutable {
+    int64_t bytes = 0;
+    for (const auto& path : paths) {
+      std::error_code ec;
+      for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code size_ec;
+        if (it->is_regular_file(size_ec)) {
+          auto size = it->file_size(size_ec);
+          if (!size_ec) bytes += static_cast<int64_t>(size);
+        }
+      }
+      if (remove) std::filesystem::remove_all(path, ec);
+    }
+    asio::post(actor_, [alive, bytes, done = std::move(done)] {
+      if (auto a = alive.lock(); a && *a) done(bytes);
+    });
+  });
 }
 
 Status RealWorld::write_job_dir(const std::string& job_dir, const std::string& script) {

@@ -2,7 +2,7 @@
 // actor's io_context, SQLite transactions of the daemon's store, shims launched through the
 // spawner (or by exec) and watched and signalled through pidfds, run files on disk, condition
 // checks on the ConditionChecker's threads, cleanup sweeps on the Cleaner's thread, and the
-// sweeps of lost runs' sessions on a thread of their own.
+// sweeps of lost runs' sessions and the removal of pruned jobs' directories on a worker thread.
 //
 // Owns those threads (the destructor stops and joins them; callbacks not yet delivered are
 // dropped) and borrows the io_context, the store and the spawner, which must outlive it.
@@ -53,6 +53,8 @@ class RealWorld : public World {
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override;
   int64_t modified_ms(const std::string& path) override;
+  void measure_trees(std::vector<std::string> paths, bool remove,
+                     std::function<void(int64_t bytes)> done) override;
   void check_conditions(ConditionRequest request,
                         std::function<void(ConditionResult)> done) override;
   void clean_up(runner::CleanupTarget target,
@@ -60,7 +62,9 @@ class RealWorld : public World {
   os::ProcessTable& processes() override { return *processes_; }
 
  private:
-  void sweep_loop();
+  // Runs `task` on the worker thread, one task after another.
+  void on_worker(std::function<void()> task);
+  void worker_loop();
 
   boost::asio::io_context& actor_;
   store::Store& store_;
@@ -68,20 +72,14 @@ class RealWorld : public World {
   std::unique_ptr<os::ProcessTable> processes_;
   ConditionChecker checker_;
   runner::Cleaner cleaner_;
-  // Session sweeps: (session, shim ticks, done) run one after another on sweep_thread_.
-  struct Sweep {
-    pid_t session;
-    uint64_t ticks;
-    std::function<void(int)> done;
-  };
-  std::mutex sweep_mutex_;
-  std::condition_variable sweep_ready_;
-  std::deque<Sweep> sweeps_;
+  std::mutex worker_mutex_;
+  std::condition_variable worker_ready_;
+  std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
   // Cleared by the destructor before the threads stop: late results are dropped, not posted to
   // an actor that is going away.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  std::thread sweep_thread_;  // last: starts once everything above exists
+  std::thread worker_;  // last: starts once everything above exists
 };
 
 }  // namespace gpuq::daemon

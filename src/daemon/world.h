@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "daemon/condition_checker.h"
@@ -91,6 +92,10 @@ class World {
   virtual void remove_file(const std::string& path) = 0;
   // When the file last changed (ms since the epoch); 0 when it does not exist.
   virtual int64_t modified_ms(const std::string& path) = 0;
+  // On another thread: the bytes the trees at `paths` hold, and when `remove` is set, removes
+  // them (pruned jobs' directories). `done` gets the bytes (freed, or that would be freed).
+  virtual void measure_trees(std::vector<std::string> paths, bool remove,
+                             std::function<void(int64_t bytes)> done) = 0;
 
   // --- work on other threads ---
   virtual void check_conditions(ConditionRequest request,

@@ -53,6 +53,9 @@ nlohmann::json run_to_json(const Run& run) {
        run.peak_gpu_mem_mib ? nlohmann::json(*run.peak_gpu_mem_mib) : nlohmann::json(nullptr)},
       {"preempted_by", run.preempted_by ? nlohmann::json(run.preempted_by) : nlohmann::json(nullptr)},
       {"preempt_deadline", time_or_null(run.preempt_deadline_ms)},
+      // Why output.log may lack output (a full disk, the [runs] max_log cap); null when whole.
+      {"log_note", run.log_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.log_note)},
+      {"log_incomplete", !run.log_note.empty()},
   };
   return j;
 }

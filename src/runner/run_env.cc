@@ -33,7 +33,8 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
   env["GPUQ_RUN_NUMBER"] = std::to_string(c.run_number);
   env["GPUQ_JOB_DIR"] = c.job_dir;
   env["GPUQ_RUN_DIR"] = c.run_dir;
-  env["GPUQ_RESUME"] = c.resume ? "1" : "0";
+  // A std::string, not a const char*: the latter trips GCC 12's false -Wrestrict at -O3.
+  env["GPUQ_RESUME"] = std::string(c.resume ? "1" : "0");
   env["GPUQ_YIELD_FILE"] = c.run_dir + "/yield";
   env["GPUQ_RUN_ID"] = c.run_id;
   return env;

@@ -122,6 +122,9 @@ class Store {
   // Deletes these jobs and every row that refers to them: runs, events, the watchers' open
   // episodes. Run directories are the caller's. Inside the caller's transaction().
   Status prune_jobs(const std::vector<int64_t>& ids);
+  // The newest event of these jobs (0 when they have none): pruning them must wait while a hook
+  // has not delivered it.
+  Result<int64_t> last_event_seq_of(const std::vector<int64_t>& job_ids);
   // Deletes job-less events (daemon.*, queue.*, resource.*) older than `cutoff_ms` with
   // seq <= `max_seq` (the lowest hook cursor, so no hook loses an event it has not
   // delivered); returns how many. Inside the caller's transaction().

@@ -42,6 +42,13 @@ Status run_with_ids(Database& db, const std::string& sql, const std::string& ids
 
 }  // namespace
 
+Result<int64_t> Store::last_event_seq_of(const std::vector<int64_t>& job_ids) {
+  return count_of(*db_,
+                  "SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id IN "
+                  "(SELECT value FROM json_each(?))",
+                  [&](Statement& s) { s.bind(1, json_ids(job_ids)); });
+}
+
 Result<Store::PruneSelection> Store::select_prunable(int64_t cutoff_ms,
                                                      const std::unordered_set<int64_t>& keep,
                                                      size_t limit) {

@@ -113,5 +113,42 @@ TEST_F(ApiCodes, StatusActiveListsOnlyUnfinishedJobs) {
   EXPECT_EQ(json::parse(get("/v1/status?active=1").body)["draining"], true);
 }
 
+TEST_F(ApiCodes, AWorkingDirectoryThatDoesNotExistIsRefusedBeforeAnythingIsQueued) {
+  std::string missing = h_.work() + "/not-made-yet";
+  HttpAnswer refused = post("/v1/jobs", json{{"argv", {"true"}}, {"cwd", missing}}.dump());
+  EXPECT_EQ(code(refused), "400 invalid_argument");
+  EXPECT_NE(refused.body.find("the working directory " + missing + " does not exist"), std::string::npos)
+      << refused.body;
+  json plan = {{"jobs", json::array({json::parse(job("p1", "true")),
+                                     json{{"name", "p2"}, {"argv", {"true"}}, {"cwd", missing}}})}};
+  HttpAnswer plan_refused = post("/v1/plans", plan.dump());
+  EXPECT_EQ(code(plan_refused), "400 invalid_argument");
+  EXPECT_NE(plan_refused.body.find("job 'p2': the working directory"), std::string::npos) << plan_refused.body;
+  EXPECT_EQ(h_.gpuq_json({"status", "--json"})["jobs"].size(), 0u) << "nothing was queued";
+}
+
+TEST_F(ApiCodes, GcAnswersWhatItRemovedAndRefusesABadBody) {
+  HttpAnswer dry = post("/v1/gc", R"({"dry_run":true})");
+  ASSERT_EQ(code(dry), "200") << dry.body;
+  json report = json::parse(dry.body);
+  EXPECT_EQ(report["dry_run"], true);
+  EXPECT_EQ(report["keep"], "30d");  // the default [retention] keep
+  for (const char* key : {"cutoff", "jobs", "job_ids", "runs", "events", "run_dirs", "bytes",
+                          "kept_for_dependents"}) {
+    EXPECT_TRUE(report.contains(key)) << key;
+  }
+  EXPECT_EQ(code(post("/v1/gc", R"({"dry_run":"yes"})")), "400 invalid_argument");
+  EXPECT_EQ(code(post("/v1/gc", R"({"everything":true})")), "400 invalid_argument");
+  EXPECT_EQ(code(post("/v1/gc", "")), "200");
+}
+
+TEST_F(ApiCodes, HealthSaysThePassAndThatTheStoreTakesWrites) {
+  json health = json::parse(get("/v1/health").body);
+  EXPECT_TRUE(health.contains("store_error"));
+  EXPECT_TRUE(health["store_error"].is_null());
+  ASSERT_TRUE(health["pass"].is_number_integer());
+  EXPECT_GE(health["pass"].get<int64_t>(), 1);
+}
+
 }  // namespace
 }  // namespace gpuq::testing

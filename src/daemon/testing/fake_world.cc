@@ -221,6 +221,16 @@ int64_t FakeWorld::modified_ms(const std::string& path) {
   return it == modified_.end() ? 0 : it->second;
 }
 
+void FakeWorld::measure_trees(std::vector<std::string> paths, bool remove,
+                              std::function<void(int64_t bytes)> done) {
+  int64_t bytes = 0;
+  for (const auto& path : paths) {
+    if (auto it = tree_sizes_.find(path); it != tree_sizes_.end()) bytes += it->second;
+    if (remove) removed_trees_.push_back(path);
+  }
+  post([done = std::move(done), bytes] { done(bytes); });
+}
+
 void FakeWorld::check_conditions(ConditionRequest request, std::function<void(ConditionResult)> done) {
   conditions_.push_back({std::move(request), std::move(done)});
 }

@@ -109,6 +109,11 @@ class FakeWorld : public World {
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override { files_.erase(path); }
   int64_t modified_ms(const std::string& path) override;
+  void measure_trees(std::vector<std::string> paths, bool remove,
+                     std::function<void(int64_t bytes)> done) override;
+  // The trees measure_trees() removed, and the size each one reports (default 0).
+  const std::vector<std::string>& removed_trees() const { return removed_trees_; }
+  void set_tree_size(const std::string& path, int64_t bytes) { tree_sizes_[path] = bytes; }
   void check_conditions(ConditionRequest request,
                         std::function<void(ConditionResult)> done) override;
   void clean_up(runner::CleanupTarget target,
@@ -148,6 +153,8 @@ class FakeWorld : public World {
   std::map<std::string, std::string> files_;
   std::map<std::string, int64_t> modified_;
   std::vector<std::pair<pid_t, uint64_t>> swept_;
+  std::vector<std::string> removed_trees_;
+  std::map<std::string, int64_t> tree_sizes_;
   std::deque<ConditionCall> conditions_;
   std::deque<CleanupCall> cleanups_;
   bool auto_clean_ = true;
