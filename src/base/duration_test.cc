@@ -62,6 +62,18 @@ TEST(Rfc3339, ParsesUtcOffsetsAndFractions) {
   }
 }
 
+// A day the month does not have was taken and rolled into the next month (2026-02-31 read as
+// 2026-03-03): a --not-before typed wrong ran days later than meant.
+TEST(Rfc3339, RefusesADayTheMonthDoesNotHave) {
+  for (const char* bad : {"2026-02-29T00:00:00Z", "2026-02-31T00:00:00Z", "2026-04-31T00:00:00Z",
+                          "1900-02-29T00:00:00Z"}) {
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+  }
+  EXPECT_TRUE(parse_rfc3339("2028-02-29T00:00:00Z"));
+  EXPECT_TRUE(parse_rfc3339("2000-02-29T00:00:00Z"));
+  EXPECT_TRUE(parse_rfc3339("2026-12-31T23:59:59Z"));
+}
+
 // sscanf's %2d took signs and spaces, so "T-1:-5:00Z" read as hour -1, minute -5 (seen beside
 // the pre-1970 not_before that fuzz_plan's round trip found): each field is exactly its digits.
 TEST(Rfc3339, RefusesSignsSpacesAndShortFields) {

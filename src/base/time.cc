@@ -39,6 +39,12 @@ int digits_at(std::string_view text, size_t at, size_t count) {
   return value;
 }
 
+int days_in_month(int year, int month) {
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 }  // namespace
 
 Result<int64_t> parse_rfc3339(std::string_view text) {
@@ -59,8 +65,8 @@ Result<int64_t> parse_rfc3339(std::string_view text) {
   int hour = digits_at(text, 11, 2), minute = digits_at(text, 14, 2),
       second = digits_at(text, 17, 2);
   if (year < 0 || (sep != 'T' && sep != 't' && sep != ' ') || month < 1 || month > 12 ||
-      day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 ||
-      second > 60) {
+      day < 1 || day > days_in_month(year, month) || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || second < 0 || second > 60) {
     return bad();
   }
   std::string_view rest = text.substr(kFixedLength);

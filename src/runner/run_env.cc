@@ -19,6 +19,9 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
   for (const auto& [k, v] : spec.env) {
     if (!is_run_variable(k)) env[k] = v;
   }
+  // The shell's idea of the working directory: the job's, not where the submitter's shell was
+  // (a plan's job, or `--cwd`, runs elsewhere; a stale PWD misleads `pwd` and scripts).
+  if (!spec.cwd.empty()) env["PWD"] = spec.cwd;
   std::vector<std::string> indices, names;
   for (const Resource* r : c.held) {
     if (r->index) indices.push_back(std::to_string(*r->index));

@@ -32,6 +32,14 @@ TEST(RunEnv, NamesExactlyTheHeldGpus) {
   EXPECT_EQ(env["PATH"], "/usr/bin");
 }
 
+TEST(RunEnv, PwdIsTheJobsWorkingDirectory) {
+  JobSpec spec;
+  spec.cwd = "/data/exp";
+  spec.env = {{"PWD", "/home/me"}, {"OLDPWD", "/tmp"}};
+  auto env = build_run_env(spec, RunContext{});
+  EXPECT_EQ(env["PWD"], "/data/exp");
+}
+
 TEST(RunEnv, NoGpusHidesEveryGpu) {
   JobSpec spec;
   RunContext c;
