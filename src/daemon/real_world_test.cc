@@ -7,6 +7,8 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <limits>
 
 #include "base/time.h"
@@ -106,6 +108,38 @@ TEST_F(RealWorldTest, ARunDirectoryIsNeverReused) {
   EXPECT_EQ(again.error().code, Code::kConflict);
   EXPECT_EQ(std::filesystem::status(dir).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_all);
+}
+
+TEST_F(RealWorldTest, TreesAreMeasuredOffTheActorAndRemovedOnlyWhenAsked) {
+  auto make_tree = [&](const std::string& name) {
+    std::filesystem::path root = dir_ / name;
+    std::filesystem::create_directories(root / "run-1");
+    std::ofstream(root / "script") << std::string(100, 'x');
+    std::ofstream(root / "run-1" / "output.log") << std::string(4000, 'y');
+    return root.string();
+  };
+  std::string a = make_tree("a"), b = make_tree("b");
+  std::string missing = (dir_ / "never-made").string();
+  auto measure = [&](bool remove) {
+    int64_t bytes = -1;
+    std::thread::id answered_on;
+    world_->measure_trees({a, b, missing}, remove, [&](int64_t n) {
+      bytes = n;
+      answered_on = std::this_thread::get_id();
+    });
+    EXPECT_EQ(bytes, -1) << "answered inside the call, on the actor's thread";
+    ioc_.restart();
+    auto busy = asio::make_work_guard(ioc_);  // run_one_for waits for the worker's answer
+    while (bytes < 0 && ioc_.run_one_for(std::chrono::seconds(10)) > 0) {
+    }
+    EXPECT_EQ(answered_on, std::this_thread::get_id()) << "the answer comes back to the actor";
+    return bytes;
+  };
+  EXPECT_EQ(measure(false), 2 * 4100);
+  EXPECT_TRUE(std::filesystem::exists(a));
+  EXPECT_EQ(measure(true), 2 * 4100);
+  EXPECT_FALSE(std::filesystem::exists(a));
+  EXPECT_FALSE(std::filesystem::exists(b));
 }
 
 }  // namespace
