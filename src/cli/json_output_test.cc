@@ -28,6 +28,13 @@ std::string job(int id, std::string_view state) {
                      state);
 }
 
+// The JSON array of these answers, as --json prints them.
+Json array_of(std::initializer_list<std::string> bodies) {
+  Json out = Json::array();
+  for (const auto& body : bodies) out.push_back(Json::parse(body));
+  return out;
+}
+
 constexpr std::string_view kConflict =
     R"({"error":{"code":"conflict","message":"job 8 already succeeded"}})";
 
@@ -36,11 +43,10 @@ TEST_F(JsonOutput, CancelPrintsOneArrayOfAnswersInTheOrderGiven) {
           {"/v1/jobs/8/cancel", json_answer(409, std::string(kConflict))},
           {"/v1/jobs/9/cancel", json_answer(200, job(9, "cancelled"))}});
   EXPECT_EQ(run({"cancel", "--json", "7", "8", "9"}), kExitFailed);
-  Json expected = Json::array({Json::parse(job(7, "cancelled")),
-                               Json::parse(R"({"ref":"8","error":{"code":"conflict",)"
-                                           R"("message":"job 8 already succeeded"}})"),
-                               Json::parse(job(9, "cancelled"))});
-  EXPECT_EQ(printed(), expected);
+  EXPECT_EQ(printed(), array_of({job(7, "cancelled"),
+                                 R"({"ref":"8","error":{"code":"conflict",)"
+                                 R"("message":"job 8 already succeeded"}})",
+                                 job(9, "cancelled")}));
   EXPECT_EQ(err(), "gpuq: cannot cancel job 8: job 8 already succeeded\n");
 }
 
@@ -56,7 +62,7 @@ TEST_F(JsonOutput, HoldReleaseAndRetryPrintAnArrayEvenForOneJob) {
     process_.out.str("");
     script({{fmt::format("/v1/jobs/train%20a/{}", c.command), json_answer(200, job(4, c.state))}});
     EXPECT_EQ(run({c.command, "train a", "--json"}), kExitOk);
-    EXPECT_EQ(printed(), Json::array({Json::parse(job(4, c.state))}));
+    EXPECT_EQ(printed(), array_of({job(4, c.state)}));
     EXPECT_EQ(err(), "");
     EXPECT_TRUE(steps_.empty());
   }
@@ -95,7 +101,7 @@ TEST_F(JsonOutput, ADaemonThatGoesAwayLeavesTheAnswersBeforeIt) {
   script({{"/v1/jobs/7/retry", json_answer(200, job(7, "pending"))},
           {"/v1/jobs/8/retry", fail(Code::kUnavailable, "no socket at /s")}});
   EXPECT_EQ(run({"retry", "7", "8", "9", "--json"}), kExitNoDaemon);
-  EXPECT_EQ(printed(), Json::array({Json::parse(job(7, "pending"))}));
+  EXPECT_EQ(printed(), array_of({job(7, "pending")}));
 }
 
 TEST_F(JsonOutput, MovePrintsTheJob) {
@@ -132,8 +138,7 @@ TEST_F(JsonOutput, WaitPrintsTheFinalStateOfEachJob) {
                        R"({"events":[{"seq":42,"kind":"job.succeeded","job":7}],"last_seq":42})")},
           {"/v1/jobs/7", json_answer(200, job(7, "succeeded"))}});
   EXPECT_EQ(run({"wait", "7", "8", "--json"}), kExitOk);
-  EXPECT_EQ(printed(),
-            Json::array({Json::parse(job(7, "succeeded")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(printed(), array_of({job(7, "succeeded"), job(8, "succeeded")}));
   EXPECT_EQ(err(), "");
 }
 
@@ -142,8 +147,7 @@ TEST_F(JsonOutput, WaitKeepsExitOneWhenAJobFailed) {
           {"/v1/jobs/a", json_answer(200, job(7, "failed"))},
           {"/v1/jobs/b", json_answer(200, job(8, "succeeded"))}});
   EXPECT_EQ(run({"wait", "a", "b", "--json"}), kExitFailed);
-  EXPECT_EQ(printed(),
-            Json::array({Json::parse(job(7, "failed")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(printed(), array_of({job(7, "failed"), job(8, "succeeded")}));
   EXPECT_EQ(err(), "gpuq: job 7 failed\n");
 }
 
@@ -158,8 +162,7 @@ TEST_F(JsonOutput, WaitOnTimeoutPrintsTheCurrentStatesAndExits124) {
     return json_answer(200, R"({"events":[],"last_seq":0})");
   };
   EXPECT_EQ(run({"wait", "7", "8", "--timeout", "5s", "--json"}), kExitTimeout);
-  EXPECT_EQ(printed(),
-            Json::array({Json::parse(job(7, "pending")), Json::parse(job(8, "succeeded"))}));
+  EXPECT_EQ(printed(), array_of({job(7, "pending"), job(8, "succeeded")}));
   EXPECT_EQ(err(), "gpuq: timed out after 5s; still unfinished: job 7 pending\n");
 }
 
