@@ -5,7 +5,6 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 #include "harness.h"
@@ -108,6 +107,7 @@ TEST(GpuTruth, UnconfirmedCleanupMeansAttention) {
   std::string other = gpu == "gpu0" ? "1\n" : "0\n";
   EXPECT_EQ(h.gpuq({"logs", std::to_string(a)}).out, other);
   EXPECT_EQ(h.gpuq({"logs", std::to_string(b)}).out, other);
+  h.wait_passes(2);  // two scheduling passes have seen the free GPU beside the one in attention
   EXPECT_EQ(h.show(both)["state"], "pending");
 
   // A person looks, kills the process, and releases the GPU.
@@ -132,8 +132,11 @@ TEST(GpuTruth, AttentionSurvivesRestart) {
   h.start();
   EXPECT_EQ(gpu_named(h, "gpu0")["state"], "attention");
   int64_t next = h.submit_sh("true", {"--gpus", "1"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(h.show(next)["state"], "pending");
+  h.wait_passes(2);  // two scheduling passes have seen the job, and started nothing
+  auto waiting = h.show(next);
+  EXPECT_EQ(waiting["state"], "pending");
+  EXPECT_TRUE(waiting["runs"].empty()) << waiting.dump(2);
+  EXPECT_EQ(gpu_named(h, "gpu0")["state"], "attention");
   ASSERT_EQ(h.gpuq({"release", "--attention", "0"}).status, 0);
   ASSERT_EQ(h.gpuq({"wait", std::to_string(next), "--timeout", "30s"}).status, 0);
 }

@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <algorithm>
 #include <csignal>
 #include <fmt/format.h>
 #include <sstream>
@@ -10,21 +11,38 @@
 #include <unistd.h>
 
 #include "os/process.h"
+#include "unix_http.h"
 
 namespace gpuq::testing {
 
 namespace fs = std::filesystem;
 
 namespace {
-// Alive and not a zombie: a detached daemon's zombie waits for init to reap it.
-bool alive(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
+
+// The processes whose environment holds `text` (a variable's name, "=", and its value or a prefix).
+std::vector<int> pids_with_env(const std::string& text) {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (environ.find(text) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+}  // namespace
+
+// A detached daemon's zombie, for one, waits for init to reap it.
+bool process_alive(int pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   size_t close = stat.rfind(')');
   return close == std::string::npos || stat.substr(close + 2, 1) != "Z";
 }
-}  // namespace
 
 Harness::Harness(std::string gpus) : gpus_(std::move(gpus)) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -41,16 +59,13 @@ Harness::Harness(std::string gpus) : gpus_(std::move(gpus)) {
 Harness::~Harness() {
   if (daemon_pid() > 0) stop();
   // Kill every run left behind: their processes carry GPUQ_RUN_DIR under this home.
-  std::string marker = "GPUQ_RUN_DIR=" + home_ + "/";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (environ.find(marker) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
+  std::vector<int> killed;
+  for (int pid : pids_with_env("GPUQ_RUN_DIR=" + home_ + "/")) {
+    if (::kill(pid, SIGKILL) == 0) killed.push_back(pid);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Gone before their directories are removed: a process still writing there would leave some.
+  wait_until([&] { return std::none_of(killed.begin(), killed.end(), process_alive); }, 10'000);
+  std::error_code ec;
   if (!getenv("GPUQ_KEEP_TEST_DIRS")) fs::remove_all(root_, ec);
 }
 
@@ -58,7 +73,7 @@ int Harness::daemon_pid() const {
   auto text = os::read_file(home_ + "/daemon.lock");
   if (!text) return 0;
   int pid = std::atoi(text->c_str());
-  return pid > 0 && alive(pid) ? pid : 0;
+  return pid > 0 && process_alive(pid) ? pid : 0;
 }
 
 void Harness::start() {
@@ -70,7 +85,7 @@ void Harness::stop() {
   int pid = daemon_pid();
   if (pid <= 0) return;
   ::kill(pid, SIGTERM);
-  for (int i = 0; i < 500 && alive(pid); ++i) {
+  for (int i = 0; i < 500 && process_alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -79,7 +94,7 @@ void Harness::kill_daemon() {
   int pid = daemon_pid();
   ASSERT_GT(pid, 0);
   ::kill(pid, SIGKILL);
-  for (int i = 0; i < 500 && alive(pid); ++i) {
+  for (int i = 0; i < 500 && process_alive(pid); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -142,6 +157,50 @@ std::vector<nlohmann::json> Harness::events() const {
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   }
   return out;
+}
+
+nlohmann::json Harness::health() const {
+  auto answer = unix_get(home_ + "/gpuq.sock", "/v1/health");
+  auto body = nlohmann::json::parse(answer.body, nullptr, false);
+  EXPECT_EQ(answer.status, 200) << "GET /v1/health: curl " << answer.curl_code << ", "
+                                << answer.body;
+  EXPECT_TRUE(body.is_object()) << "GET /v1/health: not a JSON object: " << answer.body;
+  return body.is_object() ? body : nlohmann::json::object();
+}
+
+int64_t Harness::pass() const {
+  auto answer = unix_get(home_ + "/gpuq.sock", "/v1/health");
+  auto body = nlohmann::json::parse(answer.body, nullptr, false);
+  if (answer.status != 200 || !body.is_object() || !body["pass"].is_number_integer()) return -1;
+  return body["pass"].get<int64_t>();
+}
+
+void Harness::wait_passes(int n) const {
+  int64_t start = pass();
+  ASSERT_GE(start, 0) << "the daemon does not answer GET /v1/health";
+  int64_t target = start + n;
+  // Each round's nudge brings at least one more pass, so n rounds are always enough.
+  for (int round = 0; round < n; ++round) {
+    int64_t seen = pass();
+    if (seen >= target) return;
+    auto nudge =
+        gpuq({"submit", "--hold", "--name", fmt::format("pass-nudge-{}", ++nudges_), "--", "true"});
+    ASSERT_EQ(nudge.status, 0) << "cannot submit a held job to ask for a pass: " << nudge.err;
+    ASSERT_TRUE(wait_until([&] { return pass() > seen; }, 60'000))
+        << "no scheduling pass after pass " << seen << " within 60 s";
+  }
+  EXPECT_GE(pass(), target);
+}
+
+std::vector<int> Harness::run_processes(int64_t job, int run) const {
+  // The variable's whole value, up to its NUL: run-1 must not match run-10's processes.
+  std::string marker = fmt::format("GPUQ_RUN_DIR={}/jobs/{}/run-{}", home_, job, run);
+  marker.push_back('\0');
+  std::vector<int> pids;
+  for (int pid : pids_with_env(marker)) {
+    if (process_alive(pid)) pids.push_back(pid);
+  }
+  return pids;
 }
 
 void Harness::touch(const std::string& name) const { std::ofstream(path(name)) << "x"; }

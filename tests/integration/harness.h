@@ -3,6 +3,10 @@
 // The destructor stops the daemon and kills every run it left behind, so a failing test leaves
 // no process running; it removes the state directory too, unless GPUQ_KEEP_TEST_DIRS is set
 // (to read a failed test's daemon.log). One Harness per test; not thread-safe.
+//
+// To check that something does NOT happen, never sleep and look: drive the daemon to a known
+// point and check exactly. wait_passes(2) waits for two scheduling passes that have seen every
+// change made before the call; other known points are events, `gpuq wait`, files jobs write.
 #pragma once
 
 #include <functional>
@@ -22,6 +26,9 @@ struct CliResult {
 
 // Polls `predicate` every 20 ms until it holds or `timeout_ms` passes; returns whether it held.
 bool wait_until(const std::function<bool()>& predicate, int timeout_ms = 30'000);
+
+// Whether process `pid` exists and is not a zombie (a zombie has ended; it waits to be reaped).
+bool process_alive(int pid);
 
 class Harness {
  public:
@@ -51,6 +58,25 @@ class Harness {
   // Every event, oldest first.
   std::vector<nlohmann::json> events() const;
 
+  // GET /v1/health's body: among others "pass" and the daemon's clock "now_ms" (the clock its
+  // deadlines and windows are measured on). The test fails when the daemon does not answer.
+  nlohmann::json health() const;
+  // How many scheduling passes the daemon has completed since it started; -1 when it does not
+  // answer. A pass numbered above the count read after a change has seen that change.
+  int64_t pass() const;
+  // Waits until the daemon has completed `n` more scheduling passes than when called, so each
+  // of them has seen every change the daemon had accepted before the call (a submit, a
+  // control, a cancel); the test fails when they do not come within 60 s. Passes are requested,
+  // never polled (an idle daemon does none), so each missing one is asked for by submitting a
+  // held job named "pass-nudge-N" (a new name each time: a job submitted again under its name
+  // is the same job, and asks for no pass). It never runs, takes no GPU or lane and is not in
+  // the scheduler's queue, but it is a job (in `gpuq status`) with a job.submitted event.
+  void wait_passes(int n = 2) const;
+
+  // Live processes (zombies excepted) of run `run` of job `job`: the job's command and its
+  // children, which carry that run's GPUQ_RUN_DIR in their environment (the shim does not).
+  std::vector<int> run_processes(int64_t job, int run) const;
+
   const std::string& home() const { return home_; }
   const std::string& work() const { return work_; }  // a scratch directory for job files
   std::string path(const std::string& name) const { return work_ + "/" + name; }
@@ -61,6 +87,7 @@ class Harness {
   std::string home_;
   std::string work_;
   std::string root_;
+  mutable int nudges_ = 0;  // held jobs wait_passes submitted
 };
 
 }  // namespace gpuq::testing

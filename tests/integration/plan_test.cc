@@ -1,6 +1,5 @@
 // Plans end to end: submitted whole, idempotent when submitted again, conflicts refused.
 #include <fstream>
-#include <thread>
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -87,6 +86,7 @@ TEST(Plans, AReservationKeepsItsGpusForItsJobsUntilTheyFinish) {
   int64_t waiter = h.submit_sh("echo \"$CUDA_VISIBLE_DEVICES\"", {"--gpus", "1"});
   ASSERT_TRUE(h.wait_for(blocker, [](const nlohmann::json& j) { return j["state"] == "running"; }));
   EXPECT_EQ(h.show(blocker)["runs"][0]["gpus"], nlohmann::json::array({0}));
+  h.wait_passes(2);  // two scheduling passes have seen the waiter and the reserved GPU 1
   EXPECT_EQ(h.show(waiter)["state"], "pending") << h.show(waiter).dump();
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", "reserved", "--timeout", "30s"}).status, 0);
@@ -143,12 +143,17 @@ TEST(Plans, ReplacingAJobAlsoReplacesTheJobsThatDependOnIt) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("replaced"), std::string::npos) << r.out;
   // The new x waits for the new (held) y instead of running because the old y was cancelled.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  h.wait_passes(2);  // two scheduling passes have seen the replaced plan
   auto x = h.show_ref("x");
   auto y = h.show_ref("y");
   EXPECT_EQ(x["state"], "pending") << x.dump();
+  EXPECT_TRUE(x["runs"].empty()) << x.dump();
   ASSERT_EQ(x["deps"].size(), 1u);
   EXPECT_EQ(x["deps"][0]["job"], y["id"]) << x.dump();
+  EXPECT_EQ(y["state"], "held") << y.dump();
+  for (const auto& e : h.events()) {
+    EXPECT_NE(e["kind"], "job.started") << "nothing of the plan ran: " << e.dump();
+  }
   ASSERT_EQ(h.gpuq({"release", "y"}).status, 0);
   ASSERT_EQ(h.gpuq({"wait", "x", "y", "--timeout", "30s"}).status, 0);
   EXPECT_EQ(h.gpuq({"logs", "y"}).out, "y2\n");

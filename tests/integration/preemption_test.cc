@@ -1,10 +1,12 @@
 // Preemption end to end: a better job takes the GPU of a worse one that yields (and resumes
 // from its checkpoint), is restarted, or is never interrupted; deadlines, natural exits and
 // cancels that race a preemption.
+#include <csignal>
+#include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <set>
-#include <thread>
+#include <sstream>
 
 #include "harness.h"
 
@@ -35,6 +37,88 @@ bool any_event(const Harness& h, const std::string& kind) {
   return false;
 }
 
+int count_events(const Harness& h, const std::string& kind) {
+  int n = 0;
+  for (const auto& e : h.events()) n += e["kind"] == kind;
+  return n;
+}
+
+// A process's state letter in /proc/PID/stat ('T' stopped, 'Z' zombie); ' ' when it is gone.
+char process_state(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? ' ' : stat[close + 2];
+}
+
+// Run 1 of `job`'s script (submitted as a file, it runs as HOME/jobs/ID/script), stopped with
+// SIGSTOP: a checkpointing example paced by the clock is frozen between two of its checks for
+// the yield file, so a preemption requested now is surely seen at its next check however slow
+// the machine (unfrozen, it could finish all its units first). Returns its pid, 0 if not found.
+int freeze_script(const Harness& h, int64_t job) {
+  std::string script = h.home() + "/jobs/" + std::to_string(job) + "/script";
+  int found = 0;
+  for (int pid : h.run_processes(job, 1)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(script) == std::string::npos) continue;
+    EXPECT_EQ(found, 0) << "two processes run " << script;
+    found = pid;
+  }
+  if (found == 0) return 0;
+  EXPECT_EQ(::kill(found, SIGSTOP), 0);
+  // Stopped for sure: its output so far is all in the log (its stdout is the log file).
+  EXPECT_TRUE(wait_until([&] { return process_state(found) == 'T'; })) << "pid " << found;
+  return found;
+}
+
+// Submits a better job that preempts run 1 of `low` (frozen by freeze_script) and waits until
+// the request is there, the yield file in the run's directory; then lets the script go on.
+int64_t preempt_frozen(const Harness& h, int64_t low, int frozen) {
+  int64_t high =
+      h.submit_sh("echo high ran on $CUDA_VISIBLE_DEVICES", {"--gpus", "1", "--priority", "high"});
+  std::string yield_file = h.home() + "/jobs/" + std::to_string(low) + "/run-1/yield";
+  EXPECT_TRUE(wait_until([&] { return std::filesystem::exists(yield_file); }))
+      << h.show(low).dump(2);
+  EXPECT_EQ(::kill(frozen, SIGCONT), 0);
+  return high;
+}
+
+// The units a count.sh or count.py log says were done ("unit N" lines), in order.
+std::vector<int> units_in(const std::string& log) {
+  std::vector<int> units;
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("unit ", 0) == 0) units.push_back(std::stoi(line.substr(5)));
+  }
+  return units;
+}
+
+// The logs of a count.sh or count.py job of `units` units that was frozen (its log then was
+// `frozen_log`), asked to yield, and resumed: it yielded at its first check after the request
+// (the unit after the last one it had begun, or one more when it was frozen between a check
+// and the "unit" line that follows), and every unit ran exactly once over the two runs, the
+// second resuming where the first stopped.
+void expect_yielded_and_resumed(const std::string& first, const std::string& second,
+                                const std::string& frozen_log, int units) {
+  std::vector<int> begun = units_in(frozen_log);
+  ASSERT_FALSE(begun.empty()) << frozen_log;
+  size_t yielding = first.rfind("yielding at unit ");
+  ASSERT_NE(yielding, std::string::npos) << first;
+  int yielded_at = std::stoi(first.substr(yielding + 17));
+  EXPECT_TRUE(yielded_at == begun.back() + 1 || yielded_at == begun.back() + 2)
+      << "frozen after unit " << begun.back() << ":\n" << first;
+  EXPECT_EQ(first.rfind(frozen_log, 0), 0u) << "not the frozen log and more:\n" << first;
+  std::string want_first, want_second = fmt::format("resumed at unit {} (run 2)\n", yielded_at);
+  for (int u = 1; u < yielded_at; ++u) want_first += fmt::format("unit {}\n", u);
+  want_first += fmt::format("yielding at unit {}\n", yielded_at);
+  for (int u = yielded_at; u <= units; ++u) want_second += fmt::format("unit {}\n", u);
+  want_second += fmt::format("done: {} units\n", units);
+  EXPECT_EQ(first, want_first);
+  EXPECT_EQ(second, want_second);
+}
+
 TEST(Preemption, YieldThenResume) {
   Harness h("fake:1");
   configure(h, "[preemption]\nyield_grace = \"60s\"\n");
@@ -48,7 +132,12 @@ TEST(Preemption, YieldThenResume) {
   EXPECT_EQ(low_json["preempt"], "yield") << "the script's header asks for yield";
   ASSERT_TRUE(wait_until([&] { return log_of(h, low, 1).find("unit 5\n") != std::string::npos; }))
       << log_of(h, low, 1);
-  int64_t high = h.submit_sh("echo high ran on $CUDA_VISIBLE_DEVICES", {"--gpus", "1", "--priority", "high"});
+  // Which unit it yields at depends on the machine's speed (a unit is 0.4 s of the clock), so
+  // the script is frozen while the request is made, and the log says which unit it was at.
+  int frozen = freeze_script(h, low);
+  ASSERT_GT(frozen, 0) << "no process of run 1 runs the script";
+  std::string frozen_log = log_of(h, low, 1);
+  int64_t high = preempt_frozen(h, low, frozen);
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low), std::to_string(high), "--timeout", "60s"}).status, 0)
       << h.show(low).dump(2);
 
@@ -58,21 +147,7 @@ TEST(Preemption, YieldThenResume) {
   EXPECT_EQ(job["runs"][0]["exit_code"], 75);
   EXPECT_EQ(job["runs"][0]["preempted_by"], high);
   EXPECT_EQ(job["runs"][1]["outcome"], "succeeded");
-  std::string first = log_of(h, low, 1), second = log_of(h, low, 2);
-  EXPECT_NE(first.find("yielding at unit 6\n"), std::string::npos) << first;
-  EXPECT_NE(second.find("resumed at unit 6 (run 2)\n"), std::string::npos) << second;
-  EXPECT_NE(second.find("done: 20 units"), std::string::npos) << second;
-  // Every unit ran exactly once over the two runs.
-  std::multiset<int> units;
-  for (const std::string& log : {first, second}) {
-    std::istringstream lines(log);
-    std::string line;
-    while (std::getline(lines, line)) {
-      if (line.rfind("unit ", 0) == 0) units.insert(std::stoi(line.substr(5)));
-    }
-  }
-  for (int u = 1; u <= 20; ++u) EXPECT_EQ(units.count(u), 1u) << "unit " << u;
-  EXPECT_EQ(units.size(), 20u);
+  expect_yielded_and_resumed(log_of(h, low, 1), log_of(h, low, 2), frozen_log, 20);
 
   auto events = h.events();
   int requested = position(events, "job.preempt_requested", low, 1);
@@ -103,14 +178,15 @@ TEST(Preemption, PythonExampleYields) {
                     .value("id", int64_t{0});
   unsetenv("COUNT_UNIT_SECONDS");
   ASSERT_TRUE(wait_until([&] { return log_of(h, low, 1).find("unit 2\n") != std::string::npos; }));
-  int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
+  int frozen = freeze_script(h, low);
+  ASSERT_GT(frozen, 0) << "no process of run 1 runs the script";
+  std::string frozen_log = log_of(h, low, 1);
+  int64_t high = preempt_frozen(h, low, frozen);
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low), std::to_string(high), "--timeout", "60s"}).status, 0);
   auto job = h.show(low);
   ASSERT_EQ(job["runs"].size(), 2u) << job.dump(2);
   EXPECT_EQ(job["runs"][0]["outcome"], "preempted");
-  std::string second = log_of(h, low, 2);
-  EXPECT_NE(second.find("resumed at unit"), std::string::npos) << second;
-  EXPECT_NE(second.find("done: 8 units"), std::string::npos) << second;
+  expect_yielded_and_resumed(log_of(h, low, 1), log_of(h, low, 2), frozen_log, 8);
 }
 
 TEST(Preemption, RestartMode) {
@@ -146,9 +222,11 @@ TEST(Preemption, NeverMode) {
                             {"--gpus", "1", "--priority", "low", "--preempt", "never"});
   ASSERT_TRUE(h.wait_for(low, [](const nlohmann::json& j) { return j["state"] == "running"; }));
   int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  h.wait_passes(2);  // two scheduling passes have seen the better job
   EXPECT_EQ(h.show(high)["state"], "pending");
   EXPECT_EQ(h.show(low)["state"], "running");
+  EXPECT_FALSE(any_event(h, "job.preempt_requested"));
+  EXPECT_FALSE(std::filesystem::exists(h.home() + "/jobs/" + std::to_string(low) + "/run-1/yield"));
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low), std::to_string(high), "--timeout", "30s"}).status, 0);
   EXPECT_EQ(h.show(low)["runs"].size(), 1u);
@@ -166,13 +244,20 @@ TEST(Preemption, RestartWindow) {
   int64_t closed = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done",
                                {"--gpus", "1", "--priority", "low", "--preempt", "restart", "--restart-within", "1s"});
   ASSERT_TRUE(h.wait_for(closed, [](const nlohmann::json& j) { return j["state"] == "running"; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Its window closes a second after its run started, on the daemon's clock.
+  int64_t closes_at_ms = h.show(closed)["runs"][0]["started_at_ms"].get<int64_t>() + 1000;
+  ASSERT_TRUE(wait_until([&] { return h.health().value("now_ms", int64_t{0}) >= closes_at_ms; }));
   int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
   ASSERT_EQ(h.gpuq({"wait", std::to_string(high), "--timeout", "30s"}).status, 0);
   // The youngest run is the cheapest victim, but its window had closed.
   EXPECT_EQ(h.show(open)["runs"][0]["outcome"], "preempted");
   EXPECT_EQ(h.show(closed)["state"], "running");
   EXPECT_EQ(h.show(closed)["runs"].size(), 1u);
+  auto events = h.events();
+  EXPECT_EQ(count_events(h, "job.preempt_requested"), 1);
+  int requested = position(events, "job.preempt_requested", open, 1);
+  ASSERT_GE(requested, 0);
+  EXPECT_EQ(events[requested]["data"]["by"], high);
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(open), std::to_string(closed), "--timeout", "30s"}).status, 0);
 }
@@ -230,6 +315,10 @@ TEST(Preemption, CancelWithdraws) {
   ASSERT_TRUE(wait_until([&] { return any_event(h, "job.preempt_requested"); }));
   ASSERT_EQ(h.gpuq({"cancel", std::to_string(high)}).status, 0);
   ASSERT_TRUE(wait_until([&] { return any_event(h, "job.preemption_withdrawn"); }));
+  // The daemon removes the yield file just after recording the withdrawal.
+  std::string yield_file = h.home() + "/jobs/" + std::to_string(low) + "/run-1/yield";
+  ASSERT_TRUE(wait_until([&] { return !std::filesystem::exists(yield_file); }))
+      << "the yield file stays";
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low), "--timeout", "30s"}).status, 0);
   auto job = h.show(low);
@@ -247,8 +336,10 @@ TEST(Preemption, SmallGapNothing) {
                                {"--gpus", "1", "--priority", "normal", "--preempt", "yield"});
   ASSERT_TRUE(h.wait_for(normal, [](const nlohmann::json& j) { return j["state"] == "running"; }));
   int64_t better = h.submit_sh("true", {"--gpus", "1", "--priority", "20"});  // better by 30 < 40
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  h.wait_passes(2);  // two scheduling passes have seen the better job
   EXPECT_FALSE(any_event(h, "job.preempt_requested"));
+  EXPECT_EQ(h.show(better)["state"], "pending");
+  EXPECT_EQ(h.show(normal)["state"], "running");
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(normal), std::to_string(better), "--timeout", "30s"}).status, 0);
 }
@@ -266,12 +357,22 @@ TEST(Preemption, OneVictimIsEnoughForOneGpu) {
   }
   int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
   ASSERT_EQ(h.gpuq({"wait", std::to_string(high), "--timeout", "30s"}).status, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  int requests = 0;
-  for (const auto& e : h.events()) requests += e["kind"] == "job.preempt_requested";
-  EXPECT_EQ(requests, 1) << "the victim's GPU, still being cleaned up, is promised to the better job";
+  h.wait_passes(2);  // and two more passes after the better job finished
+  EXPECT_EQ(count_events(h, "job.preempt_requested"), 1)
+      << "the victim's GPU, still being cleaned up, is promised to the better job";
+  // One victim yielded and went back to the queue; the other was never asked and runs on.
+  auto events = h.events();
+  bool first_is_victim = position(events, "job.preempt_requested", low[0]) >= 0;
+  int64_t victim = first_is_victim ? low[0] : low[1], spared = first_is_victim ? low[1] : low[0];
+  EXPECT_EQ(position(events, "job.preempt_requested", spared), -1);
+  EXPECT_EQ(h.show(victim)["runs"][0]["outcome"], "preempted");
+  auto untouched = h.show(spared);
+  EXPECT_EQ(untouched["state"], "running");
+  EXPECT_EQ(untouched["runs"].size(), 1u) << untouched.dump(2);
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low[0]), std::to_string(low[1]), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.show(spared)["runs"].size(), 1u);
+  EXPECT_EQ(h.show(victim)["runs"].size(), 2u);
 }
 
 TEST(Preemption, FifoNeverPreempts) {
@@ -282,8 +383,10 @@ TEST(Preemption, FifoNeverPreempts) {
                             {"--gpus", "1", "--priority", "low", "--preempt", "yield"});
   ASSERT_TRUE(h.wait_for(low, [](const nlohmann::json& j) { return j["state"] == "running"; }));
   int64_t high = h.submit_sh("true", {"--gpus", "1", "--priority", "high"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  h.wait_passes(2);  // two scheduling passes have seen the better job
   EXPECT_FALSE(any_event(h, "job.preempt_requested")) << "under fifo a preempted job is first in line again";
+  EXPECT_EQ(h.show(high)["state"], "pending");
+  EXPECT_EQ(h.show(low)["state"], "running");
   h.touch("go");
   ASSERT_EQ(h.gpuq({"wait", std::to_string(low), std::to_string(high), "--timeout", "30s"}).status, 0);
 }

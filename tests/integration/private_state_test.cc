@@ -52,17 +52,9 @@ CliResult gpuq_as(uid_t uid, const std::vector<std::string>& args) {
   return {result->exit_code, result->out, result->err};
 }
 
-TEST(PrivateState, TheDaemonsFilesArePrivateAndTheJobKeepsItsUmask) {
-  mode_t before = ::umask(022);  // the user's umask, which the daemon records for its jobs
-  Harness h("fake:1");
-  h.start();
-  ::umask(before);
-  std::ofstream(h.path("job.sh")) << "#!/bin/sh\numask\necho data > made.txt\n";
-  auto submitted = h.gpuq_json({"submit", "--json", "job.sh"});
-  int64_t id = submitted.value("id", int64_t{0});
-  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
-
-  // Every directory under the home is 0700 and no file there is open to anyone else.
+// Every directory under the home is 0700 and no file there is open to anyone else; returns
+// how many files there are.
+int expect_home_private(const Harness& h) {
   EXPECT_EQ(octal(mode_of(h.home())), "0700");
   int files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(h.home())) {
@@ -75,7 +67,21 @@ TEST(PrivateState, TheDaemonsFilesArePrivateAndTheJobKeepsItsUmask) {
       EXPECT_EQ(mode & 077, 0u) << path << " is " << octal(mode);
     }
   }
-  EXPECT_GE(files, 8);  // db, socket, lock, log, script, run.json, output.log, exit.json
+  return files;
+}
+
+TEST(PrivateState, TheDaemonsFilesArePrivateAndTheJobKeepsItsUmask) {
+  mode_t before = ::umask(022);  // the user's umask, which the daemon records for its jobs
+  Harness h("fake:1");
+  h.start();
+  ::umask(before);
+  std::ofstream(h.path("job.sh")) << "#!/bin/sh\numask\necho data > made.txt\n";
+  auto submitted = h.gpuq_json({"submit", "--json", "job.sh"});
+  int64_t id = submitted.value("id", int64_t{0});
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+
+  // db, socket, lock, log, script, run.json, output.log, exit.json
+  EXPECT_GE(expect_home_private(h), 8);
   std::string job_dir = h.home() + "/jobs/" + std::to_string(id);
   EXPECT_EQ(octal(mode_of(job_dir + "/script")), "0700");
   EXPECT_EQ(octal(mode_of(h.home() + "/gpuq.db")), "0600");
@@ -87,6 +93,32 @@ TEST(PrivateState, TheDaemonsFilesArePrivateAndTheJobKeepsItsUmask) {
   // The job did not inherit the daemon's 077: what it writes is as its user expects.
   EXPECT_EQ(*os::read_file(job_dir + "/run-1/output.log"), "0022\n");
   EXPECT_EQ(octal(mode_of(h.path("made.txt"))), "0644");
+}
+
+// A daemon started under umask 027 records it as its jobs' umask: a file a job creates in its
+// work directory is 0640 (and a directory 0750), while the daemon's own files stay 0600 and
+// its directories 0700.
+TEST(PrivateState, AJobGetsTheUmask027TheDaemonWasStartedWith) {
+  Harness h("fake:1");
+  mode_t before = ::umask(027);
+  h.start();
+  ::umask(before);
+  std::ofstream(h.path("job.sh")) << "#!/bin/sh\numask\necho data > made.txt\nmkdir made.d\n";
+  int64_t id = h.gpuq_json({"submit", "--json", "job.sh"}).value("id", int64_t{0});
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }))
+      << h.show(id).dump(2);
+
+  EXPECT_EQ(octal(mode_of(h.path("made.txt"))), "0640");
+  EXPECT_EQ(octal(mode_of(h.path("made.d"))), "0750");
+  std::string job_dir = h.home() + "/jobs/" + std::to_string(id);
+  EXPECT_EQ(*os::read_file(job_dir + "/run-1/output.log"), "0027\n");
+  EXPECT_GE(expect_home_private(h), 8);
+  EXPECT_EQ(octal(mode_of(h.home() + "/gpuq.db")), "0600");
+  EXPECT_EQ(octal(mode_of(h.home() + "/gpuq.sock")), "0600");
+  EXPECT_EQ(octal(mode_of(h.home() + "/daemon.log")), "0600");
+  EXPECT_EQ(octal(mode_of(job_dir + "/script")), "0700");
+  EXPECT_EQ(octal(mode_of(job_dir + "/run-1/output.log")), "0600");
+  EXPECT_EQ(octal(mode_of(job_dir + "/run-1/exit.json")), "0600");
 }
 
 TEST(PrivateState, AHomeOtherUsersCanWriteIsRefused) {

@@ -89,6 +89,7 @@ TEST(QueueOrder, TwoGpuJobIsNotStarvedByOneGpuJobs) {
   ASSERT_TRUE(h.wait_for(big, [](const nlohmann::json& j) {
     return j["reason"].get<std::string>().find("needs 2 GPUs, 1 free") != std::string::npos;
   })) << h.show(big).dump();
+  h.wait_passes(2);  // two scheduling passes have seen the 1-GPU job and the free GPU
   auto s = h.show(small);
   EXPECT_EQ(s["state"], "pending");
   EXPECT_NE(s["reason"].get<std::string>().find("behind 1 better job"), std::string::npos) << s.dump();

@@ -1,9 +1,9 @@
 // The daemon dies (SIGKILL) while runs are alive: nothing is lost or repeated.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <thread>
 
 #include "harness.h"
 
@@ -54,10 +54,7 @@ TEST(Recovery, AnExitWhileTheDaemonIsDownKeepsItsTrueExitCode) {
   auto run_dir = h.home() + "/jobs/" + std::to_string(id) + "/run-1";
   h.kill_daemon();
   h.touch("go");
-  for (int i = 0; i < 500 && !std::filesystem::exists(run_dir + "/exit.json"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(std::filesystem::exists(run_dir + "/exit.json"));
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(run_dir + "/exit.json"); }));
   h.start();
   auto job = h.show(id);
   EXPECT_EQ(job["state"], "failed");
@@ -70,10 +67,18 @@ TEST(Recovery, AnExitWhileTheDaemonIsDownKeepsItsTrueExitCode) {
 TEST(Recovery, ALostRunIsRequeuedOnceNeverDropped) {
   Harness h("fake:1");
   h.start();
-  // The first run waits forever; the second (after the loss) succeeds at once.
+  // The first run waits forever; the second (after the loss) succeeds at once, and says
+  // whether the first one's process was still alive when it started.
   int64_t id = h.submit_sh(
-      "if [ \"$GPUQ_RUN_NUMBER\" = 1 ]; then while :; do sleep 0.05; done; fi; echo second", {"--gpus", "1"});
+      "if [ \"$GPUQ_RUN_NUMBER\" = 1 ]; then echo $$ > run1.pid; while :; do sleep 0.05; done; fi; "
+      "p=$(cat run1.pid); if [ -e /proc/$p ] && ! grep -q '^[0-9]* ([^)]*) Z' /proc/$p/stat; then "
+      "echo run 1 alive; fi; echo second",
+      {"--gpus", "1"});
   ASSERT_TRUE(h.wait_for(id, running));
+  int run1 = 0;
+  ASSERT_TRUE(wait_until([&] { return std::ifstream(h.path("run1.pid")) >> run1 && run1 > 0; }));
+  std::vector<int> of_run1 = h.run_processes(id, 1);
+  ASSERT_NE(std::find(of_run1.begin(), of_run1.end(), run1), of_run1.end()) << "pid " << run1;
   // A power cut for the shim: it dies and writes nothing. Its pid is in the job.started event.
   pid_t shim = 0;
   for (const auto& e : h.events()) {
@@ -82,14 +87,20 @@ TEST(Recovery, ALostRunIsRequeuedOnceNeverDropped) {
   ASSERT_GT(shim, 1);
   h.kill_daemon();
   ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  // Dead before the new daemon looks (alive, it would be adopted, not lost).
+  ASSERT_TRUE(wait_until([&] { return !process_alive(shim); }))
+      << "shim " << shim << " outlived SIGKILL";
   // The job itself is left running, orphaned: the new daemon must kill it before rerunning.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(process_alive(run1)) << "run 1's shell died with its shim";
   h.start();
   ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
   auto job = h.show(id);
   ASSERT_EQ(job["runs"].size(), 2u) << job.dump();
   EXPECT_EQ(job["runs"][0]["outcome"], "lost");
   EXPECT_EQ(job["runs"][1]["outcome"], "succeeded");
+  EXPECT_EQ(h.gpuq({"logs", std::to_string(id), "--run", "2"}).out, "second\n")
+      << "run 1 outlived the loss";
+  EXPECT_TRUE(h.run_processes(id, 1).empty());
   auto events = h.events();
   EXPECT_EQ(count_kind(events, "job.lost", id), 1);
   EXPECT_EQ(count_kind(events, "job.requeued", id), 1);

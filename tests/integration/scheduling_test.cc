@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 #include <gtest/gtest.h>
 
 #include "base/time.h"
@@ -306,18 +305,23 @@ TEST(Scheduling, ACancelDuringATimeoutsGracePeriodIsNotRetried) {
   std::ofstream(h.home() + "/config.toml") << "[runs]\nkill_grace = \"2s\"\n";
   h.start();
   int64_t id = h.submit_sh("trap '' TERM; sleep 30", {"--timeout", "200ms", "--retries", "2", "--retry-delay", "50ms"});
-  bool timed_out = false;
-  for (int i = 0; i < 300 && !timed_out; ++i) {
-    for (const auto& e : h.events()) timed_out = timed_out || (e["kind"] == "job.timeout" && e["job"] == id);
-    if (!timed_out) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(timed_out);
+  ASSERT_TRUE(wait_until([&] { return first_time(h, id, "job.timeout") > 0; }));
   ASSERT_EQ(h.gpuq({"cancel", std::to_string(id)}).status, 0);
   ASSERT_TRUE(h.wait_for(id, state_is("cancelled"))) << h.show(id).dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // A retry, had one been kept, would be due 50 ms (--retry-delay) after the run's end was
+  // recorded: wait for that moment on the daemon's clock, then for two passes, either of which
+  // would have started it.
+  int64_t retry_due_ms = first_time(h, id, "job.cancelled") + 50;
+  ASSERT_TRUE(wait_until([&] { return h.health().value("now_ms", int64_t{0}) >= retry_due_ms; }));
+  h.wait_passes(2);
   auto job = h.show(id);
   EXPECT_EQ(job["state"], "cancelled");
   EXPECT_EQ(job["runs"].size(), 1u) << job.dump();
+  EXPECT_TRUE(job["retry_at"].is_null()) << job.dump();
+  auto kinds = event_kinds(h, id);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job.started"), 1);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job.retrying"), 0);
+  EXPECT_EQ(kinds.back(), "job.cancelled");
 }
 
 TEST(Scheduling, AHugeNumericDependencyIsRefusedNotFatal) {

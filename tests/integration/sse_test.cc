@@ -114,10 +114,14 @@ TEST(Sse, StalledReaderIsDropped) {
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   std::string request = "GET /v1/events/stream HTTP/1.1\r\nHost: gpuq\r\n\r\n";
   ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::this_thread::sleep_for(std::chrono::seconds(25));
+  // Wait, without reading (that would unstall the stream), until the daemon hangs up: after
+  // the write deadline, or never when a stalled reader is kept.
+  pollfd hangup{fd, POLLRDHUP, 0};
+  ASSERT_EQ(::poll(&hangup, 1, 120'000), 1)
+      << "the stream to a stalled reader was not ended in 120 s";
+  EXPECT_NE(hangup.revents & (POLLRDHUP | POLLHUP), 0) << "revents " << hangup.revents;
 
-  // Now read: what the daemon had written, then the end of the stream. A stream still open
-  // would go quiet (no new events) and never end.
+  // Now read: what the daemon had written, then the end of the stream.
   bool ended = false;
   size_t bytes = 0;
   char buffer[1 << 16];

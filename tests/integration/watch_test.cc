@@ -8,7 +8,6 @@
 #include <signal.h>
 
 #include <fstream>
-#include <thread>
 
 #include "harness.h"
 
@@ -53,8 +52,19 @@ TEST(Watch, RequiresWaitOncePerEpisode) {
 
   h.stop();
   h.start();
-  // Several looks of the new daemon, while the condition still holds.
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // Looks of the new daemon while the condition still holds. It has checked the file again
+  // (the reason says so); a job submitted after that, waiting on a file that never comes, is
+  // reported in a later look, which judged our job too; a second such job, in a later one.
+  ASSERT_TRUE(h.wait_for(id, [](const json& j) {
+    return j["reason"].get<std::string>().find("does not exist") != std::string::npos;
+  })) << h.show(id).dump();
+  for (const char* never : {"never-1", "never-2"}) {
+    int64_t witness =
+        h.submit_sh("true", {"--wait-file", h.path(never), "--requires-warn", "100ms"});
+    ASSERT_TRUE(wait_until([&] { return !events_of(h, "job.requires_wait", witness).empty(); }));
+  }
+  EXPECT_EQ(phases(events_of(h, "job.requires_wait", id)), (Phases{"start"}))
+      << "reported again after the restart";
   h.touch("ready");
   ASSERT_TRUE(h.wait_for(id, [](const json& j) { return j["state"] == "succeeded"; }));
   ASSERT_TRUE(wait_until([&] { return events_of(h, "job.requires_wait", id).size() >= 2; }));
