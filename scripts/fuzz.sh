@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes gpuq's parsers with libFuzzer (docs/fuzzing.md). Installs what is missing (clang-14,
+# Fuzzes gpuq's parsers with libFuzzer (docs/fuzzing.md). Installs what is missing (clang-16,
 # libFuzzer's and the sanitizers' runtime, llvm-symbolizer), configures and builds the clang
 # build directory build-fuzz (GPUQ_FUZZ=ON; the normal build/ is not touched), runs each target
 # for SECONDS on a copy of its seed corpus (fuzz/corpus/<target>/ plus its regressions: the
@@ -44,17 +44,23 @@ for t in "${targets[@]}"; do
 done
 
 # --- what the fuzz build needs, beyond the normal build's packages ---------------------------
-# clang-14; libFuzzer's and the sanitizers' runtimes; llvm-symbolizer for readable reports.
-bash scripts/install-deps.sh clang-14 libclang-rt-14-dev llvm-14
-export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-14/bin/llvm-symbolizer}"
+# clang; libFuzzer's and the sanitizers' runtimes; llvm-symbolizer for readable reports. Clang 16
+# at least: the daemon's sources (linked by the http_request target) capture structured bindings
+# in lambdas, a C++20 feature clang 14 refuses.
+clang_version=16
+compiler="clang++-$clang_version"
+bash scripts/install-deps.sh "clang-$clang_version" "libclang-rt-$clang_version-dev" "llvm-$clang_version"
+export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-$clang_version/bin/llvm-symbolizer}"
 
 # --- the clang build --------------------------------------------------------------------------
-if [ ! -f "$build/build.ninja" ]; then
+# Configured afresh when new, or when configured with another compiler (an older clang).
+configured=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ ! -f "$build/build.ninja" ] || [ "$(basename "${configured:-none}")" != "$compiler" ]; then
   launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   # Warnings are the GCC build's job (-Werror there); clang's extra ones must not stop fuzzing.
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=clang++-14 -DGPUQ_FUZZ=ON -DGPUQ_WERROR=OFF "${launcher[@]}" >/dev/null
+  cmake --fresh -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER="$compiler" -DGPUQ_FUZZ=ON -DGPUQ_WERROR=OFF "${launcher[@]}" >/dev/null
 fi
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done

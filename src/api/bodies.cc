@@ -16,11 +16,7 @@ tl::unexpected<Error> invalid(std::string message) {
   return fail(Code::kInvalidArgument, std::move(message));
 }
 
-// Text a client sent, cut short for a message: the message must stay small whatever was sent.
-std::string clip(std::string_view text) {
-  constexpr size_t kMost = 60;
-  return text.size() <= kMost ? std::string(text) : std::string(text.substr(0, kMost)) + "...";
-}
+std::string clip(std::string_view text) { return clip_for_message(text); }
 
 // Thrown by the parser callback to stop at the first container past the nesting limit, before
 // anything below it is read or built; caught in parse_json_body, never beyond it.
@@ -111,6 +107,10 @@ Result<json> parse_json_body(std::string_view body) {
     // Not e.what(): it quotes the last token read, which may be most of the body.
     return invalid(fmt::format("the body is not valid JSON (the parser stopped at byte {} of {})",
                                e.byte, body.size()));
+  } catch (const json::out_of_range&) {
+    // nlohmann's complaint about a number too large for a double (1e400), which is no
+    // parse_error; not e.what() either: it quotes the number, which may be most of the body.
+    return invalid("the body is not valid JSON: it holds a number too large for a double");
   }
 }
 

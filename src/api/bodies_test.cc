@@ -56,6 +56,22 @@ TEST(ParseJsonBody, ErrorsNeverEchoTheBody) {
   EXPECT_REFUSED(parse_json_body(std::string(limits::kMaxBodyBytes + 1, ' ')), "larger than 8 MiB");
 }
 
+// Found by fuzz/http_request_fuzz.cc: nlohmann reports a number too large for a double as
+// out_of_range, not parse_error, and parse_json_body caught only the latter, so the exception
+// left every decoder: the daemon answered such a body 500 internal ("this is a bug").
+TEST(ParseJsonBody, ANumberTooLargeForADoubleIsInvalid) {
+  EXPECT_REFUSED(parse_json_body("{\"dry_run\": 1e400}"), "a number too large for a double");
+  EXPECT_REFUSED(decode_gc("[1e400]"), "not valid JSON");
+  EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"gpus":-1e400})"), "not valid JSON");
+  EXPECT_REFUSED(decode_move(R"({"before":1e400})"), "not valid JSON");
+  std::string huge = "[1" + std::string(100'000, '0') + ".0]";  // never quoted back
+  EXPECT_LT(refusal(parse_json_body(huge)).size(), 200u);
+  // The fuzzer's input, minimised (fuzz/regressions/http_request/number_overflow_1e400).
+  EXPECT_EQ(answer_status_for(
+                "POST v1/gc HTTP/1.1\r\nContent-Length:17\r\n\r\n{\"dry_rn\": 1e400t"),
+            400);
+}
+
 TEST(DecodeSubmit, NamesTheFieldOfEachError) {
   EXPECT_TRUE(decode_submit(R"({"argv":["true"]})"));
   EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"not_before":"2400-01-01T00:00:00Z"})"), "field 'not_before'");

@@ -29,4 +29,9 @@ tl::unexpected<Error> errno_error(std::string_view what, int err) {
   return tl::unexpected<Error>(Error{code, std::move(message)});
 }
 
+std::string clip_for_message(std::string_view text) {
+  constexpr size_t kMost = 60;
+  return text.size() <= kMost ? std::string(text) : std::string(text.substr(0, kMost)) + "...";
+}
+
 }  // namespace gpuq

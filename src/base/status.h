@@ -43,4 +43,8 @@ tl::unexpected<Error> errno_error(std::string_view what, int err = errno);
 
 inline Status ok() { return {}; }
 
+// Text someone sent, cut short for an error message (its first 60 bytes and "..."): a message
+// stays small whatever was sent.
+std::string clip_for_message(std::string_view text);
+
 }  // namespace gpuq

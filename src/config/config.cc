@@ -120,8 +120,8 @@ class ConfigReader {
   }
 
   tl::unexpected<Error> error_at(const toml::source_region& where, std::string_view message) const {
-    return fail(Code::kInvalidArgument,
-                fmt::format("{}:{}:{}: {}", path_, where.begin.line, where.begin.column, message));
+    return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path_, where.begin.line,
+                                                    where.begin.column, one_line(message)));
   }
 
  private:
@@ -585,6 +585,27 @@ std::string join(const std::vector<std::string_view>& words) {
     text += word;
   }
   return text;
+}
+
+std::string one_line(std::string_view message) {
+  std::string line;
+  line.reserve(message.size());
+  for (char c : message) {
+    switch (c) {
+      case '\b': line += "\\b"; break;
+      case '\t': line += "\\t"; break;
+      case '\n': line += "\\n"; break;
+      case '\f': line += "\\f"; break;
+      case '\r': line += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          line += fmt::format("\\u{:04X}", static_cast<unsigned char>(c));
+        } else {
+          line += c;
+        }
+    }
+  }
+  return line;
 }
 
 Result<Config> parse_config(std::string_view text, std::string_view name) {

@@ -28,8 +28,8 @@ class HookReader {
   HookReader(std::string_view path, int number) : path_(path), number_(number) {}
 
   tl::unexpected<Error> error_at(const toml::source_region& where, std::string_view message) const {
-    return fail(Code::kInvalidArgument,
-                fmt::format("{}:{}:{}: {}", path_, where.begin.line, where.begin.column, message));
+    return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path_, where.begin.line,
+                                                    where.begin.column, one_line(message)));
   }
 
   Status read(const toml::table& table, HookConfig& hook) {

@@ -362,6 +362,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[runs]\nmax_log = \"2 GiB\"\n", "2:11", "runs.max_log: bad size '2 GiB'"},
         BadCase{"[runs]\nmax_log = \"100B\"\n", "2:11", "too small to hold a line of output"}));
 
+// Found by fuzz/config_fuzz.cc: toml++'s description of a syntax error quotes what it saw,
+// newline included ("saw 'i\n'"), and messages quote values as the file spells them after
+// TOML's escapes ("1\n2" holds a newline): an error, meant as one line, came out as two.
+INSTANTIATE_TEST_SUITE_P(
+    OneLine, ParseConfigErrorTest,
+    ::testing::Values(
+        BadCase{"s=i\n", "1:4", "expected 'inf', saw 'i\\n'"},
+        BadCase{"[retries]\ndelay = \"1\\n2\"\n", "2:9", "retries.delay: bad duration '1\\n2'"},
+        BadCase{"[lanes.\"a\\nb\"]\n", "1:8", "lane name \"a\\nb\" may use only"},
+        BadCase{"[[hook]]\nurl = \"ftp://\\r\\n\"\n", "2:7",
+                "url \"ftp://\\r\\n\" must start with"},
+        BadCase{"[retention]\nkeep = \"\\u001b[31m\"\n", "2:8",
+                "retention.keep = \"\\u001B[31m\""}));
+
 TEST(ParseConfigTest, Watch) {
   auto config = parse_config(R"([watch]
 interval = "250ms"

@@ -149,7 +149,8 @@ Status read_deps(const Reader& r, const json& body, JobSpec& spec) {
     }
     for (const auto& [key, value] : d.items()) {
       if (key != "kind" && key != "target" && key != "job_id") {
-        return r.error(fmt::format("unknown field 'deps[].{}'; known: kind, target, job_id", key));
+        return r.error(fmt::format("unknown field 'deps[].{}'; known: kind, target, job_id",
+                                   clip_for_message(key)));
       }
     }
     Dependency dep;
@@ -165,7 +166,7 @@ Status read_deps(const Reader& r, const json& body, JobSpec& spec) {
     if (!known) {
       return r.error(fmt::format("unknown dependency kind '{}'; use afterok, afterany, afternotok, "
                                  "file or requires",
-                                 kind));
+                                 clip_for_message(kind)));
     }
     dep.target = d["target"].get<std::string>();
     GPUQ_TRY(r.no_nul("deps[].target", dep.target));
@@ -187,7 +188,8 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
   if (!script.is_object()) return r.error("field 'script' must be an object {name, text, args}");
   for (const auto& [key, value] : script.items()) {
     if (key != "name" && key != "text" && key != "args") {
-      return r.error(fmt::format("unknown field 'script.{}'; known: name, text, args", key));
+      return r.error(fmt::format("unknown field 'script.{}'; known: name, text, args",
+                                   clip_for_message(key)));
     }
   }
   if (!script.contains("text") || !script["text"].is_string()) {
@@ -321,7 +323,8 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   Reader r(body, origin);
   for (const auto& [key, value] : body.items()) {
     if (!known_fields().count(key)) {
-      return r.error(fmt::format("unknown field '{}' (see docs/api.md, \"Submit request\")", key));
+      return r.error(fmt::format("unknown field '{}' (see docs/api.md, \"Submit request\")",
+                                 clip_for_message(key)));
     }
   }
   JobSpec spec;

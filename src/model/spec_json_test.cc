@@ -51,6 +51,22 @@ TEST(SpecJson, RefusesWhatItDoesNotUnderstand) {
 namespace gpuq {
 namespace {
 
+// An unknown key or dependency kind was echoed whole: an 8 MiB key made an 8 MiB message.
+TEST(SpecJson, MessagesStaySmallWhateverWasSent) {
+  std::string huge(8 << 20, 'k');
+  std::vector<json> bodies = {
+      json{{"cwd", "/tmp"}, {"argv", {"true"}}, {huge, 1}},
+      json{{"cwd", "/tmp"}, {"argv", {"true"}}, {"deps", {{{"kind", huge}, {"target", "x"}}}}},
+      json{{"cwd", "/tmp"}, {"argv", {"true"}}, {"deps", {{{"kind", "afterok"}, {"target", "x"}, {huge, 1}}}}},
+      json{{"cwd", "/tmp"}, {"script", {{"name", "a.sh"}, {"text", "true\n"}, {huge, 1}}}}};
+  for (const json& body : bodies) {
+    auto spec = spec_from_json(body);
+    ASSERT_FALSE(spec);
+    EXPECT_LT(spec.error().message.size(), 300u) << spec.error().message.substr(0, 200);
+    EXPECT_NE(spec.error().message.find("kkk..."), std::string::npos) << spec.error().message.substr(0, 200);
+  }
+}
+
 TEST(SpecJson, ParsesTheSchedulingFields) {
   auto spec = spec_from_json(json::parse(R"({
     "argv": ["python", "eval.py"], "after": ["train", "7"], "after_any": "prep",
