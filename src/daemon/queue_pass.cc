@@ -132,8 +132,9 @@ void Queue::run_pass() {
   for (auto& [id, job] : active_) {
     using K = Readiness::Kind;
     Readiness r = job_readiness(job, now, lookup);
-    auto not_ready = [&](JobWait::Kind kind) -> JobWait& {
-      published->not_ready.emplace_back(id, kind, r.until_ms);
+    // The binding travels as a plain copy: clang before 16 cannot capture a structured binding.
+    auto not_ready = [&, job_id = id](JobWait::Kind kind) -> JobWait& {
+      published->not_ready.emplace_back(job_id, kind, r.until_ms);
       return published->not_ready.back();
     };
     switch (r.kind) {

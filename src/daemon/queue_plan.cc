@@ -75,7 +75,8 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   // Make the plan's reservations known before checking jobs against them.
   auto saved_reservations = reservations_;
   for (const auto& [name, slots] : reservation_slots) {
-    auto it = std::find_if(reservations_.begin(), reservations_.end(), [&](const auto& r) { return r.name == name; });
+    auto it = std::find_if(reservations_.begin(), reservations_.end(),
+                           [&name = name](const auto& r) { return r.name == name; });
     if (it == reservations_.end()) {
       reservations_.push_back({name, slots});
     } else {
