@@ -15,6 +15,7 @@
 #include "base/duration.h"
 #include "base/size.h"
 #include "config/config_hooks.h"
+#include "config/config_text.h"
 
 namespace gpuq::config {
 namespace {
@@ -51,8 +52,6 @@ constexpr std::string_view kKnownTables =
     "[watch], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
-// The pseudo-lane meaning "any job holding GPUs" (sched::Lane::excludes).
-constexpr std::string_view kGpuLane = "gpu";
 
 
 bool contains(const std::vector<std::string_view>& words, std::string_view word) {
@@ -70,29 +69,6 @@ const TableSpec* table_with_key(std::string_view key) {
     if (contains(spec.keys, key)) return &spec;
   }
   return nullptr;
-}
-
-bool is_lane_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
-
-// "gpu0", "gpu12": the names of GPU resources, which a lane must not take.
-bool is_gpu_name(std::string_view name) {
-  return name.size() > kGpuLane.size() && name.substr(0, kGpuLane.size()) == kGpuLane &&
-         std::all_of(name.begin() + kGpuLane.size(), name.end(),
-                     [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// The usual cause of toml++'s complaints about a value: a duration or policy without quotes.
-std::string_view quoting_hint(std::string_view description) {
-  for (std::string_view symptom : {"value type", "boolean", "integer", "floating-point"}) {
-    if (description.find(symptom) != std::string_view::npos) {
-      return "text values need double quotes, e.g. delay = \"10s\", policy = \"fifo\"; ";
-    }
-  }
-  return "";
 }
 
 // Reads one parsed document into a Config, checking every table and key. Errors name the
@@ -577,36 +553,6 @@ class ConfigReader {
 };
 
 }  // namespace
-
-std::string join(const std::vector<std::string_view>& words) {
-  std::string text;
-  for (std::string_view word : words) {
-    if (!text.empty()) text += ", ";
-    text += word;
-  }
-  return text;
-}
-
-std::string one_line(std::string_view message) {
-  std::string line;
-  line.reserve(message.size());
-  for (char c : message) {
-    switch (c) {
-      case '\b': line += "\\b"; break;
-      case '\t': line += "\\t"; break;
-      case '\n': line += "\\n"; break;
-      case '\f': line += "\\f"; break;
-      case '\r': line += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          line += fmt::format("\\u{:04X}", static_cast<unsigned char>(c));
-        } else {
-          line += c;
-        }
-    }
-  }
-  return line;
-}
 
 Result<Config> parse_config(std::string_view text, std::string_view name) {
   ConfigReader reader(name);
