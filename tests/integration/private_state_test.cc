@@ -42,7 +42,9 @@ CliResult start_daemon(const Harness& h) { return h.gpuq({"daemon", "--gpus", "f
 // Runs the gpuq binary as `uid` (setpriv, no supplementary groups).
 CliResult gpuq_as(uid_t uid, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"setpriv", fmt::format("--reuid={}", uid),
-                                   fmt::format("--regid={}", uid), "--clear-groups", GPUQ_BINARY};
+                                   fmt::format("--regid={}", uid), "--clear-groups",
+                                   // From /: the test's own directory may be closed to `uid`.
+                                   "sh", "-c", "cd / && exec \"$0\" \"$@\"", GPUQ_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   auto result = os::run_command(argv, Millis(60'000));
   if (!result) {
