@@ -41,10 +41,18 @@ CliResult start_daemon(const Harness& h) { return h.gpuq({"daemon", "--gpus", "f
 
 // Runs the gpuq binary as `uid` (setpriv, no supplementary groups).
 CliResult gpuq_as(uid_t uid, const std::vector<std::string>& args) {
+  // A copy any user may run: the checkout holding the binary may be closed to `uid`.
+  static const std::string binary = [] {
+    std::string copy = fmt::format("/tmp/gpuq-as-{}", ::getpid());
+    fs::copy_file(GPUQ_BINARY, copy, fs::copy_options::overwrite_existing);
+    fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    return copy;
+  }();
   std::vector<std::string> argv = {"setpriv", fmt::format("--reuid={}", uid),
                                    fmt::format("--regid={}", uid), "--clear-groups",
                                    // From /: the test's own directory may be closed to `uid`.
-                                   "sh", "-c", "cd / && exec \"$0\" \"$@\"", GPUQ_BINARY};
+                                   "sh", "-c", "cd / && exec \"$0\" \"$@\"", binary};
   argv.insert(argv.end(), args.begin(), args.end());
   auto result = os::run_command(argv, Millis(60'000));
   if (!result) {
