@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
-  libfmt-dev libexpected-dev libtomlplusplus-dev
+  libfmt-dev libexpected-dev libtomlplusplus-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   "$@"
 )
