@@ -107,6 +107,7 @@ struct JobSpec {
   std::vector<std::string> inputs;         // declared `gpuq-in:` paths (for the fleet)
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
   std::string source;                      // where it was declared ("plan.json:12"), for messages
+  std::string fleet_id;                    // the fleet job it runs (docs/fleet.md); "" for local jobs
 };
 
 // Whether two specs describe the same work, for idempotent submits by name: everything that

@@ -85,6 +85,7 @@ nlohmann::json job_to_json(const Job& job) {
       {"not_before", time_or_null(job.spec.not_before_ms)},
       {"retry_at", time_or_null(job.retry_at_ms)},
       {"source", job.spec.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.source)},
+      {"fleet_id", job.spec.fleet_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.fleet_id)},
       {"preempt", to_string(job.spec.preempt)},
       {"restart_within_ms", job.spec.restart_within_ms ? nlohmann::json(job.spec.restart_within_ms)
                                                         : nlohmann::json(nullptr)},

@@ -20,7 +20,7 @@ const std::set<std::string>& known_fields() {
       "retry_delay_ms", "timeout", "timeout_ms", "est",      "est_ms",       "gpu_mem",
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
       "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms",
-      "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms"};
+      "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms", "fleet_id"};
   return fields;
 }
 
@@ -372,6 +372,7 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   GPUQ_TRY(r.strings("inputs", spec.inputs));
   GPUQ_TRY(r.strings("outputs", spec.outputs));
   GPUQ_TRY(r.string("source", spec.source));
+  GPUQ_TRY(r.string("fleet_id", spec.fleet_id));
   return spec;
 }
 
@@ -412,6 +413,7 @@ json spec_to_json(const JobSpec& spec) {
   if (!spec.inputs.empty()) j["inputs"] = spec.inputs;
   if (!spec.outputs.empty()) j["outputs"] = spec.outputs;
   if (!spec.source.empty()) j["source"] = spec.source;
+  if (!spec.fleet_id.empty()) j["fleet_id"] = spec.fleet_id;
   return j;
 }
 

@@ -1,0 +1,192 @@
+// The fleet agent of one node (docs/fleet.md): it publishes the node's heartbeat, polls the
+// bucket's signal (a conditional GET that costs no body while nothing changed), takes jobs
+// from the queues it serves when the daemon has room, holds their claims as leases, hands
+// them to the local daemon through an Executor, publishes their logs, outputs and ends, and
+// watches the claims of other nodes' class jobs to take over those whose lease expired. It
+// also watches the other nodes' heartbeats (node.stale, node.back).
+//
+// It is a step function over two clocks: `step(mono, wall)` does the work due by `mono` (the
+// node's monotonic clock, the only one leases are judged by) and returns when it next has
+// work. AgentThread runs it on a thread with real clocks; tests call step() with virtual ones.
+//
+// What it owns: its view of the jobs it holds (kept in `state_file` across daemon restarts,
+// so that a restarted daemon goes on holding the claims of runs that outlived it). What it
+// does not own: the stores and the executor (they outlive it).
+// Thread rules: one thread calls start() and step(); AgentThread's stop() may be called from
+// any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "fleet/executor.h"
+#include "fleet/layout.h"
+#include "fleet/object_store.h"
+
+namespace gpuq::fleet {
+
+struct AgentOptions {
+  std::string node;
+  std::vector<std::string> classes;   // served besides "any"
+  int64_t heartbeat_ms = 30'000;
+  int64_t poll_ms = 2'000;            // the signal's poll; 1.25× that while nothing changes
+  int64_t lease_ms = 60'000;
+  int64_t sync_every_ms = 120'000;    // logs and outputs of running jobs
+  std::string workdir;                // absolute: where fleet jobs run, data paths are relative to it
+  std::string data_prefix = "data/";  // key prefix of declared data in the data store
+  std::string data_problem;           // why there is no data store (a job that declares data fails)
+  std::string state_file;             // the held claims, across restarts ("" = not kept)
+  std::string version;
+  int64_t node_watch_ms = 300'000;    // how often other nodes' heartbeats are listed
+  size_t max_log_bytes = 16 << 20;    // the tail of a log that is published
+};
+
+class Agent {
+ public:
+  // `data` may be null (no data store: options.data_problem says why).
+  Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options);
+
+  // Takes back the claims of the state file (runs that outlived a daemon restart) and
+  // publishes the first heartbeat. An error only for a state file that cannot be read.
+  Status start(int64_t mono_ms, int64_t wall_ms);
+  // Does what is due at `mono_ms`; returns when it next has something to do.
+  int64_t step(int64_t mono_ms, int64_t wall_ms);
+  // Something local changed (a job of ours ended): look at held jobs at the next step.
+  void nudge() { nudged_ = true; }
+
+  // For /v1/health and tests: the fleet ids held, and whether the last signal poll worked.
+  std::vector<std::string> held() const;
+  bool bucket_reachable() const { return reachable_; }
+
+ private:
+  struct Held {
+    FleetJob job;
+    std::string entry_key;            // its queue entry, removed at its end
+    Claim claim;
+    std::string etag;                 // of the claim as we last wrote it
+    int64_t renewed_mono = 0;         // the last successful write of the claim
+    int64_t next_renew_mono = 0;
+    int64_t next_sync_mono = 0;
+    bool cancel_requested = false;
+    std::map<std::string, std::pair<int64_t, int64_t>> pushed;  // output path → (size, mtime)
+    size_t log_pushed_bytes = 0;      // size of the log last published (0: none yet)
+    bool lost = false;                // the claim is no longer ours: dropped after this round
+    bool done = false;                // its end is published: dropped after this round
+  };
+  // A claim of another node being watched for expiry: same ETag for a whole lease → expired.
+  struct Watched {
+    std::string etag;
+    int64_t since_mono = 0;
+    int64_t next_look_mono = 0;
+    Claim claim;        // as last read
+    QueueEntry entry;   // its queue entry
+  };
+  struct NodeSeen {
+    std::string etag;
+    int64_t since_mono = 0;
+    int64_t interval_ms = 30'000;
+    bool stale = false;
+  };
+
+  // agent.cc: the poll, the scan of the queues and the claims.
+  void poll_signal(int64_t mono);
+  void scan(int64_t mono, int64_t wall);
+  std::vector<std::string> queues() const;
+  bool try_job(const QueueEntry& entry, const std::string& queue, int64_t mono, int64_t wall,
+               int& spare, bool& zero_gpu_waiting);
+  // Whether `job`'s after-dependencies are met; sets `never` when one can never be.
+  bool dependencies_met(const FleetJob& job, std::string& never);
+  void end_unclaimed(const FleetJob& job, const std::string& entry_key, const std::string& state,
+                     const std::string& why, int64_t wall);
+  // Hands a job just claimed to the daemon (inputs first); false when it could not start (its
+  // claim then says why it failed).
+  bool take(FleetJob job, Claim claim, const std::string& etag, const std::string& entry_key,
+            int64_t mono, int64_t wall, const std::string& reclaimed_from);
+  // A watched claim stayed the same for a whole lease: take the job over (or end it as
+  // cancelled, when someone asked), if this node has room.
+  void expire(const std::string& id, int64_t mono, int64_t wall);
+  // jobs/ID/spec.json, read once (specs do not change; `fleet move` re-pins a waiting job only).
+  Result<FleetJob> load_job(const std::string& id);
+  void heartbeat(int64_t wall);
+
+  // agent_held.cc: the jobs this node holds.
+  void tend_held(int64_t mono, int64_t wall);
+  bool renew(Held& held, int64_t mono, int64_t wall);
+  // The claim is no longer ours: stop the local run, say so (job.claim_lost), publish nothing.
+  void lose(Held& held, const std::string& why);
+  // Publishes the end of a held job (outputs, log, outcome in the claim, ended/, signal);
+  // false when the store failed and it must be tried again.
+  bool finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall);
+  // Writes a final claim over our own (If-Match), then ended/, the entry's removal and the
+  // signal. False when the write failed; a lost claim is handled (lose()).
+  bool publish_end(Held& held, int64_t wall);
+  void check_cancels();
+  void save_state() const;
+  Status load_state(int64_t mono, int64_t wall);
+
+  // agent_data.cc: declared data and logs.
+  Status pull_inputs(const FleetJob& job);
+  // Pushes declared outputs that changed; returns a note naming declared outputs that match
+  // nothing ("" when every one matched).
+  std::string push_outputs(Held& held);
+  void push_log(Held& held, const LocalJob& local);
+
+  // agent_nodes.cc: the other nodes' heartbeats.
+  void watch_nodes(int64_t mono);
+
+  bool lease_fresh(const Held& held, int64_t mono) const;
+  void event(const std::string& kind, const Held* held, nlohmann::json data);
+  void bump_signal();
+
+  ObjectStore& store_;
+  ObjectStore* data_;
+  Executor& executor_;
+  AgentOptions options_;
+
+  std::map<std::string, Held> held_;          // by fleet id
+  std::map<std::string, Watched> watched_;    // other nodes' claims, by fleet id
+  std::map<std::string, NodeSeen> nodes_;     // other nodes, by name
+  std::map<std::string, FleetJob> specs_;     // specs read, by fleet id
+  std::string signal_etag_;
+  bool signal_changed_ = true;                // scan at the first poll
+  bool work_left_ = false;                    // the last scan left jobs it could not take
+  int spare_at_scan_ = -1;
+  bool nudged_ = false;
+  bool reachable_ = true;
+  bool draining_ = false;
+  int64_t quiet_polls_ = 0;                   // polls in a row that saw no change
+  int64_t next_poll_mono_ = 0;
+  int64_t next_beat_mono_ = 0;
+  int64_t next_node_watch_mono_ = 0;
+  int64_t next_tend_mono_ = 0;
+  int64_t next_watch_mono_ = 0;
+};
+
+// Runs an Agent on its own thread with the real clocks until stop().
+class AgentThread {
+ public:
+  explicit AgentThread(Agent& agent) : agent_(agent) {}
+  ~AgentThread() { stop(); }
+  void start();
+  void stop();
+  void nudge();  // from any thread: step now
+
+ private:
+  void loop();
+  Agent& agent_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool nudged_ = false;
+};
+
+}  // namespace gpuq::fleet

@@ -1,0 +1,80 @@
+// The other nodes, seen through their heartbeats: one listing of nodes/ every node_watch_ms.
+// A heartbeat whose ETag has not changed for three of our heartbeat intervals, on this node's
+// monotonic clock, makes the node stale (node.stale); a change brings it back (node.back).
+#include <fmt/format.h>
+#include <thread>
+
+#include "fleet/agent.h"
+
+namespace gpuq::fleet {
+
+void Agent::watch_nodes(int64_t mono) {
+  auto listing = store_.list(std::string(keys::kNodes));
+  if (!listing) return;
+  for (const auto& info : listing->objects) {
+    std::string_view key = info.key;
+    constexpr std::string_view kSuffix = "/heartbeat.json";
+    if (key.size() <= keys::kNodes.size() + kSuffix.size() || !key.ends_with(kSuffix)) continue;
+    std::string node(key.substr(keys::kNodes.size(), key.size() - keys::kNodes.size() - kSuffix.size()));
+    if (node == options_.node || node.find('/') != std::string::npos) continue;
+    auto [it, first] = nodes_.try_emplace(node, NodeSeen{info.etag, mono, options_.heartbeat_ms, false});
+    NodeSeen& seen = it->second;
+    if (first) continue;
+    if (seen.etag != info.etag) {
+      seen.etag = info.etag;
+      seen.since_mono = mono;
+      if (seen.stale) {
+        seen.stale = false;
+        executor_.event("node.back", std::nullopt, {{"node", node}});
+      }
+      continue;
+    }
+    int64_t unchanged = mono - seen.since_mono;
+    if (!seen.stale && unchanged >= 3 * seen.interval_ms) {
+      seen.stale = true;
+      executor_.event("node.stale", std::nullopt,
+                      {{"node", node}, {"unchanged_s", unchanged / 1000},
+                       {"why", fmt::format("its heartbeat has not changed for {} s", unchanged / 1000)}});
+    }
+  }
+}
+
+void AgentThread::start() {
+  stopping_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void AgentThread::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AgentThread::nudge() {
+  {
+    std::lock_guard lock(mutex_);
+    nudged_ = true;
+  }
+  wake_.notify_all();
+}
+
+void AgentThread::loop() {
+  using namespace std::chrono;
+  auto mono = [] { return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count(); };
+  auto wall = [] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); };
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (nudged_) agent_.nudge();
+    nudged_ = false;
+    lock.unlock();
+    int64_t next = agent_.step(mono(), wall());
+    lock.lock();
+    int64_t wait = std::max<int64_t>(next - mono(), 0);
+    wake_.wait_for(lock, milliseconds(wait), [this] { return stopping_ || nudged_; });
+  }
+}
+
+}  // namespace gpuq::fleet

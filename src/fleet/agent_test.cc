@@ -1,0 +1,346 @@
+// The fleet agent on virtual clocks over an in-memory bucket, with fake daemons: claims,
+// leases, reclaims, cut-off holders, cancels, dependencies, data, restarts and what an idle
+// node costs. The same agent against a real S3 API server and real daemons: tests/fleet.
+#include "fleet/agent.h"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+
+#include "fleet/testing/fake_executor.h"
+#include "fleet/testing/memory_store.h"
+#include "os/process.h"
+
+namespace gpuq::fleet {
+namespace {
+
+using testing::Bucket;
+using testing::FakeExecutor;
+using testing::MemoryStore;
+
+constexpr int64_t kLease = 60'000;
+
+// Puts a job in a queue as `gpuq fleet submit` does: its spec, its entry, a new signal.
+FleetJob seed(ObjectStore& store, const std::string& klass, int gpus, int64_t submitted_ms,
+              std::vector<FleetDep> after = {}, std::string name = "") {
+  FleetJob job;
+  job.id = new_job_id(submitted_ms);
+  job.name = std::move(name);
+  job.klass = klass;
+  job.submitted_ms = submitted_ms;
+  job.spec.gpus = gpus;
+  job.spec.script_name = "train.sh";
+  job.spec.script_text = "#!/bin/bash\necho hi\n";
+  job.after = std::move(after);
+  EXPECT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
+  if (!job.name.empty()) {
+    EXPECT_TRUE(store.create(keys::name(job.name), nlohmann::json{{"id", job.id}}.dump()));
+  }
+  EXPECT_TRUE(store.put(job.entry(), nlohmann::json{{"id", job.id}}.dump()));
+  EXPECT_TRUE(store.put(std::string(keys::kSignal), random_token()));
+  return job;
+}
+
+Claim claim_of(ObjectStore& store, const std::string& id) {
+  auto object = store.get(keys::claim(id));
+  EXPECT_TRUE(object) << id;
+  if (!object) return {};
+  auto claim = claim_from_json(nlohmann::json::parse(object->body));
+  EXPECT_TRUE(claim);
+  return claim ? *claim : Claim{};
+}
+
+// One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
+// test moves.
+struct Node {
+  Node(std::shared_ptr<Bucket> bucket, const std::string& name, int gpus, std::string state_file = "")
+      : store(bucket), data(bucket), executor(gpus) {
+    AgentOptions options;
+    options.node = name;
+    options.lease_ms = kLease;
+    options.workdir = workdir;
+    options.state_file = std::move(state_file);
+    options.version = "test";
+    agent = std::make_unique<Agent>(store, &data, executor, options);
+  }
+  // Steps the agent at every time it asks for until `until` (the node's own clock).
+  void run_until(int64_t until) {
+    while (next <= until) {
+      now = next;
+      next = agent->step(now, 1'700'000'000'000 + now);
+      if (next <= now) next = now + 1;
+    }
+    now = until;
+  }
+  // The agent was nudged (a local job ended): it steps at once.
+  void nudge() {
+    agent->nudge();
+    next = now;
+  }
+  void start() {
+    ASSERT_TRUE(agent->start(now, 1'700'000'000'000 + now));
+    next = now;
+  }
+  MemoryStore store;
+  MemoryStore data;
+  FakeExecutor executor;
+  std::string workdir = "/nonexistent-workdir";
+  std::unique_ptr<Agent> agent;
+  int64_t now = 0;
+  int64_t next = 0;
+};
+
+TEST(FleetAgent, ClaimsAClassJobRunsItLocallyAndPublishesItsEnd) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(2'000);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.node, "a");
+  EXPECT_EQ(claim.attempt, 1);
+  EXPECT_EQ(claim.state, "running");
+  ASSERT_EQ(a.executor.specs.size(), 1u);
+  const JobSpec& local = a.executor.specs.begin()->second;
+  EXPECT_EQ(local.fleet_id, job.id);
+  EXPECT_EQ(local.cwd, a.workdir);
+  EXPECT_EQ(local.env.at("GPUQ_FLEET_ID"), job.id);
+  EXPECT_EQ(local.env.at("GPUQ_FLEET_ATTEMPT"), "1");
+  EXPECT_EQ(claim.local_id, a.executor.jobs.begin()->first) << "the renewal after the start records the local id";
+  EXPECT_EQ(a.executor.count("job.claimed"), 1);
+
+  a.executor.end(claim.local_id, 0);
+  a.nudge();
+  a.run_until(2'001);
+  claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "succeeded");
+  EXPECT_EQ(claim.exit_code, 0);
+  EXPECT_FALSE(a.store.get(job.entry())) << "the entry is removed at the end";
+  auto ended = a.store.list(std::string(keys::kEnded));
+  ASSERT_TRUE(ended);
+  ASSERT_EQ(ended->objects.size(), 1u);
+  EXPECT_EQ(parse_ended_key(ended->objects[0].key)->second, job.id);
+  EXPECT_TRUE(a.agent->held().empty());
+}
+
+TEST(FleetAgent, TwoNodesNeverBothTakeAJob) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1), b(bucket, "b", 1);
+  a.start();
+  b.start();
+  FleetJob first = seed(a.store, "any", 1, 5);
+  FleetJob second = seed(a.store, "any", 1, 6);
+  a.run_until(2'000);
+  b.run_until(2'000);
+  EXPECT_EQ(claim_of(a.store, first.id).node, "a") << "the best (oldest) job goes to the first node with room";
+  EXPECT_EQ(claim_of(a.store, second.id).node, "b");
+  EXPECT_EQ(a.executor.jobs.size(), 1u);
+  EXPECT_EQ(b.executor.jobs.size(), 1u);
+}
+
+TEST(FleetAgent, ALeaseThatStopsBeingRenewedIsTakenOverAndTheOldHolderStops) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1), b(bucket, "b", 1);
+  a.start();
+  b.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(0);  // a claims it at once (and renews it, recording its local id)
+  ASSERT_EQ(claim_of(a.store, job.id).node, "a");
+  b.run_until(0);  // b sees a's claim and starts watching it
+  // a freezes (a node cut off or stopped): b must see the claim unchanged for a whole lease.
+  b.run_until(kLease - 1);
+  EXPECT_EQ(claim_of(a.store, job.id).node, "a") << "not before a whole lease on b's clock";
+  b.run_until(1'000 + kLease + kLease / 3 + 1'000);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.node, "b");
+  EXPECT_EQ(claim.attempt, 2);
+  ASSERT_EQ(b.executor.count("job.reclaimed"), 1);
+  EXPECT_EQ(b.executor.events.back().data["from"], "a");
+  // a wakes up: its lease is long gone, so it stops its run and publishes nothing.
+  a.executor.end(a.executor.jobs.begin()->first, 0);
+  a.run_until(1'000 + 3 * kLease);
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 1);
+  claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.node, "b");
+  EXPECT_EQ(claim.state, "running") << "a's end was not published";
+}
+
+TEST(FleetAgent, AHolderCutOffFromTheBucketStopsItsRunBeforeAnyoneCanCountItExpired) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1), b(bucket, "b", 1);
+  a.start();
+  b.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  b.run_until(1'000);
+  a.store.set_cut_off(true);
+  a.data.set_cut_off(true);
+  a.run_until(1'000 + kLease / 3 + 2'000);
+  ASSERT_EQ(a.executor.count("job.claim_lost"), 1);
+  EXPECT_EQ(a.executor.cancelled.size(), 1u) << "its local run is stopped";
+  EXPECT_EQ(claim_of(b.store, job.id).node, "a") << "b cannot have taken it yet";
+  b.run_until(1'000 + 2 * kLease);
+  EXPECT_EQ(claim_of(b.store, job.id).node, "b");
+}
+
+TEST(FleetAgent, TransientErrorsDoNotStopAHealthyRun) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  for (int64_t t = 1'000; t < 5 * kLease; t += kLease / 6) {
+    a.store.fail_next(1);  // the next call fails, the retry works
+    a.run_until(t);
+  }
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
+  EXPECT_TRUE(a.executor.cancelled.empty());
+  EXPECT_EQ(claim_of(a.store, job.id).node, "a");
+}
+
+TEST(FleetAgent, ACancelFromAnotherMachineStopsTheRunAndEndsTheJobCancelled) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  MemoryStore elsewhere(bucket);
+  ASSERT_TRUE(elsewhere.put(keys::cancel(job.id), ""));
+  ASSERT_TRUE(elsewhere.put(std::string(keys::kSignal), random_token()));
+  a.run_until(3'500);  // one poll
+  ASSERT_EQ(a.executor.cancelled.size(), 1u);
+  a.run_until(6'000);
+  EXPECT_EQ(claim_of(a.store, job.id).state, "cancelled");
+}
+
+TEST(FleetAgent, DependenciesWaitForTheirJobAndOneThatCanNeverBeMetEndsTheDependent) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  FleetJob train = seed(a.store, "any", 1, 5, {}, "train");
+  FleetJob eval = seed(a.store, "any", 1, 6, {{Dependency::Kind::kAfterOk, "train"}});
+  FleetJob cleanup = seed(a.store, "any", 0, 7, {{Dependency::Kind::kAfterNotOk, train.id}});
+  a.run_until(1'000);
+  EXPECT_EQ(a.executor.jobs.size(), 1u) << "only train may start";
+  a.executor.end(claim_of(a.store, train.id).local_id, 0);
+  a.nudge();
+  a.run_until(3'000);
+  EXPECT_EQ(claim_of(a.store, eval.id).node, "a") << "eval starts once train succeeded";
+  Claim never = claim_of(a.store, cleanup.id);
+  EXPECT_EQ(never.state, "cancelled");
+  EXPECT_NE(never.reason.find("can never start"), std::string::npos) << never.reason;
+}
+
+TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  a.workdir = dir.string();
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = a.workdir;
+  a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
+  a.start();
+  ASSERT_TRUE(a.data.put("data/in/train.json", "[1,2,3]"));
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.gpus = 1;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.inputs = {"in/train.json"};
+  job.spec.outputs = {"out/eval_*.json", "out/never.txt"};
+  ASSERT_TRUE(a.store.put(keys::spec(job.id), to_json(job).dump()));
+  ASSERT_TRUE(a.store.put(job.entry(), "{}"));
+  ASSERT_TRUE(a.store.put(std::string(keys::kSignal), "x"));
+  a.run_until(1'000);
+  ASSERT_EQ(a.executor.jobs.size(), 1u);
+  EXPECT_EQ(os::read_file((dir / "in/train.json").string()).value_or(""), "[1,2,3]");
+  std::filesystem::create_directories(dir / "out");
+  std::ofstream(dir / "out/eval_1.json") << "{\"score\": 1}";
+  std::ofstream(dir / "out/eval_2.json") << "{\"score\": 2}";
+  std::ofstream(dir / "out/other.json") << "not declared";
+  a.executor.end(a.executor.jobs.begin()->first, 0);
+  a.nudge();
+  a.run_until(1'001);
+  EXPECT_EQ(a.data.get("data/out/eval_1.json")->body, "{\"score\": 1}");
+  EXPECT_EQ(a.data.get("data/out/eval_2.json")->body, "{\"score\": 2}");
+  EXPECT_FALSE(a.data.get("data/out/other.json"));
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "succeeded");
+  EXPECT_NE(claim.reason.find("output out/never.txt matched nothing"), std::string::npos) << claim.reason;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FleetAgent, AJobWhoseInputIsMissingOrThatDeclaresDataWithoutADataStoreFailsBeforeItStarts) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore store(bucket);
+  FakeExecutor executor(1);
+  AgentOptions options;
+  options.node = "a";
+  options.workdir = "/tmp";
+  options.data_problem = "AWS_ACCESS_KEY_ID is not set";
+  Agent agent(store, nullptr, executor, options);
+  ASSERT_TRUE(agent.start(0, 0));
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.inputs = {"in/x.json"};
+  ASSERT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
+  ASSERT_TRUE(store.put(job.entry(), "{}"));
+  ASSERT_TRUE(store.put(std::string(keys::kSignal), "x"));
+  agent.step(1, 1);
+  EXPECT_TRUE(executor.jobs.empty()) << "never handed to the daemon";
+  Claim claim = claim_of(store, job.id);
+  EXPECT_EQ(claim.state, "failed");
+  EXPECT_NE(claim.reason.find("AWS_ACCESS_KEY_ID is not set"), std::string::npos) << claim.reason;
+}
+
+TEST(FleetAgent, ARestartedDaemonKeepsItsClaims) {
+  auto bucket = std::make_shared<Bucket>();
+  std::string state = (std::filesystem::temp_directory_path() / ("gpuq-agent-state-" + random_token())).string();
+  Node a(bucket, "a", 1, state);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  ASSERT_EQ(a.agent->held().size(), 1u);
+  // The daemon restarts: a new agent with the same state file and the same local jobs.
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.state_file = state;
+  Agent again(a.store, &a.data, a.executor, options);
+  ASSERT_TRUE(again.start(5'000, 5'000));
+  EXPECT_EQ(again.held(), std::vector<std::string>{job.id});
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
+  EXPECT_EQ(claim_of(a.store, job.id).node, "a");
+  std::filesystem::remove(state);
+}
+
+TEST(FleetAgent, AnIdleNodePollsOneSmallObjectAndListsRarely) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  ASSERT_TRUE(a.store.put(std::string(keys::kSignal), "x"));
+  a.start();
+  a.run_until(60'000);  // the first scan, then quiet
+  a.store.reset_counts();
+  constexpr int64_t kHour = 3'600'000;
+  a.run_until(60'000 + kHour);
+  const auto& counts = a.store.counts();
+  // Per hour: a heartbeat every 30 s; the signal every 2.5 s (quiet); nodes/ every 5 minutes.
+  EXPECT_EQ(counts.put, kHour / 30'000);
+  EXPECT_EQ(counts.get, kHour / 2'500);
+  EXPECT_EQ(counts.not_modified, counts.get) << "every poll is a conditional GET answered 304";
+  EXPECT_EQ(counts.list, kHour / 300'000);
+  // At S3 Standard's prices ($0.005 per 1,000 PUT or LIST, $0.0004 per 1,000 GET), 30 days:
+  double month = 30.0 * 24;
+  double dollars = month * ((counts.put + counts.list) * 0.005 + counts.get * 0.0004) / 1000;
+  EXPECT_LT(dollars, 1.0) << dollars;
+}
+
+}  // namespace
+}  // namespace gpuq::fleet
