@@ -80,6 +80,10 @@ class ObjectStore {
 // empty, "." or ".." segment. The error names the key and the alphabet.
 Status check_key(std::string_view key);
 
+// Whether `prefix` may be given to list(): "" or up to 900 bytes of check_key's alphabet (it
+// may end in '/' or stop inside a segment: "claims/", "claims/jo").
+Status check_list_prefix(std::string_view prefix);
+
 // Settings shared by every store: how long one call may take and how often it is retried.
 struct StoreOptions {
   int64_t timeout_ms = 20'000;     // one request, connection included
@@ -98,6 +102,18 @@ struct StoreOptions {
 // a trailing '/' is ignored). An unknown scheme, a bucket name S3 would refuse or, for s3://,
 // missing credentials are errors that say which variable or config key to set.
 Result<std::unique_ptr<ObjectStore>> open_store(const std::string& url, const StoreOptions& options);
+
+// What a store URL names: a bucket and a prefix (s3://), or a directory (dir://).
+struct StoreUrl {
+  enum class Kind { kS3, kDir };
+  Kind kind = Kind::kS3;
+  std::string bucket;  // s3: the bucket
+  std::string prefix;  // s3: the key prefix, without leading or trailing '/'; may be ""
+  std::string path;    // dir: the absolute directory, without a trailing '/'
+};
+
+// Parses a store URL as open_store does, without touching the store.
+Result<StoreUrl> parse_store_url(const std::string& url);
 
 // Fills the S3 settings that `options` leaves empty from the standard AWS_* variables.
 StoreOptions with_aws_environment(StoreOptions options);

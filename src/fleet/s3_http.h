@@ -1,0 +1,66 @@
+// One S3 request over libcurl, signed by libcurl's own SigV4 (CURLOPT_AWS_SIGV4): the S3
+// store's only contact with the network. It owns one CURL easy handle, reused from request to
+// request so that connections are kept; it neither retries nor interprets answers (s3_store.cc
+// does). libcurl's signer (7.88) signs the query and the path as given and does not add
+// x-amz-content-sha256: callers pass a sorted, percent-encoded query and keys that need no
+// encoding (check_key), and send() adds the header so that it is signed.
+// Thread rules: one S3Http per thread at a time (a CURL handle is not shared).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "fleet/object_store.h"
+
+namespace gpuq::fleet {
+
+struct S3Request {
+  const char* method = "GET";        // GET, PUT or DELETE
+  std::string url;                   // whole, with the query sorted and encoded
+  std::vector<std::string> headers;  // extra headers, "If-Match: \"abc\""
+  std::string_view body;             // PUT's body
+};
+
+struct S3Answer {
+  long status = 0;              // the HTTP status; 0 when no answer came
+  std::string transport_error;  // why no answer came, in libcurl's words
+  bool transient = false;       // no answer, and trying again may help (not a bad URL)
+  bool maybe_applied = false;   // no answer, but the request may have reached the store
+  std::string body;
+  std::string etag;              // the ETag header, without quotes
+  int64_t date_ms = 0;           // the Date header; 0 when absent
+  int64_t last_modified_ms = 0;  // the Last-Modified header; 0 when absent
+};
+
+class S3Http {
+ public:
+  // Signs with the region and credentials of `options` (region "" means us-east-1); each
+  // request may take options.timeout_ms, connection included.
+  static Result<std::unique_ptr<S3Http>> open(const StoreOptions& options);
+  ~S3Http();
+  S3Http(const S3Http&) = delete;
+  S3Http& operator=(const S3Http&) = delete;
+
+  S3Answer send(const S3Request& request);
+  // `value` percent-encoded as S3 wants a query value (all but A-Z a-z 0-9 - . _ ~).
+  std::string encode(std::string_view value);
+
+ private:
+  S3Http(void* handle, const StoreOptions& options);
+
+  void* handle_;  // CURL*
+  std::string sigv4_;
+  std::string access_key_id_;
+  std::string secret_access_key_;
+  std::string session_token_;
+  int64_t timeout_ms_;
+};
+
+// An RFC 1123 date ("Tue, 01 Dec 2026 21:45:45 GMT") in ms since the epoch; 0 when unreadable.
+int64_t parse_http_date_ms(const std::string& text);
+
+}  // namespace gpuq::fleet
