@@ -8,6 +8,7 @@
 
 #include "base/paths.h"
 #include "cli/commands.h"
+#include "cli/fleet_commands.h"
 
 namespace gpuq::cli {
 namespace {
@@ -35,6 +36,7 @@ struct Parsed {
   ServiceOptions service;
   LintOptions lint;
   SimulateOptions simulate;
+  FleetParsed fleet;
 };
 
 // The help of --json on the commands that act on several jobs or GPUs.
@@ -293,6 +295,7 @@ void define_commands(CLI::App& app, Parsed& p) {
       ->type_name("DUR");
 
   define_service_command(app, p);
+  define_fleet_command(app, p.fleet);
 }
 
 // Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
@@ -403,6 +406,7 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
       return kExitUsage;
     }
   }
+  if (command->get_name() == "fleet") return run_fleet(io, parsed.fleet);  // no daemon, no home
   return dispatch(command->get_name(), parsed, hooks, io);
 }
 

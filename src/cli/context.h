@@ -1,5 +1,6 @@
 // What every client command works with: the process around it (`Io`: output streams, whether
-// to colour, clocks, the environment, how to reach the daemon) and the resolved home.
+// to colour, clocks, the environment, how to reach the daemon and a fleet's store) and the
+// resolved home.
 // `process_io()` describes the real process; tests build an Io with string streams, fake
 // clocks and a FakeTransport, so every command runs without a daemon or a terminal.
 // A Context is used by one thread; it owns its DaemonClient (created on first use).
@@ -16,6 +17,7 @@
 #include "cli/daemon_client.h"
 #include "cli/exit_codes.h"
 #include "cli/table.h"
+#include "fleet/object_store.h"
 
 namespace gpuq::cli {
 
@@ -29,6 +31,8 @@ struct Io {
   std::function<void(Millis)> sleep;   // used only by `logs -f`
   std::vector<std::string> environ;    // "KEY=VALUE" of this process
   std::string cwd;                     // absolute current directory
+  // How `gpuq fleet` opens its store from a URL; empty: open_fleet_store (cli/fleet_commands.h).
+  std::function<Result<std::unique_ptr<fleet::ObjectStore>>(const std::string& url)> open_fleet;
 };
 
 // The real process: std::cout/std::cerr, colour when stdout is a terminal and NO_COLOR is

@@ -7,7 +7,7 @@
 //   nodes/NODE/heartbeat.json       the node's heartbeat (Heartbeat)
 //   nodes/NODE/drain                present while the node takes no new jobs
 //   names/NAME                      {"id"}: created if absent, so a name is unique in the fleet
-//   jobs/ID/spec.json               the job as submitted (FleetJob); never changes
+//   jobs/ID/spec.json               the job as submitted (FleetJob); only `fleet move` re-pins it
 //   jobs/ID/claim.json              its lease and, at the end, its outcome (Claim)
 //   jobs/ID/cancel                  present once someone asked to cancel it
 //   jobs/ID/logs/ATTEMPT.log        the output of each attempt, synced while it runs

@@ -1,0 +1,251 @@
+// `gpuq fleet ...` command lines against an in-memory store (Io::open_fleet): usage errors that
+// touch nothing, what submit reads from scripts and writes, and the --json shapes.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cli/app.h"
+#include "cli/fake_transport.h"
+#include "fleet/client.h"
+#include "fleet/testing/memory_store.h"
+
+namespace gpuq::cli {
+namespace {
+
+using fleet::testing::Bucket;
+using fleet::testing::MemoryStore;
+
+class FleetCli : public ::testing::Test {
+ protected:
+  FleetCli() : bucket_(std::make_shared<Bucket>()), store_(bucket_) {
+    process_.io.open_fleet = [this](const std::string& url)
+        -> Result<std::unique_ptr<fleet::ObjectStore>> {
+      opened_.push_back(url);
+      return std::unique_ptr<fleet::ObjectStore>(new MemoryStore(bucket_));
+    };
+    process_.io.environ.push_back("USER=me");
+  }
+
+  int run(std::vector<std::string> args) {
+    process_.out.str("");
+    process_.err.str("");
+    args.insert(args.begin(), "fleet");
+    return run_cli(args, Hooks{}, process_.io);
+  }
+  int fleet(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--fleet", "s3://bucket/team"});
+    return run(std::move(args));
+  }
+  void expect_usage_error(std::vector<std::string> args, std::string_view part) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    opened_.clear();
+    EXPECT_EQ(run(std::move(args)), kExitUsage);
+    EXPECT_TRUE(opened_.empty());
+    EXPECT_NE(err().find(part), std::string::npos) << err();
+  }
+  std::string out() const { return process_.out.str(); }
+  std::string err() const { return process_.err.str(); }
+  void heartbeat(const std::string& node) {
+    fleet::Heartbeat beat;
+    beat.node = node;
+    beat.interval_ms = 10'000;
+    beat.classes = {"any", "big"};
+    beat.gpus = {{"gpu0", "H100", 80'000, false}, {"gpu1", "H100", 80'000, true}};
+    beat.free_gpus = 1;
+    beat.running = {"x"};
+    ASSERT_TRUE(store_.put(fleet::keys::heartbeat(node), fleet::to_json(beat).dump()));
+  }
+  std::optional<fleet::FleetJob> stored(const std::string& ref) {
+    auto id = fleet::resolve_job(store_, ref);
+    if (!id) return std::nullopt;
+    auto job = fleet::read_job(store_, *id);
+    return job ? std::optional(*job) : std::nullopt;
+  }
+
+  testing::FakeProcess process_;
+  testing::TempDir dir_;
+  std::shared_ptr<Bucket> bucket_;
+  MemoryStore store_;
+  std::vector<std::string> opened_;
+};
+
+TEST_F(FleetCli, UsageErrorsTouchNothing) {
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  expect_usage_error({"status"}, "--fleet s3://BUCKET/PREFIX");
+  expect_usage_error({"status"}, "GPUQ_FLEET");
+  expect_usage_error({"submit", "--fleet", "s3://b/p", "--chain", script, script}, "--chain needs --node");
+  expect_usage_error({"submit", "--fleet", "s3://b/p", "--class", "big", "--node", "n1", script},
+                     "--class and --node together");
+  expect_usage_error({"logs", "--fleet", "s3://b/p", "-f", "--json", "x"}, "leave out -f");
+  expect_usage_error({"move", "--fleet", "s3://b/p", "--from", "n1"}, "--to");
+  expect_usage_error({"submit", "--fleet", "s3://b/p"}, "file");
+}
+
+TEST_F(FleetCli, GpuqFleetIsTheDefaultStore) {
+  process_.io.environ.push_back("GPUQ_FLEET=dir:///shared/fleet");
+  EXPECT_EQ(run({"status"}), kExitOk) << err();
+  ASSERT_EQ(opened_.size(), 1u);
+  EXPECT_EQ(opened_[0], "dir:///shared/fleet");
+  EXPECT_EQ(fleet({"status"}), kExitOk);
+  EXPECT_EQ(opened_.back(), "s3://bucket/team");
+}
+
+TEST_F(FleetCli, SubmitReadsTheScriptsHeadersAndSendsOnlyEnv) {
+  std::string prep = dir_.write("prep.sh", "#!/bin/bash\necho prep\n");
+  std::string train = dir_.write("train.sh",
+                                 "#!/bin/bash\n#gpuq gpus=2\n#gpuq after=prep\n"
+                                 "#gpuq wait-file=/data/ready\n# gpuq-in: data/x.json\n"
+                                 "# gpuq-out: out/\necho train\n");
+  ASSERT_EQ(fleet({"submit", "--name", "prep", prep}), kExitOk) << err();
+  EXPECT_TRUE(out().starts_with("submitted ")) << out();
+  EXPECT_NE(out().find(" prep to class any\n"), std::string::npos) << out();
+  ASSERT_EQ(fleet({"submit", "--class", "big", "--name", "train", "--env", "HF_HOME=/hf",
+                   "--priority", "high", train}),
+            kExitOk)
+      << err();
+  auto job = stored("train");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->klass, "big");
+  EXPECT_EQ(job->spec.gpus, 2);
+  EXPECT_EQ(job->spec.priority, kPriorityHigh);
+  EXPECT_EQ(job->spec.cwd, "");
+  EXPECT_EQ(job->spec.env, (std::map<std::string, std::string>{{"HF_HOME", "/hf"}}));
+  ASSERT_EQ(job->after.size(), 1u);
+  EXPECT_EQ(job->after[0].target, "prep");
+  ASSERT_EQ(job->spec.deps.size(), 1u);  // wait-file stays with the spec
+  EXPECT_EQ(job->spec.deps[0].kind, Dependency::Kind::kFile);
+  EXPECT_EQ(job->spec.inputs, std::vector<std::string>{"data/x.json"});
+  EXPECT_EQ(job->spec.outputs, std::vector<std::string>{"out/"});
+  EXPECT_EQ(job->submitted_by.substr(0, 3), "me@");
+
+  // The same submit again is the same job; other work under the name is refused.
+  ASSERT_EQ(fleet({"submit", "--class", "big", "--name", "train", "--env", "HF_HOME=/hf",
+                   "--priority", "high", train}),
+            kExitOk);
+  EXPECT_EQ(out(), "existing " + job->id + " train in class big\n");
+  EXPECT_EQ(fleet({"submit", "--class", "big", "--name", "train", train}), kExitFailed);
+  EXPECT_NE(err().find("other work"), std::string::npos) << err();
+}
+
+TEST_F(FleetCli, ChainPinsEachFileAfterTheOneBefore) {
+  std::vector<std::string> args = {"submit", "--node", "n1", "--chain", "--name", "step", "--json"};
+  for (const char* name : {"a.sh", "b.sh", "c.sh"}) {
+    args.push_back(dir_.write(name, std::string("#!/bin/bash\necho ") + name + "\n"));
+  }
+  ASSERT_EQ(fleet(args), kExitOk) << err();
+  auto printed = nlohmann::json::parse(out());
+  ASSERT_EQ(printed.size(), 3u);
+  EXPECT_EQ(printed[1]["name"], "step-2");
+  EXPECT_EQ(printed[1]["node"], "n1");
+  EXPECT_EQ(printed[1]["result"], "submitted");
+  EXPECT_EQ(printed[0]["after"].size(), 0u);
+  EXPECT_EQ(printed[2]["after"][0]["target"], "step-2");
+  EXPECT_EQ(printed[2]["after"][0]["kind"], "afterok");
+  auto third = stored("step-3");
+  ASSERT_TRUE(third);
+  EXPECT_TRUE(third->entry().starts_with("queues/node/n1/"));
+}
+
+TEST_F(FleetCli, StatusJsonHasTheDocumentedShape) {
+  heartbeat("n1");
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  ASSERT_EQ(fleet({"submit", "--name", "a", script}), kExitOk) << err();
+  ASSERT_EQ(fleet({"status", "--json"}), kExitOk) << err();
+  auto status = nlohmann::json::parse(out());
+  ASSERT_TRUE(status.contains("nodes") && status.contains("jobs"));
+  ASSERT_EQ(status["nodes"].size(), 1u);
+  const auto& node = status["nodes"][0];
+  for (const char* key : {"name", "stale", "heartbeat_age_s", "gpus", "free_gpus", "classes", "running"}) {
+    EXPECT_TRUE(node.contains(key)) << key;
+  }
+  EXPECT_EQ(node["name"], "n1");
+  EXPECT_EQ(node["stale"], false);
+  EXPECT_EQ(node["gpus"], 2);
+  EXPECT_EQ(node["free_gpus"], 1);
+  EXPECT_EQ(node["heartbeat_age_s"], 0.0);
+  ASSERT_EQ(status["jobs"].size(), 1u);
+  const auto& job = status["jobs"][0];
+  for (const char* key : {"id", "name", "state", "class", "node", "runs", "exit_code"}) {
+    EXPECT_TRUE(job.contains(key)) << key;
+  }
+  EXPECT_EQ(job["state"], "queued");
+  EXPECT_EQ(job["class"], "any");
+  EXPECT_EQ(job["name"], "a");
+  EXPECT_TRUE(job["node"].is_null());
+  EXPECT_TRUE(job["exit_code"].is_null());
+
+  ASSERT_EQ(fleet({"status"}), kExitOk);
+  EXPECT_NE(out().find("NODE  AGE"), std::string::npos) << out();
+  EXPECT_NE(out().find("1/2"), std::string::npos) << out();
+  EXPECT_NE(out().find("queued  class any"), std::string::npos) << out();
+}
+
+TEST_F(FleetCli, CancelDrainMoveAndShow) {
+  heartbeat("n1");
+  heartbeat("n2");
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  ASSERT_EQ(fleet({"submit", "--node", "n1", "--name", "a", script}), kExitOk) << err();
+  ASSERT_EQ(fleet({"submit", "--node", "n1", "--name", "b", script}), kExitOk) << err();
+  ASSERT_EQ(fleet({"move", "--from", "n1", "--to", "n2"}), kExitOk) << err();
+  EXPECT_NE(out().find("moved "), std::string::npos) << out();
+  EXPECT_EQ(stored("a")->node, "n2");
+  ASSERT_EQ(fleet({"cancel", "a", "--json"}), kExitOk) << err();
+  auto cancelled = nlohmann::json::parse(out());
+  EXPECT_EQ(cancelled["result"], "cancelled");
+  EXPECT_EQ(fleet({"cancel", "a"}), kExitFailed);
+  EXPECT_NE(err().find("already ended: cancelled"), std::string::npos) << err();
+  ASSERT_EQ(fleet({"show", "a", "--json"}), kExitOk);
+  auto shown = nlohmann::json::parse(out());
+  EXPECT_EQ(shown["state"], "cancelled");
+  EXPECT_EQ(shown["cancel_requested"], true);
+  EXPECT_EQ(shown["claim"]["state"], "cancelled");
+  ASSERT_EQ(fleet({"show", "b"}), kExitOk);
+  EXPECT_NE(out().find("state:       queued"), std::string::npos) << out();
+  EXPECT_EQ(fleet({"drain", "n2"}), kExitOk);
+  EXPECT_EQ(out(), "node n2 drains: it takes no new jobs; running ones finish\n");
+  EXPECT_EQ(fleet({"undrain", "n2", "--json"}), kExitOk);
+  EXPECT_EQ(out(), "{\"node\":\"n2\",\"draining\":false}\n");
+  EXPECT_EQ(fleet({"drain", "n9"}), kExitFailed);
+  EXPECT_EQ(fleet({"show", "nope"}), kExitFailed);
+  EXPECT_NE(err().find("no fleet job has the name or id 'nope'"), std::string::npos) << err();
+}
+
+TEST_F(FleetCli, LogsFollowUntilTheClaimEnds) {
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  ASSERT_EQ(fleet({"submit", "--name", "a", script}), kExitOk) << err();
+  std::string id = stored("a")->id;
+  fleet::Claim claim;
+  claim.job = id;
+  claim.node = "n1";
+  claim.attempt = 1;
+  claim.token = "t";
+  ASSERT_TRUE(store_.put(fleet::keys::claim(id), fleet::to_json(claim).dump()));
+  ASSERT_TRUE(store_.put(fleet::keys::log(id, 1), "one\n"));
+  int polls = 0;
+  process_.io.sleep = [&](Millis) {
+    ++polls;
+    if (polls == 1) {
+      ASSERT_TRUE(store_.put(fleet::keys::log(id, 1), "one\ntwo\n"));
+    }
+    if (polls == 3) {
+      ASSERT_TRUE(store_.put(fleet::keys::log(id, 1), "one\ntwo\nthree\n"));
+      claim.state = "succeeded";
+      ASSERT_TRUE(store_.put(fleet::keys::claim(id), fleet::to_json(claim).dump()));
+    }
+  };
+  ASSERT_EQ(fleet({"logs", "a", "-f"}), kExitOk) << err();
+  EXPECT_EQ(out(), "one\ntwo\nthree\n");
+  EXPECT_EQ(polls, 3);
+  ASSERT_EQ(fleet({"logs", id, "--attempt", "1"}), kExitOk);
+  EXPECT_EQ(out(), "one\ntwo\nthree\n");
+  EXPECT_EQ(fleet({"logs", id, "--attempt", "2"}), kExitFailed);
+}
+
+TEST_F(FleetCli, AnUnreachableStoreExitsThree) {
+  bucket_->unreachable = true;
+  EXPECT_EQ(fleet({"status"}), kExitNoDaemon);
+  EXPECT_NE(err().find("cannot connect"), std::string::npos) << err();
+}
+
+}  // namespace
+}  // namespace gpuq::cli

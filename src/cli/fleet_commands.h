@@ -1,0 +1,95 @@
+// `gpuq fleet ...` (docs/fleet.md, "Commands"): the fleet's client commands. They talk to the
+// fleet's object store (fleet/client.h), not to a daemon. Each command first checks its own
+// values (a usage error, exit 2, touches nothing), then resolves the store (--fleet, else
+// $GPUQ_FLEET), opens it through Io::open_fleet (tests pass an in-memory store) and runs.
+// Exit statuses: 0 ok; 1 refused (not found, a name's conflict, a job that already ended); 2 a
+// usage error; 3 the store could not be reached.
+// Functions of one thread; they own nothing beyond the call (the store is opened per command).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/context.h"
+#include "fleet/layout.h"
+#include "fleet/object_store.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gpuq::cli {
+
+struct FleetSubmitOptions {
+  std::string klass;                // --class; "any" when neither --class nor --node
+  std::string node;                 // --node: pinned
+  std::string name;                 // --name; several files are NAME-1, NAME-2, ...
+  std::optional<int> gpus;
+  std::string priority;
+  std::vector<std::string> after;   // fleet job names or ids (afterok); replace after= headers
+  bool chain = false;               // with --node: each file after the one before
+  std::vector<std::string> env;     // KEY=VALUE: the only environment that travels
+  std::vector<std::string> files;   // scripts
+};
+
+struct FleetLogsOptions {
+  std::string ref;
+  int attempt = 0;  // 0: the claim's current attempt
+  bool follow = false;
+};
+
+// What the command line chose: the subcommand and its values.
+struct FleetParsed {
+  std::string command;  // status, submit, show, logs, cancel, drain, undrain, move
+  std::string fleet;    // --fleet; empty: $GPUQ_FLEET
+  bool json = false;
+  FleetSubmitOptions submit;
+  FleetLogsOptions logs;
+  std::string ref;      // show, cancel
+  std::string node;     // drain, undrain
+  std::string from;     // move
+  std::string to;
+};
+
+// Adds `gpuq fleet` and its subcommands to the command line; they fill `parsed`.
+void define_fleet_command(CLI::App& app, FleetParsed& parsed);
+// Runs a parsed `gpuq fleet` command line; returns the exit status.
+int run_fleet(const Io& io, const FleetParsed& parsed);
+
+// The store's URL: --fleet, else GPUQ_FLEET of `environ`; a usage error naming both otherwise.
+Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ);
+// The settings every fleet store of the CLI is opened with ([fleet] of config.toml comes here).
+fleet::StoreOptions fleet_store_options();
+// Opens the store of `url` with fleet_store_options(): what Io::open_fleet does by default.
+Result<std::unique_ptr<fleet::ObjectStore>> open_fleet_store(const std::string& url);
+
+// The fleet jobs of `gpuq fleet submit` (ids new, chain dependencies not yet added: they name
+// the jobs as submitted), each from its script and `#gpuq` headers with the flags applied, as
+// `gpuq submit` reads a script; `now_ms` is the submission time. A usage error says what is wrong.
+Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions& options,
+                                                       const Io& io, int64_t now_ms);
+
+// The commands, over an open store.
+int run_fleet_submit(Context& ctx, fleet::ObjectStore& store, const FleetSubmitOptions& options,
+                     bool json);
+int run_fleet_status(Context& ctx, fleet::ObjectStore& store, bool json);
+int run_fleet_show(Context& ctx, fleet::ObjectStore& store, const std::string& ref, bool json);
+int run_fleet_logs(Context& ctx, fleet::ObjectStore& store, const FleetLogsOptions& options,
+                   bool json);
+int run_fleet_cancel(Context& ctx, fleet::ObjectStore& store, const std::string& ref, bool json);
+int run_fleet_drain(Context& ctx, fleet::ObjectStore& store, const std::string& node, bool on,
+                    bool json);
+int run_fleet_move(Context& ctx, fleet::ObjectStore& store, const std::string& from,
+                   const std::string& to, bool json);
+
+// `gpuq fleet logs -f` reads the log and the claim this often.
+constexpr Millis kFleetLogPoll{1'000};
+
+// Reports a fleet error ("gpuq: <message>") and returns its exit status: 2 for a refused
+// value, 3 for an unreachable store, else 1.
+int report_fleet_error(Context& ctx, const Error& error);
+
+}  // namespace gpuq::cli
