@@ -17,6 +17,7 @@ extern char** environ;
 #include <fmt/format.h>
 
 #include "api/server.h"
+#include "app/fleet_node.h"
 #include "app/private_home.h"
 #include "base/asio.h"
 #include "base/paths.h"
@@ -242,6 +243,10 @@ int serve(const cli::DaemonFlags& flags) {
     hooks.notify(seq);
   });
   if (auto started = queue.start(); !started) return fail_start(started.error().message);
+  // The fleet (docs/fleet.md), when one is named: its store is checked before the daemon says
+  // it is ready, so a bad URL, key or store is an error of this start.
+  auto fleet = FleetNode::join(flags, config->fleet, layout, actor_ioc, queue, GPUQ_VERSION);
+  if (!fleet) return fail_start(fleet.error().message);
   // The GPU probe samples on its own thread (a sick driver can make one call hang); each
   // sample is handed to the actor.
   auto probe = gpu::choose_probe(*inventory);
@@ -264,6 +269,7 @@ int serve(const cli::DaemonFlags& flags) {
   asio::signal_set signals(actor_ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
+    if (*fleet) (*fleet)->close();
     queue.stop();
     server.close();
     api_ioc.stop();
@@ -271,12 +277,16 @@ int serve(const cli::DaemonFlags& flags) {
   });
   auto api_guard = asio::make_work_guard(api_ioc);
   std::thread api_thread([&] { api_ioc.run(); });
-  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n  gpus: {}\n",
-                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), inventory->note));
+  std::string fleet_note = *fleet ? fmt::format("  fleet: {}\n", (*fleet)->describe()) : "";
+  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n  gpus: {}\n{}",
+                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), inventory->note,
+                            fleet_note));
+  if (*fleet) (*fleet)->start();
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);
   actor_ioc.run();
   prober.reset();  // no more samples for a stopped actor
+  if (*fleet) (*fleet)->stop();
   // The actor has stopped: hook threads end (a delivery in flight gets a short grace), and the
   // cursors their last deliveries reached are written here, on what was the actor's thread.
   hooks.stop();

@@ -156,6 +156,15 @@ void define_commands(CLI::App& app, Parsed& p) {
   daemon->add_option("--gpus", p.daemon.gpus, "GPUs to use: auto, none, fake:N or 0,2,3")
       ->type_name("SPEC");
   daemon->add_flag("--detach", p.daemon.detach, "run in the background");
+  daemon->add_option("--fleet", p.daemon.fleet,
+                     "join the fleet of this bucket: s3://BUCKET/PREFIX or dir:///PATH (default "
+                     "$GPUQ_FLEET, else [fleet] url in config.toml; docs/fleet.md)")
+      ->type_name("URL");
+  daemon->add_option("--node", p.daemon.node, "this node's name in the fleet (default: the host name)")
+      ->type_name("NAME");
+  daemon->add_option("--classes", p.daemon.classes, "fleet classes this node serves besides 'any'")
+      ->type_name("A,B")
+      ->delimiter(',');
 
   auto* submit = add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)");
   submit->add_option("--name", p.submit.name, "a unique name for the job");

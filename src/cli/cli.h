@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace gpuq::cli {
 
@@ -15,6 +16,10 @@ struct DaemonFlags {
   std::string home;           // resolved, absolute state directory
   std::string gpus = "auto";  // auto | none | fake:N | 0,2,3 (already checked)
   bool detach = false;
+  // The fleet (docs/fleet.md): --fleet (else $GPUQ_FLEET, else [fleet] url), --node, --classes.
+  std::string fleet;
+  std::string node;
+  std::vector<std::string> classes;
 };
 
 struct Hooks {

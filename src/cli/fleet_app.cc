@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/paths.h"
 #include "cli/fleet_commands.h"
 
 namespace gpuq::cli {
@@ -130,7 +131,8 @@ void define_fleet_command(CLI::App& app, FleetParsed& p) {
   define_fleet_jobs(*fleet, p);
 }
 
-Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ) {
+Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ,
+                               const std::string& configured) {
   if (!flag.empty()) return flag;
   constexpr std::string_view kVariable = "GPUQ_FLEET=";
   for (const auto& entry : environ) {
@@ -138,17 +140,26 @@ Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::s
       return entry.substr(kVariable.size());
     }
   }
+  if (!configured.empty()) return configured;
   return cli_fail(kExitUsage,
-                  "which fleet? give --fleet s3://BUCKET/PREFIX (or dir:///PATH), or set "
-                  "GPUQ_FLEET");
+                  "which fleet? give --fleet s3://BUCKET/PREFIX (or dir:///PATH), set GPUQ_FLEET, "
+                  "or set url under [fleet] in config.toml");
 }
 
-fleet::StoreOptions fleet_store_options() {
-  return fleet::with_aws_environment(fleet::StoreOptions{});
+fleet::StoreOptions fleet_store_options(const config::FleetConfig& configured) {
+  fleet::StoreOptions options;
+  options.timeout_ms = configured.timeout_ms;
+  options.endpoint = configured.endpoint;
+  options.region = configured.region;
+  options.access_key_id = configured.access_key_id;
+  options.secret_access_key = configured.secret_access_key;
+  options.session_token = configured.session_token;
+  return fleet::with_aws_environment(std::move(options));
 }
 
-Result<std::unique_ptr<fleet::ObjectStore>> open_fleet_store(const std::string& url) {
-  return fleet::open_store(url, fleet_store_options());
+Result<std::unique_ptr<fleet::ObjectStore>> open_fleet_store(const std::string& url,
+                                                             const config::FleetConfig& configured) {
+  return fleet::open_store(url, fleet_store_options(configured));
 }
 
 int report_fleet_error(Context& ctx, const Error& error) {
@@ -165,9 +176,18 @@ int run_fleet(const Io& io, const FleetParsed& parsed) {
     return ctx.report(kExitUsage, fmt::format("{}\nRun 'gpuq fleet {} --help' for usage.",
                                               st.error().message, parsed.command));
   }
-  auto url = fleet_url(parsed.fleet, io.environ);
+  // [fleet] of the daemon's config.toml, when there is one: its url and credentials.
+  config::FleetConfig configured;
+  if (!io.open_fleet) {
+    if (auto home = resolve_home(""); home) {
+      auto loaded = config::load_config(*home + "/" + std::string(config::kConfigFileName));
+      if (!loaded) return ctx.report(kExitUsage, loaded.error().message);
+      configured = loaded->fleet;
+    }
+  }
+  auto url = fleet_url(parsed.fleet, io.environ, configured.url);
   if (!url) return ctx.report(url.error());
-  auto store = io.open_fleet ? io.open_fleet(*url) : open_fleet_store(*url);
+  auto store = io.open_fleet ? io.open_fleet(*url) : open_fleet_store(*url, configured);
   if (!store) return report_fleet_error(ctx, store.error());
   return dispatch(ctx, **store, parsed);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/context.h"
+#include "config/config.h"
 #include "fleet/layout.h"
 #include "fleet/object_store.h"
 
@@ -59,12 +60,16 @@ void define_fleet_command(CLI::App& app, FleetParsed& parsed);
 // Runs a parsed `gpuq fleet` command line; returns the exit status.
 int run_fleet(const Io& io, const FleetParsed& parsed);
 
-// The store's URL: --fleet, else GPUQ_FLEET of `environ`; a usage error naming both otherwise.
-Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ);
-// The settings every fleet store of the CLI is opened with ([fleet] of config.toml comes here).
-fleet::StoreOptions fleet_store_options();
+// The store's URL: --fleet, else GPUQ_FLEET of `environ`, else [fleet] url of config.toml
+// (`configured`); a usage error naming the three otherwise.
+Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ,
+                               const std::string& configured = "");
+// The settings a fleet store is opened with, by the CLI and the daemon alike: [fleet] of
+// config.toml first, then the AWS_* variables for what it leaves unset.
+fleet::StoreOptions fleet_store_options(const config::FleetConfig& configured);
 // Opens the store of `url` with fleet_store_options(): what Io::open_fleet does by default.
-Result<std::unique_ptr<fleet::ObjectStore>> open_fleet_store(const std::string& url);
+Result<std::unique_ptr<fleet::ObjectStore>> open_fleet_store(const std::string& url,
+                                                             const config::FleetConfig& configured);
 
 // The fleet jobs of `gpuq fleet submit` (ids new, chain dependencies not yet added: they name
 // the jobs as submitted), each from its script and `#gpuq` headers with the flags applied, as

@@ -14,7 +14,9 @@ std::string job_label(const Json& job) {
 
 std::string name_or_dash(const Json& job) {
   std::string name = json_string(job, "name");
-  return name.empty() ? "-" : name;
+  if (!name.empty()) return name;
+  std::string fleet_id = json_string(job, "fleet_id");
+  return fleet_id.empty() ? "-" : "fleet:" + fleet_id;
 }
 
 const Json* latest_run(const Json& job) {

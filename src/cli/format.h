@@ -14,6 +14,7 @@ namespace gpuq::cli {
 std::string job_label(const Json& job);
 
 // The job's name or "-".
+// The job's name; "fleet:ID" for a fleet job without one (docs/fleet.md); "-" otherwise.
 std::string name_or_dash(const Json& job);
 
 // The latest run of a job, or null when it has none.

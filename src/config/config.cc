@@ -14,6 +14,7 @@
 
 #include "base/duration.h"
 #include "base/size.h"
+#include "config/config_fleet.h"
 #include "config/config_hooks.h"
 #include "config/config_text.h"
 
@@ -40,6 +41,9 @@ const std::vector<TableSpec>& table_specs() {
       {"preemption", {"gap", "yield_grace"}},
       {"cleanup", {"poll", "limit"}},
       {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
+      {"fleet",
+       {"url", "node", "classes", "heartbeat", "poll", "lease", "sync_every", "timeout", "workdir",
+        "data", "endpoint", "region", "access_key_id", "secret_access_key", "session_token"}},
       {"watch",
        {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
         "gpu_idle_utilization", "idle_with_work", "empty"}},
@@ -49,7 +53,7 @@ const std::vector<TableSpec>& table_specs() {
 
 constexpr std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [[hook]]";
+    "[watch], [fleet], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 
@@ -90,6 +94,12 @@ class ConfigReader {
     if (auto status = read_gpu_truth(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_watch(root, config.watch); !status) return tl::unexpected(status.error());
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
+      return tl::unexpected(status.error());
+    }
+    if (const toml::table* fleet = sub_table(root, "fleet")) {
+      if (auto status = check_keys(*fleet, spec_named("fleet")); !status) return tl::unexpected(status.error());
+    }
+    if (auto status = read_fleet_table(sub_table(root, "fleet"), path_, config.fleet); !status) {
       return tl::unexpected(status.error());
     }
     return config;

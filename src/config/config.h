@@ -117,6 +117,22 @@ struct HookConfig {
   int64_t retry_max_ms = 300'000;            // >= retry_min_ms
 };
 
+// [fleet] (docs/fleet.md): the daemon's fleet agent and `gpuq fleet`'s store. Empty strings
+// are unset: flags and the AWS_* variables fill them.
+struct FleetConfig {
+  std::string url;                    // s3://BUCKET/PREFIX or dir:///PATH (else $GPUQ_FLEET, --fleet)
+  std::string node;                   // this node's name (else --node, else the host name)
+  std::vector<std::string> classes;   // served besides "any" (else --classes)
+  int64_t heartbeat_ms = 30'000;
+  int64_t poll_ms = 2'000;
+  int64_t lease_ms = 60'000;
+  int64_t sync_every_ms = 120'000;
+  int64_t timeout_ms = 20'000;        // one request to the store
+  std::string workdir;                // where fleet jobs run (default: the daemon user's home)
+  std::string data;                   // a store URL for declared data (default: PREFIX/data/)
+  std::string endpoint, region, access_key_id, secret_access_key, session_token;
+};
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -139,6 +155,7 @@ struct Config {
   int64_t foreign_memory_mib = 1024;       // 0: off
   WatchConfig watch;
   std::vector<HookConfig> hooks;  // in file order
+  FleetConfig fleet;
 };
 
 // Parses config.toml's text; `name` (usually the file's path) names it in messages. Never

@@ -206,6 +206,15 @@ class Queue {
   // One sample of the GPU probe (or its error), from the Prober's thread via post().
   void on_probe(Result<gpu::ProbeSample> sample);
 
+  // For the fleet agent (docs/fleet.md), through src/app's executor; on the actor's thread.
+  // A job with its runs.
+  Result<Job> job(int64_t id) { return load_job(id, true); }
+  // GPUs that no run holds, that are not being cleaned, in attention or foreign, less those
+  // that waiting jobs (held ones aside) ask for: the room a fleet agent may fill.
+  int spare_gpus() const;
+  // Records an event that the agent saw (job.claimed, node.stale, ...) as one commit.
+  Status record_event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data);
+
   // The outcome of the last scheduling pass. Thread-safe.
   std::shared_ptr<const WaitList> waits() const;
   // Set while commits fail. Thread-safe.

@@ -166,4 +166,22 @@ Result<bool> Queue::set_draining(bool draining) {
   return draining_;
 }
 
+int Queue::spare_gpus() const {
+  int spare = 0;
+  for (size_t slot = 0; slot < holders_.size(); ++slot) {
+    const GpuHealth& health = health_[slot];
+    bool usable = holders_[slot].empty() && !health.cleaning && health.attention.is_null() &&
+                  health.foreign.is_null();
+    spare += usable;
+  }
+  for (const auto& [id, job] : active_) {
+    if (job.state == JobState::kPending) spare -= job.gpus;
+  }
+  return std::max(spare, 0);
+}
+
+Status Queue::record_event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data) {
+  return commit([&] { return add_event(kind, job, std::nullopt, std::move(data)); });
+}
+
 }  // namespace gpuq::daemon

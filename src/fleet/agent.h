@@ -59,6 +59,8 @@ class Agent {
   Status start(int64_t mono_ms, int64_t wall_ms);
   // Does what is due at `mono_ms`; returns when it next has something to do.
   int64_t step(int64_t mono_ms, int64_t wall_ms);
+  // Records fleet.stopped with `why` (the agent could not start).
+  void report_stopped(const std::string& why) { executor_.event("fleet.stopped", std::nullopt, {{"why", why}}); }
   // Something local changed (a job of ours ended): look at held jobs at the next step.
   void nudge() { nudged_ = true; }
 
@@ -175,9 +177,12 @@ class AgentThread {
  public:
   explicit AgentThread(Agent& agent) : agent_(agent) {}
   ~AgentThread() { stop(); }
+  // Starts the thread; it calls Agent::start (a failure is printed to stderr and recorded as
+  // a fleet.stopped event) and then steps the agent until stopped.
   void start();
-  void stop();
-  void nudge();  // from any thread: step now
+  void request_stop();  // from any thread; does not wait
+  void stop();          // request_stop() and wait for the thread
+  void nudge();         // from any thread: step now
 
  private:
   void loop();

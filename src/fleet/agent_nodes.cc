@@ -2,6 +2,7 @@
 // A heartbeat whose ETag has not changed for three of our heartbeat intervals, on this node's
 // monotonic clock, makes the node stale (node.stale); a change brings it back (node.back).
 #include <fmt/format.h>
+#include <cstdio>
 #include <thread>
 
 #include "fleet/agent.h"
@@ -44,12 +45,16 @@ void AgentThread::start() {
   thread_ = std::thread([this] { loop(); });
 }
 
-void AgentThread::stop() {
+void AgentThread::request_stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
+}
+
+void AgentThread::stop() {
+  request_stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -65,6 +70,11 @@ void AgentThread::loop() {
   using namespace std::chrono;
   auto mono = [] { return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count(); };
   auto wall = [] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); };
+  if (auto started = agent_.start(mono(), wall()); !started) {
+    std::fprintf(stderr, "gpuq daemon: the fleet agent stopped: %s\n", started.error().message.c_str());
+    agent_.report_stopped(started.error().message);
+    return;
+  }
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (nudged_) agent_.nudge();

@@ -1,0 +1,104 @@
+#include "app/fleet_node.h"
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include "cli/fleet_commands.h"
+#include "fleet/layout.h"
+
+namespace gpuq::app {
+namespace {
+
+std::string host_name() {
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof buffer - 1) != 0) return "node";
+  std::string name(buffer);
+  return name.substr(0, name.find('.'));
+}
+
+std::string home_directory() {
+  if (const char* home = std::getenv("HOME"); home && *home == '/') return home;
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir) return pw->pw_dir;
+  return "/";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags, const config::FleetConfig& configured,
+                                                   const HomeLayout& layout, boost::asio::io_context& actor,
+                                                   daemon::Queue& queue, const std::string& version) {
+  std::string url = flags.fleet;
+  if (url.empty()) {
+    const char* variable = std::getenv("GPUQ_FLEET");
+    url = variable ? variable : configured.url;
+  }
+  if (url.empty()) return std::unique_ptr<FleetNode>();
+  std::unique_ptr<FleetNode> node(new FleetNode());
+  node->url_ = url;
+  node->node_ = !flags.node.empty() ? flags.node : !configured.node.empty() ? configured.node : host_name();
+  if (auto valid = fleet::check_name("node", node->node_); !valid) {
+    return fail(Code::kInvalidArgument, valid.error().message + " (give --node NAME)");
+  }
+  std::vector<std::string> classes = flags.classes.empty() ? configured.classes : flags.classes;
+  for (const auto& klass : classes) {
+    if (auto valid = fleet::check_name("class", klass); !valid) return tl::unexpected(valid.error());
+  }
+  auto options = cli::fleet_store_options(configured);
+  auto store = fleet::open_store(url, options);
+  if (!store) return fail(store.error().code, fmt::format("--fleet {}: {}", url, store.error().message));
+  node->store_ = std::move(*store);
+  // A store that ignores If-None-Match or If-Match would let two nodes run one job.
+  std::string scratch = fmt::format("nodes/{}/conditions-check-{}", node->node_, fleet::random_token());
+  if (auto verified = fleet::verify_conditional_writes(*node->store_, scratch); !verified) {
+    return fail(verified.error().code, fmt::format("--fleet {}: {}", url, verified.error().message));
+  }
+  fleet::AgentOptions agent;
+  agent.node = node->node_;
+  agent.classes = classes;
+  agent.heartbeat_ms = configured.heartbeat_ms;
+  agent.poll_ms = configured.poll_ms;
+  agent.lease_ms = configured.lease_ms;
+  agent.sync_every_ms = configured.sync_every_ms;
+  agent.workdir = configured.workdir.empty() ? home_directory() : configured.workdir;
+  agent.state_file = layout.home + "/fleet-claims.json";
+  agent.version = version;
+  fleet::ObjectStore* data = node->store_.get();
+  if (!configured.data.empty()) {
+    auto data_store = fleet::open_store(configured.data, options);
+    if (data_store) {
+      node->data_store_ = std::move(*data_store);
+      data = node->data_store_.get();
+      agent.data_prefix = "";
+    } else {
+      data = nullptr;
+      agent.data_problem = fmt::format("[fleet] data = {}: {}", configured.data, data_store.error().message);
+    }
+  }
+  node->executor_ = std::make_unique<FleetExecutor>(actor, queue);
+  node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent);
+  return node;
+}
+
+FleetNode::~FleetNode() { stop(); }
+
+void FleetNode::start() {
+  thread_ = std::make_unique<fleet::AgentThread>(*agent_);
+  thread_->start();
+}
+
+void FleetNode::close() {
+  if (executor_) executor_->close();
+  if (thread_) thread_->request_stop();
+}
+
+void FleetNode::stop() {
+  close();
+  if (thread_) thread_->stop();
+  thread_.reset();
+}
+
+std::string FleetNode::describe() const { return fmt::format("{} as node {}", url_, node_); }
+
+}  // namespace gpuq::app

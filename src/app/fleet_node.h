@@ -1,0 +1,48 @@
+// `gpuq daemon --fleet`: joins the fleet of a bucket (docs/fleet.md). Opens the fleet's store
+// (and the data store), refuses a store that ignores conditional writes, and runs the fleet
+// agent on its own thread over the queue actor (FleetExecutor). Nothing here when no fleet is
+// named.
+// Thread rules: made, started and stopped on the daemon's main thread; stop() before the actor
+// stops answering.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "app/fleet_executor.h"
+#include "base/paths.h"
+#include "cli/cli.h"
+#include "config/config.h"
+#include "fleet/agent.h"
+
+namespace gpuq::app {
+
+class FleetNode {
+ public:
+  // Null when no fleet is named (no --fleet, $GPUQ_FLEET or [fleet] url); an error, naming
+  // the fix, when one is named but cannot be joined.
+  static Result<std::unique_ptr<FleetNode>> join(const cli::DaemonFlags& flags, const config::FleetConfig& configured,
+                                                 const HomeLayout& layout, boost::asio::io_context& actor,
+                                                 daemon::Queue& queue, const std::string& version);
+  ~FleetNode();
+  // Starts the agent's thread (the agent's own start, which needs the actor, runs there).
+  void start();
+  // From the actor's thread, as the daemon stops: the agent stops waiting for the actor and
+  // ends its loop soon. Does not wait.
+  void close();
+  // Waits for the agent's thread to end (after the actor stopped).
+  void stop();
+  std::string describe() const;
+
+ private:
+  FleetNode() = default;
+  std::string url_;
+  std::string node_;
+  std::unique_ptr<fleet::ObjectStore> store_;
+  std::unique_ptr<fleet::ObjectStore> data_store_;
+  std::unique_ptr<FleetExecutor> executor_;
+  std::unique_ptr<fleet::Agent> agent_;
+  std::unique_ptr<fleet::AgentThread> thread_;
+};
+
+}  // namespace gpuq::app

@@ -1,0 +1,84 @@
+#include "config/config_fleet.h"
+
+#include <fmt/format.h>
+
+#include "base/duration.h"
+#include "config/config_text.h"
+
+namespace gpuq::config {
+namespace {
+
+tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where, std::string_view message) {
+  return fail(Code::kInvalidArgument,
+              fmt::format("{}:{}:{}: {}", path, where.begin.line, where.begin.column, one_line(message)));
+}
+
+Status read_string(const toml::table& table, std::string_view path, std::string_view key, std::string& out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return ok();
+  const auto* text = node->as_string();
+  if (text == nullptr) {
+    return error_at(path, node->source(), fmt::format("fleet.{} must be a string in quotes", key));
+  }
+  out = text->get();
+  return ok();
+}
+
+Status read_duration(const toml::table& table, std::string_view path, std::string_view key, int64_t min_ms,
+                     int64_t& out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return ok();
+  const auto* text = node->as_string();
+  auto duration = text ? parse_duration(text->get()) : Result<Millis>(fail(Code::kInvalidArgument, ""));
+  if (!duration || duration->count() < min_ms || duration->count() > 24LL * 3'600'000) {
+    return error_at(path, node->source(),
+                    fmt::format("fleet.{} must be a duration in quotes from {} to 1d, e.g. {} = \"{}\"", key,
+                                format_duration(Millis(min_ms)), key,
+                                format_duration(Millis(min_ms * 10))));
+  }
+  out = duration->count();
+  return ok();
+}
+
+Status read_classes(const toml::table& table, std::string_view path, std::vector<std::string>& out) {
+  const toml::node* node = table.get("classes");
+  if (node == nullptr) return ok();
+  const auto* array = node->as_array();
+  std::string help = "fleet.classes must be a list of class names, e.g. classes = [\"a100\", \"big\"]";
+  if (array == nullptr) return error_at(path, node->source(), help);
+  for (const auto& item : *array) {
+    const auto* text = item.as_string();
+    if (text == nullptr || text->get().empty()) return error_at(path, item.source(), help);
+    out.push_back(text->get());
+  }
+  return ok();
+}
+
+}  // namespace
+
+Status read_fleet_table(const toml::table* table, std::string_view path, FleetConfig& fleet) {
+  if (table == nullptr) return ok();
+  for (auto [key, value] : {std::pair{"url", &fleet.url}, std::pair{"node", &fleet.node},
+                            std::pair{"workdir", &fleet.workdir}, std::pair{"data", &fleet.data},
+                            std::pair{"endpoint", &fleet.endpoint}, std::pair{"region", &fleet.region},
+                            std::pair{"access_key_id", &fleet.access_key_id},
+                            std::pair{"secret_access_key", &fleet.secret_access_key},
+                            std::pair{"session_token", &fleet.session_token}}) {
+    if (auto status = read_string(*table, path, key, *value); !status) return status;
+  }
+  if (auto status = read_classes(*table, path, fleet.classes); !status) return status;
+  for (auto [key, value, min_ms] : {std::tuple{"heartbeat", &fleet.heartbeat_ms, int64_t{100}},
+                                    std::tuple{"poll", &fleet.poll_ms, int64_t{100}},
+                                    std::tuple{"lease", &fleet.lease_ms, int64_t{600}},
+                                    std::tuple{"sync_every", &fleet.sync_every_ms, int64_t{100}},
+                                    std::tuple{"timeout", &fleet.timeout_ms, int64_t{100}}}) {
+    if (auto status = read_duration(*table, path, key, min_ms, *value); !status) return status;
+  }
+  if (!fleet.workdir.empty() && fleet.workdir.front() != '/') {
+    return error_at(path, table->get("workdir")->source(),
+                    fmt::format("fleet.workdir must be an absolute path, not '{}'", fleet.workdir));
+  }
+  return ok();
+}
+
+}  // namespace gpuq::config
