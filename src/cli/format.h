@@ -13,7 +13,6 @@ namespace gpuq::cli {
 // "job 7 (train-a15)", or "job 7" when the job has no name.
 std::string job_label(const Json& job);
 
-// The job's name or "-".
 // The job's name; "fleet:ID" for a fleet job without one (docs/fleet.md); "-" otherwise.
 std::string name_or_dash(const Json& job);
 
