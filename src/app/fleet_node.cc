@@ -64,6 +64,11 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   agent.workdir = configured.workdir.empty() ? home_directory() : configured.workdir;
   agent.state_file = layout.home + "/fleet-claims.json";
   agent.version = version;
+  // A fleet job starts from the node's everyday variables, never from the daemon's whole
+  // environment (which may hold the store's credentials).
+  for (const char* name : {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "TMPDIR"}) {
+    if (const char* value = std::getenv(name)) agent.base_env[name] = value;
+  }
   fleet::ObjectStore* data = node->store_.get();
   if (!configured.data.empty()) {
     auto data_store = fleet::open_store(configured.data, options);

@@ -487,5 +487,61 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[[hook]]\nname = \"a\"\nurl = \"http://x\"\n[[hook]]\nname = \"a\"\ncommand = \"b\"\n",
                 "5:8", "hooks 1 and 2 are both named \"a\"; the name keys"}));
 
+TEST(ParseConfigTest, TheFleetTable) {
+  auto config = parse_config(R"([fleet]
+url = "s3://bucket/team"
+node = "gpu-7"
+classes = ["a100", "big"]
+heartbeat = "10s"
+poll = "1s"
+lease = "30s"
+sync_every = "1m"
+timeout = "5s"
+workdir = "/srv/work"
+data = "s3://data-bucket/team"
+endpoint = "https://s3.example.com"
+region = "eu-central-1"
+access_key_id = "AKIA"
+secret_access_key = "secret"
+)", kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  const FleetConfig& fleet = config->fleet;
+  EXPECT_EQ(fleet.url, "s3://bucket/team");
+  EXPECT_EQ(fleet.node, "gpu-7");
+  EXPECT_EQ(fleet.classes, (std::vector<std::string>{"a100", "big"}));
+  EXPECT_EQ(fleet.heartbeat_ms, 10'000);
+  EXPECT_EQ(fleet.poll_ms, 1'000);
+  EXPECT_EQ(fleet.lease_ms, 30'000);
+  EXPECT_EQ(fleet.sync_every_ms, 60'000);
+  EXPECT_EQ(fleet.timeout_ms, 5'000);
+  EXPECT_EQ(fleet.workdir, "/srv/work");
+  EXPECT_EQ(fleet.data, "s3://data-bucket/team");
+  EXPECT_EQ(fleet.region, "eu-central-1");
+  EXPECT_EQ(fleet.secret_access_key, "secret");
+  FleetConfig defaults;
+  EXPECT_EQ(defaults.heartbeat_ms, 30'000);
+  EXPECT_EQ(defaults.poll_ms, 2'000);
+  EXPECT_EQ(defaults.lease_ms, 60'000);
+  EXPECT_EQ(defaults.sync_every_ms, 120'000);
+}
+
+TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
+  struct Case {
+    std::string text;
+    std::string where;
+    std::string says;
+  };
+  for (const Case& c : {Case{"[fleet]\nlease = 60\n", "2:9", "fleet.lease must be a duration in quotes"},
+                        Case{"[fleet]\nclasses = \"a,b\"\n", "2:11", "fleet.classes must be a list"},
+                        Case{"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
+                        Case{"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}}) {
+    auto config = parse_config(c.text, kPath);
+    ASSERT_FALSE(config.has_value()) << c.text;
+    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + c.where), std::string::npos)
+        << config.error().message;
+    EXPECT_NE(config.error().message.find(c.says), std::string::npos) << config.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gpuq::config

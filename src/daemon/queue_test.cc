@@ -336,5 +336,30 @@ TEST_F(QueueTest, ABlockThatCannotBeRecordedIsNotRetriedInAHotLoop) {
   EXPECT_EQ(state(id), JobState::kBlocked);
 }
 
+// The room a fleet agent may fill (docs/fleet.md): no GPU a run holds, none being cleaned,
+// and none that a waiting job asks for.
+TEST_F(QueueTest, SpareGpusAreThoseNoRunHoldsNoCleanupKeepsAndNoWaitingJobWants) {
+  world_->set_auto_clean(false);
+  start("fake:2");
+  EXPECT_EQ(queue_->spare_gpus(), 2);
+  int64_t first = submit(command("true"));
+  EXPECT_EQ(state(first), JobState::kRunning);
+  EXPECT_EQ(queue_->spare_gpus(), 1);
+  int64_t wide = submit(command("true", 2));
+  EXPECT_EQ(state(wide), JobState::kPending);
+  EXPECT_EQ(queue_->spare_gpus(), 0) << "the waiting job wants both";
+  ASSERT_TRUE(queue_->cancel(wide));
+  EXPECT_EQ(queue_->spare_gpus(), 1);
+  end_run(first, 1, exited(0));
+  EXPECT_EQ(queue_->spare_gpus(), 1) << "its GPU is being cleaned";
+}
+
+TEST_F(QueueTest, AnEventTheFleetAgentSawIsRecordedForItsJob) {
+  start();
+  int64_t id = submit(command("true"));
+  ASSERT_TRUE(queue_->record_event("job.claimed", id, {{"fleet_id", "mx5a8rtnhp66s"}, {"attempt", 1}}));
+  EXPECT_THAT(kinds(id), ElementsAre("job.submitted", "job.started", "job.claimed"));
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing

@@ -45,6 +45,9 @@ struct AgentOptions {
   std::string data_problem;           // why there is no data store (a job that declares data fails)
   std::string state_file;             // the held claims, across restarts ("" = not kept)
   std::string version;
+  // The node's variables a fleet job starts from (PATH, HOME, USER, LANG, ...: never the
+  // store's credentials); the submitter's --env values are laid over them.
+  std::map<std::string, std::string> base_env;
   int64_t node_watch_ms = 300'000;    // how often other nodes' heartbeats are listed
   size_t max_log_bytes = 16 << 20;    // the tail of a log that is published
 };

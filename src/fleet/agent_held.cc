@@ -53,6 +53,7 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
   }
   if (auto pulled = pull_inputs(fj); !pulled) return refuse(pulled.error().message);
   JobSpec spec = fj.spec;
+  for (const auto& [name, value] : options_.base_env) spec.env.emplace(name, value);
   spec.name.clear();  // names belong to the fleet; the local job is known by its fleet id
   spec.cwd = options_.workdir;
   spec.fleet_id = fj.id;

@@ -61,6 +61,7 @@ struct Node {
     options.workdir = workdir;
     options.state_file = std::move(state_file);
     options.version = "test";
+    options.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/node"}};
     agent = std::make_unique<Agent>(store, &data, executor, options);
   }
   // Steps the agent at every time it asks for until `until` (the node's own clock).
@@ -106,6 +107,8 @@ TEST(FleetAgent, ClaimsAClassJobRunsItLocallyAndPublishesItsEnd) {
   EXPECT_EQ(local.cwd, a.workdir);
   EXPECT_EQ(local.env.at("GPUQ_FLEET_ID"), job.id);
   EXPECT_EQ(local.env.at("GPUQ_FLEET_ATTEMPT"), "1");
+  EXPECT_EQ(local.env.at("PATH"), "/usr/bin:/bin") << "the node's variables";
+  EXPECT_EQ(local.env.size(), 5u) << "the node's PATH and HOME and the three fleet variables: nothing else";
   EXPECT_EQ(claim.local_id, a.executor.jobs.begin()->first) << "the renewal after the start records the local id";
   EXPECT_EQ(a.executor.count("job.claimed"), 1);
 
