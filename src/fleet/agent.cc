@@ -1,6 +1,7 @@
 #include "fleet/agent.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fmt/format.h>
 
 namespace gpuq::fleet {
@@ -13,7 +14,14 @@ constexpr int64_t kQuietPolls = 30;
 }  // namespace
 
 Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options)
-    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {}
+    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {
+  if (!options_.mono_clock) {
+    options_.mono_clock = [] {
+      using namespace std::chrono;
+      return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+    };
+  }
+}
 
 std::vector<std::string> Agent::held() const {
   std::vector<std::string> ids;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -48,7 +49,10 @@ struct AgentOptions {
   // The node's variables a fleet job starts from (PATH, HOME, USER, LANG, ...: never the
   // store's credentials); the submitter's --env values are laid over them.
   std::map<std::string, std::string> base_env;
-  int64_t node_watch_ms = 300'000;    // how often other nodes' heartbeats are listed
+  int64_t node_watch_ms = 300'000;
+  // The node's monotonic clock in ms, read during long operations (pulling inputs); unset:
+  // std::chrono::steady_clock. Tests give the virtual clock they step with.
+  std::function<int64_t()> mono_clock;    // how often other nodes' heartbeats are listed
   size_t max_log_bytes = 16 << 20;    // the tail of a log that is published
 };
 
@@ -138,7 +142,10 @@ class Agent {
   Status load_state(int64_t mono, int64_t wall);
 
   // agent_data.cc: declared data and logs.
-  Status pull_inputs(const FleetJob& job);
+  // Pulls the inputs of `held`'s job into the workdir, renewing its claim between objects when
+  // a renewal is due (a large input may take longer than a lease). An error says which input
+  // failed and why; a lost claim is an error too (kConflict).
+  Status pull_inputs(Held& held, int64_t wall);
   // Pushes declared outputs that changed; returns a note naming declared outputs that match
   // nothing ("" when every one matched).
   std::string push_outputs(Held& held);

@@ -39,8 +39,17 @@ Status write_input(const fs::path& target, const std::string& body) {
 
 }  // namespace
 
-Status Agent::pull_inputs(const FleetJob& job) {
+Status Agent::pull_inputs(Held& held, int64_t wall) {
+  auto keep_claim = [&]() -> Status {
+    int64_t mono = options_.mono_clock();
+    if (mono >= held.next_renew_mono && !renew(held, mono, wall) && (held.lost || !lease_fresh(held, mono))) {
+      return fail(Code::kConflict, "the claim was lost while its inputs were pulled");
+    }
+    return ok();
+  };
+  const FleetJob& job = held.job;
   for (const auto& path : job.spec.inputs) {
+    if (auto kept = keep_claim(); !kept) return kept;
     if (auto valid = check_data_path(path, options_.data_prefix); !valid) return valid;
     std::string key = options_.data_prefix + path;
     fs::path target = fs::path(options_.workdir) / path;
@@ -62,6 +71,7 @@ Status Agent::pull_inputs(const FleetJob& job) {
                                                path, key, data_->describe()));
     }
     for (const auto& info : listing->objects) {
+      if (auto kept = keep_claim(); !kept) return kept;
       auto item = data_->get(info.key);
       if (!item) return fail(Code::kUnavailable, fmt::format("input {} could not be pulled: {}", info.key, item.error().message));
       std::string rel = info.key.substr(options_.data_prefix.size());

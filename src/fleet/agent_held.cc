@@ -51,7 +51,10 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
     return refuse(fmt::format("it declares data (gpuq-in/gpuq-out) but node {} cannot reach a data store: {}",
                               options_.node, options_.data_problem));
   }
-  if (auto pulled = pull_inputs(fj); !pulled) return refuse(pulled.error().message);
+  if (auto pulled = pull_inputs(held, wall); !pulled) {
+    if (held.lost) return false;  // another node has it now: nothing to publish
+    return refuse(pulled.error().message);
+  }
   JobSpec spec = fj.spec;
   for (const auto& [name, value] : options_.base_env) spec.env.emplace(name, value);
   spec.name.clear();  // names belong to the fleet; the local job is known by its fleet id

@@ -4,6 +4,7 @@
 #include "fleet/agent.h"
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 
@@ -301,6 +302,42 @@ TEST(FleetAgent, AJobWhoseInputIsMissingOrThatDeclaresDataWithoutADataStoreFails
   Claim claim = claim_of(store, job.id);
   EXPECT_EQ(claim.state, "failed");
   EXPECT_NE(claim.reason.find("AWS_ACCESS_KEY_ID is not set"), std::string::npos) << claim.reason;
+}
+
+TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore store(bucket);
+  FakeExecutor executor(1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  int64_t clock = 0;
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = dir.string();
+  // Each object takes 8 s to come: 20 of them take almost three leases.
+  options.mono_clock = [&clock] { return clock += 8'000; };
+  Agent agent(store, &store, executor, options);
+  ASSERT_TRUE(agent.start(0, 0));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.inputs = {"shards"};
+  ASSERT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
+  ASSERT_TRUE(store.put(job.entry(), "{}"));
+  ASSERT_TRUE(store.put(std::string(keys::kSignal), "x"));
+  agent.step(0, 0);
+  ASSERT_EQ(executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
+  EXPECT_TRUE(std::filesystem::exists(dir / "shards/19"));
+  Claim claim = claim_of(store, job.id);
+  EXPECT_EQ(claim.state, "running");
+  // 168 s of pulling at one renewal per lease/6 due (checked between shards, 8 s apart).
+  EXPECT_GE(claim.renewal, 10) << "renewed while the shards came";
+  EXPECT_EQ(executor.count("job.claim_lost"), 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FleetAgent, ARestartedDaemonKeepsItsClaims) {
