@@ -21,7 +21,17 @@ using testing::MemoryStore;
 
 constexpr int64_t kLease = 60'000;
 
-// Puts a job in a queue as `gpuq fleet submit` does: its spec, its entry, a new signal.
+// Puts `job` in its queue as `gpuq fleet submit` does: its spec, its name, its entry, a new
+// signal.
+void publish(ObjectStore& store, const FleetJob& job) {
+  EXPECT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
+  if (!job.name.empty()) {
+    EXPECT_TRUE(store.create(keys::name(job.name), nlohmann::json{{"id", job.id}}.dump()));
+  }
+  EXPECT_TRUE(store.put(job.entry(), nlohmann::json{{"id", job.id}}.dump()));
+  EXPECT_TRUE(store.put(std::string(keys::kSignal), random_token()));
+}
+
 FleetJob seed(ObjectStore& store, const std::string& klass, int gpus, int64_t submitted_ms,
               std::vector<FleetDep> after = {}, std::string name = "") {
   FleetJob job;
@@ -33,12 +43,22 @@ FleetJob seed(ObjectStore& store, const std::string& klass, int gpus, int64_t su
   job.spec.script_name = "train.sh";
   job.spec.script_text = "#!/bin/bash\necho hi\n";
   job.after = std::move(after);
-  EXPECT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
-  if (!job.name.empty()) {
-    EXPECT_TRUE(store.create(keys::name(job.name), nlohmann::json{{"id", job.id}}.dump()));
-  }
-  EXPECT_TRUE(store.put(job.entry(), nlohmann::json{{"id", job.id}}.dump()));
-  EXPECT_TRUE(store.put(std::string(keys::kSignal), random_token()));
+  publish(store, job);
+  return job;
+}
+
+// A class job that declares data.
+FleetJob seed_with_data(ObjectStore& store, int gpus, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs = {}) {
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.gpus = gpus;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.inputs = std::move(inputs);
+  job.spec.outputs = std::move(outputs);
+  publish(store, job);
   return job;
 }
 
@@ -248,17 +268,7 @@ TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
   a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
   a.start();
   ASSERT_TRUE(a.data.put("data/in/train.json", "[1,2,3]"));
-  FleetJob job;
-  job.id = new_job_id(9);
-  job.klass = "any";
-  job.submitted_ms = 9;
-  job.spec.gpus = 1;
-  job.spec.script_text = "#!/bin/bash\n";
-  job.spec.inputs = {"in/train.json"};
-  job.spec.outputs = {"out/eval_*.json", "out/never.txt"};
-  ASSERT_TRUE(a.store.put(keys::spec(job.id), to_json(job).dump()));
-  ASSERT_TRUE(a.store.put(job.entry(), "{}"));
-  ASSERT_TRUE(a.store.put(std::string(keys::kSignal), "x"));
+  FleetJob job = seed_with_data(a.store, 1, {"in/train.json"}, {"out/eval_*.json", "out/never.txt"});
   a.run_until(1'000);
   ASSERT_EQ(a.executor.jobs.size(), 1u);
   EXPECT_EQ(os::read_file((dir / "in/train.json").string()).value_or(""), "[1,2,3]");
@@ -288,15 +298,7 @@ TEST(FleetAgent, AJobWhoseInputIsMissingOrThatDeclaresDataWithoutADataStoreFails
   options.data_problem = "AWS_ACCESS_KEY_ID is not set";
   Agent agent(store, nullptr, executor, options);
   ASSERT_TRUE(agent.start(0, 0));
-  FleetJob job;
-  job.id = new_job_id(9);
-  job.klass = "any";
-  job.submitted_ms = 9;
-  job.spec.script_text = "#!/bin/bash\n";
-  job.spec.inputs = {"in/x.json"};
-  ASSERT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
-  ASSERT_TRUE(store.put(job.entry(), "{}"));
-  ASSERT_TRUE(store.put(std::string(keys::kSignal), "x"));
+  FleetJob job = seed_with_data(store, 0, {"in/x.json"});
   agent.step(1, 1);
   EXPECT_TRUE(executor.jobs.empty()) << "never handed to the daemon";
   Claim claim = claim_of(store, job.id);
@@ -320,15 +322,7 @@ TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   Agent agent(store, &store, executor, options);
   ASSERT_TRUE(agent.start(0, 0));
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
-  FleetJob job;
-  job.id = new_job_id(9);
-  job.klass = "any";
-  job.submitted_ms = 9;
-  job.spec.script_text = "#!/bin/bash\n";
-  job.spec.inputs = {"shards"};
-  ASSERT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
-  ASSERT_TRUE(store.put(job.entry(), "{}"));
-  ASSERT_TRUE(store.put(std::string(keys::kSignal), "x"));
+  FleetJob job = seed_with_data(store, 0, {"shards"});
   agent.step(0, 0);
   ASSERT_EQ(executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
   EXPECT_TRUE(std::filesystem::exists(dir / "shards/19"));
