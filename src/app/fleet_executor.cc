@@ -69,6 +69,7 @@ Result<fleet::LocalMachine> FleetExecutor::machine() {
       machine.gpus.push_back(std::move(gpu));
     }
     machine.spare_gpus = queue_.spare_gpus();
+    machine.accepting = !queue_.draining();
     return machine;
   });
 }

@@ -1,5 +1,6 @@
 #include "app/fleet_node.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <pwd.h>
@@ -46,7 +47,12 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
     if (auto valid = fleet::check_name("class", klass); !valid) return tl::unexpected(valid.error());
   }
   auto options = cli::fleet_store_options(configured);
-  auto store = fleet::open_store(url, options);
+  // The claims' store: every call, retries included, ends within a sixth of the lease, so a
+  // holder that cannot reach the bucket notices well before lease/3 and stops its runs.
+  fleet::StoreOptions control = options;
+  control.timeout_ms = std::max<int64_t>(std::min(options.timeout_ms, configured.lease_ms / 12), 100);
+  control.retries = static_cast<int>(std::clamp<int64_t>(configured.lease_ms / 6 / control.timeout_ms - 1, 0, options.retries));
+  auto store = fleet::open_store(url, control);
   if (!store) return fail(store.error().code, fmt::format("--fleet {}: {}", url, store.error().message));
   node->store_ = std::move(*store);
   // A store that ignores If-None-Match or If-Match would let two nodes run one job.
@@ -69,17 +75,16 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   for (const char* name : {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "TMPDIR"}) {
     if (const char* value = std::getenv(name)) agent.base_env[name] = value;
   }
-  fleet::ObjectStore* data = node->store_.get();
-  if (!configured.data.empty()) {
-    auto data_store = fleet::open_store(configured.data, options);
-    if (data_store) {
-      node->data_store_ = std::move(*data_store);
-      data = node->data_store_.get();
-      agent.data_prefix = "";
-    } else {
-      data = nullptr;
-      agent.data_problem = fmt::format("[fleet] data = {}: {}", configured.data, data_store.error().message);
-    }
+  // Declared data goes through a store of its own with the configured timeout (objects may be
+  // large): PREFIX/data/ of the fleet's store, or [fleet] data.
+  fleet::ObjectStore* data = nullptr;
+  auto data_store = fleet::open_store(configured.data.empty() ? url : configured.data, options);
+  if (data_store) {
+    node->data_store_ = std::move(*data_store);
+    data = node->data_store_.get();
+    if (!configured.data.empty()) agent.data_prefix = "";
+  } else {
+    agent.data_problem = fmt::format("[fleet] data = {}: {}", configured.data, data_store.error().message);
   }
   node->executor_ = std::make_unique<FleetExecutor>(actor, queue);
   node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent);

@@ -211,7 +211,9 @@ class Queue {
   Result<Job> job(int64_t id) { return load_job(id, true); }
   // GPUs that no run holds, that are not being cleaned, in attention or foreign, less those
   // that waiting jobs (held ones aside) ask for: the room a fleet agent may fill.
+  // None while the daemon is drained.
   int spare_gpus() const;
+  bool draining() const { return draining_; }
   // Records an event that the agent saw (job.claimed, node.stale, ...) as one commit.
   Status record_event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data);
 

@@ -167,6 +167,7 @@ Result<bool> Queue::set_draining(bool draining) {
 }
 
 int Queue::spare_gpus() const {
+  if (draining_) return 0;  // it starts nothing
   int spare = 0;
   for (size_t slot = 0; slot < holders_.size(); ++slot) {
     const GpuHealth& health = health_[slot];

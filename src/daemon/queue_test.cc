@@ -352,6 +352,8 @@ TEST_F(QueueTest, SpareGpusAreThoseNoRunHoldsNoCleanupKeepsAndNoWaitingJobWants)
   EXPECT_EQ(queue_->spare_gpus(), 1);
   end_run(first, 1, exited(0));
   EXPECT_EQ(queue_->spare_gpus(), 1) << "its GPU is being cleaned";
+  ASSERT_TRUE(queue_->set_draining(true));
+  EXPECT_EQ(queue_->spare_gpus(), 0) << "a drained daemon starts nothing";
 }
 
 TEST_F(QueueTest, AnEventTheFleetAgentSawIsRecordedForItsJob) {

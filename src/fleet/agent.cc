@@ -69,13 +69,14 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
       ++it;
       if (mono < watched.next_look_mono) continue;
       watched.next_look_mono = mono + options_.lease_ms / 3;
-      auto object = store_.get(keys::claim(id), watched.etag);
+      std::string watched_id = id;  // expire() may erase the watch
+      auto object = store_.get(keys::claim(watched_id), watched.etag);
       if (!object) {
-        if (object.error().code == Code::kNotFound) watched_.erase(id);
+        if (object.error().code == Code::kNotFound) watched_.erase(watched_id);
         continue;
       }
       if (object->not_modified) {
-        if (mono - watched.since_mono >= options_.lease_ms) expire(id, mono, wall);
+        if (mono - watched.since_mono >= lease_of(watched.claim)) expire(watched_id, mono, wall);
         continue;
       }
       auto doc = parse_object(keys::claim(id), object->body);
@@ -85,7 +86,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
         continue;
       }
       watched.etag = object->etag;
-      watched.since_mono = mono;
+      watched.since_mono = options_.mono_clock();  // seen now, however long this step took
       watched.claim = *claim;
     }
     next_watch_mono_ = mono + std::max<int64_t>(options_.lease_ms / 12, 1);
@@ -128,7 +129,8 @@ void Agent::scan(int64_t mono, int64_t wall) {
   if (!machine) return;
   auto drain = store_.get(keys::drain(options_.node));
   if (!drain && drain.error().code != Code::kNotFound) return;  // try again at the next poll
-  draining_ = drain.has_value();
+  draining_ = drain.has_value() || !machine->accepting;
+  signal_changed_ = false;  // what follows may ask for another scan (a lost race, a failure)
   check_cancels();
   int spare = machine->spare_gpus;
   spare_at_scan_ = spare;
@@ -144,6 +146,7 @@ void Agent::scan(int64_t mono, int64_t wall) {
     auto listing = store_.list(queue);
     if (!listing) {
       reachable_ = false;
+      signal_changed_ = true;
       return;
     }
     for (const auto& info : listing->objects) {
@@ -158,7 +161,36 @@ void Agent::scan(int64_t mono, int64_t wall) {
     if (held_.count(entry.id)) continue;
     try_job(entry, queue, mono, wall, spare, zero_gpu_waiting);
   }
-  signal_changed_ = false;
+}
+
+int64_t Agent::lease_of(const Claim& claim) const {
+  return claim.lease_ms > 0 ? claim.lease_ms : options_.lease_ms;
+}
+
+void Agent::watch(const QueueEntry& entry, const Claim& claim, const std::string& etag) {
+  auto& watched = watched_[entry.id];
+  if (watched.etag == etag) return;
+  int64_t now = options_.mono_clock();  // seen now, however long this step took
+  watched = Watched{etag, now, now + lease_of(claim) / 3, claim, entry};
+}
+
+void Agent::retake(const QueueEntry& entry, Claim claim, const std::string& etag, int64_t mono, int64_t wall) {
+  for (const auto& item : pending_adoptions_) {
+    if (item.value("id", "") == entry.id) return;  // perhaps still ours: the adoption decides
+  }
+  auto job = load_job(entry.id);
+  auto machine = executor_.machine();
+  if (!job || !machine || job->spec.gpus > machine->spare_gpus) return;
+  claim.attempt += 1;
+  claim.token = random_token();
+  claim.renewal = 0;
+  claim.local_id = 0;
+  claim.runs = 0;
+  claim.updated_ms = wall;
+  claim.lease_ms = options_.lease_ms;
+  auto replaced = store_.replace(keys::claim(entry.id), to_json(claim).dump(), etag);
+  if (!replaced) return;
+  take(*job, claim, *replaced, entry.key, mono, wall, options_.node);
 }
 
 Result<FleetJob> Agent::load_job(const std::string& id) {
@@ -186,15 +218,21 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
       (void)store_.remove(entry.key);  // its holder died between its end and this cleanup
       return false;
     }
+    if (claim->node == options_.node) {
+      // A claim of this node that it no longer holds (lost in an outage, or its start failed
+      // half way): no one else would ever take it, so take it again, fenced by its ETag.
+      if (!draining_) retake(entry, *claim, object->etag, mono, wall);
+      return false;
+    }
     bool class_job = queue.rfind(keys::kClassQueues, 0) == 0;
     bool pinned_here = queue == keys::node_queue(options_.node);
-    if ((class_job || pinned_here) && claim->node != options_.node) {
-      auto& watched = watched_[entry.id];
-      if (watched.etag != object->etag) watched = Watched{object->etag, mono, mono + options_.lease_ms / 3, *claim, entry};
-    }
+    if (class_job || pinned_here) watch(entry, *claim, object->etag);
     return false;
   }
-  if (object.error().code != Code::kNotFound) return false;
+  if (object.error().code != Code::kNotFound) {
+    signal_changed_ = true;  // the store failed: look again at the next poll
+    return false;
+  }
   if (draining_) {
     work_left_ = true;
     return false;
@@ -221,15 +259,20 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
   claim.attempt = 1;
   claim.token = random_token();
   claim.updated_ms = wall;
+  claim.lease_ms = options_.lease_ms;
   auto created = store_.create(keys::claim(entry.id), to_json(claim).dump());
-  if (!created) return false;  // another node took it (412), or the store failed: next poll
+  if (!created) {
+    // Another node took it (412): watch its claim like any other. A failure: next poll.
+    if (created.error().code == Code::kConflict) signal_changed_ = true;
+    return false;
+  }
   if (!take(*job, claim, *created, entry.key, mono, wall, "")) return false;
   spare -= job->spec.gpus;
   if (job->spec.gpus == 0) zero_gpu_waiting = true;
   return true;
 }
 
-void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
+void Agent::expire(std::string id, int64_t mono, int64_t wall) {
   auto found = watched_.find(id);
   if (found == watched_.end()) return;
   Watched watched = found->second;
@@ -237,8 +280,7 @@ void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
   auto job = load_job(id);
   auto machine = executor_.machine();
   if (!job || !machine) return;
-  if (job->spec.gpus > machine->spare_gpus) return;  // a node with room will take it
-  watched_.erase(id);
+  if (job->spec.gpus > machine->spare_gpus || !machine->accepting) return;  // one with room will
   Claim claim = watched.claim;
   std::string from = claim.node;
   auto cancel = store_.get(keys::cancel(id));
@@ -249,12 +291,22 @@ void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
   claim.local_id = 0;
   claim.runs = 0;
   claim.updated_ms = wall;
+  claim.lease_ms = options_.lease_ms;
   if (cancel) {
     claim.state = std::string(kCancelled);
     claim.reason = fmt::format("cancelled; its node {} stopped renewing its claim", from);
   }
   auto replaced = store_.replace(keys::claim(id), to_json(claim).dump(), watched.etag);
-  if (!replaced) return;  // renewed after all, or another node was faster
+  if (!replaced) {
+    // Renewed after all, or another node was faster: the next scan watches the claim as it is
+    // now. A transient failure: the watch stays, and the next look tries again.
+    if (replaced.error().code == Code::kConflict || replaced.error().code == Code::kNotFound) {
+      watched_.erase(id);
+      signal_changed_ = true;
+    }
+    return;
+  }
+  watched_.erase(id);
   if (cancel) {
     (void)store_.put(ended_key(wall, id), nlohmann::json{{"id", id}}.dump());
     (void)store_.remove(watched.entry.key);
@@ -266,13 +318,15 @@ void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
 
 bool Agent::dependencies_met(const FleetJob& job, std::string& never) {
   for (const auto& dep : job.after) {
+    // A name first (as `gpuq fleet` resolves it), then an id.
     std::string id = dep.target;
-    if (!looks_like_job_id(dep.target)) {
-      auto name = store_.get(keys::name(dep.target));
-      if (!name) return false;  // not submitted yet (or the store failed): wait
+    auto name = store_.get(keys::name(dep.target));
+    if (name) {
       auto doc = parse_object(keys::name(dep.target), name->body);
       if (!doc || !doc->is_object() || !(*doc)["id"].is_string()) return false;
       id = (*doc)["id"].get<std::string>();
+    } else if (name.error().code != Code::kNotFound || !looks_like_job_id(dep.target)) {
+      return false;  // not submitted yet (or the store failed): wait
     }
     auto object = store_.get(keys::claim(id));
     if (!object) return false;

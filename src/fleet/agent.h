@@ -87,6 +87,9 @@ class Agent {
     bool cancel_requested = false;
     std::map<std::string, std::pair<int64_t, int64_t>> pushed;  // output path → (size, mtime)
     size_t log_pushed_bytes = 0;      // size of the log last published (0: none yet)
+    bool started = false;             // handed to the daemon (local_id set)
+    int64_t next_start_mono = 0;      // not started: when to try again (inputs, the daemon)
+    std::string reclaimed_from;       // the node whose expired lease it was taken from
     bool lost = false;                // the claim is no longer ours: dropped after this round
     bool done = false;                // its end is published: dropped after this round
   };
@@ -119,16 +122,31 @@ class Agent {
   // claim then says why it failed).
   bool take(FleetJob job, Claim claim, const std::string& etag, const std::string& entry_key,
             int64_t mono, int64_t wall, const std::string& reclaimed_from);
+  // The lease a claim's holder keeps (written in the claim; ours for claims of old builds).
+  int64_t lease_of(const Claim& claim) const;
+  // Watches another node's claim for expiry from now (a new ETag restarts the count).
+  void watch(const QueueEntry& entry, const Claim& claim, const std::string& etag);
+  // Takes again a running claim that names this node but that it does not hold.
+  void retake(const QueueEntry& entry, Claim claim, const std::string& etag, int64_t mono, int64_t wall);
   // A watched claim stayed the same for a whole lease: take the job over (or end it as
   // cancelled, when someone asked), if this node has room.
-  void expire(const std::string& id, int64_t mono, int64_t wall);
+  void expire(std::string id, int64_t mono, int64_t wall);
   // jobs/ID/spec.json, read once (specs do not change; `fleet move` re-pins a waiting job only).
   Result<FleetJob> load_job(const std::string& id);
   void heartbeat(int64_t wall);
 
   // agent_held.cc: the jobs this node holds.
   void tend_held(int64_t mono, int64_t wall);
+  // Pulls the inputs and submits the job to the daemon; false when it did not start (a lasting
+  // reason ends the job as failed; a passing one leaves it for the next tending).
+  bool start_local(Held& held, int64_t wall);
   bool renew(Held& held, int64_t mono, int64_t wall);
+  // Renews every held claim that is due: called between objects of long transfers.
+  void keep_leases(int64_t wall);
+  // Claims of the state file that could not be checked yet (the store failed): tried again.
+  void retry_adoptions(int64_t mono, int64_t wall);
+  // Takes back one claim of the state file; false when the store could not say.
+  bool adopt(const nlohmann::json& item, int64_t mono, int64_t wall);
   // The claim is no longer ours: stop the local run, say so (job.claim_lost), publish nothing.
   void lose(Held& held, const std::string& why);
   // Publishes the end of a held job (outputs, log, outcome in the claim, ended/, signal);
@@ -148,7 +166,7 @@ class Agent {
   Status pull_inputs(Held& held, int64_t wall);
   // Pushes declared outputs that changed; returns a note naming declared outputs that match
   // nothing ("" when every one matched).
-  std::string push_outputs(Held& held);
+  std::string push_outputs(Held& held, int64_t wall);
   void push_log(Held& held, const LocalJob& local);
 
   // agent_nodes.cc: the other nodes' heartbeats.
@@ -167,6 +185,7 @@ class Agent {
   std::map<std::string, Watched> watched_;    // other nodes' claims, by fleet id
   std::map<std::string, NodeSeen> nodes_;     // other nodes, by name
   std::map<std::string, FleetJob> specs_;     // specs read, by fleet id
+  std::vector<nlohmann::json> pending_adoptions_;  // state-file claims not yet checked
   std::string signal_etag_;
   bool signal_changed_ = true;                // scan at the first poll
   bool work_left_ = false;                    // the last scan left jobs it could not take

@@ -40,10 +40,11 @@ Status write_input(const fs::path& target, const std::string& body) {
 }  // namespace
 
 Status Agent::pull_inputs(Held& held, int64_t wall) {
+  // Between objects: every held claim that is due is renewed, this one included.
   auto keep_claim = [&]() -> Status {
-    int64_t mono = options_.mono_clock();
-    if (mono >= held.next_renew_mono && !renew(held, mono, wall) && (held.lost || !lease_fresh(held, mono))) {
-      return fail(Code::kConflict, "the claim was lost while its inputs were pulled");
+    keep_leases(wall);
+    if (held.lost || !lease_fresh(held, options_.mono_clock())) {
+      return fail(Code::kConflict, "the claim could not be kept while its inputs were pulled");
     }
     return ok();
   };
@@ -75,6 +76,7 @@ Status Agent::pull_inputs(Held& held, int64_t wall) {
       auto item = data_->get(info.key);
       if (!item) return fail(Code::kUnavailable, fmt::format("input {} could not be pulled: {}", info.key, item.error().message));
       std::string rel = info.key.substr(options_.data_prefix.size());
+      if (auto valid = check_data_path(rel, options_.data_prefix); !valid) return valid;
       if (auto written = write_input(fs::path(options_.workdir) / rel, item->body); !written) {
         return fail(Code::kIoError, fmt::format("input {}: {}", rel, written.error().message));
       }
@@ -83,7 +85,7 @@ Status Agent::pull_inputs(Held& held, int64_t wall) {
   return ok();
 }
 
-std::string Agent::push_outputs(Held& held) {
+std::string Agent::push_outputs(Held& held, int64_t wall) {
   if (data_ == nullptr) return "";
   std::vector<std::string> problems;
   fs::path workdir(options_.workdir);
@@ -128,6 +130,7 @@ std::string Agent::push_outputs(Held& held) {
         problems.push_back(valid.error().message);
         continue;
       }
+      keep_leases(wall);
       auto content = os::read_file(file.string());
       if (!content) continue;
       if (data_->put(options_.data_prefix + rel, *content)) held.pushed[rel] = seen;

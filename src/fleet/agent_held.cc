@@ -28,7 +28,9 @@ bool Agent::lease_fresh(const Held& held, int64_t mono) const {
 
 bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::string& entry_key,
                  int64_t mono, int64_t wall, const std::string& reclaimed_from) {
-  Held held;
+  std::string id = job.id;
+  Held& held = held_[id];
+  held = Held{};
   held.job = std::move(job);
   held.entry_key = entry_key;
   held.claim = std::move(claim);
@@ -36,6 +38,11 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
   held.renewed_mono = mono;
   held.next_renew_mono = mono + options_.lease_ms / 6;
   held.next_sync_mono = mono + options_.sync_every_ms;
+  held.reclaimed_from = reclaimed_from;
+  return start_local(held, wall);
+}
+
+bool Agent::start_local(Held& held, int64_t wall) {
   const FleetJob& fj = held.job;
   auto refuse = [&](const std::string& why) {
     held.claim.state = std::string(kFailed);
@@ -46,6 +53,12 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
     publish_end(held, wall);
     return false;
   };
+  // A failure that may pass (the store, the daemon stopping) keeps the claim and tries again
+  // at the next tending; only what cannot change ends the job.
+  auto later = [&] {
+    held.next_start_mono = options_.mono_clock() + options_.poll_ms;
+    return false;
+  };
   bool declares_data = !fj.spec.inputs.empty() || !fj.spec.outputs.empty();
   if (declares_data && data_ == nullptr) {
     return refuse(fmt::format("it declares data (gpuq-in/gpuq-out) but node {} cannot reach a data store: {}",
@@ -53,6 +66,7 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
   }
   if (auto pulled = pull_inputs(held, wall); !pulled) {
     if (held.lost) return false;  // another node has it now: nothing to publish
+    if (pulled.error().code == Code::kUnavailable || pulled.error().code == Code::kConflict) return later();
     return refuse(pulled.error().message);
   }
   JobSpec spec = fj.spec;
@@ -64,19 +78,31 @@ bool Agent::take(FleetJob job, Claim claim, const std::string& etag, const std::
   spec.env["GPUQ_FLEET_NODE"] = options_.node;
   spec.env["GPUQ_FLEET_ATTEMPT"] = std::to_string(held.claim.attempt);
   auto local = executor_.submit(std::move(spec));
-  if (!local) return refuse(fmt::format("node {} refused it: {}", options_.node, local.error().message));
+  if (!local) {
+    if (local.error().code == Code::kUnavailable) return later();
+    return refuse(fmt::format("node {} refused it: {}", options_.node, local.error().message));
+  }
   held.claim.local_id = *local;
-  std::string id = fj.id;
-  Held& stored = held_[id] = std::move(held);
+  held.started = true;
   save_state();
-  nlohmann::json data = {{"fleet_id", id}, {"attempt", stored.claim.attempt}, {"name", stored.job.name}};
-  if (!reclaimed_from.empty()) data["from"] = reclaimed_from;
-  event(reclaimed_from.empty() ? "job.claimed" : "job.reclaimed", &stored, std::move(data));
-  renew(stored, mono, wall);  // records the local id in the bucket
+  nlohmann::json data = {{"fleet_id", fj.id}, {"attempt", held.claim.attempt}, {"name", fj.name}};
+  if (!held.reclaimed_from.empty()) data["from"] = held.reclaimed_from;
+  event(held.reclaimed_from.empty() ? "job.claimed" : "job.reclaimed", &held, std::move(data));
+  renew(held, options_.mono_clock(), wall);  // records the local id in the bucket
   return true;
 }
 
+void Agent::keep_leases(int64_t wall) {
+  for (auto& [id, held] : held_) {
+    if (held.lost || held.done) continue;
+    int64_t now = options_.mono_clock();
+    if (now >= held.next_renew_mono) renew(held, now, wall);
+  }
+}
+
 bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
+  // The lease counts from the moment the request left, whatever the step's clock said.
+  mono = std::max(mono, options_.mono_clock());
   Claim next = held.claim;
   next.renewal += 1;
   next.updated_ms = wall;
@@ -105,31 +131,46 @@ void Agent::lose(Held& held, const std::string& why) {
 }
 
 void Agent::tend_held(int64_t mono, int64_t wall) {
+  retry_adoptions(mono, wall);
   for (auto& [id, held] : held_) {
     if (held.lost || held.done) continue;
-    if (!lease_fresh(held, mono)) {
-      lose(held, fmt::format("no renewal of its claim for {} s (a third of the lease): the bucket cannot "
-                             "be reached",
-                             options_.lease_ms / 3000));
+    std::string stale = fmt::format("no renewal of its claim for {} s (a third of the lease): the bucket "
+                                    "cannot be reached",
+                                    options_.lease_ms / 3000);
+    if (!held.started) {
+      if (held.cancel_requested) {
+        held.claim.state = std::string(kCancelled);
+        held.claim.reason = "cancelled before it started";
+        publish_end(held, wall);
+      } else if (!lease_fresh(held, mono)) {
+        lose(held, stale);
+      } else if (mono >= held.next_start_mono) {
+        start_local(held, wall);
+      }
       continue;
     }
     auto local = executor_.job(held.claim.local_id);
-    if (!local) {
-      if (local.error().code != Code::kNotFound) continue;
+    if (!local && local.error().code == Code::kNotFound) {
       LocalJob gone;
       gone.state = JobState::kFailed;
       gone.reason = fmt::format("its local job {} is gone from node {}", held.claim.local_id, options_.node);
       finish(held, gone, mono, wall);
       continue;
     }
-    if (is_terminal(local->state)) {
+    // A run that has ended is published even after a long outage: the outcome is written with
+    // If-Match on the claim, so it lands only if no one took the job over meanwhile.
+    if (local && is_terminal(local->state)) {
       finish(held, *local, mono, wall);
       continue;
     }
+    if (!lease_fresh(held, mono)) {
+      lose(held, stale);
+      continue;
+    }
     if (mono >= held.next_renew_mono && !renew(held, mono, wall)) continue;
-    if (mono >= held.next_sync_mono && lease_fresh(held, mono)) {
+    if (local && mono >= held.next_sync_mono && lease_fresh(held, mono)) {
       push_log(held, *local);
-      push_outputs(held);
+      push_outputs(held, wall);
       held.next_sync_mono = mono + options_.sync_every_ms;
     }
   }
@@ -143,7 +184,7 @@ bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall
   // by the holder and by no one else.
   if (!renew(held, mono, wall)) return false;
   push_log(held, local);
-  std::string missing = push_outputs(held);
+  std::string missing = push_outputs(held, wall);
   held.claim.state = final_state(local.state);
   held.claim.exit_code = local.exit_code;
   held.claim.runs = local.runs;
@@ -174,8 +215,11 @@ void Agent::check_cancels() {
     if (held.cancel_requested || held.lost || held.done) continue;
     auto cancel = store_.get(keys::cancel(id));
     if (!cancel) continue;
-    held.cancel_requested = true;
-    (void)executor_.cancel(held.claim.local_id);
+    if (!held.started) {
+      held.cancel_requested = true;  // never started: its end is published as cancelled below
+      continue;
+    }
+    held.cancel_requested = executor_.cancel(held.claim.local_id).has_value();
   }
 }
 
@@ -190,6 +234,7 @@ void Agent::save_state() const {
                       {"local_id", held.claim.local_id},
                       {"entry", held.entry_key}});
   }
+  for (const auto& item : pending_adoptions_) claims.push_back(item);
   nlohmann::json doc = {{"node", options_.node}, {"claims", claims}};
   if (auto written = os::write_file_atomic(options_.state_file, doc.dump(2) + "\n"); !written) {
     executor_.event("fleet.state_unsaved", std::nullopt, {{"file", options_.state_file}, {"error", written.error().message}});
@@ -207,39 +252,53 @@ Status Agent::load_state(int64_t mono, int64_t wall) {
                                                options_.state_file));
   }
   for (const auto& item : (*doc)["claims"]) {
-    std::string id = item.value("id", "");
-    auto object = store_.get(keys::claim(id));
-    auto parsed = object ? parse_object(keys::claim(id), object->body) : Result<nlohmann::json>(tl::unexpected(object.error()));
-    auto claim = parsed ? claim_from_json(*parsed) : Result<Claim>(tl::unexpected(parsed.error()));
-    auto job = load_job(id);
-    Held held;
-    held.claim.local_id = item.value("local_id", int64_t{0});
-    held.claim.attempt = item.value("attempt", 0);
-    if (job) held.job = *job;
-    held.job.id = id;
-    bool ours = claim && job && claim->node == options_.node && claim->token == item.value("token", "") &&
-                claim->attempt == held.claim.attempt && claim->state == kRunning;
-    if (!ours) {
-      if (object || object.error().code == Code::kNotFound) {
-        lose(held, "its claim changed while the daemon was down");
-      } else {
-        lose(held, fmt::format("its claim could not be read at start: {}", object.error().message));
-      }
-      continue;
-    }
-    held.claim = *claim;
-    held.etag = object->etag;
-    held.entry_key = item.value("entry", held.job.entry());
-    held.renewed_mono = mono;
-    held.next_sync_mono = mono;
-    held_[id] = std::move(held);
-    if (renew(held_[id], mono, wall)) {
-      event("job.claimed", &held_[id], {{"fleet_id", id}, {"attempt", held_[id].claim.attempt}, {"adopted", true}});
-    }
+    if (!item.is_object() || !item.value("id", nlohmann::json()).is_string()) continue;
+    pending_adoptions_.push_back(item);
   }
-  std::erase_if(held_, [](const auto& item) { return item.second.lost; });
-  save_state();
+  retry_adoptions(mono, wall);
   return ok();
+}
+
+void Agent::retry_adoptions(int64_t mono, int64_t wall) {
+  if (pending_adoptions_.empty()) return;
+  std::vector<nlohmann::json> still;
+  for (const auto& item : pending_adoptions_) {
+    if (!adopt(item, mono, wall)) still.push_back(item);
+  }
+  pending_adoptions_ = std::move(still);
+  save_state();
+}
+
+bool Agent::adopt(const nlohmann::json& item, int64_t mono, int64_t wall) {
+  std::string id = item.value("id", "");
+  auto object = store_.get(keys::claim(id));
+  if (!object && object.error().code != Code::kNotFound) return false;  // ask again later
+  auto job = load_job(id);
+  if (!job && job.error().code != Code::kNotFound && job.error().code != Code::kCorruption) return false;
+  auto parsed = object ? parse_object(keys::claim(id), object->body) : Result<nlohmann::json>(tl::unexpected(object.error()));
+  auto claim = parsed ? claim_from_json(*parsed) : Result<Claim>(tl::unexpected(parsed.error()));
+  Held held;
+  held.claim.local_id = item.value("local_id", int64_t{0});
+  held.claim.attempt = item.value("attempt", 0);
+  if (job) held.job = *job;
+  held.job.id = id;
+  bool ours = claim && job && claim->node == options_.node && claim->token == item.value("token", "") &&
+              claim->attempt == held.claim.attempt && claim->state == kRunning;
+  if (!ours) {
+    lose(held, "its claim changed while the daemon was down");
+    return true;
+  }
+  held.claim = *claim;
+  held.etag = object->etag;
+  held.entry_key = item.value("entry", held.job.entry());
+  held.started = held.claim.local_id > 0;
+  held.renewed_mono = mono;
+  held.next_sync_mono = mono;
+  Held& stored = held_[id] = std::move(held);
+  if (renew(stored, mono, wall)) {
+    event("job.claimed", &stored, {{"fleet_id", id}, {"attempt", stored.claim.attempt}, {"adopted", true}});
+  }
+  return true;
 }
 
 }  // namespace gpuq::fleet

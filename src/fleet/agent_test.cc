@@ -83,6 +83,7 @@ struct Node {
     options.state_file = std::move(state_file);
     options.version = "test";
     options.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/node"}};
+    options.mono_clock = [this] { return now; };
     agent = std::make_unique<Agent>(store, &data, executor, options);
   }
   // Steps the agent at every time it asks for until `until` (the node's own clock).
@@ -265,6 +266,7 @@ TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
   options.node = "a";
   options.lease_ms = kLease;
   options.workdir = a.workdir;
+  options.mono_clock = [&a] { return a.now; };
   a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
   a.start();
   ASSERT_TRUE(a.data.put("data/in/train.json", "[1,2,3]"));
@@ -347,6 +349,7 @@ TEST(FleetAgent, ARestartedDaemonKeepsItsClaims) {
   options.node = "a";
   options.lease_ms = kLease;
   options.state_file = state;
+  options.mono_clock = [] { return int64_t{5'000}; };
   Agent again(a.store, &a.data, a.executor, options);
   ASSERT_TRUE(again.start(5'000, 5'000));
   EXPECT_EQ(again.held(), std::vector<std::string>{job.id});
@@ -374,6 +377,240 @@ TEST(FleetAgent, AnIdleNodePollsOneSmallObjectAndListsRarely) {
   double month = 30.0 * 24;
   double dollars = month * ((counts.put + counts.list) * 0.005 + counts.get * 0.0004) / 1000;
   EXPECT_LT(dollars, 1.0) << dollars;
+}
+
+
+// ---- review tests ----
+class FlakyReplaceStore : public MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  int fail_replaces = 0;
+  Result<std::string> replace(const std::string& key, std::string_view body, const std::string& etag) override {
+    if (fail_replaces > 0) {
+      --fail_replaces;
+      return fail(Code::kUnavailable, "flaky replace");
+    }
+    return MemoryStore::replace(key, body, etag);
+  }
+};
+
+// a pull longer than lease/3 is followed by a false claim loss at the next step.
+TEST(FleetAgent, AJobWhoseInputsTookLongIsNotLostAtTheNextStep) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore store(bucket);
+  FakeExecutor executor(1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  int64_t clock = 0;
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = dir.string();
+  options.mono_clock = [&clock] { return clock += 8'000; };
+  Agent agent(store, &store, executor, options);
+  ASSERT_TRUE(agent.start(0, 0));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
+  seed_with_data(store, 0, {"shards"});
+  agent.step(0, 0);
+  ASSERT_EQ(executor.jobs.size(), 1u);
+  int64_t now = clock;
+  agent.step(now, now);
+  agent.step(now + 2'000, now + 2'000);
+  EXPECT_EQ(executor.count("job.claim_lost"), 0);
+  EXPECT_TRUE(executor.cancelled.empty());
+  std::filesystem::remove_all(dir);
+}
+
+// an `after` target that is a name of the form of an id.
+TEST(FleetAgent, ADependencyOnANameThatLooksLikeAnIdIsMet) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  FleetJob first = seed(a.store, "any", 1, 5, {}, "trainingrun01");
+  FleetJob second = seed(a.store, "any", 1, 6, {{Dependency::Kind::kAfterOk, "trainingrun01"}});
+  a.run_until(1'000);
+  a.executor.end(claim_of(a.store, first.id).local_id, 0);
+  a.nudge();
+  a.run_until(10'000);
+  EXPECT_TRUE(a.store.get(keys::claim(second.id))) << "the dependent never starts nor ends";
+}
+
+// a node's own claim, lost in a bucket outage, is never taken again by anyone.
+TEST(FleetAgent, AJobLostInAnOutageIsTakenAgainWhenTheBucketIsBack) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  a.store.set_cut_off(true);
+  a.run_until(1'000 + kLease / 3 + 2'000);
+  ASSERT_EQ(a.executor.count("job.claim_lost"), 1);
+  a.store.set_cut_off(false);
+  MemoryStore elsewhere(bucket);
+  ASSERT_TRUE(elsewhere.put(std::string(keys::kSignal), random_token()));
+  a.run_until(1'000 + 6 * kLease);
+  EXPECT_GE(claim_of(a.store, job.id).attempt, 2) << "claimed again once the bucket is back";
+}
+
+// one transient failure of the reclaiming replace drops the watch for good.
+TEST(FleetAgent, ATransientErrorOfAReclaimDoesNotForgetTheJob) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(0);
+  FlakyReplaceStore bstore(bucket);
+  FakeExecutor bexec(1);
+  AgentOptions options;
+  options.node = "b";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent";
+  int64_t next = 0;
+  options.mono_clock = [&next] { return next; };
+  Agent b(bstore, &bstore, bexec, options);
+  ASSERT_TRUE(b.start(0, 0));
+  next = b.step(0, 0);
+  bstore.fail_replaces = 1;
+  while (next < 6 * kLease) next = std::max(next + 1, b.step(next, next));
+  EXPECT_EQ(claim_of(bstore, job.id).node, "b") << "a is dead: someone must take its job";
+}
+
+// while one job's inputs are pulled, the node's other claims are neither renewed nor
+// checked: a watcher takes one over while its first holder still runs it.
+TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore astore(bucket);
+  FakeExecutor aexec(2);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  int64_t clock = 0;
+  Node b(bucket, "b", 1);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = dir.string();
+  // Each shard takes 8 s to come, while b goes on with its own work.
+  options.mono_clock = [&] {
+    clock += 8'000;
+    b.run_until(clock);
+    return clock;
+  };
+  Agent a(astore, &astore, aexec, options);
+  ASSERT_TRUE(a.start(0, 0));
+  clock = 0;
+  b.start();
+  FleetJob j1 = seed(astore, "any", 1, 5);
+  a.step(0, 0);
+  ASSERT_EQ(claim_of(astore, j1.id).node, "a");
+  b.run_until(0);  // b watches j1
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(astore.put(fmt::format("data/shards/{:02d}", i), "x"));
+  seed_with_data(astore, 1, {"shards"});
+  clock = 2'000;
+  a.step(2'000, 2'000);  // takes the data job: ~168 s of pulling
+  b.run_until(clock);
+  EXPECT_EQ(claim_of(astore, j1.id).node, "a") << "a renewed j1 between the shards of the other job";
+  EXPECT_TRUE(aexec.cancelled.empty());
+  EXPECT_EQ(b.executor.jobs.size(), 0u) << "b never ran j1";
+  std::filesystem::remove_all(dir);
+}
+
+// a watcher that saw a new ETag at the end of a long step dates it from the step's start,
+// and takes the claim of a healthy holder.
+TEST(FleetAgent, AWatcherDoesNotTakeAHealthyHoldersClaim) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob j = seed(a.store, "any", 1, 5);
+  a.run_until(0);
+  ASSERT_EQ(claim_of(a.store, j.id).node, "a");
+  MemoryStore bstore(bucket);
+  FakeExecutor bexec(1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  int64_t clock = 0;
+  AgentOptions options;
+  options.node = "b";
+  options.lease_ms = kLease;
+  options.workdir = dir.string();
+  options.mono_clock = [&] { clock += 8'000; a.run_until(clock); return clock; };
+  Agent b(bstore, &bstore, bexec, options);
+  ASSERT_TRUE(b.start(0, 0));
+  b.step(0, 0);  // watches j
+  a.run_until(9'999);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(bstore.put(fmt::format("data/shards/{:02d}", i), "x"));
+  seed_with_data(bstore, 0, {"shards"});
+  clock = 20'000;
+  b.step(20'000, 20'000);  // takes the data job, pulls for ~168 s while a renews j normally
+  b.step(clock, clock);
+  EXPECT_EQ(claim_of(bstore, j.id).node, "a") << "a renewed j every 10 s";
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// nodes with different leases: the watcher's lease is shorter than the holder's lease/3.
+TEST(FleetAgent, NodesWithDifferentLeasesNeverBothRunAJob) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1), b(bucket, "b", 1);
+  AgentOptions oa;
+  oa.node = "a";
+  oa.lease_ms = 180'000;
+  oa.workdir = "/nonexistent";
+  oa.mono_clock = [&a] { return a.now; };
+  a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, oa);
+  AgentOptions ob = oa;
+  ob.node = "b";
+  ob.mono_clock = [&b] { return b.now; };
+  ob.lease_ms = 30'000;
+  b.agent = std::make_unique<Agent>(b.store, &b.data, b.executor, ob);
+  a.start();
+  b.start();
+  FleetJob j = seed(a.store, "any", 1, 5);
+  a.run_until(0);
+  b.run_until(0);
+  a.store.set_cut_off(true);
+  a.run_until(45'000);
+  b.run_until(45'000);
+  bool b_runs = claim_of(b.store, j.id).node == "b";
+  bool a_runs = a.executor.cancelled.empty();
+  EXPECT_FALSE(a_runs && b_runs) << "both run j";
+}
+
+// a transient failure of the data store while pulling ends the job as failed for good.
+TEST(FleetAgent, ATransientDataStoreErrorDoesNotFailTheJob) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  ASSERT_TRUE(a.store.put("data/in/x.json", "{}"));
+  a.data.set_cut_off(true);
+  FleetJob job = seed_with_data(a.store, 0, {"in/x.json"});
+  a.run_until(1'000);
+  EXPECT_NE(claim_of(a.store, job.id).state, "failed") << claim_of(a.store, job.id).reason;
+}
+
+// one transient error while reading a claim at start stops a healthy run.
+TEST(FleetAgent, ATransientErrorAtStartDoesNotStopARun) {
+  auto bucket = std::make_shared<Bucket>();
+  std::string state = (std::filesystem::temp_directory_path() / ("gpuq-agent-state-" + random_token())).string();
+  Node a(bucket, "a", 1, state);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.state_file = state;
+  int64_t now = 5'000;
+  options.mono_clock = [&now] { return now; };
+  Agent again(a.store, &a.data, a.executor, options);
+  a.store.fail_next(1);
+  ASSERT_TRUE(again.start(now, now));
+  EXPECT_TRUE(a.executor.cancelled.empty()) << "the run was stopped";
+  EXPECT_TRUE(again.held().empty()) << "not known to be ours yet";
+  now = 7'000;
+  again.step(now, now);
+  EXPECT_EQ(again.held(), std::vector<std::string>{job.id}) << "taken back once the store answered";
+  EXPECT_TRUE(a.executor.cancelled.empty());
+  std::filesystem::remove(state);
 }
 
 }  // namespace

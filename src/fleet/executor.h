@@ -35,6 +35,8 @@ struct LocalMachine {
   // GPUs that no run holds and no waiting job of the daemon wants (whoever submitted it):
   // the room the agent may fill.
   int spare_gpus = 0;
+  // False while the daemon is drained (`gpuq drain`): it starts nothing, so it takes nothing.
+  bool accepting = true;
 };
 
 class Executor {

@@ -206,7 +206,7 @@ json to_json(const Claim& claim) {
   json doc = {{"job", claim.job},         {"node", claim.node},         {"attempt", claim.attempt},
               {"token", claim.token},     {"renewal", claim.renewal},   {"state", claim.state},
               {"local_id", claim.local_id}, {"runs", claim.runs},       {"reason", claim.reason},
-              {"updated_ms", claim.updated_ms}};
+              {"updated_ms", claim.updated_ms}, {"lease_ms", claim.lease_ms}};
   doc["exit_code"] = claim.exit_code ? json(*claim.exit_code) : json();
   return doc;
 }
@@ -224,6 +224,7 @@ Result<Claim> claim_from_json(const json& doc) {
   GPUQ_TRY(read_field(doc, "runs", claim.runs, false));
   GPUQ_TRY(read_field(doc, "reason", claim.reason, false));
   GPUQ_TRY(read_field(doc, "updated_ms", claim.updated_ms, false));
+  GPUQ_TRY(read_field(doc, "lease_ms", claim.lease_ms, false));
   int exit_code = 0;
   if (doc.contains("exit_code") && !doc["exit_code"].is_null()) {
     GPUQ_TRY(read_field(doc, "exit_code", exit_code));

@@ -127,6 +127,7 @@ struct Claim {
   int runs = 0;              // runs of this attempt in the holder's daemon
   std::string reason;        // why it ended, for people
   int64_t updated_ms = 0;    // the holder's clock (for people; never compared across nodes)
+  int64_t lease_ms = 0;      // the holder's lease: watchers count it expired after this long
 };
 nlohmann::json to_json(const Claim& claim);
 Result<Claim> claim_from_json(const nlohmann::json& json);
