@@ -98,6 +98,15 @@ void Agent::lose(Held& held, const std::string& why) {
   held.lost = true;
   if (held.claim.local_id > 0) (void)executor_.cancel(held.claim.local_id);
   event("job.claim_lost", &held, {{"fleet_id", held.job.id}, {"attempt", held.claim.attempt}, {"why", why}});
+  // Watched from now on as another node's claim would be: when no one took it over (this node
+  // may be the only one that serves its queue, and a scan never watches a claim in its own
+  // name), it is taken again once it has stood unchanged for a lease since our last renewal.
+  if (!held.entry_key.empty()) {
+    QueueEntry entry;
+    entry.key = held.entry_key;
+    entry.id = held.job.id;
+    watched_[held.job.id] = Watched{held.etag, held.renewed_mono, held.renewed_mono, held.claim, entry};
+  }
 }
 
 void Agent::tend_held(int64_t mono, int64_t wall) {

@@ -156,9 +156,14 @@ TEST(FleetAgent, ALeaseThatStopsBeingRenewedIsTakenOverAndTheOldHolderStops) {
   EXPECT_EQ(claim.attempt, 2);
   ASSERT_EQ(b.executor.count("job.reclaimed"), 1);
   EXPECT_EQ(b.executor.events.back().data["from"], "a");
-  // a wakes up: its lease is long gone, so it stops its run and publishes nothing.
+  // a wakes up: its lease is long gone, so it stops its run and publishes nothing (while b
+  // goes on renewing: a claim that nobody renews for a lease may be taken by any node).
   a.executor.end(a.executor.jobs.begin()->first, 0);
-  a.run_until(1'000 + 3 * kLease);
+  a.next = b.now;  // its first step after the freeze
+  for (int64_t t = b.now; t <= 1'000 + 3 * kLease; t += 1'000) {
+    b.run_until(t);
+    a.run_until(t);
+  }
   EXPECT_EQ(a.executor.count("job.claim_lost"), 1);
   claim = claim_of(a.store, job.id);
   EXPECT_EQ(claim.node, "b");
@@ -181,6 +186,29 @@ TEST(FleetAgent, AHolderCutOffFromTheBucketStopsItsRunBeforeAnyoneCanCountItExpi
   EXPECT_EQ(claim_of(b.store, job.id).node, "a") << "b cannot have taken it yet";
   b.run_until(1'000 + 2 * kLease);
   EXPECT_EQ(claim_of(b.store, job.id).node, "b");
+}
+
+TEST(FleetAgent, ANodeThatLostItsOwnLeaseTakesTheJobAgainWhenNoOtherNodeDoes) {
+  // The only node that serves the job's queue is cut off for longer than lease/3: it stops its
+  // run. Back in touch, nobody else will ever take the job over, so it must, once the claim it
+  // stopped renewing has stood unchanged for a whole lease, as any watcher would.
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  ASSERT_EQ(claim_of(a.store, job.id).node, "a");
+  a.store.set_cut_off(true);
+  a.run_until(1'000 + kLease / 3 + 2'000);
+  ASSERT_EQ(a.executor.count("job.claim_lost"), 1);
+  a.store.set_cut_off(false);
+  a.run_until(1'000 + 3 * kLease);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.node, "a");
+  EXPECT_EQ(claim.attempt, 2) << "the job was left claimed by a run that no longer exists";
+  EXPECT_EQ(claim.state, "running");
+  EXPECT_EQ(a.executor.count("job.reclaimed"), 1);
+  EXPECT_EQ(a.executor.jobs.size(), 2u);
 }
 
 TEST(FleetAgent, TransientErrorsDoNotStopAHealthyRun) {
