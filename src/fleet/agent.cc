@@ -60,6 +60,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
       auto& [id, watched] = *it;
       ++it;
       if (mono < watched.next_look_mono) continue;
+      keep_leases(wall);
       watched.next_look_mono = mono + options_.lease_ms / 3;
       auto object = store_.get(keys::claim(id), watched.etag);
       if (!object) {
@@ -148,6 +149,7 @@ void Agent::scan(int64_t mono, int64_t wall) {
   });
   for (const auto& [entry, queue] : entries) {
     if (held_.count(entry.id)) continue;
+    keep_leases(wall);  // a long queue takes many requests
     try_job(entry, queue, mono, wall, spare, zero_gpu_waiting);
   }
   signal_changed_ = false;

@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -63,6 +64,11 @@ class Agent {
   void report_stopped(const std::string& why) { executor_.event("fleet.stopped", std::nullopt, {{"why", why}}); }
   // Something local changed (a job of ours ended): look at held jobs at the next step.
   void nudge() { nudged_ = true; }
+  // The node's monotonic clock (ms), read between the requests of a long step (a scan of a
+  // long queue, many watched claims, large outputs) to renew held claims that fall due
+  // meanwhile: no amount of queue work may starve a lease. Without one (tests on virtual
+  // clocks), time stands still within a step. AgentThread gives it the real clock.
+  void use_clock(std::function<int64_t()> mono) { clock_ = std::move(mono); }
 
   // For /v1/health and tests: the fleet ids held, and whether the last signal poll worked.
   std::vector<std::string> held() const;
@@ -122,6 +128,8 @@ class Agent {
   // agent_held.cc: the jobs this node holds.
   void tend_held(int64_t mono, int64_t wall);
   bool renew(Held& held, int64_t mono, int64_t wall);
+  // Renews the held claims due by the clock (use_clock), between the requests of a long step.
+  void keep_leases(int64_t wall);
   // The claim is no longer ours: stop the local run, say so (job.claim_lost), publish nothing.
   void lose(Held& held, const std::string& why);
   // Publishes the end of a held job (outputs, log, outcome in the claim, ended/, signal);
@@ -170,6 +178,7 @@ class Agent {
   int64_t next_node_watch_mono_ = 0;
   int64_t next_tend_mono_ = 0;
   int64_t next_watch_mono_ = 0;
+  std::function<int64_t()> clock_;
 };
 
 // Runs an Agent on its own thread with the real clocks until stop().

@@ -93,6 +93,16 @@ bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
   return false;
 }
 
+void Agent::keep_leases(int64_t wall) {
+  if (!clock_) return;
+  const int64_t now = clock_();
+  for (auto& [id, held] : held_) {
+    // A lease already gone is tend_held's to handle.
+    if (held.lost || held.done || now < held.next_renew_mono || !lease_fresh(held, now)) continue;
+    renew(held, now, wall);
+  }
+}
+
 void Agent::lose(Held& held, const std::string& why) {
   if (held.lost) return;
   held.lost = true;
@@ -111,6 +121,7 @@ void Agent::lose(Held& held, const std::string& why) {
 
 void Agent::tend_held(int64_t mono, int64_t wall) {
   for (auto& [id, held] : held_) {
+    keep_leases(wall);  // the others', while this one's log and outputs are pushed
     if (held.lost || held.done) continue;
     if (!lease_fresh(held, mono)) {
       lose(held, fmt::format("no renewal of its claim for {} s (a third of the lease): the bucket cannot "

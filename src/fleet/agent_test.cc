@@ -211,6 +211,76 @@ TEST(FleetAgent, ANodeThatLostItsOwnLeaseTakesTheJobAgainWhenNoOtherNodeDoes) {
   EXPECT_EQ(a.executor.jobs.size(), 2u);
 }
 
+// A bucket whose every call takes `cost_ms` of a virtual clock: a slow link, or simply many
+// requests in one step.
+class SlowStore : public ObjectStore {
+ public:
+  SlowStore(ObjectStore& inner, int64_t& clock, int64_t cost_ms) : inner_(inner), clock_(clock), cost_(cost_ms) {}
+  std::string describe() const override { return inner_.describe(); }
+  Result<Object> get(const std::string& key, const std::string& if_none_match = "") override {
+    clock_ += cost_;
+    return inner_.get(key, if_none_match);
+  }
+  Result<std::string> put(const std::string& key, std::string_view body) override {
+    clock_ += cost_;
+    return inner_.put(key, body);
+  }
+  Result<std::string> create(const std::string& key, std::string_view body) override {
+    clock_ += cost_;
+    return inner_.create(key, body);
+  }
+  Result<std::string> replace(const std::string& key, std::string_view body, const std::string& etag) override {
+    clock_ += cost_;
+    return inner_.replace(key, body, etag);
+  }
+  Status remove(const std::string& key) override {
+    clock_ += cost_;
+    return inner_.remove(key);
+  }
+  Result<Listing> list(const std::string& prefix) override {
+    clock_ += cost_;
+    return inner_.list(prefix);
+  }
+
+ private:
+  ObjectStore& inner_;
+  int64_t& clock_;
+  int64_t cost_;
+};
+
+TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore inner(bucket), elsewhere(bucket);
+  int64_t now = 0;
+  SlowStore store(inner, now, 50);
+  FakeExecutor executor(1);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent-workdir";
+  Agent agent(store, &store, executor, options);
+  agent.use_clock([&now] { return now; });
+  auto run_until = [&](int64_t until) {
+    while (now <= until) {
+      int64_t next = agent.step(now, 1'700'000'000'000 + now);
+      now = std::max(now + 1, next);
+    }
+  };
+  ASSERT_TRUE(agent.start(now, 1'700'000'000'000 + now));
+  FleetJob job = seed(elsewhere, "any", 1, 5);
+  run_until(1'000);
+  ASSERT_EQ(claim_of(elsewhere, job.id).node, "a");
+  // 400 jobs wait for more GPUs than the node has: a scan reads each one's claim and spec,
+  // 800 requests of 50 ms, twice the time after which a holder counts its lease lost.
+  for (int i = 0; i < 400; ++i) seed(elsewhere, "any", 4, 10 + i);
+  run_until(now + 2 * kLease);
+  EXPECT_EQ(executor.count("job.claim_lost"), 0) << "the held claim was not renewed during the scan";
+  EXPECT_TRUE(executor.cancelled.empty());
+  Claim claim = claim_of(elsewhere, job.id);
+  EXPECT_EQ(claim.node, "a");
+  EXPECT_EQ(claim.attempt, 1);
+}
+
 TEST(FleetAgent, TransientErrorsDoNotStopAHealthyRun) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
