@@ -62,13 +62,14 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
       if (mono < watched.next_look_mono) continue;
       keep_leases(wall);
       watched.next_look_mono = mono + options_.lease_ms / 3;
+      const int64_t looked = now(mono);  // unchanged at least until the answer
       auto object = store_.get(keys::claim(id), watched.etag);
       if (!object) {
         if (object.error().code == Code::kNotFound) watched_.erase(id);
         continue;
       }
       if (object->not_modified) {
-        if (mono - watched.since_mono >= options_.lease_ms) expire(id, mono, wall);
+        if (looked - watched.since_mono >= options_.lease_ms) expire(id, looked, wall);
         continue;
       }
       auto doc = parse_object(keys::claim(id), object->body);
@@ -78,7 +79,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
         continue;
       }
       watched.etag = object->etag;
-      watched.since_mono = mono;
+      watched.since_mono = now(mono);
       watched.claim = *claim;
     }
     next_watch_mono_ = mono + std::max<int64_t>(options_.lease_ms / 12, 1);
@@ -184,7 +185,8 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
     bool pinned_here = queue == keys::node_queue(options_.node);
     if ((class_job || pinned_here) && claim->node != options_.node) {
       auto& watched = watched_[entry.id];
-      if (watched.etag != object->etag) watched = Watched{object->etag, mono, mono + options_.lease_ms / 3, *claim, entry};
+      const int64_t seen = now(mono);
+      if (watched.etag != object->etag) watched = Watched{object->etag, seen, seen + options_.lease_ms / 3, *claim, entry};
     }
     return false;
   }
@@ -215,9 +217,10 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
   claim.attempt = 1;
   claim.token = random_token();
   claim.updated_ms = wall;
+  const int64_t claimed = now(mono);  // the lease runs from before the write
   auto created = store_.create(keys::claim(entry.id), to_json(claim).dump());
   if (!created) return false;  // another node took it (412), or the store failed: next poll
-  if (!take(*job, claim, *created, entry.key, mono, wall, "")) return false;
+  if (!take(*job, claim, *created, entry.key, claimed, wall, "")) return false;
   spare -= job->spec.gpus;
   if (job->spec.gpus == 0) zero_gpu_waiting = true;
   return true;
@@ -247,6 +250,7 @@ void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
     claim.state = std::string(kCancelled);
     claim.reason = fmt::format("cancelled; its node {} stopped renewing its claim", from);
   }
+  const int64_t claimed = now(mono);
   auto replaced = store_.replace(keys::claim(id), to_json(claim).dump(), watched.etag);
   if (!replaced) return;  // renewed after all, or another node was faster
   if (cancel) {
@@ -255,7 +259,7 @@ void Agent::expire(const std::string& id, int64_t mono, int64_t wall) {
     bump_signal();
     return;
   }
-  take(*job, claim, *replaced, watched.entry.key, mono, wall, from);
+  take(*job, claim, *replaced, watched.entry.key, claimed, wall, from);
 }
 
 bool Agent::dependencies_met(const FleetJob& job, std::string& never) {

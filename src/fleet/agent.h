@@ -16,6 +16,7 @@
 // any thread.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -153,6 +154,8 @@ class Agent {
   void watch_nodes(int64_t mono);
 
   bool lease_fresh(const Held& held, int64_t mono) const;
+  // The clock's time, late in a step that began at `mono` (`mono` itself without a clock).
+  int64_t now(int64_t mono) const { return clock_ ? std::max(mono, clock_()) : mono; }
   void event(const std::string& kind, const Held* held, nlohmann::json data);
   void bump_signal();
 

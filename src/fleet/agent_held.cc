@@ -76,12 +76,13 @@ bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
   Claim next = held.claim;
   next.renewal += 1;
   next.updated_ms = wall;
+  const int64_t sent = now(mono);
   auto replaced = store_.replace(keys::claim(held.job.id), to_json(next).dump(), held.etag);
   if (replaced) {
     held.claim = next;
     held.etag = *replaced;
-    held.renewed_mono = mono;
-    held.next_renew_mono = mono + options_.lease_ms / 6;
+    held.renewed_mono = sent;
+    held.next_renew_mono = sent + options_.lease_ms / 6;
     return true;
   }
   if (replaced.error().code == Code::kConflict || replaced.error().code == Code::kNotFound) {

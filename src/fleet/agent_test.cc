@@ -272,13 +272,18 @@ TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
   ASSERT_EQ(claim_of(elsewhere, job.id).node, "a");
   // 400 jobs wait for more GPUs than the node has: a scan reads each one's claim and spec,
   // 800 requests of 50 ms, twice the time after which a holder counts its lease lost.
+  // And one that fits, behind them: claimed at the end of the scan, its lease runs from then.
   for (int i = 0; i < 400; ++i) seed(elsewhere, "any", 4, 10 + i);
+  FleetJob last = seed(elsewhere, "any", 0, 500);
   run_until(now + 2 * kLease);
-  EXPECT_EQ(executor.count("job.claim_lost"), 0) << "the held claim was not renewed during the scan";
+  EXPECT_EQ(executor.count("job.claim_lost"), 0) << "a held claim was not renewed during the scan";
   EXPECT_TRUE(executor.cancelled.empty());
-  Claim claim = claim_of(elsewhere, job.id);
-  EXPECT_EQ(claim.node, "a");
-  EXPECT_EQ(claim.attempt, 1);
+  for (const FleetJob& held : {job, last}) {
+    Claim claim = claim_of(elsewhere, held.id);
+    EXPECT_EQ(claim.node, "a");
+    EXPECT_EQ(claim.attempt, 1);
+    EXPECT_EQ(claim.state, "running");
+  }
 }
 
 TEST(FleetAgent, TransientErrorsDoNotStopAHealthyRun) {
