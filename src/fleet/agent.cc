@@ -219,7 +219,15 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
   claim.updated_ms = wall;
   const int64_t claimed = now(mono);  // the lease runs from before the write
   auto created = store_.create(keys::claim(entry.id), to_json(claim).dump());
-  if (!created) return false;  // another node took it (412), or the store failed: next poll
+  if (!created) {
+    // Another node took it (412): watch its claim, as a scan that found it would (no later
+    // scan may come to find it: the signal changes only when a queue does). Else the store
+    // failed: next poll.
+    if (created.error().code == Code::kConflict) {
+      watched_.try_emplace(entry.id, Watched{"", claimed, claimed, Claim{}, entry});
+    }
+    return false;
+  }
   if (!take(*job, claim, *created, entry.key, claimed, wall, "")) return false;
   spare -= job->spec.gpus;
   if (job->spec.gpus == 0) zero_gpu_waiting = true;

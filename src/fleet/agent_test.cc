@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 
 #include "fleet/testing/fake_executor.h"
@@ -211,48 +212,78 @@ TEST(FleetAgent, ANodeThatLostItsOwnLeaseTakesTheJobAgainWhenNoOtherNodeDoes) {
   EXPECT_EQ(a.executor.jobs.size(), 2u);
 }
 
-// A bucket whose every call takes `cost_ms` of a virtual clock: a slow link, or simply many
-// requests in one step.
-class SlowStore : public ObjectStore {
+// A bucket that calls `before(OPERATION, KEY)` ahead of every request: a slow link (a clock
+// that moves with each call), or another node acting in between.
+class HookedStore : public ObjectStore {
  public:
-  SlowStore(ObjectStore& inner, int64_t& clock, int64_t cost_ms) : inner_(inner), clock_(clock), cost_(cost_ms) {}
+  using Hook = std::function<void(std::string_view operation, const std::string& key)>;
+  HookedStore(ObjectStore& inner, Hook before)
+      : inner_(inner), before_(std::move(before)) {}
   std::string describe() const override { return inner_.describe(); }
   Result<Object> get(const std::string& key, const std::string& if_none_match = "") override {
-    clock_ += cost_;
+    before_("get", key);
     return inner_.get(key, if_none_match);
   }
   Result<std::string> put(const std::string& key, std::string_view body) override {
-    clock_ += cost_;
+    before_("put", key);
     return inner_.put(key, body);
   }
   Result<std::string> create(const std::string& key, std::string_view body) override {
-    clock_ += cost_;
+    before_("create", key);
     return inner_.create(key, body);
   }
   Result<std::string> replace(const std::string& key, std::string_view body, const std::string& etag) override {
-    clock_ += cost_;
+    before_("replace", key);
     return inner_.replace(key, body, etag);
   }
   Status remove(const std::string& key) override {
-    clock_ += cost_;
+    before_("remove", key);
     return inner_.remove(key);
   }
   Result<Listing> list(const std::string& prefix) override {
-    clock_ += cost_;
+    before_("list", prefix);
     return inner_.list(prefix);
   }
 
  private:
   ObjectStore& inner_;
-  int64_t& clock_;
-  int64_t cost_;
+  Hook before_;
 };
+
+TEST(FleetAgent, ANodeThatLosesTheRaceToClaimAJobWatchesTheWinnersClaim) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  MemoryStore inner(bucket);
+  // Between b's read of the job's (missing) claim and b's create of it, a claims the job.
+  HookedStore store(inner, [&a](std::string_view operation, const std::string& key) {
+    if (operation == "create" && key.ends_with("/claim.json") && a.executor.jobs.empty()) a.run_until(a.now);
+  });
+  FakeExecutor executor(1);
+  AgentOptions options;
+  options.node = "b";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent-workdir";
+  Agent b(store, &store, executor, options);
+  constexpr int64_t kWall = 1'700'000'000'000;
+  a.start();
+  ASSERT_TRUE(b.start(0, kWall));
+  FleetJob job = seed(inner, "any", 1, 5);
+  b.step(0, kWall);
+  ASSERT_EQ(claim_of(inner, job.id).node, "a");
+  ASSERT_TRUE(executor.jobs.empty()) << "b's create lost";
+  // a dies now. Nothing changes the bucket's signal, so no scan of b will find a's claim again.
+  for (int64_t t = 1; t <= 2 * kLease + 10'000;) t = std::max(t + 1, b.step(t, kWall + t));
+  Claim claim = claim_of(inner, job.id);
+  EXPECT_EQ(claim.node, "b") << "the claim of the node that won the race was never watched";
+  EXPECT_EQ(claim.attempt, 2);
+  EXPECT_EQ(executor.count("job.reclaimed"), 1);
+}
 
 TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore inner(bucket), elsewhere(bucket);
   int64_t now = 0;
-  SlowStore store(inner, now, 50);
+  HookedStore store(inner, [&now](std::string_view, const std::string&) { now += 50; });  // 50 ms a request
   FakeExecutor executor(1);
   AgentOptions options;
   options.node = "a";
