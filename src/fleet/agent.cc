@@ -1,7 +1,6 @@
 #include "fleet/agent.h"
 
 #include <algorithm>
-#include <chrono>
 #include <fmt/format.h>
 
 namespace gpuq::fleet {
@@ -14,13 +13,10 @@ constexpr int64_t kQuietPolls = 30;
 }  // namespace
 
 Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options)
-    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {
-  if (!options_.mono_clock) {
-    options_.mono_clock = [] {
-      using namespace std::chrono;
-      return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-    };
-  }
+    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {}
+
+int64_t Agent::now() const {
+  return options_.mono_clock ? std::max(step_mono_, options_.mono_clock()) : step_mono_;
 }
 
 std::vector<std::string> Agent::held() const {
@@ -30,6 +26,7 @@ std::vector<std::string> Agent::held() const {
 }
 
 Status Agent::start(int64_t mono_ms, int64_t wall_ms) {
+  step_mono_ = mono_ms;
   if (auto loaded = load_state(mono_ms, wall_ms); !loaded) return loaded;
   heartbeat(wall_ms);
   next_beat_mono_ = mono_ms + options_.heartbeat_ms;
@@ -41,6 +38,7 @@ Status Agent::start(int64_t mono_ms, int64_t wall_ms) {
 }
 
 int64_t Agent::step(int64_t mono, int64_t wall) {
+  step_mono_ = mono;
   if (mono >= next_beat_mono_) {
     heartbeat(wall);
     next_beat_mono_ = mono + options_.heartbeat_ms;
@@ -68,6 +66,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
       auto& [id, watched] = *it;
       ++it;
       if (mono < watched.next_look_mono) continue;
+      keep_leases(wall);  // many watched claims take many requests
       watched.next_look_mono = mono + options_.lease_ms / 3;
       std::string watched_id = id;  // expire() may erase the watch
       auto object = store_.get(keys::claim(watched_id), watched.etag);
@@ -86,7 +85,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
         continue;
       }
       watched.etag = object->etag;
-      watched.since_mono = options_.mono_clock();  // seen now, however long this step took
+      watched.since_mono = now();  // seen now, however long this step took
       watched.claim = *claim;
     }
     next_watch_mono_ = mono + std::max<int64_t>(options_.lease_ms / 12, 1);
@@ -159,6 +158,7 @@ void Agent::scan(int64_t mono, int64_t wall) {
   });
   for (const auto& [entry, queue] : entries) {
     if (held_.count(entry.id)) continue;
+    keep_leases(wall);  // a long queue takes many requests
     try_job(entry, queue, mono, wall, spare, zero_gpu_waiting);
   }
 }
@@ -170,8 +170,8 @@ int64_t Agent::lease_of(const Claim& claim) const {
 void Agent::watch(const QueueEntry& entry, const Claim& claim, const std::string& etag) {
   auto& watched = watched_[entry.id];
   if (watched.etag == etag) return;
-  int64_t now = options_.mono_clock();  // seen now, however long this step took
-  watched = Watched{etag, now, now + lease_of(claim) / 3, claim, entry};
+  int64_t seen = now();  // seen now, however long this step took
+  watched = Watched{etag, seen, seen + lease_of(claim) / 3, claim, entry};
 }
 
 void Agent::retake(const QueueEntry& entry, Claim claim, const std::string& etag, int64_t mono, int64_t wall) {

@@ -50,8 +50,8 @@ struct AgentOptions {
   // store's credentials); the submitter's --env values are laid over them.
   std::map<std::string, std::string> base_env;
   int64_t node_watch_ms = 300'000;
-  // The node's monotonic clock in ms, read during long operations (pulling inputs); unset:
-  // std::chrono::steady_clock. Tests give the virtual clock they step with.
+  // The node's monotonic clock in ms, read during long steps (see Agent::use_clock); unset:
+  // time stands still within a step.
   std::function<int64_t()> mono_clock;    // how often other nodes' heartbeats are listed
   size_t max_log_bytes = 16 << 20;    // the tail of a log that is published
 };
@@ -68,6 +68,11 @@ class Agent {
   int64_t step(int64_t mono_ms, int64_t wall_ms);
   // Records fleet.stopped with `why` (the agent could not start).
   void report_stopped(const std::string& why) { executor_.event("fleet.stopped", std::nullopt, {{"why", why}}); }
+  // The node's monotonic clock (ms), read between the requests of a long step (a scan of a
+  // long queue, many watched claims, large inputs and outputs) to renew held claims that fall
+  // due meanwhile: no amount of work may starve a lease. Without one (tests on virtual clocks),
+  // time stands still within a step. AgentThread gives it the real clock.
+  void use_clock(std::function<int64_t()> mono) { options_.mono_clock = std::move(mono); }
   // Something local changed (a job of ours ended): look at held jobs at the next step.
   void nudge() { nudged_ = true; }
 
@@ -173,6 +178,8 @@ class Agent {
   void watch_nodes(int64_t mono);
 
   bool lease_fresh(const Held& held, int64_t mono) const;
+  // The clock's time, late in the step that began at step_mono_ (step_mono_ without a clock).
+  int64_t now() const;
   void event(const std::string& kind, const Held* held, nlohmann::json data);
   void bump_signal();
 
@@ -199,6 +206,7 @@ class Agent {
   int64_t next_node_watch_mono_ = 0;
   int64_t next_tend_mono_ = 0;
   int64_t next_watch_mono_ = 0;
+  int64_t step_mono_ = 0;                     // when the current step began
 };
 
 // Runs an Agent on its own thread with the real clocks until stop().

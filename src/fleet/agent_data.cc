@@ -43,7 +43,7 @@ Status Agent::pull_inputs(Held& held, int64_t wall) {
   // Between objects: every held claim that is due is renewed, this one included.
   auto keep_claim = [&]() -> Status {
     keep_leases(wall);
-    if (held.lost || !lease_fresh(held, options_.mono_clock())) {
+    if (held.lost || !lease_fresh(held, now())) {
       return fail(Code::kConflict, "the claim could not be kept while its inputs were pulled");
     }
     return ok();

@@ -56,7 +56,7 @@ bool Agent::start_local(Held& held, int64_t wall) {
   // A failure that may pass (the store, the daemon stopping) keeps the claim and tries again
   // at the next tending; only what cannot change ends the job.
   auto later = [&] {
-    held.next_start_mono = options_.mono_clock() + options_.poll_ms;
+    held.next_start_mono = now() + options_.poll_ms;
     return false;
   };
   bool declares_data = !fj.spec.inputs.empty() || !fj.spec.outputs.empty();
@@ -88,21 +88,23 @@ bool Agent::start_local(Held& held, int64_t wall) {
   nlohmann::json data = {{"fleet_id", fj.id}, {"attempt", held.claim.attempt}, {"name", fj.name}};
   if (!held.reclaimed_from.empty()) data["from"] = held.reclaimed_from;
   event(held.reclaimed_from.empty() ? "job.claimed" : "job.reclaimed", &held, std::move(data));
-  renew(held, options_.mono_clock(), wall);  // records the local id in the bucket
+  renew(held, now(), wall);  // records the local id in the bucket
   return true;
 }
 
 void Agent::keep_leases(int64_t wall) {
+  if (!options_.mono_clock) return;  // time stands still within a step
   for (auto& [id, held] : held_) {
-    if (held.lost || held.done) continue;
-    int64_t now = options_.mono_clock();
-    if (now >= held.next_renew_mono) renew(held, now, wall);
+    int64_t at = now();
+    // A lease already gone is tend_held's to handle.
+    if (held.lost || held.done || at < held.next_renew_mono || !lease_fresh(held, at)) continue;
+    renew(held, at, wall);
   }
 }
 
 bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
   // The lease counts from the moment the request left, whatever the step's clock said.
-  mono = std::max(mono, options_.mono_clock());
+  mono = std::max(mono, now());
   Claim next = held.claim;
   next.renewal += 1;
   next.updated_ms = wall;
@@ -128,11 +130,22 @@ void Agent::lose(Held& held, const std::string& why) {
   held.lost = true;
   if (held.claim.local_id > 0) (void)executor_.cancel(held.claim.local_id);
   event("job.claim_lost", &held, {{"fleet_id", held.job.id}, {"attempt", held.claim.attempt}, {"why", why}});
+  // Watched from now on as another node's claim would be: when no one took it over (this node
+  // may be the only one that serves its queue, and no scan may come: the signal changes only
+  // when a queue does), it is taken again once it has stood unchanged for a lease since our
+  // last renewal.
+  if (!held.entry_key.empty() && !held.etag.empty()) {
+    QueueEntry entry;
+    entry.key = held.entry_key;
+    entry.id = held.job.id;
+    watched_[held.job.id] = Watched{held.etag, held.renewed_mono, held.renewed_mono, held.claim, entry};
+  }
 }
 
 void Agent::tend_held(int64_t mono, int64_t wall) {
   retry_adoptions(mono, wall);
   for (auto& [id, held] : held_) {
+    keep_leases(wall);  // the others', while this one's log and outputs are pushed
     if (held.lost || held.done) continue;
     std::string stale = fmt::format("no renewal of its claim for {} s (a third of the lease): the bucket "
                                     "cannot be reached",

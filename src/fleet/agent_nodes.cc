@@ -70,6 +70,7 @@ void AgentThread::loop() {
   using namespace std::chrono;
   auto mono = [] { return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count(); };
   auto wall = [] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); };
+  agent_.use_clock(mono);
   if (auto started = agent_.start(mono(), wall()); !started) {
     std::fprintf(stderr, "gpuq daemon: the fleet agent stopped: %s\n", started.error().message.c_str());
     agent_.report_stopped(started.error().message);

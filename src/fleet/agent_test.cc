@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 
 #include "fleet/testing/fake_executor.h"
@@ -70,6 +71,18 @@ Claim claim_of(ObjectStore& store, const std::string& id) {
   EXPECT_TRUE(claim);
   return claim ? *claim : Claim{};
 }
+
+// A store whose GETs of data take time: each one moves the test's clock 8 s on (and lets the
+// test run other nodes meanwhile), as a large input would.
+class SlowDataStore : public MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  Result<Object> get(const std::string& key, const std::string& if_none_match = "") override {
+    if (key.rfind("data/", 0) == 0 && on_data_get) on_data_get();
+    return MemoryStore::get(key, if_none_match);
+  }
+  std::function<void()> on_data_get;
+};
 
 // One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
 // test moves.
@@ -181,9 +194,14 @@ TEST(FleetAgent, ALeaseThatStopsBeingRenewedIsTakenOverAndTheOldHolderStops) {
   EXPECT_EQ(claim.attempt, 2);
   ASSERT_EQ(b.executor.count("job.reclaimed"), 1);
   EXPECT_EQ(b.executor.events.back().data["from"], "a");
-  // a wakes up: its lease is long gone, so it stops its run and publishes nothing.
+  // a wakes up: its lease is long gone, so it stops its run and publishes nothing (while b
+  // goes on renewing: a claim that nobody renews for a lease may be taken by any node).
   a.executor.end(a.executor.jobs.begin()->first, 0);
-  a.run_until(1'000 + 3 * kLease);
+  a.next = b.now;  // its first step after the freeze
+  for (int64_t t = b.now; t <= 1'000 + 3 * kLease; t += 1'000) {
+    b.run_until(t);
+    a.run_until(t);
+  }
   EXPECT_EQ(a.executor.count("job.claim_lost"), 1);
   claim = claim_of(a.store, job.id);
   EXPECT_EQ(claim.node, "b");
@@ -206,6 +224,134 @@ TEST(FleetAgent, AHolderCutOffFromTheBucketStopsItsRunBeforeAnyoneCanCountItExpi
   EXPECT_EQ(claim_of(b.store, job.id).node, "a") << "b cannot have taken it yet";
   b.run_until(1'000 + 2 * kLease);
   EXPECT_EQ(claim_of(b.store, job.id).node, "b");
+}
+
+TEST(FleetAgent, ANodeThatLostItsOwnLeaseTakesTheJobAgainWhenNoOtherNodeDoes) {
+  // The only node that serves the job's queue is cut off for longer than lease/3: it stops its
+  // run. Back in touch, nobody else will ever take the job over, so it must, once the claim it
+  // stopped renewing has stood unchanged for a whole lease, as any watcher would.
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  ASSERT_EQ(claim_of(a.store, job.id).node, "a");
+  a.store.set_cut_off(true);
+  a.run_until(1'000 + kLease / 3 + 2'000);
+  ASSERT_EQ(a.executor.count("job.claim_lost"), 1);
+  a.store.set_cut_off(false);
+  a.run_until(1'000 + 3 * kLease);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.node, "a");
+  EXPECT_EQ(claim.attempt, 2) << "the job was left claimed by a run that no longer exists";
+  EXPECT_EQ(claim.state, "running");
+  EXPECT_EQ(a.executor.count("job.reclaimed"), 1);
+  EXPECT_EQ(a.executor.jobs.size(), 2u);
+}
+
+// A bucket that calls `before(OPERATION, KEY)` ahead of every request: a slow link (a clock
+// that moves with each call), or another node acting in between.
+class HookedStore : public ObjectStore {
+ public:
+  using Hook = std::function<void(std::string_view operation, const std::string& key)>;
+  HookedStore(ObjectStore& inner, Hook before)
+      : inner_(inner), before_(std::move(before)) {}
+  std::string describe() const override { return inner_.describe(); }
+  Result<Object> get(const std::string& key, const std::string& if_none_match = "") override {
+    before_("get", key);
+    return inner_.get(key, if_none_match);
+  }
+  Result<std::string> put(const std::string& key, std::string_view body) override {
+    before_("put", key);
+    return inner_.put(key, body);
+  }
+  Result<std::string> create(const std::string& key, std::string_view body) override {
+    before_("create", key);
+    return inner_.create(key, body);
+  }
+  Result<std::string> replace(const std::string& key, std::string_view body, const std::string& etag) override {
+    before_("replace", key);
+    return inner_.replace(key, body, etag);
+  }
+  Status remove(const std::string& key) override {
+    before_("remove", key);
+    return inner_.remove(key);
+  }
+  Result<Listing> list(const std::string& prefix) override {
+    before_("list", prefix);
+    return inner_.list(prefix);
+  }
+
+ private:
+  ObjectStore& inner_;
+  Hook before_;
+};
+
+TEST(FleetAgent, ANodeThatLosesTheRaceToClaimAJobWatchesTheWinnersClaim) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  MemoryStore inner(bucket);
+  // Between b's read of the job's (missing) claim and b's create of it, a claims the job.
+  HookedStore store(inner, [&a](std::string_view operation, const std::string& key) {
+    if (operation == "create" && key.ends_with("/claim.json") && a.executor.jobs.empty()) a.run_until(a.now);
+  });
+  FakeExecutor executor(1);
+  AgentOptions options;
+  options.node = "b";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent-workdir";
+  Agent b(store, &store, executor, options);
+  constexpr int64_t kWall = 1'700'000'000'000;
+  a.start();
+  ASSERT_TRUE(b.start(0, kWall));
+  FleetJob job = seed(inner, "any", 1, 5);
+  b.step(0, kWall);
+  ASSERT_EQ(claim_of(inner, job.id).node, "a");
+  ASSERT_TRUE(executor.jobs.empty()) << "b's create lost";
+  // a dies now. Nothing changes the bucket's signal, so no scan of b will find a's claim again.
+  for (int64_t t = 1; t <= 2 * kLease + 10'000;) t = std::max(t + 1, b.step(t, kWall + t));
+  Claim claim = claim_of(inner, job.id);
+  EXPECT_EQ(claim.node, "b") << "the claim of the node that won the race was never watched";
+  EXPECT_EQ(claim.attempt, 2);
+  EXPECT_EQ(executor.count("job.reclaimed"), 1);
+}
+
+TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore inner(bucket), elsewhere(bucket);
+  int64_t now = 0;
+  HookedStore store(inner, [&now](std::string_view, const std::string&) { now += 50; });  // 50 ms a request
+  FakeExecutor executor(1);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent-workdir";
+  Agent agent(store, &store, executor, options);
+  agent.use_clock([&now] { return now; });
+  auto run_until = [&](int64_t until) {
+    while (now <= until) {
+      int64_t next = agent.step(now, 1'700'000'000'000 + now);
+      now = std::max(now + 1, next);
+    }
+  };
+  ASSERT_TRUE(agent.start(now, 1'700'000'000'000 + now));
+  FleetJob job = seed(elsewhere, "any", 1, 5);
+  run_until(1'000);
+  ASSERT_EQ(claim_of(elsewhere, job.id).node, "a");
+  // 400 jobs wait for more GPUs than the node has: a scan reads each one's claim and spec,
+  // 800 requests of 50 ms, twice the time after which a holder counts its lease lost.
+  // And one that fits, behind them: claimed at the end of the scan, its lease runs from then.
+  for (int i = 0; i < 400; ++i) seed(elsewhere, "any", 4, 10 + i);
+  FleetJob last = seed(elsewhere, "any", 0, 500);
+  run_until(now + 2 * kLease);
+  EXPECT_EQ(executor.count("job.claim_lost"), 0) << "a held claim was not renewed during the scan";
+  EXPECT_TRUE(executor.cancelled.empty());
+  for (const FleetJob& held : {job, last}) {
+    Claim claim = claim_of(elsewhere, held.id);
+    EXPECT_EQ(claim.node, "a");
+    EXPECT_EQ(claim.attempt, 1);
+    EXPECT_EQ(claim.state, "running");
+  }
 }
 
 TEST(FleetAgent, TransientErrorsDoNotStopAHealthyRun) {
@@ -320,8 +466,10 @@ TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   options.lease_ms = kLease;
   options.workdir = dir.string();
   // Each object takes 8 s to come: 20 of them take almost three leases.
-  options.mono_clock = [&clock] { return clock += 8'000; };
-  Agent agent(store, &store, executor, options);
+  options.mono_clock = [&clock] { return clock; };
+  SlowDataStore data(bucket);
+  data.on_data_get = [&clock] { clock += 8'000; };
+  Agent agent(store, &data, executor, options);
   ASSERT_TRUE(agent.start(0, 0));
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
   FleetJob job = seed_with_data(store, 0, {"shards"});
@@ -394,7 +542,7 @@ class FlakyReplaceStore : public MemoryStore {
   }
 };
 
-// a pull longer than lease/3 is followed by a false claim loss at the next step.
+// A pull longer than lease/3 leaves a claim that was renewed during it: no false loss after.
 TEST(FleetAgent, AJobWhoseInputsTookLongIsNotLostAtTheNextStep) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore store(bucket);
@@ -406,8 +554,10 @@ TEST(FleetAgent, AJobWhoseInputsTookLongIsNotLostAtTheNextStep) {
   options.node = "a";
   options.lease_ms = kLease;
   options.workdir = dir.string();
-  options.mono_clock = [&clock] { return clock += 8'000; };
-  Agent agent(store, &store, executor, options);
+  options.mono_clock = [&clock] { return clock; };
+  SlowDataStore data(bucket);
+  data.on_data_get = [&clock] { clock += 8'000; };
+  Agent agent(store, &data, executor, options);
   ASSERT_TRUE(agent.start(0, 0));
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
   seed_with_data(store, 0, {"shards"});
@@ -421,7 +571,7 @@ TEST(FleetAgent, AJobWhoseInputsTookLongIsNotLostAtTheNextStep) {
   std::filesystem::remove_all(dir);
 }
 
-// an `after` target that is a name of the form of an id.
+// An `after` target is a name first, even one of the form of an id.
 TEST(FleetAgent, ADependencyOnANameThatLooksLikeAnIdIsMet) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 2);
@@ -435,7 +585,7 @@ TEST(FleetAgent, ADependencyOnANameThatLooksLikeAnIdIsMet) {
   EXPECT_TRUE(a.store.get(keys::claim(second.id))) << "the dependent never starts nor ends";
 }
 
-// a node's own claim, lost in a bucket outage, is never taken again by anyone.
+// A node's own claim, lost in a bucket outage, is taken again once the bucket is back.
 TEST(FleetAgent, AJobLostInAnOutageIsTakenAgainWhenTheBucketIsBack) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
@@ -452,7 +602,7 @@ TEST(FleetAgent, AJobLostInAnOutageIsTakenAgainWhenTheBucketIsBack) {
   EXPECT_GE(claim_of(a.store, job.id).attempt, 2) << "claimed again once the bucket is back";
 }
 
-// one transient failure of the reclaiming replace drops the watch for good.
+// A transient failure of the reclaiming replace keeps the watch: the job is taken later.
 TEST(FleetAgent, ATransientErrorOfAReclaimDoesNotForgetTheJob) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
@@ -475,8 +625,8 @@ TEST(FleetAgent, ATransientErrorOfAReclaimDoesNotForgetTheJob) {
   EXPECT_EQ(claim_of(bstore, job.id).node, "b") << "a is dead: someone must take its job";
 }
 
-// while one job's inputs are pulled, the node's other claims are neither renewed nor
-// checked: a watcher takes one over while its first holder still runs it.
+// While one job's inputs are pulled, the node's other claims are renewed too: no watcher
+// takes one over while its holder still runs it.
 TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore astore(bucket);
@@ -489,13 +639,14 @@ TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   options.node = "a";
   options.lease_ms = kLease;
   options.workdir = dir.string();
+  options.mono_clock = [&clock] { return clock; };
   // Each shard takes 8 s to come, while b goes on with its own work.
-  options.mono_clock = [&] {
+  SlowDataStore data(bucket);
+  data.on_data_get = [&] {
     clock += 8'000;
     b.run_until(clock);
-    return clock;
   };
-  Agent a(astore, &astore, aexec, options);
+  Agent a(astore, &data, aexec, options);
   ASSERT_TRUE(a.start(0, 0));
   clock = 0;
   b.start();
@@ -514,8 +665,8 @@ TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   std::filesystem::remove_all(dir);
 }
 
-// a watcher that saw a new ETag at the end of a long step dates it from the step's start,
-// and takes the claim of a healthy holder.
+// A watcher that sees a new ETag late in a long step dates it from then, not from the step's
+// start, so it never takes the claim of a healthy holder.
 TEST(FleetAgent, AWatcherDoesNotTakeAHealthyHoldersClaim) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
@@ -532,8 +683,13 @@ TEST(FleetAgent, AWatcherDoesNotTakeAHealthyHoldersClaim) {
   options.node = "b";
   options.lease_ms = kLease;
   options.workdir = dir.string();
-  options.mono_clock = [&] { clock += 8'000; a.run_until(clock); return clock; };
-  Agent b(bstore, &bstore, bexec, options);
+  options.mono_clock = [&clock] { return clock; };
+  SlowDataStore data(bucket);
+  data.on_data_get = [&] {
+    clock += 8'000;
+    a.run_until(clock);
+  };
+  Agent b(bstore, &data, bexec, options);
   ASSERT_TRUE(b.start(0, 0));
   b.step(0, 0);  // watches j
   a.run_until(9'999);
@@ -547,7 +703,7 @@ TEST(FleetAgent, AWatcherDoesNotTakeAHealthyHoldersClaim) {
   std::filesystem::remove_all(dir);
 }
 
-// nodes with different leases: the watcher's lease is shorter than the holder's lease/3.
+// Nodes with different leases: the watcher judges a claim by its holder's lease.
 TEST(FleetAgent, NodesWithDifferentLeasesNeverBothRunAJob) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1), b(bucket, "b", 1);
@@ -575,7 +731,7 @@ TEST(FleetAgent, NodesWithDifferentLeasesNeverBothRunAJob) {
   EXPECT_FALSE(a_runs && b_runs) << "both run j";
 }
 
-// a transient failure of the data store while pulling ends the job as failed for good.
+// A transient failure of the data store while pulling does not fail the job.
 TEST(FleetAgent, ATransientDataStoreErrorDoesNotFailTheJob) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
@@ -587,7 +743,7 @@ TEST(FleetAgent, ATransientDataStoreErrorDoesNotFailTheJob) {
   EXPECT_NE(claim_of(a.store, job.id).state, "failed") << claim_of(a.store, job.id).reason;
 }
 
-// one transient error while reading a claim at start stops a healthy run.
+// A transient error while reading a claim at start does not stop a healthy run.
 TEST(FleetAgent, ATransientErrorAtStartDoesNotStopARun) {
   auto bucket = std::make_shared<Bucket>();
   std::string state = (std::filesystem::temp_directory_path() / ("gpuq-agent-state-" + random_token())).string();

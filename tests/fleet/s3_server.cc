@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -75,6 +76,40 @@ int wait_for_exit(pid_t pid, int timeout_ms) {
 }
 
 size_t discard(char*, size_t size, size_t count, void*) { return size * count; }
+
+size_t append(char* data, size_t size, size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+void init_curl() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// An unsigned request to the server's side channel (s3_server.py's /__gpuq_counts); its body.
+Result<std::string> side_channel(const std::string& url, const char* method) {
+  init_curl();
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
+  std::string body;
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  if (std::string_view(method) == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10'000L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const CURLcode code = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(curl);
+  if (code != CURLE_OK) {
+    return fail(Code::kUnavailable, fmt::format("{} {}: {}", method, url, curl_easy_strerror(code)));
+  }
+  if (status != 200) return fail(Code::kIoError, fmt::format("{} {}: HTTP {}", method, url, status));
+  return body;
+}
 
 }  // namespace
 
@@ -166,8 +201,7 @@ std::string S3Server::url(const std::string& prefix) const {
 }
 
 Status S3Server::create_bucket(const std::string& name) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  init_curl();
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
   const std::string url = endpoint() + "/" + name;
@@ -191,6 +225,37 @@ Status S3Server::create_bucket(const std::string& name) {
     return fail(Code::kUnavailable, fmt::format("PUT {}: {}", url, curl_easy_strerror(code)));
   }
   if (status != 200) return fail(Code::kIoError, fmt::format("PUT {}: HTTP {}", url, status));
+  return ok();
+}
+
+Result<RequestCounts> S3Server::counts() const {
+  auto body = side_channel(endpoint() + "/__gpuq_counts", "GET");
+  if (!body) return tl::unexpected(body.error());
+  auto doc = nlohmann::json::parse(*body, nullptr, false);
+  if (!doc.is_object()) return fail(Code::kIoError, "the S3 server's counts are not a JSON object: " + *body);
+  RequestCounts counts;
+  try {
+    counts.get = doc.at("get").get<int64_t>();
+    counts.not_modified = doc.at("not_modified").get<int64_t>();
+    counts.put = doc.at("put").get<int64_t>();
+    counts.list = doc.at("list").get<int64_t>();
+    counts.remove = doc.at("delete").get<int64_t>();
+    counts.head = doc.at("head").get<int64_t>();
+    counts.other = doc.at("other").get<int64_t>();
+    for (const auto& r : doc.at("requests")) {
+      counts.requests.push_back({r.at("t").get<double>(), r.at("method").get<std::string>(),
+                                 r.at("kind").get<std::string>(), r.at("key").get<std::string>(),
+                                 r.at("status").get<int>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return fail(Code::kIoError, fmt::format("the S3 server's counts: {}", e.what()));
+  }
+  return counts;
+}
+
+Status S3Server::reset_counts() {
+  auto body = side_channel(endpoint() + "/__gpuq_counts", "POST");
+  if (!body) return tl::unexpected(body.error());
   return ok();
 }
 

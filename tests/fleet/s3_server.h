@@ -12,18 +12,41 @@
 // each test its own prefix. The server is the S3Server's child; the destructor ends it
 // (SIGTERM, then SIGKILL) and reaps it, and the script also exits when its stdin (a pipe from
 // this process) closes, so a crashed test binary leaves no server behind.
-// Thread rules: the accessors are thread-safe (fixed after start); create_bucket is not.
+// Thread rules: the accessors, counts and reset_counts are thread-safe; create_bucket is not.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "fleet/object_store.h"
 
 namespace gpuq::fleet::testing {
+
+// What the server served since it started or since reset_counts(), by kind (s3_server.py):
+// a ListObjectsV2 is a "list", not a "get"; a GET answered 304 counts in `get` and in
+// `not_modified`.
+struct RequestCounts {
+  struct Request {
+    double time_s = 0;   // when it was served, seconds since the epoch
+    std::string method;  // GET, PUT, ...
+    std::string kind;    // get, put, list, delete, head, other
+    std::string key;     // the path after the bucket: the key with the store's prefix
+    int status = 0;
+  };
+  int64_t get = 0;
+  int64_t not_modified = 0;
+  int64_t put = 0;
+  int64_t list = 0;
+  int64_t remove = 0;
+  int64_t head = 0;
+  int64_t other = 0;
+  std::vector<Request> requests;  // the latest 10,000, oldest first
+};
 
 class S3Server {
  public:
@@ -46,6 +69,11 @@ class S3Server {
 
   // Makes another bucket, by a signed PUT /NAME.
   Status create_bucket(const std::string& name);
+
+  // The requests served so far (read through a side channel that is not itself counted), and
+  // counting from zero again.
+  Result<RequestCounts> counts() const;
+  Status reset_counts();
 
  private:
   S3Server() = default;

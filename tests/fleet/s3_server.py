@@ -9,6 +9,13 @@ the process, and its access key is the only one accepted, so a request libcurl s
 "ready PORT ACCESS_KEY_ID SECRET_ACCESS_KEY", and flushes stdout. Exits on SIGTERM or when
 its stdin reaches end of file (its parent died); with status 77 when moto cannot be imported.
 
+It counts the requests it serves, by kind, for tests of what the fleet costs: GET /__gpuq_counts
+answers them as JSON (without a signature, and without being counted), and POST /__gpuq_counts
+sets them back to zero. Kinds: "list" (a GET with list-type=2 in its query: ListObjectsV2),
+"get" (every other GET; "not_modified" counts those answered 304), "put", "delete", "head",
+"other"; "requests" holds the latest 10,000 as {"t" (seconds since the epoch), "method", "kind",
+"key" (the path without the bucket), "status"}.
+
 Two changes make moto judge requests as S3 does:
  - moto checks a write's condition (If-None-Match, If-Match) and then writes without a lock,
    while S3 makes conditional writes atomic; the middleware below therefore serves one request
@@ -24,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 # Read by moto.settings at import: check every request's signature from the first one.
 os.environ["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
@@ -59,15 +67,60 @@ def check_request_as_sent(self, *args, **kwargs):
 access_control.IAMRequestBase.__init__ = check_request_as_sent
 
 
+COUNTS_PATH = "/__gpuq_counts"
+MAX_KEPT_REQUESTS = 10_000
+
+
+class Counts:
+    """What was served, by kind (see the module's doc)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.by_kind = {k: 0 for k in ("get", "not_modified", "put", "list", "delete", "head", "other")}
+            self.requests = []
+
+    def add(self, environ, status):
+        method = environ.get("REQUEST_METHOD", "")
+        query = environ.get("QUERY_STRING", "")
+        code = int(status.split(" ", 1)[0])
+        if method == "GET" and "list-type=2" in query.split("&"):
+            kind = "list"
+        else:
+            kind = {"GET": "get", "PUT": "put", "DELETE": "delete", "HEAD": "head"}.get(method, "other")
+        # /BUCKET/KEY (path style): the key without its bucket.
+        key = environ.get("PATH_INFO", "").lstrip("/").partition("/")[2]
+        with self.lock:
+            self.by_kind[kind] += 1
+            if kind == "get" and code == 304:
+                self.by_kind["not_modified"] += 1
+            self.requests.append({"t": time.time(), "method": method, "kind": kind, "key": key, "status": code})
+            del self.requests[:-MAX_KEPT_REQUESTS]
+
+    def answer(self, environ, start_response):
+        if environ.get("REQUEST_METHOD") == "POST":
+            self.reset()
+        with self.lock:
+            body = json.dumps(dict(self.by_kind, requests=self.requests)).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]
+
+
 class OneAtATime:
     """WSGI middleware: one request in the app at a time, its response consumed in the lock."""
 
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
+        self.counts = Counts()
 
     def __call__(self, environ, start_response):
         global raw_query
+        if environ.get("PATH_INFO") == COUNTS_PATH:
+            return self.counts.answer(environ, start_response)
         with self.lock:
             raw_query = environ.get("QUERY_STRING", "")
             captured = {}
@@ -86,6 +139,7 @@ class OneAtATime:
             finally:
                 if hasattr(result, "close"):
                     result.close()
+            self.counts.add(environ, captured["status"])
         start_response(captured["status"], captured["headers"], captured["exc_info"])
         return [body]
 
