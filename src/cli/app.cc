@@ -415,7 +415,11 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
       return kExitUsage;
     }
   }
-  if (command->get_name() == "fleet") return run_fleet(io, parsed.fleet);  // no daemon, no home
+  if (command->get_name() == "fleet") {
+    // No daemon; the home only for the [fleet] table of its config.toml.
+    parsed.fleet.home = parsed.home;
+    return run_fleet(io, parsed.fleet);
+  }
   return dispatch(command->get_name(), parsed, hooks, io);
 }
 

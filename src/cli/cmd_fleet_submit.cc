@@ -90,7 +90,18 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
     submit.gpus = options.gpus;
     submit.priority = options.priority;
     submit.env = options.env;
-    submit.after = options.after;
+    // --after NAME waits for success; afterany:NAME and afternotok:NAME as `gpuq submit`'s
+    // --after-any and --after-notok (afterok:NAME is the same as NAME).
+    for (const std::string& after : options.after) {
+      std::string_view text = after;
+      if (text.starts_with("afterany:")) {
+        submit.after_any.emplace_back(text.substr(9));
+      } else if (text.starts_with("afternotok:")) {
+        submit.after_notok.emplace_back(text.substr(11));
+      } else {
+        submit.after.emplace_back(text.starts_with("afterok:") ? text.substr(8) : text);
+      }
+    }
     submit.words = {options.files[i]};
     // No environ: only --env travels. The cwd is checked, then dropped (fleet_job).
     auto request = build_submit_request(submit, {}, io.cwd, now_ms);

@@ -36,7 +36,8 @@ void define_fleet_submit(CLI::App& fleet, FleetParsed& p) {
       ->type_name("N");
   submit->add_option("--priority", o.priority, "high, normal, low or 0..1000 (lower first)")
       ->type_name("P");
-  submit->add_option("--after", o.after, "start after this fleet job succeeded (repeatable)")
+  submit->add_option("--after", o.after, "start after this fleet job succeeded; afterany:NAME after it ended, afternotok:NAME after "
+                     "it failed or was cancelled (repeatable)")
       ->type_name("NAME|ID")
       ->allow_extra_args(false);
   submit->add_flag("--chain", o.chain, "with --node: each file after the one before it");
@@ -178,12 +179,10 @@ int run_fleet(const Io& io, const FleetParsed& parsed) {
   }
   // [fleet] of the daemon's config.toml, when there is one: its url and credentials.
   config::FleetConfig configured;
-  if (!io.open_fleet) {
-    if (auto home = resolve_home(""); home) {
-      auto loaded = config::load_config(*home + "/" + std::string(config::kConfigFileName));
-      if (!loaded) return ctx.report(kExitUsage, loaded.error().message);
-      configured = loaded->fleet;
-    }
+  if (auto home = resolve_home(parsed.home); home) {
+    auto loaded = config::load_config(*home + "/" + std::string(config::kConfigFileName));
+    if (!loaded) return ctx.report(kExitUsage, loaded.error().message);
+    configured = loaded->fleet;
   }
   auto url = fleet_url(parsed.fleet, io.environ, configured.url);
   if (!url) return ctx.report(url.error());

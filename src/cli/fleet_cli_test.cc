@@ -1,5 +1,8 @@
 // `gpuq fleet ...` command lines against an in-memory store (Io::open_fleet): usage errors that
 // touch nothing, what submit reads from scripts and writes, and the --json shapes.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -27,9 +30,12 @@ class FleetCli : public ::testing::Test {
   }
 
   int run(std::vector<std::string> args) {
+    args.insert(args.begin(), "fleet");
+    return run_raw(std::move(args));
+  }
+  int run_raw(const std::vector<std::string>& args) {
     process_.out.str("");
     process_.err.str("");
-    args.insert(args.begin(), "fleet");
     return run_cli(args, Hooks{}, process_.io);
   }
   int fleet(std::vector<std::string> args) {
@@ -144,6 +150,43 @@ TEST_F(FleetCli, ChainPinsEachFileAfterTheOneBefore) {
   auto third = stored("step-3");
   ASSERT_TRUE(third);
   EXPECT_TRUE(third->entry().starts_with("queues/node/n1/"));
+}
+
+TEST_F(FleetCli, TheFleetOfTheHomesConfigIsTheLastDefault) {
+  std::string home = dir_.path() + "/home";
+  std::filesystem::create_directories(home);
+  std::ofstream(home + "/config.toml") << "[fleet]\nurl = \"s3://from-config/team\"\n";
+  opened_.clear();
+  ASSERT_EQ(run_raw({"--home", home, "fleet", "status", "--json"}), kExitOk) << err();
+  EXPECT_EQ(opened_, std::vector<std::string>{"s3://from-config/team"});
+  opened_.clear();
+  ASSERT_EQ(run_raw({"--home", home, "fleet", "status", "--fleet", "s3://flag/x", "--json"}), kExitOk) << err();
+  EXPECT_EQ(opened_, std::vector<std::string>{"s3://flag/x"}) << "--fleet wins";
+}
+
+TEST_F(FleetCli, AfterTakesTheKindsOfDependencyAsAPrefix) {
+  for (const char* name : {"prep", "train"}) {
+    ASSERT_EQ(fleet({"submit", "--name", name, dir_.write(std::string(name) + ".sh", "#!/bin/bash\ntrue\n")}),
+              kExitOk)
+        << err();
+  }
+  ASSERT_EQ(fleet({"submit", "--name", "report", "--after", "prep", "--after", "afterany:train", "--after",
+                   "afternotok:prep", "--after", "afterok:train", dir_.write("report.sh", "#!/bin/bash\ntrue\n")}),
+            kExitOk)
+      << err();
+  auto report = stored("report");
+  ASSERT_TRUE(report);
+  std::vector<fleet::FleetDep> want = {{Dependency::Kind::kAfterOk, "prep"},
+                                       {Dependency::Kind::kAfterOk, "train"},
+                                       {Dependency::Kind::kAfterAny, "train"},
+                                       {Dependency::Kind::kAfterNotOk, "prep"}};
+  auto sorted = [](std::vector<fleet::FleetDep> deps) {
+    std::sort(deps.begin(), deps.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.kind, a.target) < std::tie(b.kind, b.target);
+    });
+    return deps;
+  };
+  EXPECT_EQ(sorted(report->after), sorted(want));
 }
 
 TEST_F(FleetCli, StatusJsonHasTheDocumentedShape) {

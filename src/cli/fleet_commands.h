@@ -46,6 +46,7 @@ struct FleetLogsOptions {
 struct FleetParsed {
   std::string command;  // status, submit, show, logs, cancel, drain, undrain, move
   std::string fleet;    // --fleet; empty: $GPUQ_FLEET
+  std::string home;     // --home: whose config.toml's [fleet] applies; empty: the default home
   bool json = false;
   FleetSubmitOptions submit;
   FleetLogsOptions logs;
