@@ -163,6 +163,18 @@ void Agent::scan(int64_t mono, int64_t wall) {
   }
 }
 
+Claim Agent::next_attempt(Claim claim, int64_t wall) const {
+  claim.node = options_.node;
+  claim.attempt += 1;
+  claim.token = random_token();
+  claim.renewal = 0;
+  claim.local_id = 0;
+  claim.runs = 0;
+  claim.updated_ms = wall;
+  claim.lease_ms = options_.lease_ms;
+  return claim;
+}
+
 int64_t Agent::lease_of(const Claim& claim) const {
   return claim.lease_ms > 0 ? claim.lease_ms : options_.lease_ms;
 }
@@ -181,13 +193,7 @@ void Agent::retake(const QueueEntry& entry, Claim claim, const std::string& etag
   auto job = load_job(entry.id);
   auto machine = executor_.machine();
   if (!job || !machine || job->spec.gpus > machine->spare_gpus) return;
-  claim.attempt += 1;
-  claim.token = random_token();
-  claim.renewal = 0;
-  claim.local_id = 0;
-  claim.runs = 0;
-  claim.updated_ms = wall;
-  claim.lease_ms = options_.lease_ms;
+  claim = next_attempt(std::move(claim), wall);
   auto replaced = store_.replace(keys::claim(entry.id), to_json(claim).dump(), etag);
   if (!replaced) return;
   take(*job, claim, *replaced, entry.key, mono, wall, options_.node);
@@ -284,14 +290,7 @@ void Agent::expire(std::string id, int64_t mono, int64_t wall) {
   Claim claim = watched.claim;
   std::string from = claim.node;
   auto cancel = store_.get(keys::cancel(id));
-  claim.node = options_.node;
-  claim.attempt += 1;
-  claim.token = random_token();
-  claim.renewal = 0;
-  claim.local_id = 0;
-  claim.runs = 0;
-  claim.updated_ms = wall;
-  claim.lease_ms = options_.lease_ms;
+  claim = next_attempt(std::move(claim), wall);
   if (cancel) {
     claim.state = std::string(kCancelled);
     claim.reason = fmt::format("cancelled; its node {} stopped renewing its claim", from);

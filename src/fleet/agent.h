@@ -127,6 +127,8 @@ class Agent {
   // claim then says why it failed).
   bool take(FleetJob job, Claim claim, const std::string& etag, const std::string& entry_key,
             int64_t mono, int64_t wall, const std::string& reclaimed_from);
+  // `claim` taken over by this node: the next attempt, a new token, this node's lease.
+  Claim next_attempt(Claim claim, int64_t wall) const;
   // The lease a claim's holder keeps (written in the claim; ours for claims of old builds).
   int64_t lease_of(const Claim& claim) const;
   // Watches another node's claim for expiry from now (a new ETag restarts the count).
