@@ -533,7 +533,7 @@ TEST(FleetAgent, AnIdleNodePollsOneSmallObjectAndListsRarely) {
 }
 
 
-// ---- review tests ----
+// A store whose replaces fail (transiently) while fail_replaces > 0.
 class FlakyReplaceStore : public MemoryStore {
  public:
   using MemoryStore::MemoryStore;
