@@ -1,6 +1,7 @@
 // The other nodes, seen through their heartbeats: one listing of nodes/ every node_watch_ms.
-// A heartbeat whose ETag has not changed for three of our heartbeat intervals, on this node's
-// monotonic clock, makes the node stale (node.stale); a change brings it back (node.back).
+// A heartbeat whose ETag has not changed for three of that node's heartbeat intervals (read
+// from its heartbeat when first seen), on this node's monotonic clock, makes the node stale
+// (node.stale); a change brings it back (node.back).
 #include <fmt/format.h>
 #include <cstdio>
 #include <thread>
@@ -20,7 +21,14 @@ void Agent::watch_nodes(int64_t mono) {
     if (node == options_.node || node.find('/') != std::string::npos) continue;
     auto [it, first] = nodes_.try_emplace(node, NodeSeen{info.etag, mono, options_.heartbeat_ms, false});
     NodeSeen& seen = it->second;
-    if (first) continue;
+    if (first) {
+      // Its own interval, read once: a node is judged by the heartbeat it promised.
+      auto object = store_.get(info.key);
+      auto doc = object ? parse_object(info.key, object->body) : Result<nlohmann::json>(tl::unexpected(object.error()));
+      auto beat = doc ? heartbeat_from_json(*doc) : Result<Heartbeat>(tl::unexpected(doc.error()));
+      if (beat && beat->interval_ms > 0) seen.interval_ms = beat->interval_ms;
+      continue;
+    }
     if (seen.etag != info.etag) {
       seen.etag = info.etag;
       seen.since_mono = mono;

@@ -511,6 +511,34 @@ TEST(FleetAgent, ARestartedDaemonKeepsItsClaims) {
   std::filesystem::remove(state);
 }
 
+TEST(FleetAgent, ANodeIsStaleAfterThreeOfItsOwnHeartbeatIntervalsAndBackWhenItBeats) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.node_watch_ms = 10'000;
+  options.mono_clock = [&a] { return a.now; };
+  a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
+  a.start();
+  // b promised a heartbeat every 2 minutes (a beats every 30 s), then stopped.
+  Heartbeat beat;
+  beat.node = "b";
+  beat.time_ms = 1;
+  beat.interval_ms = 120'000;
+  ASSERT_TRUE(a.store.put(keys::heartbeat("b"), to_json(beat).dump()));
+  a.run_until(350'000);
+  EXPECT_EQ(a.executor.count("node.stale"), 0) << "not before 3 of b's own intervals";
+  a.run_until(380'000);
+  ASSERT_EQ(a.executor.count("node.stale"), 1);
+  EXPECT_EQ(a.executor.events.back().data["node"], "b");
+  beat.time_ms = 2;
+  ASSERT_TRUE(a.store.put(keys::heartbeat("b"), to_json(beat).dump()));
+  a.run_until(400'000);
+  EXPECT_EQ(a.executor.count("node.back"), 1);
+  EXPECT_EQ(a.executor.count("node.stale"), 1);
+}
+
 TEST(FleetAgent, AnIdleNodePollsOneSmallObjectAndListsRarely) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1);
