@@ -41,14 +41,22 @@ CliResult start_daemon(const Harness& h) { return h.gpuq({"daemon", "--gpus", "f
 
 // Runs the gpuq binary as `uid` (setpriv, no supplementary groups).
 CliResult gpuq_as(uid_t uid, const std::vector<std::string>& args) {
-  // A copy any user may run: the checkout holding the binary may be closed to `uid`.
-  static const std::string binary = [] {
-    std::string copy = fmt::format("/tmp/gpuq-as-{}", ::getpid());
-    fs::copy_file(GPUQ_BINARY, copy, fs::copy_options::overwrite_existing);
-    fs::permissions(copy, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
-    return copy;
-  }();
+  // A copy any user may run: the checkout holding the binary may be closed to `uid`. It is
+  // removed when the test process exits (the binary is large: copies must not pile up).
+  struct BinaryCopy {
+    std::string path = fmt::format("/tmp/gpuq-as-{}", ::getpid());
+    BinaryCopy() {
+      fs::copy_file(GPUQ_BINARY, path, fs::copy_options::overwrite_existing);
+      fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+    }
+    ~BinaryCopy() {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+  };
+  static const BinaryCopy copy;
+  const std::string& binary = copy.path;
   std::vector<std::string> argv = {"setpriv", fmt::format("--reuid={}", uid),
                                    fmt::format("--regid={}", uid), "--clear-groups",
                                    // From /: the test's own directory may be closed to `uid`.
