@@ -1,0 +1,126 @@
+// The agent tests' common ground: an in-memory bucket seen by several nodes, each a fake
+// daemon and an agent stepped on a virtual clock, and jobs seeded as `gpuq fleet submit`
+// seeds them. For agent_test.cc and agent_resilience_test.cc only.
+#pragma once
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <gtest/gtest.h>
+
+#include "fleet/agent.h"
+#include "fleet/testing/fake_executor.h"
+#include "fleet/testing/memory_store.h"
+#include "os/process.h"
+
+namespace gpuq::fleet::testing {
+
+
+constexpr int64_t kLease = 60'000;
+
+// Puts `job` in its queue as `gpuq fleet submit` does: its spec, its name, its entry, a new
+// signal.
+inline void publish(ObjectStore& store, const FleetJob& job) {
+  EXPECT_TRUE(store.put(keys::spec(job.id), to_json(job).dump()));
+  if (!job.name.empty()) {
+    EXPECT_TRUE(store.create(keys::name(job.name), nlohmann::json{{"id", job.id}}.dump()));
+  }
+  EXPECT_TRUE(store.put(job.entry(), nlohmann::json{{"id", job.id}}.dump()));
+  EXPECT_TRUE(store.put(std::string(keys::kSignal), random_token()));
+}
+
+inline FleetJob seed(ObjectStore& store, const std::string& klass, int gpus, int64_t submitted_ms,
+              std::vector<FleetDep> after = {}, std::string name = "") {
+  FleetJob job;
+  job.id = new_job_id(submitted_ms);
+  job.name = std::move(name);
+  job.klass = klass;
+  job.submitted_ms = submitted_ms;
+  job.spec.gpus = gpus;
+  job.spec.script_name = "train.sh";
+  job.spec.script_text = "#!/bin/bash\necho hi\n";
+  job.after = std::move(after);
+  publish(store, job);
+  return job;
+}
+
+// A class job that declares data.
+inline FleetJob seed_with_data(ObjectStore& store, int gpus, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs = {}) {
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.gpus = gpus;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.inputs = std::move(inputs);
+  job.spec.outputs = std::move(outputs);
+  publish(store, job);
+  return job;
+}
+
+inline Claim claim_of(ObjectStore& store, const std::string& id) {
+  auto object = store.get(keys::claim(id));
+  EXPECT_TRUE(object) << id;
+  if (!object) return {};
+  auto claim = claim_from_json(nlohmann::json::parse(object->body));
+  EXPECT_TRUE(claim);
+  return claim ? *claim : Claim{};
+}
+
+// A store whose GETs of data take time: each one moves the test's clock 8 s on (and lets the
+// test run other nodes meanwhile), as a large input would.
+class SlowDataStore : public MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  Result<Object> get(const std::string& key, const std::string& if_none_match = "") override {
+    if (key.rfind("data/", 0) == 0 && on_data_get) on_data_get();
+    return MemoryStore::get(key, if_none_match);
+  }
+  std::function<void()> on_data_get;
+};
+
+// One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
+// test moves.
+struct Node {
+  Node(std::shared_ptr<Bucket> bucket, const std::string& name, int gpus, std::string state_file = "")
+      : store(bucket), data(bucket), executor(gpus) {
+    AgentOptions options;
+    options.node = name;
+    options.lease_ms = kLease;
+    options.workdir = workdir;
+    options.state_file = std::move(state_file);
+    options.version = "test";
+    options.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/node"}};
+    options.mono_clock = [this] { return now; };
+    agent = std::make_unique<Agent>(store, &data, executor, options);
+  }
+  // Steps the agent at every time it asks for until `until` (the node's own clock).
+  void run_until(int64_t until) {
+    while (next <= until) {
+      now = next;
+      next = agent->step(now, 1'700'000'000'000 + now);
+      if (next <= now) next = now + 1;
+    }
+    now = until;
+  }
+  // The agent was nudged (a local job ended): it steps at once.
+  void nudge() {
+    agent->nudge();
+    next = now;
+  }
+  void start() {
+    ASSERT_TRUE(agent->start(now, 1'700'000'000'000 + now));
+    next = now;
+  }
+  MemoryStore store;
+  MemoryStore data;
+  FakeExecutor executor;
+  std::string workdir = "/nonexistent-workdir";
+  std::unique_ptr<Agent> agent;
+  int64_t now = 0;
+  int64_t next = 0;
+};
+
+}  // namespace gpuq::fleet::testing
