@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpuq needs to build and test, and any packages named as
+# Installs the Debian 12 packages gpuq needs to build and test (Node.js and npm too, for the
+# dashboard, when there is no node), and any packages named as
 # arguments (scripts/fuzz.sh adds clang's). Idempotent: installs only what is missing (running
 # `apt-get update` first when it installs anything). Needs root or sudo.
 set -euo pipefail
@@ -11,6 +12,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   "$@"
 )
+# The dashboard (web/) is bundled with Node.js and npm at build time: Debian's packages, unless
+# a node is already on the PATH (nodesource, nvm).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -26,6 +26,24 @@ TEST(Assets, EachHasAGzipCopyAndAQuotedEtag) {
   }
 }
 
+// The daemon serves the pages under Content-Security-Policy "default-src 'self'": the index
+// must load its script and styles from files, with no inline script, style block or attribute.
+TEST(Assets, IndexLoadsOnlyExternalScriptAndStyles) {
+  const Asset* index = find_asset("/");
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->body.find("<script src=\"app.js\""), std::string_view::npos);
+  EXPECT_NE(index->body.find("<link rel=\"stylesheet\" href=\"app.css\">"), std::string_view::npos);
+  EXPECT_EQ(index->body.find("<script>"), std::string_view::npos);
+  EXPECT_EQ(index->body.find("<style"), std::string_view::npos);
+  EXPECT_EQ(index->body.find("style="), std::string_view::npos);
+  const Asset* app = find_asset("/app.js");
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(app->content_type, "text/javascript; charset=utf-8");
+  const Asset* css = find_asset("/app.css");
+  ASSERT_NE(css, nullptr);
+  EXPECT_EQ(css->content_type, "text/css; charset=utf-8");
+}
+
 TEST(Assets, UnknownPathsAreNotServed) {
   EXPECT_EQ(find_asset("/nope.js"), nullptr);
   EXPECT_EQ(find_asset("index.html"), nullptr);

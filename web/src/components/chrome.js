@@ -1,0 +1,49 @@
+// The frame around every page: the navigation, the banner that says when the daemon does not
+// answer (or the page is not signed in), and the toasts (with Undo).
+import { html } from '../lib/html.js';
+import { useShared, dismissToast } from '../lib/state.js';
+
+const PAGES = [
+  ['#/', 'Queue', 'queue'], ['#/timeline', 'Timeline', 'timeline'], ['#/usage', 'Usage', 'usage'],
+  ['#/events', 'Events', 'events'], ['#/fleet', 'Fleet', 'fleet'],
+];
+
+export function Nav({ page }) {
+  return html`<header class="top">
+    <a class="brand" href="#/">gpuq</a>
+    <nav>${PAGES.map(([href, label, key]) => html`
+      <a href=${href} class=${page === key ? 'active' : ''} aria-current=${page === key ? 'page' : null}>${label}</a>`)}
+    </nav>
+  </header>`;
+}
+
+export function Banner() {
+  const s = useShared();
+  if (s.connection === 'down') {
+    return html`<div class="banner down" role="alert">
+      The daemon does not answer${s.connectionWhy ? ` (${s.connectionWhy})` : ''}. Reconnecting by itself…
+    </div>`;
+  }
+  return null;
+}
+
+export function Toasts() {
+  const s = useShared();
+  return html`<div class="toasts" aria-live="polite">${s.toasts.map((t) => html`
+    <div class=${`toast ${t.kind}`} key=${t.id}>
+      <span>${t.text}</span>
+      ${t.action && html`<button onClick=${() => { dismissToast(t.id); t.action.run(); }}>${t.action.label}</button>`}
+      <button class="x" aria-label="dismiss" onClick=${() => dismissToast(t.id)}>×</button>
+    </div>`)}
+  </div>`;
+}
+
+export function Unauthenticated() {
+  return html`<main class="page unauth">
+    <h1>Not signed in</h1>
+    <p>This dashboard needs the link that <code>gpuq dashboard</code> prints on the machine the
+    daemon runs on: it carries a token once and trades it for a cookie.</p>
+    <pre>gpuq dashboard</pre>
+    <p>Open the link it prints (over an ssh tunnel, keep the same host and port).</p>
+  </main>`;
+}

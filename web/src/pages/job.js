@@ -1,0 +1,127 @@
+// One job: its spec (script text when the daemon sends it, command, directory, scheduling
+// fields, dependencies), every run (GPUs given and GPUs its processes were seen on, a mismatch
+// flagged; times, exit, outcome, peak memory, a utilisation sparkline), its events, its log,
+// the actions its state allows, and (with --http-allow-submit) "resubmit with changes".
+import { html, useState, useCallback, useEffect } from '../lib/html.js';
+import { getJson } from '../lib/api.js';
+import { useRefresh, onEvent } from '../lib/live.js';
+import { jobAction } from '../lib/actions.js';
+import { jobEvents } from '../lib/jobevents.js';
+import { useShared } from '../lib/state.js';
+import { LogView } from '../components/logview.js';
+import { Sparkline } from '../components/sparkline.js';
+import { Resubmit } from '../components/resubmit.js';
+import { dur, time, mib, jobLabel, runGpus, priorityName, lastRun, ms } from '../lib/format.js';
+
+function Spec({ job }) {
+  const rows = [
+    ['command', job.command], ['directory', job.cwd], ['user', job.user],
+    ['priority', `${priorityName(job.priority)} (${job.priority})`], ['GPUs', job.gpus_requested],
+    ['estimate', job.est_ms != null ? dur(job.est_ms) : null], ['timeout', job.timeout_ms != null ? dur(job.timeout_ms) : null],
+    ['retries', job.retries || null], ['lanes', (job.lanes || []).join(', ') || null],
+    ['not before', job.not_before], ['preempt', job.preempt !== 'never' ? job.preempt : null],
+    ['done if', job.done_if], ['source', job.source], ['fleet job', job.fleet_id],
+    ['learned GPU memory', job.gpu_mem_learned ? `${mib(job.gpu_mem_learned.mib)} (from ${job.gpu_mem_learned.runs} runs)` : null],
+    ['submitted', time(job.submitted_at_ms)], ['finished', job.finished_at ? time(ms(job.finished_at)) : null],
+  ].filter(([, v]) => v != null && v !== '');
+  const deps = job.deps || [];
+  return html`<section class="card"><h2>Spec</h2>
+    <dl class="spec">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${String(v)}</dd>`)}</dl>
+    ${deps.length > 0 && html`<h3>Dependencies</h3><ul>${deps.map((d) => html`<li>
+      ${d.kind || d.type || 'after'} ${d.job_id != null ? html`<a href=${`#/job/${d.job_id}`}>job ${d.job_id}</a>` : ''} ${d.ref || d.name || ''}
+      ${d.state ? html`<span class=${`badge ${d.state}`}>${d.state}</span>` : ''}</li>`)}</ul>`}
+    ${job.script && job.script.text && html`<h3>Script <span class="muted small">${job.script.name}</span></h3>
+      <pre class="script">${job.script.text}</pre>`}
+  </section>`;
+}
+
+function Runs({ job }) {
+  const runs = job.runs || [];
+  if (!runs.length) return html`<section class="card"><h2>Runs</h2><p class="muted">No run yet.</p></section>`;
+  return html`<section class="card"><h2>Runs <span class="count">${runs.length}</span></h2>
+    <div class="table-wrap"><table class="runs">
+      <thead><tr><th>#</th><th>GPUs</th><th>seen on</th><th>started</th><th>took</th><th>exit</th><th>outcome</th><th>peak mem.</th><th>utilisation</th></tr></thead>
+      <tbody>${runs.slice().reverse().map((r) => {
+        const end = r.ended_at_ms || (r.outcome === 'running' ? Date.now() : null);
+        return html`<tr>
+          <td>${r.number}</td><td>${runGpus(r)}</td>
+          <td>${r.seen_gpus ? runGpus({ gpus: r.seen_gpus }) : '—'}
+            ${r.gpu_mismatch && html` <span class="badge attention" title="its processes were seen on a GPU the run was not given">mismatch</span>`}</td>
+          <td>${time(r.started_at_ms)}</td><td>${end && r.started_at_ms ? dur(end - r.started_at_ms) : '—'}</td>
+          <td>${r.exit_code != null ? r.exit_code : r.signal ? `signal ${r.signal}` : '—'}</td>
+          <td><span class=${`badge ${r.outcome}`}>${r.outcome}</span>${r.log_note && html`<div class="small">${r.log_note}</div>`}</td>
+          <td>${mib(r.peak_gpu_mem_mib)}</td>
+          <td class="spark-cell"><${Sparkline} samples=${r.samples} /></td>
+        </tr>`;
+      })}</tbody></table></div></section>`;
+}
+
+function Events({ events, complete }) {
+  if (!events) return html`<section class="card"><h2>Events</h2><p class="muted">Loading…</p></section>`;
+  return html`<section class="card"><h2>Events <span class="count">${events.length}</span></h2>
+    <ul class="events compact">${events.map((e) => html`<li>
+      <span class="muted">${time(e.time_ms)}</span> <span class=${`kind k-${e.kind.split('.')[0]}`}>${e.kind}</span>
+      ${e.run != null ? html`<span class="muted">run ${e.run}</span>` : ''}
+      <code class="data">${JSON.stringify(e.data)}</code></li>`)}</ul>
+    ${!complete && html`<p class="muted small">More events exist than this page reads; see the Events page.</p>`}
+  </section>`;
+}
+
+export function JobPage({ id }) {
+  const [job, setJob] = useState(null);
+  const [error, setError] = useState(null);
+  const [events, setEvents] = useState(null);
+  const [run, setRun] = useState(null);
+  const s = useShared();
+  const load = useCallback(async () => {
+    try {
+      const j = await getJson(`/v1/jobs/${encodeURIComponent(id)}`);
+      setJob(j);
+      setError(null);
+    } catch (e) { setError(e.status === 404 ? `No job ${id}.` : e.message); }
+  }, [id]);
+  useEffect(() => {
+    let alive = true;
+    let jobId = null;
+    const pending = [];
+    const off = onEvent((e) => {
+      if (e.job == null || (jobId != null && e.job !== jobId) || !e.seq) return;
+      if (jobId == null) { pending.push(e); return; }
+      setEvents((r) => (r ? { ...r, events: [...r.events, e] } : r));
+    });
+    getJson(`/v1/jobs/${encodeURIComponent(id)}`).then((j) => jobEvents(j)).then((r) => {
+      if (!alive) return;
+      jobId = r.events.length ? r.events[0].job : Number(id);
+      const seen = new Set(r.events.map((e) => e.seq));
+      setEvents({ ...r, events: r.events.concat(pending.filter((e) => e.job === jobId && !seen.has(e.seq))) });
+    }).catch(() => {});
+    return () => { alive = false; off(); };
+  }, [id]);
+  useRefresh(load, [id], { filter: (e) => e.kind === 'stream.open' || e.job == null || String(e.job) === String(id) || (job && e.job === job.id) });
+  if (!job) return html`<p class=${error ? 'error' : 'muted'}>${error || 'Loading…'}</p>`;
+  const latest = lastRun(job);
+  const shownRun = run || (latest ? latest.number : null);
+  const reload = load;
+  return html`<div class="job-page">
+    <div class="title-row"><h1>${job.id} ${jobLabel(job)} <span class=${`badge ${job.state}`}>${job.state}</span></h1>
+      <span class="actions">
+        ${job.state === 'pending' && html`<button onClick=${() => jobAction('hold', job, reload)}>Hold</button>`}
+        ${job.state === 'held' && html`<button onClick=${() => jobAction('release', job, reload)}>Release</button>`}
+        ${['failed', 'cancelled', 'blocked'].includes(job.state) && html`<button onClick=${() => jobAction('retry', job, reload)}>Retry</button>`}
+        ${['pending', 'held', 'running', 'blocked'].includes(job.state) && html`<button class="danger" onClick=${() => jobAction('cancel', job, reload)}>Cancel</button>`}
+      </span></div>
+    ${job.reason && html`<p class="reason">${job.reason}</p>`}
+    ${error && html`<p class="error">${error}</p>`}
+    <${Runs} job=${job} />
+    <section class="card"><h2>Log
+      ${job.runs && job.runs.length > 1 && html` <select aria-label="run" value=${shownRun} onChange=${(e) => setRun(Number(e.target.value))}>
+        ${job.runs.map((r) => html`<option value=${r.number}>run ${r.number}</option>`)}</select>`}</h2>
+      ${shownRun ? html`<${LogView} jobId=${job.id} run=${shownRun}
+          running=${!!(latest && latest.outcome === 'running' && latest.number === shownRun)} />`
+        : html`<p class="muted">No run yet, so no log.</p>`}
+    </section>
+    <${Spec} job=${job} />
+    ${s.allowSubmit && html`<${Resubmit} job=${job} />`}
+    <${Events} events=${events && events.events} complete=${events && events.complete} />
+  </div>`;
+}
