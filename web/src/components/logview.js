@@ -73,6 +73,6 @@ export function LogView({ jobId, run, running }) {
       <span class="muted small">${size != null ? bytes(size) : ''}${query ? ` · ${shown.length} matching` : ''}</span>
     </div>
     ${err && html`<p class="error">${err}</p>`}
-    <pre class="log-text" ref=${pre} data-lines=${shown.length}>${shown.map((l) => html`<span class="line">${mark(l)}\n</span>`)}</pre>
+    <pre class="log-text" ref=${pre} data-lines=${shown.length}>${shown.map((l) => html`<span class="line">${mark(l)}${"\n"}</span>`)}</pre>
   </div>`;
 }

@@ -61,12 +61,22 @@ function Row({ job, index, list, reload, now }) {
   </li>`;
 }
 
+// While a row is dragged the page must not redraw it (SortableJS holds the DOM): the queue
+// page holds its reloads and clock ticks until the drop.
+let dragging = false;
+export const isDragging = () => dragging;
+
 function Group({ group, list, reload, now }) {
   const ref = useRef(null);
+  const current = useRef(list);
+  current.current = list;
   useEffect(() => {
     const s = Sortable.create(ref.current, {
-      group: 'pending', handle: '.handle', animation: 120, forceFallback: false,
+      group: 'pending', handle: '.handle', animation: 120, forceFallback: true, fallbackTolerance: 3,
+      onStart() { dragging = true; },
       onEnd(evt) {
+        dragging = false;
+        const list = current.current;
         const { item, from, to, oldIndex, newIndex } = evt;
         if (from === to && oldIndex === newIndex) return;
         // Put the DOM back as Preact rendered it; the reload after the move redraws it.
@@ -75,17 +85,16 @@ function Group({ group, list, reload, now }) {
         const id = Number(item.dataset.id);
         const job = list.find((j) => j.id === id);
         const dest = Array.from(to.children).map((c) => Number(c.dataset.id)).filter((x) => x !== id);
-        const index = from === to ? newIndex : newIndex;
-        const before = dest[index];
-        const afterId = dest[index - 1];
+        const before = dest[newIndex];
+        const afterId = dest[newIndex - 1];
         const pos = list.indexOf(job);
         const known = { priority: job.priority, after: pos > 0 ? list[pos - 1].id : null };
         if (before != null) move(job, { before }, known, reload);
         else if (afterId != null) move(job, { after: afterId }, known, reload);
       },
     });
-    return () => s.destroy();
-  }, [list]);
+    return () => { dragging = false; s.destroy(); };
+  }, []);
   return html`<section class="prio-group">
     <h3>${priorityName(group.priority)} <span class="muted">(${group.priority})</span></h3>
     <ol class="pending-list" ref=${ref}>

@@ -6,7 +6,7 @@ import { getJson } from '../lib/api.js';
 import { useRefresh } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
 import { GpuTable } from '../components/gpus.js';
-import { PendingList } from '../components/pending.js';
+import { PendingList, isDragging } from '../components/pending.js';
 import { dur, time, jobLabel, lastRun, ms } from '../lib/format.js';
 
 const PAGE = 100;
@@ -19,7 +19,7 @@ function servingOrder(a, b) {
 
 function useNow() {
   const [now, setNow] = useState(Date.now());
-  useEffect(() => { const t = setInterval(() => setNow(Date.now()), 1000); return () => clearInterval(t); }, []);
+  useEffect(() => { const t = setInterval(() => isDragging() || setNow(Date.now()), 1000); return () => clearInterval(t); }, []);
   return now;
 }
 
@@ -67,6 +67,7 @@ export function QueuePage() {
   const [offset, setOffset] = useState(0);
   const now = useNow();
   const load = useCallback(async () => {
+    if (isDragging()) { setTimeout(load, 300); return; }
     try {
       setData(await getJson(`/v1/status?finished=10&pending_limit=${PAGE}&pending_offset=${offset}`));
       setError(null);

@@ -6,7 +6,7 @@ import { useRefresh } from '../lib/live.js';
 import { timeline } from '../lib/timeline_data.js';
 import { dur, time } from '../lib/format.js';
 
-const WINDOWS = [['1h', 3600e3], ['6h', 6 * 3600e3], ['24h', 24 * 3600e3], ['3d', 3 * 86400e3],
+const WINDOWS = [['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['6h', 6 * 3600e3], ['24h', 24 * 3600e3], ['3d', 3 * 86400e3],
   ['7d', 7 * 86400e3], ['30d', 30 * 86400e3], ['90d', 90 * 86400e3]];
 const LANE = 26;
 const LABEL = 64;
@@ -101,8 +101,8 @@ export function TimelinePage({ params }) {
   }, [spanMs]);
   useRefresh(load, [spanMs], { ms: 1000 });
   useEffect(() => {
-    const ro = new ResizeObserver(() => box.current && setWidth(box.current.clientWidth));
-    if (box.current) { ro.observe(box.current); setWidth(box.current.clientWidth); }
+    const ro = new ResizeObserver(() => box.current && setWidth(box.current.clientWidth - 16));
+    if (box.current) { ro.observe(box.current); setWidth(box.current.clientWidth - 16); }
     return () => ro.disconnect();
   }, []);
   const onHover = (e, r) => {
