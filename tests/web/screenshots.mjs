@@ -60,7 +60,7 @@ try {
   await shot('queue', '#/', '.pending-row');
   await shot('job', `#/job/${train}`, 'pre.log-text .line');
   await shot('timeline', '#/timeline', 'svg.gantt rect.run', async () => {
-    await page.getByRole('button', { name: '5m' }).click();
+    await page.getByRole('button', { name: '5m', exact: true }).click();
     await page.locator('svg.gantt rect.run').first().waitFor();
   });
   await shot('usage', '#/usage?since=24h', '.usage-page');

@@ -11,7 +11,7 @@ await run('the timeline shows finished runs', async (d, browser) => {
   const page = await newPage(browser);
   await page.goto(d.link());
   await page.goto(`${d.origin}/#/timeline`);
-  await page.getByRole('button', { name: '1h' }).click();
+  await page.getByRole('button', { name: '1h', exact: true }).click();
   const svg = page.locator('svg.gantt');
   await svg.locator(`rect.run.o-succeeded[data-job="${ok}"]`).first().waitFor();
   check(await svg.locator(`rect.run.o-failed[data-job="${bad}"]`).count() === 2, 'the failed run on both its GPUs');
