@@ -92,11 +92,12 @@ export class Daemon {
 
   async start() {
     const args = ['daemon', '--detach', '--gpus', this.gpus];
-    if (!PROXY) args.push('--http', '127.0.0.1:0');
+    if (!PROXY) args.push('--http', this.listen || '127.0.0.1:0');
     if (this.allowSubmit) args.push('--http-allow-submit');
     this.gpuq(args);
     const health = await waitFor(() => this.api('/v1/health'), 'the daemon to answer');
     this.pid = health.pid;
+    if (this.origin) return this;  // a restart: the same address
     if (PROXY) {
       const { startDevServer } = await import('./dev_server.mjs');
       const { server, port } = await startDevServer({ dist: join(BUILD, 'web/dist'), home: this.home });
@@ -105,6 +106,7 @@ export class Daemon {
       this.token = 'ab'.repeat(32);  // the dev server takes any
     } else {
       if (!health.http || !health.http.listen) throw new Error(`the daemon has no TCP listener: ${JSON.stringify(health.http)}`);
+      this.listen = health.http.listen;
       this.origin = `http://${health.http.listen}`;
       this.token = readFileSync(join(this.home, 'token'), 'utf8').trim();
     }
@@ -113,6 +115,14 @@ export class Daemon {
 
   // The link `gpuq dashboard` prints, with a route after the token exchange.
   link() { return `${this.origin}/#token=${this.token}`; }
+
+  // SIGTERM the daemon and wait until it has gone (its runs keep going).
+  async stopDaemon() {
+    if (this.pid && alive(this.pid)) {
+      process.kill(this.pid, 'SIGTERM');
+      await waitFor(() => !alive(this.pid), 'the daemon to exit', 20000);
+    }
+  }
 
   async stop() {
     if (this.devServer) { this.devServer.closeAllConnections(); this.devServer.close(); }

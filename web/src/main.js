@@ -39,7 +39,7 @@ function App() {
     case 'job': page = html`<${JobPage} id=${route.id} key=${route.id} />`; break;
     case 'timeline': page = html`<${TimelinePage} params=${route.params} />`; break;
     case 'usage': page = html`<${UsagePage} params=${route.params} />`; break;
-    case 'events': page = html`<${EventsPage} params=${route.params} />`; break;
+    case 'events': page = html`<${EventsPage} params=${route.params} key=${JSON.stringify(route.params)} />`; break;
     case 'fleet': page = html`<${FleetPage} />`; break;
     default: page = html`<${QueuePage} params=${route.params} />`;
   }

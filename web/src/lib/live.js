@@ -34,11 +34,20 @@ function connect() {
   source.onerror = () => {
     setConnection('down', 'the event stream dropped; reconnecting');
     if (source.readyState === EventSource.CLOSED) {
+      // The browser gave up (an error answer, not a dropped connection): ask why before
+      // trying again; a 401 shows the sign-in page (api.js) and ends the retries.
       source = null;
-      setTimeout(start, backoff);
+      setTimeout(() => {
+        getJson('/v1/health').then(() => connect(), (e) => { if (e.status !== 401) retry(); });
+      }, backoff);
       backoff = Math.min(backoff * 2, 30000);
     }
   };
+}
+
+function retry() {
+  setTimeout(start, backoff);
+  backoff = Math.min(backoff * 2, 30000);
 }
 
 // Starts the stream from the newest event (or resumes from the last one seen).
@@ -50,9 +59,7 @@ export async function start() {
       lastSeq = r.last_seq || 0;
       setShared({ lastSeq });
     } catch (e) {
-      if (e.status === 401) return;
-      setTimeout(start, backoff);
-      backoff = Math.min(backoff * 2, 30000);
+      if (e.status !== 401) retry();
       return;
     }
   }

@@ -59,6 +59,7 @@ function Runs({ job }) {
 function Events({ events, complete }) {
   if (!events) return html`<section class="card"><h2>Events</h2><p class="muted">Loading…</p></section>`;
   return html`<section class="card"><h2>Events <span class="count">${events.length}</span></h2>
+    <p class="small"><a href=${`#/events?job=${events.length ? events[0].job : ''}`}>in the live feed</a></p>
     <ul class="events compact">${events.map((e) => html`<li>
       <span class="muted">${time(e.time_ms)}</span> <span class=${`kind k-${e.kind.split('.')[0]}`}>${e.kind}</span>
       ${e.run != null ? html`<span class="muted">run ${e.run}</span>` : ''}

@@ -95,6 +95,11 @@ export function QueuePage() {
       <${GpuTable} resources=${data.resources || []} jobsById=${byId} lanes=${data.lanes} draining=${data.draining} reload=${load} now=${now} />
       <p class="muted small">${running.length} running · ${total} pending · ${waiting.length} held or blocked</p>
     </section>
+    ${running.some((j) => !j.gpus_requested) && html`<section class="card"><h2>Running without a GPU</h2>
+      <ul class="rows">${running.filter((j) => !j.gpus_requested).map((j) => html`<li class="row" data-id=${j.id}>
+        <span class="badge running">running</span><a href=${`#/job/${j.id}`}>${j.id} ${jobLabel(j)}</a>
+        <span class="muted">${j.user || ''}</span><span>${dur(now - ((lastRun(j) || {}).started_at_ms || now))}</span>
+        <span class="actions"><button class="danger" onClick=${() => jobAction('cancel', j, load)}>Cancel</button></span></li>`)}</ul></section>`}
     <${Episodes} watch=${data.watch} />
     <section class="card"><h2>Pending <span class="count">${total}</span>
       ${data.eta_note && html`<span class="muted small">${data.eta_note}</span>`}</h2>
