@@ -30,6 +30,7 @@ function App() {
   useEffect(() => {
     const on = () => setRoute(parseRoute());
     window.addEventListener('hashchange', on);
+    on();  // a hash that changed between the first render and this effect
     return () => window.removeEventListener('hashchange', on);
   }, []);
   useEffect(() => { document.title = `gpuq · ${route.page}`; }, [route.page]);
