@@ -2,7 +2,7 @@
 // fields, dependencies), every run (GPUs given and GPUs its processes were seen on, a mismatch
 // flagged; times, exit, outcome, peak memory, a utilisation sparkline), its events, its log,
 // the actions its state allows, and (with --http-allow-submit) "resubmit with changes".
-import { html, useState, useCallback, useEffect } from '../lib/html.js';
+import { html, useState, useCallback, useEffect, useRef } from '../lib/html.js';
 import { getJson } from '../lib/api.js';
 import { useRefresh, onEvent } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
@@ -74,31 +74,35 @@ export function JobPage({ id }) {
   const [events, setEvents] = useState(null);
   const [run, setRun] = useState(null);
   const s = useShared();
+  const jobId = useRef(null);
   const load = useCallback(async () => {
     try {
       const j = await getJson(`/v1/jobs/${encodeURIComponent(id)}`);
       setJob(j);
+      jobId.current = j.id;
       setError(null);
     } catch (e) { setError(e.status === 404 ? `No job ${id}.` : e.message); }
   }, [id]);
+  // Its events: those stored (lib/jobevents.js), then each one the stream brings.
   useEffect(() => {
     let alive = true;
-    let jobId = null;
-    const pending = [];
+    let mine = null;  // the job's id, once known
+    const early = [];
     const off = onEvent((e) => {
-      if (e.job == null || (jobId != null && e.job !== jobId) || !e.seq) return;
-      if (jobId == null) { pending.push(e); return; }
+      if (e.job == null || !e.seq || (mine != null && e.job !== mine)) return;
+      if (mine == null) { early.push(e); return; }
       setEvents((r) => (r ? { ...r, events: [...r.events, e] } : r));
     });
-    getJson(`/v1/jobs/${encodeURIComponent(id)}`).then((j) => jobEvents(j)).then((r) => {
+    getJson(`/v1/jobs/${encodeURIComponent(id)}`).then(async (j) => {
+      const r = await jobEvents(j);
       if (!alive) return;
-      jobId = r.events.length ? r.events[0].job : Number(id);
+      mine = j.id;
       const seen = new Set(r.events.map((e) => e.seq));
-      setEvents({ ...r, events: r.events.concat(pending.filter((e) => e.job === jobId && !seen.has(e.seq))) });
+      setEvents({ ...r, events: r.events.concat(early.filter((e) => e.job === mine && !seen.has(e.seq))) });
     }).catch(() => {});
     return () => { alive = false; off(); };
   }, [id]);
-  useRefresh(load, [id], { filter: (e) => e.kind === 'stream.open' || e.job == null || String(e.job) === String(id) || (job && e.job === job.id) });
+  useRefresh(load, [id], { filter: (e) => e.kind === 'stream.open' || e.job == null || e.job === jobId.current || String(e.job) === String(id) });
   if (!job) return html`<p class=${error ? 'error' : 'muted'}>${error || 'Loading…'}</p>`;
   const latest = lastRun(job);
   const shownRun = run || (latest ? latest.number : null);
