@@ -56,7 +56,8 @@ function Chart({ data, width, onHover }) {
   for (const r of data.runs) {
     const x0 = x(r.start_ms);
     const x1 = Math.max(x0 + 2, x(r.end_ms ?? now));
-    for (const g of r.gpus) {
+    for (const name of r.gpus) {
+      const g = typeof name === 'number' ? (lane.has(`gpu${name}`) ? `gpu${name}` : gpus[name]) : name;
       if (!lane.has(g)) continue;
       bars.push(html`<a href=${`#/job/${r.job}`}><rect class=${`run o-${r.outcome}`} x=${x0} y=${AXIS + lane.get(g) * LANE + 3}
         width=${x1 - x0} height=${LANE - 6} rx="2" data-job=${r.job}
