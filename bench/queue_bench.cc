@@ -62,7 +62,7 @@ struct Daemon {
     std::filesystem::create_directories(home);
     if (!config.empty()) std::ofstream(home + "/config.toml") << config;
     if (prepare) prepare(home);
-    auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach"},
+    auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach", "--http", "off"},
                                    gpuq::Millis(30'000));
     if (!r || r->exit_code != 0) {
       std::fprintf(stderr, "cannot start the daemon: %s\n", r ? r->err.c_str() : r.error().message.c_str());

@@ -6,7 +6,7 @@
 // shares its state with the owner instead of pointing into a coroutine frame, and it acts only
 // for the arming it was set for. Not a coroutine: GCC 12 mishandles lambdas with captures that
 // live in coroutine frames.
-// Owns its timer, not the socket, which must outlive it. Use on the socket's io_context thread.
+// Owns its timer, not the socket (a unix or a TCP one), which must outlive it. Use on the socket's io_context thread.
 #pragma once
 
 #include <chrono>
@@ -16,10 +16,9 @@
 
 namespace gpuq::api {
 
+template <class Socket>
 class SocketDeadline {
  public:
-  using Socket = boost::asio::local::stream_protocol::socket;
-
   SocketDeadline(boost::asio::io_context& ioc, Socket& socket)
       : state_(std::make_shared<State>(ioc, socket)) {}
   ~SocketDeadline() {

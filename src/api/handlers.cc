@@ -216,7 +216,8 @@ Response Server::health() {
                          {"pid", ::getpid()},
                          {"version", context_.version},
                          {"home", context_.layout.home},
-                         {"gpu_mode", context_.queue.inventory().mode}};
+                         {"gpu_mode", context_.queue.inventory().mode},
+                         {"http", http_info()}};
   // What `gpuq check` judges: the actor's heartbeat (the API thread answering proves nothing
   // about the actor), GPUs a person must look at, lasting episodes, long condition waits.
   auto beat = store_->meta("heartbeat");

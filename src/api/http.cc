@@ -15,6 +15,8 @@ http::status status_for(Code code) {
     case Code::kConflict:
     case Code::kFailedPrecondition: return http::status::conflict;
     case Code::kUnavailable: return http::status::service_unavailable;
+    case Code::kUnauthenticated: return http::status::unauthorized;
+    case Code::kPermissionDenied: return http::status::forbidden;
     default: return http::status::internal_server_error;
   }
 }

@@ -1,5 +1,7 @@
-// Connection handling: accepting on the unix socket, reading requests within the listener's
-// limits and writing answers.
+// Connection handling: accepting on the unix socket and the TCP listener, reading requests
+// within the listener's limits and writing answers. One session code path for both socket
+// types; a TCP request is judged by api/http_policy.h first, and every TCP answer carries its
+// headers.
 #include "api/server.h"
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <exception>
 #include <malloc.h>
+#include <type_traits>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,8 +26,12 @@ namespace asio = boost::asio;
 using asio::awaitable;
 using asio::use_awaitable;
 using local_socket = asio::local::stream_protocol::socket;
+using tcp_socket = asio::ip::tcp::socket;
 
 namespace {
+
+template <class Socket>
+constexpr bool kTcp = std::is_same_v<Socket, tcp_socket>;
 
 // The completion of a detached coroutine: a coroutine that ends by an exception (a bug) is
 // logged and dropped, and the daemon goes on. Without it, asio::detached would drop it
@@ -88,8 +95,39 @@ Status Server::listen_unix(const std::string& path) {
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(Code::kIoError, "cannot listen on " + path + ": " + ec.message());
   ::chmod(path.c_str(), 0600);
-  asio::co_spawn(context_.api_ioc, accept_loop(), log_exception("the API's accept loop"));
+  asio::co_spawn(context_.api_ioc, accept_loop(*acceptor_), log_exception("the API's accept loop"));
   return ok();
+}
+
+Status Server::listen_tcp(const ListenAddress& address, TcpPolicy policy) {
+  boost::system::error_code ec;
+  auto ip = asio::ip::make_address(address.host, ec);
+  if (ec) return fail(Code::kInvalidArgument, fmt::format("cannot listen on {}: {}", address.text(), ec.message()));
+  asio::ip::tcp::endpoint endpoint(ip, address.port);
+  tcp_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(context_.api_ioc);
+  tcp_acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) {
+    ::fcntl(tcp_acceptor_->native_handle(), F_SETFD, FD_CLOEXEC);
+    tcp_acceptor_->set_option(asio::socket_base::reuse_address(true), ec);  // TIME_WAIT of a restart
+  }
+  if (!ec) tcp_acceptor_->bind(endpoint, ec);
+  if (!ec) tcp_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    tcp_acceptor_.reset();
+    Code code = ec == asio::error::address_in_use ? Code::kUnavailable : Code::kIoError;
+    return fail(code, fmt::format("cannot listen on {}: {}", address.text(), ec.message()));
+  }
+  ListenAddress bound = address;
+  bound.port = tcp_acceptor_->local_endpoint(ec).port();
+  tcp_listen_ = bound.text();
+  tcp_policy_ = std::move(policy);
+  asio::co_spawn(context_.api_ioc, accept_loop(*tcp_acceptor_), log_exception("the HTTP listener's accept loop"));
+  return ok();
+}
+
+nlohmann::json Server::http_info() const {
+  if (!tcp_policy_) return nullptr;
+  return {{"listen", tcp_listen_}, {"allow_submit", tcp_policy_->allow_submit}};
 }
 
 void Server::notify_events(int64_t) {
@@ -102,15 +140,18 @@ void Server::close() {
   asio::post(context_.api_ioc, [this] {
     closed_ = true;
     if (acceptor_) acceptor_->close();
+    if (tcp_acceptor_) tcp_acceptor_->close();
     for (auto* timer : waiters_) timer->cancel();
   });
 }
 
-awaitable<void> Server::accept_loop() {
+template <class Acceptor>
+awaitable<void> Server::accept_loop(Acceptor& acceptor) {
+  using Socket = typename Acceptor::protocol_type::socket;
   asio::steady_timer pause(context_.api_ioc);
   while (!closed_) {
     boost::system::error_code ec;
-    local_socket socket = co_await acceptor_->async_accept(asio::redirect_error(use_awaitable, ec));
+    Socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
     if (ec) {
       if (closed_ || ec == asio::error::operation_aborted) co_return;
       // Out of file descriptors (or memory): the failure repeats at once, so pause rather than
@@ -120,6 +161,7 @@ awaitable<void> Server::accept_loop() {
       continue;
     }
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+    if constexpr (kTcp<Socket>) socket.set_option(asio::ip::tcp::no_delay(true), ec);
     if (connections_ >= limits_.max_connections) {
       asio::co_spawn(context_.api_ioc, refuse(std::move(socket)), log_exception("refusing a connection"));
       continue;
@@ -131,7 +173,8 @@ awaitable<void> Server::accept_loop() {
   }
 }
 
-awaitable<void> Server::refuse(local_socket socket) {
+template <class Socket>
+awaitable<void> Server::refuse(Socket socket) {
   // Built apart from the co_await: GCC 12 destroys a brace-initialised temporary (the Error)
   // of a co_await expression twice, a double free.
   Response response = error_response(
@@ -142,14 +185,16 @@ awaitable<void> Server::refuse(local_socket socket) {
   co_await answer_and_close(socket, std::move(response));
 }
 
-awaitable<void> Server::answer_and_close(local_socket& socket, Response response) {
+template <class Socket>
+awaitable<void> Server::answer_and_close(Socket& socket, Response response) {
+  if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
   response.keep_alive(false);
   response.prepare_payload();
   SocketDeadline deadline(context_.api_ioc, socket);
   boost::system::error_code ec;
   deadline.arm(limits::kLingerTimeout);
   co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
-  socket.shutdown(local_socket::shutdown_send, ec);
+  socket.shutdown(Socket::shutdown_send, ec);
   // Closing with unread input would reset the connection under a client still sending; drain
   // until it closes its end, within the same deadline.
   std::array<char, 16 << 10> sink;
@@ -167,9 +212,13 @@ awaitable<Response> Server::answer(const Request& request) {
   co_return co_await answer_or_internal_error(std::move(handled), std::move(what));
 }
 
-awaitable<void> Server::session(local_socket socket, ConnectionSlot) {
-  // Only the daemon's own user (or root) may drive it, whatever the socket's mode says.
-  if (!peer_is_trusted(socket.native_handle())) co_return;
+template <class Socket>
+awaitable<void> Server::session(Socket socket, ConnectionSlot) {
+  // Only the daemon's own user (or root) may drive it, whatever the socket's mode says. Over
+  // TCP, the policy judges each request instead.
+  if constexpr (!kTcp<Socket>) {
+    if (!peer_is_trusted(socket.native_handle())) co_return;
+  }
   SocketDeadline deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
   while (true) {
@@ -187,15 +236,31 @@ awaitable<void> Server::session(local_socket socket, ConnectionSlot) {
       co_return;
     }
     Request request = parser.release();
-    Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
-    if (where.endpoint == Endpoint::kEventStream) {
-      co_await stream_events(socket, request, where.target);  // holds the connection until it ends
-      break;
+    std::optional<Response> judged;  // a TCP request answered by the policy itself
+    if constexpr (kTcp<Socket>) judged = judge_tcp_request(*tcp_policy_, request);
+    if (!judged) {
+      Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
+      if (where.endpoint == Endpoint::kEventStream) {
+        co_await stream_events(socket, request, where.target);  // holds the connection until it ends
+        break;
+      }
     }
-    Response response = co_await answer(request);
+    Response response;
+    if (judged) {
+      response = std::move(*judged);
+    } else {
+      response = co_await answer(request);
+      if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
+    }
     response.version(request.version());
     response.keep_alive(request.keep_alive());
     response.prepare_payload();
+    if (request.method() == http::verb::head) {
+      // The length the body would have, without the body.
+      size_t length = response.body().size();
+      response.body().clear();
+      if (response.result() != http::status::not_modified) response.content_length(length);
+    }
     co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
     if (response.body().size() > (1u << 20)) {
       // A large answer (status of many jobs) leaves its freed memory in malloc's arenas.
@@ -205,7 +270,7 @@ awaitable<void> Server::session(local_socket socket, ConnectionSlot) {
     if (ec || !response.keep_alive()) break;
   }
   boost::system::error_code ignored;
-  socket.shutdown(local_socket::shutdown_both, ignored);
+  socket.shutdown(Socket::shutdown_both, ignored);
 }
 
 }  // namespace gpuq::api

@@ -1,4 +1,6 @@
-// The daemon's HTTP/1.1 API (docs/api.md) on a unix socket. Runs on its own io_context thread:
+// The daemon's HTTP/1.1 API (docs/api.md) on a unix socket and, optionally, on a TCP listener
+// that also serves the dashboard (docs/api.md, "HTTP listener and the dashboard"): one session
+// code path for both socket types; a TCP request passes api/http_policy.h first. Runs on its own io_context thread:
 // queries read through the server's own read-only store connection, so they never wait for
 // the queue actor; commands (submit, cancel) are handed to the actor's io_context and the
 // answer comes back when the actor has committed them. Long-polls for events are woken by
@@ -14,12 +16,15 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "api/dir_check.h"
 #include "api/eta.h"
 #include "api/http.h"
+#include "api/http_policy.h"
+#include "base/listen_address.h"
 #include "base/paths.h"
 #include "daemon/hooks.h"
 #include "daemon/queue.h"
@@ -61,6 +66,11 @@ class Server {
 
   // Binds the unix socket at `path` (replacing a stale one), mode 0600, and starts accepting.
   Status listen_unix(const std::string& path);
+  // Binds the TCP listener at `address` (port 0: any free port) and starts accepting; its
+  // requests are judged by `policy`. Code::kUnavailable when the address is in use.
+  Status listen_tcp(const ListenAddress& address, TcpPolicy policy);
+  // The bound TCP address ("127.0.0.1:40123", the real port), empty without a TCP listener.
+  const std::string& tcp_listen() const { return tcp_listen_; }
   // Wakes event long-polls. Thread-safe.
   void notify_events(int64_t last_seq);
   // Stops accepting; open long-polls answer at once.
@@ -70,7 +80,8 @@ class Server {
   boost::asio::awaitable<Response> handle(const Request& request);
 
  private:
-  using Socket = boost::asio::local::stream_protocol::socket;
+  using UnixSocket = boost::asio::local::stream_protocol::socket;
+  using TcpSocket = boost::asio::ip::tcp::socket;
 
   // Counts an open connection for as long as it lives; moved into its session.
   class ConnectionSlot {
@@ -86,13 +97,18 @@ class Server {
     int* open_;
   };
 
-  boost::asio::awaitable<void> accept_loop();
+  // The session functions are templates over the socket type (UnixSocket or TcpSocket).
+  template <class Acceptor>
+  boost::asio::awaitable<void> accept_loop(Acceptor& acceptor);
+  template <class Socket>
   boost::asio::awaitable<void> session(Socket socket, ConnectionSlot slot);
   // Answers 503 to a connection past the cap, then closes it.
+  template <class Socket>
   boost::asio::awaitable<void> refuse(Socket socket);
   // Writes `response` (an error that ends the connection), then closes the connection
   // gracefully: reads and drops what the client still sends for a while, so that it reads the
   // answer rather than a reset.
+  template <class Socket>
   boost::asio::awaitable<void> answer_and_close(Socket& socket, Response response);
   // A request, answered (with the backstop of answer_or_internal_error).
   boost::asio::awaitable<Response> answer(const Request& request);
@@ -109,13 +125,16 @@ class Server {
   Response metrics();
   Response hooks();
   // GET /v1/events/stream (sse.cc): Server-Sent Events on `socket` until the client leaves
-  // or the server closes.
+  // or the server closes. Instantiated in sse.cc for both socket types.
+  template <class Socket>
   boost::asio::awaitable<void> stream_events(Socket& socket, const Request& request,
                                              const Target& target);
   Response show(const std::string& ref);
   Response status(const Target& target);
   Response gpus();
   Response health();
+  // GET /v1/health's "http": {"listen", "allow_submit"}, or null without a TCP listener.
+  nlohmann::json http_info() const;
   // The watchers' open episodes (docs/api.md, "Health and gpuq check"), as stored.
   nlohmann::json open_episodes(int64_t now_ms);
   Response log(const std::string& ref, const Target& target);
@@ -128,6 +147,9 @@ class Server {
   int connections_ = 0;  // open sessions (event streams and long-polls included)
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> tcp_acceptor_;
+  std::optional<TcpPolicy> tcp_policy_;  // set with the TCP listener, before the api thread runs
+  std::string tcp_listen_;
   std::set<boost::asio::steady_timer*> waiters_;
   EtaCache etas_;
   DirChecker dirs_{2};  // submit's and plan's cwd checks, off both threads

@@ -5,6 +5,7 @@
 // tell a quiet daemon from a dead connection.
 #include <fmt/format.h>
 #include <memory>
+#include <type_traits>
 
 #include <boost/beast/core.hpp>
 
@@ -18,7 +19,6 @@ namespace gpuq::api {
 namespace asio = boost::asio;
 using asio::awaitable;
 using asio::use_awaitable;
-using local_socket = asio::local::stream_protocol::socket;
 
 namespace {
 
@@ -40,8 +40,9 @@ struct StreamState {
 // Wakes the stream as soon as the client closes its end (or sends anything, which an SSE
 // client never does), instead of at the next write. Not a coroutine: GCC 12 mishandles
 // lambdas with captures that live in coroutine frames.
-void watch_hangup(local_socket& socket, std::shared_ptr<StreamState> state) {
-  socket.async_wait(local_socket::wait_read, [state](const boost::system::error_code&) {
+template <class Socket>
+void watch_hangup(Socket& socket, std::shared_ptr<StreamState> state) {
+  socket.async_wait(Socket::wait_read, [state](const boost::system::error_code&) {
     if (state->done) return;
     state->hung_up = true;
     state->timer.cancel();
@@ -59,8 +60,9 @@ std::string frames(const std::vector<Event>& events) {
 
 }  // namespace
 
-awaitable<void> Server::stream_events(local_socket& socket, const Request& request,
-                                      const Target& target) {
+template <class Socket>
+awaitable<void> Server::stream_events(Socket& socket, const Request& request, const Target& target) {
+  constexpr bool tcp = std::is_same_v<Socket, TcpSocket>;
   boost::system::error_code ec;
   // Where the stream starts: after the Last-Event-ID a reconnecting client sends, else after
   // ?after=SEQ, else at the beginning of the log.
@@ -69,6 +71,7 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
     Response res = error_response(cursor.error());
     res.version(request.version());
     res.keep_alive(false);
+    if constexpr (tcp) add_tcp_headers(res, true);
     res.prepare_payload();
     co_await http::async_write(socket, res, asio::redirect_error(use_awaitable, ec));
     co_return;
@@ -80,6 +83,7 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
   head.set(http::field::cache_control, "no-cache");
   head.keep_alive(false);
   head.chunked(chunked);
+  if constexpr (tcp) add_tcp_headers(head, true);
   http::response_serializer<http::empty_body> serializer{head};
   co_await http::async_write_header(socket, serializer, asio::redirect_error(use_awaitable, ec));
   if (ec) co_return;
@@ -123,5 +127,8 @@ awaitable<void> Server::stream_events(local_socket& socket, const Request& reque
     co_await asio::async_write(socket, http::make_chunk_last(), asio::redirect_error(use_awaitable, ec));
   }
 }
+
+template awaitable<void> Server::stream_events<Server::UnixSocket>(UnixSocket&, const Request&, const Target&);
+template awaitable<void> Server::stream_events<Server::TcpSocket>(TcpSocket&, const Request&, const Target&);
 
 }  // namespace gpuq::api

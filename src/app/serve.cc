@@ -18,6 +18,7 @@ extern char** environ;
 
 #include "api/server.h"
 #include "app/fleet_node.h"
+#include "app/http_listener.h"
 #include "app/private_home.h"
 #include "base/asio.h"
 #include "base/paths.h"
@@ -168,6 +169,13 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: %s\n", config.error().message.c_str());
     return 1;
   }
+  // The TCP listener's address and token, checked before the daemon detaches: a token file
+  // others could read is refused here, on the terminal.
+  auto http = prepare_http(flags, config->http, layout);
+  if (!http) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", http.error().message.c_str());
+    return 1;
+  }
   auto inventory = gpu::discover(flags.gpus);
   if (!inventory) {
     std::fprintf(stderr, "gpuq daemon: --gpus %s: %s\n", flags.gpus.c_str(),
@@ -263,6 +271,8 @@ int serve(const cli::DaemonFlags& flags) {
   if (auto listening = server.listen_unix(layout.socket()); !listening) {
     return fail_start(listening.error().message);
   }
+  auto http_note = start_http(*http, server, queue);
+  if (!http_note) return fail_start(http_note.error().message);
   // Started last: a start that fails after this point would skip storing their cursors.
   hooks.start();
 
@@ -278,9 +288,9 @@ int serve(const cli::DaemonFlags& flags) {
   auto api_guard = asio::make_work_guard(api_ioc);
   std::thread api_thread([&] { api_ioc.run(); });
   std::string fleet_note = *fleet ? fmt::format("  fleet: {}\n", (*fleet)->describe()) : "";
-  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n  gpus: {}\n{}",
-                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), inventory->note,
-                            fleet_note));
+  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}  gpus: {}\n{}",
+                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), *http_note,
+                            inventory->note, fleet_note));
   if (*fleet) (*fleet)->start();
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);

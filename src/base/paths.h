@@ -18,6 +18,8 @@ struct HomeLayout {
   std::string database() const { return home + "/gpuq.db"; }
   std::string lock() const { return home + "/daemon.lock"; }
   std::string daemon_log() const { return home + "/daemon.log"; }
+  // The HTTP listener's token (base/token_file.h), mode 0600.
+  std::string token() const { return home + "/token"; }
   std::string jobs_dir() const { return home + "/jobs"; }
   std::string job_dir(int64_t job_id) const { return jobs_dir() + "/" + std::to_string(job_id); }
   std::string run_dir(int64_t job_id, int run_number) const {

@@ -15,6 +15,8 @@ std::string_view code_name(Code code) {
     case Code::kIoError: return "io_error";
     case Code::kCorruption: return "corruption";
     case Code::kInternal: return "internal";
+    case Code::kUnauthenticated: return "unauthenticated";
+    case Code::kPermissionDenied: return "permission_denied";
   }
   return "internal";
 }

@@ -20,6 +20,8 @@ enum class Code {
   kIoError,             // the operating system refused
   kCorruption,          // stored data is unreadable
   kInternal,            // a bug
+  kUnauthenticated,     // no credentials, or wrong ones (the HTTP listener's token)
+  kPermissionDenied,    // the credentials are good, but this is not allowed
 };
 
 // The stable, lower-case name of a code, used in JSON errors ("invalid_argument").

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <set>
 
+#include "base/listen_address.h"
 #include "base/paths.h"
+#include "base/token_file.h"
 #include "cli/commands.h"
 #include "cli/fleet_commands.h"
 
@@ -16,6 +18,9 @@ namespace {
 // Every option the command line can hold; CLI11 writes into it.
 struct Parsed {
   std::string home;
+  std::string url;    // --url: the daemon's HTTP listener instead of its socket
+  std::string token;  // --token
+  DashboardOptions dashboard;
   DaemonFlags daemon;
   SubmitOptions submit;
   StatusOptions status;
@@ -150,6 +155,13 @@ void define_commands(CLI::App& app, Parsed& p) {
                  "the daemon's state directory (default $GPUQ_HOME, $XDG_STATE_HOME/gpuq or "
                  "~/.local/state/gpuq)")
       ->type_name("DIR");
+  app.add_option("--url", p.url,
+                 "talk to the daemon's HTTP listener at http://HOST:PORT instead of the home's "
+                 "socket (default $GPUQ_URL)")
+      ->type_name("URL");
+  app.add_option("--token", p.token,
+                 "the token for --url (default $GPUQ_TOKEN, else the home's token file)")
+      ->type_name("TOKEN");
   app.require_subcommand(1);
 
   auto* daemon = add_command(app, p, "daemon", "run the queue daemon for this machine");
@@ -165,6 +177,12 @@ void define_commands(CLI::App& app, Parsed& p) {
   daemon->add_option("--classes", p.daemon.classes, "fleet classes this node serves besides 'any'")
       ->type_name("A,B")
       ->delimiter(',');
+  daemon->add_option("--http", p.daemon.http,
+                     "serve the API and the dashboard on this TCP address, or off (default "
+                     "[http] listen in config.toml, else 127.0.0.1:7878; port 0: any free port)")
+      ->type_name("ADDR:PORT");
+  daemon->add_flag("--http-allow-submit", p.daemon.http_allow_submit,
+                   "accept job and plan submits over TCP (they run commands as you)");
 
   auto* submit = add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)");
   submit->add_option("--name", p.submit.name, "a unique name for the job");
@@ -303,6 +321,11 @@ void define_commands(CLI::App& app, Parsed& p) {
                     "a heartbeat older than this is stale (default: 3 heartbeat intervals)")
       ->type_name("DUR");
 
+  auto* dashboard = add_command(app, p, "dashboard",
+                                "print the dashboard's link (it logs the browser in) and open it");
+  dashboard->add_flag("--no-open", p.dashboard.no_open, "print the link only; open no browser");
+  dashboard->add_flag("--json", p.dashboard.json, "print {\"url\", \"listen\"} as JSON");
+
   define_service_command(app, p);
   define_fleet_command(app, p.fleet);
 }
@@ -322,6 +345,35 @@ Status finish_submit(const CLI::App& submit, SubmitOptions& options) {
   return ok();
 }
 
+// A variable of the process's environment, or "" when unset.
+std::string env_value(const Io& io, std::string_view name) {
+  for (const std::string& entry : io.environ) {
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+// `gpuq --url URL [--token T]` (else $GPUQ_URL, $GPUQ_TOKEN; with a URL and no token, the
+// home's token file when it can be read): the daemon to talk to over TCP, or nullopt for the
+// home's socket.
+Result<std::pair<std::optional<DaemonUrl>, std::string>> resolve_remote(const Parsed& p, const Io& io,
+                                                                        const std::string& home) {
+  std::string url = p.url.empty() ? env_value(io, "GPUQ_URL") : p.url;
+  std::string token = p.token.empty() ? env_value(io, "GPUQ_TOKEN") : p.token;
+  if (url.empty()) {
+    if (!p.token.empty()) return fail(Code::kInvalidArgument, "--token goes with --url (or $GPUQ_URL)");
+    return std::pair<std::optional<DaemonUrl>, std::string>();
+  }
+  auto parsed = parse_daemon_url(url);
+  if (!parsed) return tl::unexpected(parsed.error());
+  if (token.empty()) {
+    if (auto read = read_token_file(HomeLayout{home}.token())) token = std::move(*read);
+  }
+  return std::pair<std::optional<DaemonUrl>, std::string>(std::move(*parsed), std::move(token));
+}
+
 int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io& io) {
   auto home = resolve_home(p.home);
   if (!home) {
@@ -333,6 +385,11 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
       *io.err << "gpuq: " << st.error().message << '\n';
       return kExitUsage;
     }
+    if (auto listen = p.daemon.http.empty() ? Result<std::optional<ListenAddress>>() : parse_listen_address(p.daemon.http);
+        !listen) {
+      *io.err << "gpuq: --http: " << listen.error().message << '\n';
+      return kExitUsage;
+    }
     if (!hooks.run_daemon) {
       *io.err << "gpuq: this build has no daemon\n";
       return kExitFailed;
@@ -341,6 +398,12 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
     return hooks.run_daemon(p.daemon);
   }
   Context ctx(io, *home, !p.home.empty());
+  if (auto remote = resolve_remote(p, io, *home); !remote) {
+    *io.err << "gpuq: " << remote.error().message << '\n';
+    return kExitUsage;
+  } else if (remote->first) {
+    ctx.set_remote(std::move(*remote->first), std::move(remote->second));
+  }
   if (command == "submit") return run_submit(ctx, p.submit);
   if (command == "status") return run_status(ctx, p.status);
   if (command == "show") return run_show(ctx, p.show);
@@ -361,6 +424,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "hooks") return run_hooks(ctx, p.hooks);
   if (command == "gc") return run_gc(ctx, p.gc);
   if (command == "check") return run_check(ctx, p.check);
+  if (command == "dashboard") return run_dashboard(ctx, p.dashboard);
   if (command == "service") {
     p.service.home_given = !p.home.empty();
     return p.service.uninstall ? run_service_uninstall(ctx, p.service)
@@ -373,7 +437,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
 // The command word when it names no command (CLI11 would only say one is required).
 std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--home") {
+    if (args[i] == "--home" || args[i] == "--url" || args[i] == "--token") {
       ++i;
       continue;
     }

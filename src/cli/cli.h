@@ -20,6 +20,10 @@ struct DaemonFlags {
   std::string fleet;
   std::string node;
   std::vector<std::string> classes;
+  // The TCP listener (docs/api.md, "HTTP listener and the dashboard"): --http ADDR:PORT or off
+  // (empty: not given; config.toml's [http] listen, else 127.0.0.1:7878), --http-allow-submit.
+  std::string http;
+  bool http_allow_submit = false;
 };
 
 struct Hooks {

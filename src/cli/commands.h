@@ -222,4 +222,14 @@ struct ServiceOptions {
 int run_service_install(Context& ctx, const ServiceOptions& options);
 int run_service_uninstall(Context& ctx, const ServiceOptions& options);
 
+// `gpuq dashboard`: the dashboard's link, http://HOST:PORT/#token=T (the token travels in the
+// fragment, which no browser sends to a server), from GET /v1/health's "http" and the home's
+// token file; opened with xdg-open when a display is set. An error saying how to turn HTTP on
+// when the daemon serves none.
+struct DashboardOptions {
+  bool no_open = false;
+  bool json = false;  // {"url", "listen"}
+};
+int run_dashboard(Context& ctx, const DashboardOptions& options);
+
 }  // namespace gpuq::cli

@@ -1,5 +1,7 @@
 #include "cli/context.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +16,25 @@
 extern char** environ;
 
 namespace gpuq::cli {
+namespace {
+
+// xdg-open URL in the background, its output dropped; not waited for (it may wait for the
+// browser). The CLI exits soon after, so no zombie lasts.
+bool open_in_browser(const std::string& url) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::string program = "xdg-open";
+  std::vector<char*> argv = {program.data(), const_cast<char*>(url.c_str()), nullptr};
+  pid_t pid = 0;
+  int error = ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0;
+}
+
+}  // namespace
 
 Io process_io() {
   Io io;
@@ -21,6 +42,10 @@ Io process_io() {
   io.err = &std::cerr;
   io.color = want_color(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR") != nullptr);
   io.connect = [](const std::string& socket_path) { return CurlTransport::create(socket_path); };
+  io.connect_tcp = [](const DaemonUrl& url, const std::string& token) {
+    return CurlTransport::create_tcp(url, token);
+  };
+  io.open_url = open_in_browser;
   io.wall_ms = [] { return wall_now_ms(); };
   io.steady_ms = [] {
     return std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now().time_since_epoch())
@@ -34,7 +59,17 @@ Io process_io() {
 }
 
 DaemonClient& Context::client() {
-  if (!client_) client_ = std::make_unique<DaemonClient>(io_.connect, home_, home_given_);
+  if (client_) return *client_;
+  if (remote_.base.empty()) {
+    client_ = std::make_unique<DaemonClient>(io_.connect, home_, home_given_);
+  } else {
+    TransportFactory tcp = [connect = io_.connect_tcp, url = remote_, token = token_](const std::string&)
+        -> Result<std::unique_ptr<Transport>> {
+      if (!connect) return fail(Code::kInternal, "this build cannot reach a daemon over TCP");
+      return connect(url, token);
+    };
+    client_ = std::make_unique<DaemonClient>(std::move(tcp), home_, home_given_, remote_.base);
+  }
   return *client_;
 }
 

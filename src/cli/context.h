@@ -31,6 +31,10 @@ struct Io {
   std::function<void(Millis)> sleep;   // used only by `logs -f`
   std::vector<std::string> environ;    // "KEY=VALUE" of this process
   std::string cwd;                     // absolute current directory
+  // How `gpuq --url` reaches a daemon's HTTP listener with its token (CurlTransport::create_tcp).
+  std::function<Result<std::unique_ptr<Transport>>(const DaemonUrl& url, const std::string& token)> connect_tcp;
+  // Opens a URL in the desktop's browser (`gpuq dashboard`); false when it could not be started.
+  std::function<bool(const std::string& url)> open_url;
   // How `gpuq fleet` opens its store from a URL; empty: open_fleet_store (cli/fleet_commands.h).
   std::function<Result<std::unique_ptr<fleet::ObjectStore>>(const std::string& url)> open_fleet;
 };
@@ -52,6 +56,14 @@ class Context {
 
   DaemonClient& client();
 
+  // `gpuq --url URL --token T`: every request goes to that HTTP listener, not the home's socket.
+  void set_remote(DaemonUrl url, std::string token) {
+    remote_ = std::move(url);
+    token_ = std::move(token);
+  }
+  const DaemonUrl& remote() const { return remote_; }  // base empty: the unix socket
+  const std::string& remote_token() const { return token_; }
+
   // Prints "gpuq: <message>" on stderr and returns `exit_code`.
   int report(int exit_code, std::string_view message) const;
   int report(const CliError& error) const { return report(error.exit_code, error.message); }
@@ -60,6 +72,8 @@ class Context {
   const Io& io_;
   std::string home_;
   bool home_given_;
+  DaemonUrl remote_;
+  std::string token_;
   std::unique_ptr<DaemonClient> client_;
 };
 

@@ -61,28 +61,43 @@ Error transfer_error(CURLcode code, long os_errno, const char* detail, const std
 
 }  // namespace
 
-Result<std::unique_ptr<Transport>> CurlTransport::create(std::string socket_path) {
+static Result<void*> new_handle() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   CURL* handle = curl_easy_init();
   if (handle == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
-  return std::unique_ptr<Transport>(new CurlTransport(handle, std::move(socket_path)));
+  return static_cast<void*>(handle);
 }
 
-CurlTransport::CurlTransport(void* handle, std::string socket_path)
-    : handle_(handle), socket_path_(std::move(socket_path)) {}
+Result<std::unique_ptr<Transport>> CurlTransport::create(std::string socket_path) {
+  auto handle = new_handle();
+  if (!handle) return tl::unexpected(handle.error());
+  return std::unique_ptr<Transport>(new CurlTransport(*handle, std::move(socket_path), {}, ""));
+}
+
+Result<std::unique_ptr<Transport>> CurlTransport::create_tcp(DaemonUrl url, std::string token) {
+  auto handle = new_handle();
+  if (!handle) return tl::unexpected(handle.error());
+  return std::unique_ptr<Transport>(new CurlTransport(*handle, "", std::move(url), std::move(token)));
+}
+
+CurlTransport::CurlTransport(void* handle, std::string socket_path, DaemonUrl url, std::string token)
+    : handle_(handle), socket_path_(std::move(socket_path)), url_(std::move(url)), token_(std::move(token)) {}
 
 CurlTransport::~CurlTransport() { curl_easy_cleanup(static_cast<CURL*>(handle_)); }
 
 Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
-  if (auto st = check_socket(socket_path_); !st) return tl::unexpected(st.error());
+  bool tcp = !url_.base.empty();
+  if (!tcp) {
+    if (auto st = check_socket(socket_path_); !st) return tl::unexpected(st.error());
+  }
   CURL* curl = static_cast<CURL*>(handle_);
   curl_easy_reset(curl);  // keeps the connection cache, forgets the previous request's options
 
   HttpResponse response;
   char detail[CURL_ERROR_SIZE] = {0};
-  std::string url = "http://gpuq" + request.target;
-  curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  std::string url = (tcp ? url_.base : std::string("http://gpuq")) + request.target;
+  if (!tcp) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kConnectTimeout.count()));
@@ -93,6 +108,15 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
 
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
+  if (tcp) {
+    // Host as the URL names it, so that Origin (below) is exactly http:// and Host.
+    headers = curl_slist_append(headers, ("Host: " + url_.authority).c_str());
+    if (!token_.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
+    if (request.method == Method::kPost) {
+      headers = curl_slist_append(headers, ("Origin: " + url_.base).c_str());
+      headers = curl_slist_append(headers, "X-Gpuq-Csrf: 1");
+    }
+  }
   if (request.method == Method::kPost) {
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
@@ -107,7 +131,7 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   if (code != CURLE_OK) {
     long os_errno = 0;
     curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
-    return tl::unexpected(transfer_error(code, os_errno, detail, socket_path_, request.timeout));
+    return tl::unexpected(transfer_error(code, os_errno, detail, tcp ? url_.base : socket_path_, request.timeout));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   for (curl_header* h = curl_easy_nextheader(curl, CURLH_HEADER, -1, nullptr); h != nullptr;

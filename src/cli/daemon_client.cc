@@ -46,10 +46,15 @@ CliError daemon_error(const HttpResponse& response) {
 
 }  // namespace
 
-DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given)
-    : factory_(std::move(factory)), home_(std::move(home)), home_given_(home_given) {}
+DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url)
+    : factory_(std::move(factory)), home_(std::move(home)), home_given_(home_given), url_(std::move(url)) {}
 
 std::string DaemonClient::no_daemon_message(const std::string& why) const {
+  if (!url_.empty()) {
+    return fmt::format("no daemon answers at {} ({}). Check the address: `gpuq dashboard` on the "
+                       "daemon's machine shows it",
+                       url_, why);
+  }
   return fmt::format("no daemon is running for {} ({}). Start one with: gpuq daemon --detach{}",
                      home_, why, home_given_ ? " --home " + shell_word(home_) : "");
 }

@@ -44,8 +44,9 @@ using TransportFactory =
 class DaemonClient {
  public:
   // `home` is the resolved state directory; `home_given` says whether --home named it, so the
-  // "start one with" hint can repeat it.
-  DaemonClient(TransportFactory factory, std::string home, bool home_given);
+  // "start one with" hint can repeat it. `url` is the daemon's HTTP address under `gpuq --url`
+  // (the factory then makes a TCP transport), empty for the unix socket.
+  DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url = "");
 
   // Successful (2xx) answers only; anything else becomes a CliError.
   Outcome<HttpResponse> get(const std::string& target, Millis timeout = kRequestTimeout);
@@ -61,6 +62,7 @@ class DaemonClient {
   TransportFactory factory_;
   std::string home_;
   bool home_given_;
+  std::string url_;
   std::unique_ptr<Transport> transport_;
 };
 

@@ -20,6 +20,29 @@ std::string user_label(uid_t uid) {
 
 }  // namespace
 
+Result<DaemonUrl> parse_daemon_url(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("bad --url '{}': {}; write http://HOST:PORT, the address `gpuq "
+                            "dashboard` shows",
+                            clip_for_message(text), why));
+  };
+  constexpr std::string_view kScheme = "http://";
+  if (!text.starts_with(kScheme)) {
+    return bad(text.starts_with("https://") ? "the daemon serves plain http (use an ssh tunnel to reach another machine)"
+                                            : "it must start with http://");
+  }
+  std::string_view rest = text.substr(kScheme.size());
+  if (rest.ends_with("/")) rest.remove_suffix(1);
+  if (rest.empty()) return bad("no host");
+  for (char c : rest) {
+    if (c == '/' || c == '?' || c == '#' || c == '@' || std::isspace(static_cast<unsigned char>(c))) {
+      return bad("give only the host and port, no path");
+    }
+  }
+  return DaemonUrl{std::string(kScheme) + std::string(rest), std::string(rest)};
+}
+
 Status check_socket_owner(const std::string& path, uid_t owner, uid_t cli_uid) {
   if (owner == cli_uid || owner == 0 || cli_uid == 0) return ok();
   return fail(Code::kFailedPrecondition,

@@ -1,5 +1,5 @@
 // The CLI's only way to reach the daemon: one HTTP request at a time over the daemon's unix
-// socket. `Transport` is an interface so that command tests can script the daemon's answers
+// socket, or over TCP to its HTTP listener (`gpuq --url`). `Transport` is an interface so that command tests can script the daemon's answers
 // (see FakeTransport in cli tests) while `CurlTransport` (curl_transport.h) does the real I/O.
 // A Transport is used by one thread at a time; it owns its connection state.
 #pragma once
@@ -37,6 +37,16 @@ struct HttpResponse {
 // `cli_uid`, or by root (a system daemon); a root CLI (`cli_uid` 0) may use any. Otherwise
 // Code::kFailedPrecondition naming the socket, its owner and what to do.
 Status check_socket_owner(const std::string& path, uid_t owner, uid_t cli_uid);
+
+// A daemon's HTTP listener as `gpuq --url` names it: "http://HOST:PORT" (a trailing "/" is
+// dropped). `base` is "http://HOST:PORT", `authority` "HOST:PORT" (what the Host and Origin
+// headers carry). Only plain http: the listener has no TLS (reach a remote one through an ssh
+// tunnel). Code::kInvalidArgument saying the form otherwise.
+struct DaemonUrl {
+  std::string base;
+  std::string authority;
+};
+Result<DaemonUrl> parse_daemon_url(std::string_view text);
 
 class Transport {
  public:

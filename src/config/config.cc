@@ -16,6 +16,7 @@
 #include "base/size.h"
 #include "config/config_fleet.h"
 #include "config/config_hooks.h"
+#include "config/config_http.h"
 #include "config/config_text.h"
 
 namespace gpuq::config {
@@ -47,16 +48,16 @@ const std::vector<TableSpec>& table_specs() {
       {"watch",
        {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
         "gpu_idle_utilization", "idle_with_work", "empty"}},
+      {"http", {"listen", "allowed_hosts", "allow_submit"}},
   };
   return kSpecs;
 }
 
 constexpr std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [[hook]]";
+    "[watch], [fleet], [http], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
-
 
 bool contains(const std::vector<std::string_view>& words, std::string_view word) {
   return std::find(words.begin(), words.end(), word) != words.end();
@@ -84,9 +85,7 @@ class ConfigReader {
   Result<Config> read(const toml::table& root) {
     Config config;
     if (auto status = check_top_level(root); !status) return tl::unexpected(status.error());
-    if (auto status = read_lanes(root, config.lanes); !status) {
-      return tl::unexpected(status.error());
-    }
+    if (auto status = read_lanes(root, config.lanes); !status) return tl::unexpected(status.error());
     if (auto status = read_scheduler(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_retries(root, config); !status) return tl::unexpected(status.error());
     if (auto status = read_runs(root, config); !status) return tl::unexpected(status.error());
@@ -96,10 +95,12 @@ class ConfigReader {
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
       return tl::unexpected(status.error());
     }
-    if (const toml::table* fleet = sub_table(root, "fleet")) {
-      if (auto status = check_keys(*fleet, spec_named("fleet")); !status) return tl::unexpected(status.error());
+    for (std::string_view name : {"fleet", "http"}) {
+      const toml::table* table = sub_table(root, name);
+      if (auto status = table ? check_keys(*table, spec_named(name)) : ok(); !status) return tl::unexpected(status.error());
     }
-    if (auto status = read_fleet_table(sub_table(root, "fleet"), path_, config.fleet); !status) {
+    auto fleet = read_fleet_table(sub_table(root, "fleet"), path_, config.fleet);
+    if (auto status = fleet ? read_http_table(sub_table(root, "http"), path_, config.http) : fleet; !status) {
       return tl::unexpected(status.error());
     }
     return config;

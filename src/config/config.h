@@ -62,6 +62,11 @@
 //   idle_with_work = "10m"         # queue.idle_with_work: GPUs free while jobs wait this long
 //   empty = "0s"                   # queue.empty: nothing running or queued this long
 //
+//   [http]                         # the TCP listener of the API and the dashboard
+//   listen = "127.0.0.1:7878"      # ADDR:PORT ([::1]:7878; port 0: any free one) or "off"
+//   allowed_hosts = ["box.lan"]    # Host header names accepted besides localhost and ADDR
+//   allow_submit = false           # POST /v1/jobs and /v1/plans over TCP
+//
 //   [[hook]]                       # one per hook, any number (docs/hooks.md)
 //   name = "slack"                 # the cursor's key; default "url-" or "command-" and a digest
 //   events = ["job.*"]             # fnmatch(3) globs against the event kind (default ["*"])
@@ -133,6 +138,14 @@ struct FleetConfig {
   std::string endpoint, region, access_key_id, secret_access_key, session_token;
 };
 
+// [http] (docs/api.md, "HTTP listener and the dashboard"): the daemon's TCP listener. A
+// `--http` flag replaces `listen`.
+struct HttpConfig {
+  std::string listen;                      // empty: unset (the default, 127.0.0.1:7878); "off"
+  std::vector<std::string> allowed_hosts;  // Host header names besides localhost and the listen host
+  bool allow_submit = false;               // POST /v1/jobs and /v1/plans over TCP
+};
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -156,6 +169,7 @@ struct Config {
   WatchConfig watch;
   std::vector<HookConfig> hooks;  // in file order
   FleetConfig fleet;
+  HttpConfig http;
 };
 
 // Parses config.toml's text; `name` (usually the file's path) names it in messages. Never

@@ -545,3 +545,45 @@ TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
 
 }  // namespace
 }  // namespace gpuq::config
+
+namespace gpuq::config {
+namespace {
+
+TEST(ParseConfigTest, TheHttpTable) {
+  auto config = parse_config("[http]\nlisten = \"0.0.0.0:0\"\nallowed_hosts = [\"box.lan\", \"[fe80::1]\"]\n"
+                             "allow_submit = true\n",
+                             kPath);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_EQ(config->http.listen, "0.0.0.0:0");
+  EXPECT_EQ(config->http.allowed_hosts, (std::vector<std::string>{"box.lan", "[fe80::1]"}));
+  EXPECT_TRUE(config->http.allow_submit);
+  HttpConfig defaults;
+  EXPECT_EQ(defaults.listen, "");
+  EXPECT_FALSE(defaults.allow_submit);
+  auto off = parse_config("[http]\nlisten = \"off\"\n", kPath);
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(off->http.listen, "off");
+}
+
+TEST(ParseConfigTest, HttpMistakesNameTheLineAndTheFix) {
+  struct Case {
+    std::string text;
+    std::string where;
+    std::string says;
+  };
+  for (const Case& c : {Case{"[http]\nlisten = 7878\n", "2:10", "http.listen must be a string"},
+                        Case{"[http]\nlisten = \"box.lan:7878\"\n", "2:10", "ADDR:PORT"},
+                        Case{"[http]\nallowed_hosts = \"box.lan\"\n", "2:17", "http.allowed_hosts must be a list"},
+                        Case{"[http]\nallowed_hosts = [\"box.lan:80\"]\n", "2:18", "without a port"},
+                        Case{"[http]\nallow_submit = \"yes\"\n", "2:16", "true or false"},
+                        Case{"[http]\nport = 1\n", "2:1", "unknown setting http.port"}}) {
+    auto config = parse_config(c.text, kPath);
+    ASSERT_FALSE(config.has_value()) << c.text;
+    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + c.where), std::string::npos)
+        << config.error().message;
+    EXPECT_NE(config.error().message.find(c.says), std::string::npos) << config.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace gpuq::config

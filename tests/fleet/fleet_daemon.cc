@@ -110,7 +110,8 @@ Status FleetDaemon::start() {
   }
   std::ofstream(home_ + "/config.toml") << config;
   std::vector<std::string> argv = {GPUQ_BINARY, "--home",  home_, "daemon", "--detach", "--gpus",
-                                   options_.gpus, "--fleet", options_.url, "--node", options_.node};
+                                   options_.gpus, "--fleet", options_.url, "--node", options_.node,
+                                   "--http", "off"};
   if (!options_.classes.empty()) {
     std::string classes;
     for (const auto& klass : options_.classes) classes += (classes.empty() ? "" : ",") + klass;

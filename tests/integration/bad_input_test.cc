@@ -68,7 +68,7 @@ TEST(BadInput, ASecondDaemonOnTheSameHomeRefuses) {
   Harness h("fake:1");
   h.start();
   int pid = h.daemon_pid();
-  auto r = h.gpuq({"daemon", "--gpus", "fake:1"});
+  auto r = h.gpuq({"daemon", "--gpus", "fake:1", "--http", "off"});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("already running"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(pid)), std::string::npos) << r.err;
@@ -95,7 +95,8 @@ namespace {
 TEST(BadInput, AHomeTooLongForAUnixSocketIsRefusedWithTheFix) {
   Harness h("fake:1");
   std::string home = h.work() + "/" + std::string(120, 'h');
-  auto r = os::run_command({GPUQ_BINARY, "--home", home, "daemon", "--gpus", "fake:1", "--detach"},
+  auto r = os::run_command({GPUQ_BINARY, "--home", home, "daemon", "--gpus", "fake:1", "--detach",
+                            "--http", "off"},
                            Millis(30'000));
   ASSERT_TRUE(r);
   EXPECT_NE(r->exit_code, 0);

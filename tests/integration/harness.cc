@@ -76,8 +76,10 @@ int Harness::daemon_pid() const {
   return pid > 0 && process_alive(pid) ? pid : 0;
 }
 
-void Harness::start() {
-  auto r = gpuq({"daemon", "--gpus", gpus_, "--detach"});
+void Harness::start(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"daemon", "--gpus", gpus_, "--detach"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto r = gpuq(args);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
 }
 

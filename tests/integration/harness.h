@@ -35,8 +35,10 @@ class Harness {
   explicit Harness(std::string gpus = "fake:2");
   ~Harness();
 
-  // Starts the daemon (gpuq daemon --detach); fails the test when it does not start.
-  void start();
+  // Starts the daemon (gpuq daemon --detach, with `flags`); fails the test when it does not
+  // start. No TCP listener unless a test asks for one: parallel test daemons would fight over
+  // the default port.
+  void start(const std::vector<std::string>& flags = {"--http", "off"});
   // SIGTERM and wait for the daemon to exit (runs keep going).
   void stop();
   // SIGKILL the daemon, as a crash or OOM kill would.

@@ -303,7 +303,7 @@ timeout = "5m"
 TEST(Hooks, BadConfig) {
   Harness h("fake:1");
   std::ofstream(h.home() + "/config.toml") << "[[hook]]\ncommand = \"true\"\nurl = \"http://x\"\n";
-  auto started = h.gpuq({"daemon", "--gpus", "fake:1", "--detach"});
+  auto started = h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "off"});
   EXPECT_NE(started.status, 0);
   EXPECT_NE(started.err.find("config.toml:3:7: hook 1 has both command and url"), std::string::npos)
       << started.err;

@@ -37,7 +37,9 @@ mode_t mode_of(const std::string& path) {
 
 std::string octal(mode_t mode) { return fmt::format("{:04o}", mode); }
 
-CliResult start_daemon(const Harness& h) { return h.gpuq({"daemon", "--gpus", "fake:1", "--detach"}); }
+CliResult start_daemon(const Harness& h) {
+  return h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "off"});
+}
 
 // Runs the gpuq binary as `uid` (setpriv, no supplementary groups).
 CliResult gpuq_as(uid_t uid, const std::vector<std::string>& args) {

@@ -1,0 +1,215 @@
+#include "api/http_policy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "web/assets.h"
+
+namespace gpuq::api {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+template <class Name>
+std::string_view field(const Request& request, Name name) {
+  auto it = request.find(name);
+  return it == request.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+}
+
+// {"error":{"code","message"}} with a code more precise than base/status.h's.
+Response refusal(http::status status, std::string_view code, std::string message) {
+  Response res = json_response(status, {{"error", {{"code", code}, {"message", std::move(message)}}}});
+  add_tcp_headers(res, true);
+  return res;
+}
+
+bool is_read(const Request& request) {
+  return request.method() == http::verb::get || request.method() == http::verb::head;
+}
+
+// Whether the client accepts gzip (Accept-Encoding names gzip, not with q=0).
+bool accepts_gzip(std::string_view accept) {
+  while (!accept.empty()) {
+    size_t comma = accept.find(',');
+    std::string_view item = trim(accept.substr(0, comma));
+    accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
+    size_t semi = item.find(';');
+    if (lower(trim(item.substr(0, semi))) != "gzip") continue;
+    if (semi == std::string_view::npos) return true;
+    std::string params = lower(item.substr(semi + 1));
+    params.erase(std::remove(params.begin(), params.end(), ' '), params.end());
+    return params != "q=0" && params != "q=0.0" && params != "q=0.00" && params != "q=0.000";
+  }
+  return false;
+}
+
+// Whether If-None-Match (a list of entity tags, or *) names `etag`.
+bool etag_matches(std::string_view if_none_match, std::string_view etag) {
+  while (!if_none_match.empty()) {
+    size_t comma = if_none_match.find(',');
+    std::string_view item = trim(if_none_match.substr(0, comma));
+    if_none_match = comma == std::string_view::npos ? std::string_view() : if_none_match.substr(comma + 1);
+    if (item.starts_with("W/")) item.remove_prefix(2);
+    if (item == "*" || item == etag) return true;
+  }
+  return false;
+}
+
+Response static_file(const web::Asset& asset, const Request& request) {
+  bool gzip = !asset.gzip_body.empty() && accepts_gzip(field(request, http::field::accept_encoding));
+  Response res{http::status::ok, 11};
+  if (etag_matches(field(request, http::field::if_none_match), asset.etag)) {
+    res.result(http::status::not_modified);
+  } else {
+    res.set(http::field::content_type, std::string(asset.content_type));
+    res.body() = std::string(gzip ? asset.gzip_body : asset.body);
+    if (gzip) res.set(http::field::content_encoding, "gzip");
+  }
+  res.set(http::field::etag, std::string(asset.etag));
+  res.set(http::field::vary, "Accept-Encoding");
+  res.set(http::field::cache_control, "no-cache");
+  add_tcp_headers(res, false);
+  return res;
+}
+
+// The credentials the request shows: the Bearer token and every gpuq_token cookie.
+bool shows_token(const Request& request, std::string_view token) {
+  bool good = false;
+  for (auto [f, end] = request.equal_range(http::field::authorization); f != end; ++f) {
+    std::string_view value = trim(std::string_view(f->value().data(), f->value().size()));
+    if (value.size() > 7 && lower(value.substr(0, 7)) == "bearer ") {
+      good = constant_time_equal(trim(value.substr(7)), token) || good;
+    }
+  }
+  for (auto [f, end] = request.equal_range(http::field::cookie); f != end; ++f) {
+    std::string_view cookies(f->value().data(), f->value().size());
+    while (!cookies.empty()) {
+      size_t semi = cookies.find(';');
+      std::string_view pair = trim(cookies.substr(0, semi));
+      cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
+      size_t eq = pair.find('=');
+      if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == kTokenCookie) {
+        good = constant_time_equal(trim(pair.substr(eq + 1)), token) || good;
+      }
+    }
+  }
+  return good;
+}
+
+Response session(const TcpPolicy& policy, bool start) {
+  Response res{http::status::no_content, 11};
+  res.set(http::field::set_cookie,
+          start ? fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000", kTokenCookie, policy.token)
+                : fmt::format("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", kTokenCookie));
+  add_tcp_headers(res, true);
+  return res;
+}
+
+}  // namespace
+
+TcpPolicy TcpPolicy::make(std::string token, const ListenAddress& listen,
+                          const std::vector<std::string>& extra_hosts, bool allow_submit) {
+  TcpPolicy policy;
+  policy.token = std::move(token);
+  policy.allow_submit = allow_submit;
+  policy.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", lower(listen.host_header())};
+  for (const std::string& host : extra_hosts) policy.allowed_hosts.push_back(lower(host));
+  return policy;
+}
+
+std::string host_part(std::string_view host) {
+  host = trim(host);
+  if (host.starts_with("[")) {
+    size_t close = host.find(']');
+    return close == std::string_view::npos ? lower(host) : lower(host.substr(0, close + 1));
+  }
+  return lower(host.substr(0, host.find(':')));
+}
+
+bool constant_time_equal(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    diff |= static_cast<unsigned char>(g ^ static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0;
+}
+
+void add_tcp_headers(http::fields& fields, bool api) {
+  fields.set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'");
+  fields.set("X-Content-Type-Options", "nosniff");
+  fields.set("Referrer-Policy", "no-referrer");
+  fields.set("X-Frame-Options", "DENY");
+  if (api) fields.set(http::field::cache_control, "no-store");
+}
+
+std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request& request) {
+  // 1. The Host header: a page of another site that a DNS trick points at this address still
+  // carries that site's name here.
+  std::string_view host = field(request, http::field::host);
+  std::string name = host_part(host);
+  if (name.empty() || std::find(policy.allowed_hosts.begin(), policy.allowed_hosts.end(), name) ==
+                          policy.allowed_hosts.end()) {
+    return refusal(http::status::forbidden, "forbidden_host",
+                   fmt::format("this daemon does not answer to the host name '{}': use "
+                               "http://127.0.0.1:PORT or http://localhost:PORT, or add the name "
+                               "to [http] allowed_hosts in the daemon's config.toml",
+                               clip_for_message(name)));
+  }
+  // 2. The dashboard's files: the same bytes in every install, no data in them.
+  std::string_view target(request.target().data(), request.target().size());
+  std::string_view path = target.substr(0, target.find('?'));
+  if (is_read(request)) {
+    if (const web::Asset* asset = web::find_asset(path)) return static_file(*asset, request);
+  }
+  // 3. The token.
+  if (!shows_token(request, policy.token)) {
+    return refusal(http::status::unauthorized, "unauthenticated",
+                   "this needs the daemon's token: open the link `gpuq dashboard` prints, or send "
+                   "the header Authorization: Bearer followed by the contents of the daemon's "
+                   "$GPUQ_HOME/token");
+  }
+  // 4. A request that changes something comes from the dashboard's own page (or the CLI).
+  if (!is_read(request)) {
+    std::string expected = fmt::format("http://{}", trim(host));
+    if (field(request, http::field::origin) != expected) {
+      return refusal(http::status::forbidden, "forbidden_origin",
+                     fmt::format("a request that changes something must come from the "
+                                 "dashboard's own page: its Origin header must be {}",
+                                 clip_for_message(expected)));
+    }
+    if (trim(field(request, "X-Gpuq-Csrf")) != "1") {
+      return refusal(http::status::forbidden, "csrf_missing",
+                     "a request that changes something must carry the header X-Gpuq-Csrf: 1");
+    }
+  }
+  // 5. Submitting runs commands as the daemon's user: only when the daemon was started so.
+  Route where = route(request.method(), target);
+  if ((where.endpoint == Endpoint::kSubmit || where.endpoint == Endpoint::kPlan) && !policy.allow_submit) {
+    return refusal(http::status::forbidden, "submit_disabled",
+                   "submitting jobs over TCP is off: start the daemon with --http-allow-submit "
+                   "(or [http] allow_submit = true in config.toml), or submit on the daemon's "
+                   "machine with gpuq submit");
+  }
+  // The session cookie of the dashboard's page.
+  const auto& s = where.target.segments;
+  if (request.method() == http::verb::post && s.size() >= 2 && s[0] == "v1" && s[1] == "session") {
+    if (s.size() == 2) return session(policy, true);
+    if (s.size() == 3 && s[2] == "end") return session(policy, false);
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpuq::api

@@ -1,0 +1,52 @@
+// The TCP listener's security policy (docs/api.md, "HTTP listener and the dashboard"): what a
+// request that arrives over TCP must show before it reaches the API's handlers, and the headers
+// every TCP answer carries. In order: an allowed Host header (against DNS rebinding); the
+// dashboard's static files, served without a token; the token (a Bearer header or the
+// gpuq_token cookie, compared in constant time); for anything but GET and HEAD, an Origin equal
+// to http://HOST and the header X-Gpuq-Csrf: 1; job and plan submits only when allowed. It also
+// answers POST /v1/session and /v1/session/end (set and clear the cookie).
+// The unix socket needs none of this: the kernel says who the peer is (SO_PEERCRED).
+// Pure functions of a request (no socket, no clock); thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/http.h"
+#include "base/listen_address.h"
+
+namespace gpuq::api {
+
+struct TcpPolicy {
+  std::string token;                       // 64 hex characters (base/token_file.h)
+  std::vector<std::string> allowed_hosts;  // lower-case host parts: "localhost", "[::1]", ...
+  bool allow_submit = false;               // POST /v1/jobs and /v1/plans
+
+  // localhost, 127.0.0.1, [::1], the listen address's host and `extra_hosts`, lower-cased.
+  static TcpPolicy make(std::string token, const ListenAddress& listen,
+                        const std::vector<std::string>& extra_hosts, bool allow_submit);
+};
+
+// The host part of a Host header's value, lower-cased: "Box.lan:7878" -> "box.lan",
+// "[::1]:7878" -> "[::1]".
+std::string host_part(std::string_view host);
+
+// Whether `given` equals `expected`, in time that depends on `expected`'s length only.
+bool constant_time_equal(std::string_view given, std::string_view expected);
+
+// What to answer at once to a request that came over TCP: a refusal (403 forbidden_host,
+// 401 unauthenticated, 403 forbidden_origin / csrf_missing / submit_disabled), a static file
+// (200 or 304), or the session endpoints (204). nullopt: the request may go to the API
+// (Server::handle). An answer returned here already carries the TCP headers.
+std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request& request);
+
+// The headers of every TCP answer: Content-Security-Policy, X-Content-Type-Options,
+// Referrer-Policy, X-Frame-Options; and, for an API answer (`api`), Cache-Control: no-store.
+void add_tcp_headers(http::fields& fields, bool api);
+
+// The name of the cookie that carries the token.
+inline constexpr std::string_view kTokenCookie = "gpuq_token";
+
+}  // namespace gpuq::api

@@ -1,0 +1,61 @@
+#include "app/http_listener.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/token_file.h"
+
+namespace gpuq::app {
+
+Result<HttpSetup> prepare_http(const cli::DaemonFlags& flags, const config::HttpConfig& config,
+                               const HomeLayout& layout) {
+  HttpSetup setup;
+  std::string text = std::string(kDefaultHttpListen);
+  if (!flags.http.empty()) {
+    text = flags.http;
+    setup.asked = true;
+  } else if (!config.listen.empty()) {
+    text = config.listen;
+    setup.asked = true;
+  }
+  auto address = parse_listen_address(text);
+  if (!address) return tl::unexpected(address.error());
+  setup.address = *address;
+  setup.allowed_hosts = config.allowed_hosts;
+  setup.allow_submit = flags.http_allow_submit || config.allow_submit;
+  if (!setup.address) return setup;
+  auto token = ensure_token_file(layout.token(), ::geteuid());
+  if (!token) return tl::unexpected(token.error());
+  setup.token = std::move(*token);
+  return setup;
+}
+
+Result<std::string> start_http(const HttpSetup& setup, api::Server& server, daemon::Queue& queue) {
+  if (!setup.address) return std::string();
+  auto policy = api::TcpPolicy::make(setup.token, *setup.address, setup.allowed_hosts, setup.allow_submit);
+  auto listening = server.listen_tcp(*setup.address, std::move(policy));
+  if (listening) {
+    return fmt::format("  http: http://{}/ (gpuq dashboard prints the link that logs in){}\n",
+                       server.tcp_listen(), setup.allow_submit ? "; submits allowed" : "");
+  }
+  std::string fix = setup.asked
+                        ? "choose another address (--http ADDR:PORT or [http] listen), or --http off"
+                        : fmt::format("another program (or another gpuq daemon) uses {}: start this "
+                                      "one with --http 127.0.0.1:PORT (or [http] listen in "
+                                      "config.toml), or --http off",
+                                      setup.address->text());
+  if (setup.asked || listening.error().code != Code::kUnavailable) {
+    return fail(listening.error().code, fmt::format("{}; {}", listening.error().message, fix));
+  }
+  std::fprintf(stderr, "gpuq daemon: no HTTP listener: %s; %s. The unix socket serves as usual.\n",
+               listening.error().message.c_str(), fix.c_str());
+  nlohmann::json data = {{"listen", setup.address->text()}, {"error", listening.error().message}, {"fix", fix}};
+  if (auto recorded = queue.record_event("daemon.http_failed", std::nullopt, std::move(data)); !recorded) {
+    std::fprintf(stderr, "gpuq daemon: recording daemon.http_failed: %s\n", recorded.error().message.c_str());
+  }
+  return fmt::format("  http: off ({} is in use; see event daemon.http_failed)\n", setup.address->text());
+}
+
+}  // namespace gpuq::app

@@ -1,0 +1,377 @@
+// The TCP listener end to end (docs/api.md, "HTTP listener and the dashboard"): a real daemon
+// with --http 127.0.0.1:0, requests over a real TCP socket with libcurl, and the CLI over TCP
+// (gpuq --url --token) and `gpuq dashboard`.
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+
+#include "harness.h"
+#include "os/process.h"
+
+namespace gpuq::testing {
+namespace {
+
+struct TcpAnswer {
+  int curl_code = -1;
+  long status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+struct Transfer {
+  TcpAnswer* answer;
+  bool stop_at_first_frame;
+};
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  t->answer->body.append(data, size * count);
+  if (t->stop_at_first_frame && t->answer->body.find("\n\n") != std::string::npos) return 0;
+  return size * count;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  std::string line(data, size * count);
+  size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ')) value.erase(0, 1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) value.pop_back();
+    (*static_cast<std::map<std::string, std::string>*>(user))[name] = value;
+  }
+  return size * count;
+}
+
+// `method` `url` over TCP with `headers`; a POST sends `body`.
+TcpAnswer tcp_request(const std::string& method, const std::string& url,
+                      const std::vector<std::string>& headers = {}, const std::string& body = "",
+                      bool stop_at_first_frame = false) {
+  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  (void)initialised;
+  TcpAnswer answer;
+  Transfer transfer{&answer, stop_at_first_frame};
+  CURL* curl = curl_easy_init();
+  curl_slist* list = nullptr;
+  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30'000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer.headers);
+  if (method == "POST") {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, body.c_str());
+  } else if (method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  }
+  answer.curl_code = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+  curl_slist_free_all(list);
+  curl_easy_cleanup(curl);
+  return answer;
+}
+
+std::string code_of(const TcpAnswer& answer) {
+  auto body = nlohmann::json::parse(answer.body, nullptr, false);
+  if (!body.is_object() || !body.contains("error")) return "";
+  return body["error"].value("code", "");
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// A daemon with a TCP listener on a free port.
+class TcpDaemon {
+ public:
+  explicit TcpDaemon(Harness& h, std::vector<std::string> flags = {}) : h_(h) {
+    flags.insert(flags.begin(), {"--http", "127.0.0.1:0"});
+    h_.start(flags);
+    auto health = h_.health();
+    listen_ = health["http"]["listen"].get<std::string>();
+    token_ = read_text(h_.home() + "/token");
+  }
+  std::string url(const std::string& path) const { return "http://" + listen_ + path; }
+  std::string bearer() const { return "Authorization: Bearer " + token_; }
+  // The headers the dashboard's page sends with a POST.
+  std::vector<std::string> page_post() const {
+    return {bearer(), "Origin: http://" + listen_, "X-Gpuq-Csrf: 1", "Content-Type: application/json"};
+  }
+  const std::string& listen() const { return listen_; }
+  const std::string& token() const { return token_; }
+
+ private:
+  Harness& h_;
+  std::string listen_;
+  std::string token_;
+};
+
+TEST(HttpListener, TheTokenIsNeeded) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  ASSERT_EQ(d.token().size(), 64u);
+  auto none = tcp_request("GET", d.url("/v1/status"));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(code_of(none), "unauthenticated");
+  auto wrong = tcp_request("GET", d.url("/v1/status"), {"Authorization: Bearer " + std::string(64, '0')});
+  EXPECT_EQ(wrong.status, 401);
+  auto bearer = tcp_request("GET", d.url("/v1/status"), {d.bearer()});
+  EXPECT_EQ(bearer.status, 200) << bearer.body;
+  EXPECT_TRUE(nlohmann::json::parse(bearer.body).contains("jobs"));
+  auto cookie = tcp_request("GET", d.url("/metrics"), {"Cookie: gpuq_token=" + d.token()});
+  EXPECT_EQ(cookie.status, 200);
+  EXPECT_NE(cookie.body.find("gpuq_"), std::string::npos);
+}
+
+TEST(HttpListener, EveryAnswerCarriesTheSecurityHeadersAndNoCors) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  for (const auto& answer : {tcp_request("GET", d.url("/v1/health"), {d.bearer(), "Origin: http://evil.example"}),
+                             tcp_request("GET", d.url("/v1/health")), tcp_request("GET", d.url("/"))}) {
+    EXPECT_EQ(answer.header("content-security-policy"), "default-src 'self'; frame-ancestors 'none'");
+    EXPECT_EQ(answer.header("x-content-type-options"), "nosniff");
+    EXPECT_EQ(answer.header("referrer-policy"), "no-referrer");
+    EXPECT_EQ(answer.header("x-frame-options"), "DENY");
+    EXPECT_EQ(answer.header("access-control-allow-origin"), "");
+  }
+  auto api = tcp_request("GET", d.url("/v1/health"), {d.bearer()});
+  EXPECT_EQ(api.header("cache-control"), "no-store");
+}
+
+TEST(HttpListener, AForeignHostIsRefused) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  auto foreign = tcp_request("GET", d.url("/v1/status"), {d.bearer(), "Host: evil.example:1234"});
+  EXPECT_EQ(foreign.status, 403);
+  EXPECT_EQ(code_of(foreign), "forbidden_host");
+  auto page = tcp_request("GET", d.url("/"), {"Host: evil.example"});
+  EXPECT_EQ(page.status, 403);
+  auto local = tcp_request("GET", d.url("/v1/status"), {d.bearer(), "Host: localhost:1"});
+  EXPECT_EQ(local.status, 200);
+}
+
+TEST(HttpListener, ChangesNeedTheOriginAndTheCsrfHeader) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  int64_t id = h.submit_sh("true", {"--hold"});
+  std::string hold = d.url(fmt::format("/v1/jobs/{}/release", id));
+  auto foreign = tcp_request("POST", hold, {d.bearer(), "Origin: http://evil.example", "X-Gpuq-Csrf: 1"}, "{}");
+  EXPECT_EQ(foreign.status, 403);
+  EXPECT_EQ(code_of(foreign), "forbidden_origin");
+  auto no_csrf = tcp_request("POST", hold, {d.bearer(), "Origin: http://" + d.listen()}, "{}");
+  EXPECT_EQ(no_csrf.status, 403);
+  EXPECT_EQ(code_of(no_csrf), "csrf_missing");
+  EXPECT_EQ(h.show(id)["state"], "held");
+  auto fine = tcp_request("POST", hold, d.page_post(), "{}");
+  EXPECT_EQ(fine.status, 200) << fine.body;
+  EXPECT_NE(h.show(id)["state"], "held");
+  // A read with a foreign Origin is answered (no CORS header lets the page read it).
+  auto read = tcp_request("GET", d.url("/v1/status"), {d.bearer(), "Origin: http://evil.example"});
+  EXPECT_EQ(read.status, 200);
+}
+
+TEST(HttpListener, SubmitsOnlyWithHttpAllowSubmit) {
+  std::string body = R"({"argv":["true"],"cwd":"/","env":{}})";
+  {
+    Harness h("fake:1");
+    TcpDaemon d(h);
+    auto refused = tcp_request("POST", d.url("/v1/jobs"), d.page_post(), body);
+    EXPECT_EQ(refused.status, 403);
+    EXPECT_EQ(code_of(refused), "submit_disabled");
+    EXPECT_EQ(h.health()["http"]["allow_submit"], false);
+    auto cli = h.gpuq({"--url", "http://" + d.listen(), "--token", d.token(), "submit", "--", "true"});
+    EXPECT_EQ(cli.status, 1);
+    EXPECT_NE(cli.err.find("--http-allow-submit"), std::string::npos) << cli.err;
+  }
+  Harness h("fake:1");
+  TcpDaemon d(h, {"--http-allow-submit"});
+  EXPECT_EQ(h.health()["http"]["allow_submit"], true);
+  auto accepted = tcp_request("POST", d.url("/v1/jobs"), d.page_post(), body);
+  EXPECT_EQ(accepted.status, 201) << accepted.body;
+}
+
+TEST(HttpListener, TheDashboardIsServedWithoutAToken) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  auto page = tcp_request("GET", d.url("/"));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<!doctype html>"), std::string::npos);
+  EXPECT_EQ(page.header("cache-control"), "no-cache");
+  std::string etag = page.header("etag");
+  ASSERT_FALSE(etag.empty());
+  auto again = tcp_request("GET", d.url("/index.html"), {"If-None-Match: " + etag});
+  EXPECT_EQ(again.status, 304);
+  EXPECT_TRUE(again.body.empty());
+  auto zipped = tcp_request("GET", d.url("/"), {"Accept-Encoding: gzip"});
+  EXPECT_EQ(zipped.header("content-encoding"), "gzip");
+  EXPECT_EQ(zipped.header("vary"), "Accept-Encoding");
+  auto head = tcp_request("HEAD", d.url("/"));
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-length"), std::to_string(page.body.size()));
+  EXPECT_EQ(tcp_request("GET", d.url("/nope.js")).status, 401);
+}
+
+TEST(HttpListener, SessionCookieThenTheEventStream) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  auto session = tcp_request("POST", d.url("/v1/session"), d.page_post(), "");
+  EXPECT_EQ(session.status, 204);
+  std::string cookie = session.header("set-cookie");
+  EXPECT_EQ(cookie, "gpuq_token=" + d.token() + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
+  auto stream = tcp_request("GET", d.url("/v1/events/stream"), {"Cookie: gpuq_token=" + d.token()}, "", true);
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_EQ(stream.header("content-type"), "text/event-stream");
+  EXPECT_NE(stream.body.find("event: daemon.started"), std::string::npos) << stream.body;
+  auto end = tcp_request("POST", d.url("/v1/session/end"), d.page_post(), "");
+  EXPECT_EQ(end.status, 204);
+  EXPECT_NE(end.header("set-cookie").find("Max-Age=0"), std::string::npos);
+}
+
+TEST(HttpListener, TheTokenFileIsPrivateAndKeptAcrossRestarts) {
+  Harness h("fake:1");
+  std::string token;
+  {
+    TcpDaemon d(h);
+    token = d.token();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((h.home() + "/token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  h.stop();
+  TcpDaemon again(h);
+  EXPECT_EQ(again.token(), token);
+  h.stop();
+  // Never in what the daemon says or logs.
+  auto started = h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "127.0.0.1:0"});
+  ASSERT_EQ(started.status, 0) << started.err;
+  EXPECT_EQ(started.out.find(token), std::string::npos) << started.out;
+  EXPECT_EQ(started.err.find(token), std::string::npos);
+  EXPECT_EQ(read_text(h.home() + "/daemon.log").find(token), std::string::npos);
+  h.stop();
+  ::chmod((h.home() + "/token").c_str(), 0644);
+  auto refused = h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "127.0.0.1:0"});
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find(h.home() + "/token"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("chmod 600"), std::string::npos) << refused.err;
+}
+
+TEST(HttpListener, HealthSaysNullWhenOff) {
+  Harness h("fake:1");
+  h.start();
+  EXPECT_TRUE(h.health()["http"].is_null());
+  auto dashboard = h.gpuq({"dashboard", "--no-open"});
+  EXPECT_EQ(dashboard.status, 1);
+  EXPECT_NE(dashboard.err.find("--http"), std::string::npos) << dashboard.err;
+}
+
+TEST(HttpListener, ConfigTableNamesTheAddress) {
+  Harness h("fake:1");
+  std::ofstream(h.home() + "/config.toml") << "[http]\nlisten = \"127.0.0.1:0\"\nallowed_hosts = [\"box.lan\"]\n";
+  h.start({});
+  std::string listen = h.health()["http"]["listen"].get<std::string>();
+  EXPECT_TRUE(listen.starts_with("127.0.0.1:")) << listen;
+  EXPECT_NE(listen, "127.0.0.1:0");
+  std::string token = read_text(h.home() + "/token");
+  auto named = tcp_request("GET", "http://" + listen + "/v1/health", {"Authorization: Bearer " + token, "Host: box.lan"});
+  EXPECT_EQ(named.status, 200);
+}
+
+// A bound port, held while the test runs; 0 when binding failed.
+class HeldPort {
+ public:
+  explicit HeldPort(uint16_t port = 0) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(fd_, 1) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~HeldPort() { ::close(fd_); }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
+TEST(HttpListener, AnAskedAddressInUseFailsTheStart) {
+  Harness h("fake:1");
+  HeldPort held;
+  ASSERT_NE(held.port(), 0);
+  std::string address = fmt::format("127.0.0.1:{}", held.port());
+  auto r = h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", address});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("cannot listen on " + address), std::string::npos) << r.err;
+  EXPECT_EQ(h.daemon_pid(), 0);
+  auto bad = h.gpuq({"daemon", "--gpus", "fake:1", "--http", "box.lan:80"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("ADDR:PORT"), std::string::npos) << bad.err;
+}
+
+TEST(HttpListener, ABusyDefaultPortIsAnEventNotAFailure) {
+  Harness h("fake:1");
+  HeldPort held(7878);  // may fail when something else holds it: then it is busy all the same
+  h.start({});
+  EXPECT_TRUE(h.health()["http"].is_null());
+  bool reported = false;
+  for (const auto& e : h.events()) {
+    if (e["kind"] != "daemon.http_failed") continue;
+    reported = true;
+    EXPECT_EQ(e["data"]["listen"], "127.0.0.1:7878");
+    EXPECT_NE(e["data"]["fix"].get<std::string>().find("--http"), std::string::npos);
+  }
+  EXPECT_TRUE(reported);
+}
+
+TEST(HttpListener, TheCliOverTcp) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  int64_t id = h.submit_sh("true", {"--hold"});
+  std::string url = "http://" + d.listen();
+  auto status = h.gpuq({"--url", url, "--token", d.token(), "status", "--json"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_EQ(nlohmann::json::parse(status.out)["jobs"].size(), 1u);
+  // Without --token: the home's token file.
+  auto release = h.gpuq({"--url", url, "release", std::to_string(id)});
+  EXPECT_EQ(release.status, 0) << release.err;
+  EXPECT_NE(h.show(id)["state"], "held");
+  auto wrong = h.gpuq({"--url", url, "--token", std::string(64, '0'), "status"});
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.err.find("token"), std::string::npos) << wrong.err;
+  auto dashboard = h.gpuq({"dashboard", "--no-open"});
+  ASSERT_EQ(dashboard.status, 0) << dashboard.err;
+  EXPECT_EQ(dashboard.out, url + "/#token=" + d.token() + "\n");
+  auto json = h.gpuq_json({"dashboard", "--no-open", "--json"});
+  EXPECT_EQ(json["listen"], d.listen());
+  EXPECT_EQ(json["url"], url + "/#token=" + d.token());
+}
+
+}  // namespace
+}  // namespace gpuq::testing
