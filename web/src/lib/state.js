@@ -30,6 +30,7 @@ export function useShared() {
   const [s, set] = useState({ ...shared });
   useEffect(() => {
     listeners.add(set);
+    set({ ...shared });  // a change between the first render and this effect
     return () => listeners.delete(set);
   }, []);
   return s;
