@@ -23,6 +23,9 @@ await run('every page renders, light and dark, desktop and phone', async (d, bro
     for (const [hash, selector] of PAGES) {
       await page.goto(`${d.origin}/${hash}`);
       await page.locator(selector).first().waitFor();
+      if (hash.startsWith('#/job/')) {
+        check(await page.getByRole('button', { name: /Resubmit/ }).count() === 0, 'no resubmit without --http-allow-submit');
+      }
       const wide = await page.evaluate(() => document.documentElement.scrollWidth);
       check(wide <= width + 1, `${hash} at ${width}px is ${wide}px wide`);
     }
