@@ -122,6 +122,7 @@ awaitable<Response> Server::handle(const Request& request) {
     case Endpoint::kDrain: co_return co_await drain(r.verb == "drain");
     case Endpoint::kGc: co_return co_await gc(request);
     case Endpoint::kLog: co_return log(r.subject, r.target);
+    case Endpoint::kFleet: co_return fleet();
     case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
     case Endpoint::kNone: break;
   }
@@ -393,6 +394,15 @@ Response Server::hooks() {
     }
   }
   return json_response(http::status::ok, {{"hooks", std::move(list)}});
+}
+
+Response Server::fleet() {
+  std::optional<nlohmann::json> view = context_.fleet ? context_.fleet() : std::nullopt;
+  if (!view) {
+    return not_found("this daemon is in no fleet: start it with --fleet URL (docs/fleet.md); "
+                     "gpuq fleet status reads a fleet's bucket without a daemon");
+  }
+  return json_response(http::status::ok, *view);
 }
 
 awaitable<Response> Server::submit(const Request& request) {

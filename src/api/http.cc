@@ -162,6 +162,7 @@ Route route(http::verb method, std::string_view target) {
     if (s[1] == "gpus") return to(Endpoint::kGpus);
     if (s[1] == "hooks") return to(Endpoint::kHooks);
     if (s[1] == "events") return to(Endpoint::kEvents);
+    if (s[1] == "fleet") return to(Endpoint::kFleet);
   }
   if (s.size() == 2 && post) {
     if (s[1] == "jobs") return to(Endpoint::kSubmit);

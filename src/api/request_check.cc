@@ -34,6 +34,7 @@ Status check_request(const Route& route, const Request& request) {
     case Endpoint::kStatus:
     case Endpoint::kGpus:
     case Endpoint::kHooks:
+    case Endpoint::kFleet:
     case Endpoint::kDrain: return ok();
   }
   return ok();

@@ -43,6 +43,9 @@ struct ServerContext {
   std::function<std::vector<std::pair<std::string, int64_t>>()> hook_lags = {};
   // The event hooks, for GET /v1/hooks (statuses() is thread-safe). Unset: no hooks.
   const daemon::HookRunner* hooks = nullptr;
+  // GET /v1/fleet: the fleet's nodes and jobs as last read (app/fleet_view.h), without waiting
+  // for the bucket; thread-safe. Unset, or answering null: this daemon is in no fleet.
+  std::function<std::optional<nlohmann::json>()> fleet = {};
 };
 
 // The listener's limits that tests may lower; the defaults are model/limits.h's.
@@ -124,6 +127,7 @@ class Server {
   boost::asio::awaitable<Response> events(const Target& target);
   Response metrics();
   Response hooks();
+  Response fleet();
   // GET /v1/events/stream (sse.cc): Server-Sent Events on `socket` until the client leaves
   // or the server closes. Instantiated in sse.cc for both socket types.
   template <class Socket>

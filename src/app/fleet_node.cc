@@ -19,6 +19,9 @@ std::string host_name() {
   return name.substr(0, name.find('.'));
 }
 
+// How often the dashboard's Fleet page reads the bucket while somebody looks at it.
+constexpr int64_t kFleetViewRefreshMs = 15'000;
+
 std::string home_directory() {
   if (const char* home = std::getenv("HOME"); home && *home == '/') return home;
   if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir) return pw->pw_dir;
@@ -86,6 +89,12 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   } else {
     agent.data_problem = fmt::format("[fleet] data = {}: {}", configured.data, data_store.error().message);
   }
+  // The dashboard's view of the fleet reads through a store of its own, with the configured
+  // timeout: its readings wait for nothing else and nothing waits for them.
+  auto view_store = fleet::open_store(url, options);
+  if (!view_store) return fail(view_store.error().code, fmt::format("--fleet {}: {}", url, view_store.error().message));
+  node->view_ = std::make_unique<FleetView>(std::move(*view_store), url, node->node_,
+                                            std::chrono::milliseconds(kFleetViewRefreshMs));
   node->executor_ = std::make_unique<FleetExecutor>(actor, queue);
   node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent);
   return node;
@@ -105,6 +114,7 @@ void FleetNode::close() {
 
 void FleetNode::stop() {
   close();
+  if (view_) view_->stop();
   if (thread_) thread_->stop();
   thread_.reset();
 }

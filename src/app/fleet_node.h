@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/fleet_executor.h"
+#include "app/fleet_view.h"
 #include "base/paths.h"
 #include "cli/cli.h"
 #include "config/config.h"
@@ -33,6 +34,8 @@ class FleetNode {
   // Waits for the agent's thread to end (after the actor stopped).
   void stop();
   std::string describe() const;
+  // What GET /v1/fleet answers (FleetView::snapshot); thread-safe.
+  nlohmann::json view() const { return view_->snapshot(); }
 
  private:
   FleetNode() = default;
@@ -43,6 +46,7 @@ class FleetNode {
   std::unique_ptr<FleetExecutor> executor_;
   std::unique_ptr<fleet::Agent> agent_;
   std::unique_ptr<fleet::AgentThread> thread_;
+  std::unique_ptr<FleetView> view_;  // its own store: a handle is not shared between threads
 };
 
 }  // namespace gpuq::app

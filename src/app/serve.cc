@@ -245,6 +245,12 @@ int serve(const cli::DaemonFlags& flags) {
     for (const auto& status : hooks.statuses()) floor = std::min(floor, status.cursor);
     return floor;
   });
+  // Filled once the fleet is joined, below; the API thread starts after that.
+  std::unique_ptr<FleetNode> fleet_node;
+  server_context.fleet = [&fleet_node]() -> std::optional<nlohmann::json> {
+    if (!fleet_node) return std::nullopt;
+    return fleet_node->view();
+  };
   api::Server server(std::move(server_context), std::move(*read_store));
   queue.set_event_listener([&server, &hooks](int64_t seq) {
     server.notify_events(seq);
@@ -255,6 +261,7 @@ int serve(const cli::DaemonFlags& flags) {
   // it is ready, so a bad URL, key or store is an error of this start.
   auto fleet = FleetNode::join(flags, config->fleet, layout, actor_ioc, queue, GPUQ_VERSION);
   if (!fleet) return fail_start(fleet.error().message);
+  fleet_node = std::move(*fleet);
   // The GPU probe samples on its own thread (a sick driver can make one call hang); each
   // sample is handed to the actor.
   auto probe = gpu::choose_probe(*inventory);
@@ -279,7 +286,7 @@ int serve(const cli::DaemonFlags& flags) {
   asio::signal_set signals(actor_ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
     if (ec) return;
-    if (*fleet) (*fleet)->close();
+    if (fleet_node) fleet_node->close();
     queue.stop();
     server.close();
     api_ioc.stop();
@@ -287,16 +294,16 @@ int serve(const cli::DaemonFlags& flags) {
   });
   auto api_guard = asio::make_work_guard(api_ioc);
   std::thread api_thread([&] { api_ioc.run(); });
-  std::string fleet_note = *fleet ? fmt::format("  fleet: {}\n", (*fleet)->describe()) : "";
+  std::string fleet_note = fleet_node ? fmt::format("  fleet: {}\n", fleet_node->describe()) : "";
   say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}  gpus: {}\n{}",
                             GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), *http_note,
                             inventory->note, fleet_note));
-  if (*fleet) (*fleet)->start();
+  if (fleet_node) fleet_node->start();
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);
   actor_ioc.run();
   prober.reset();  // no more samples for a stopped actor
-  if (*fleet) (*fleet)->stop();
+  if (fleet_node) fleet_node->stop();
   // The actor has stopped: hook threads end (a delivery in flight gets a short grace), and the
   // cursors their last deliveries reached are written here, on what was the actor's thread.
   hooks.stop();

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "base/time.h"
@@ -25,6 +26,7 @@
 #include "fleet/layout.h"
 #include "fleet/testing/fake_executor.h"
 #include "fleet_daemon.h"
+#include "unix_http.h"
 #include "s3_server.h"
 #include "tcp_proxy.h"
 
@@ -307,6 +309,26 @@ TEST_F(FleetE2E, ThreeNodesRunThirtyJobsOfTwoClassesAndAPinnedChainEachExactlyOn
   auto left = store_->list("queues/");
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->objects.empty()) << left->objects.front().key;
+
+  // The dashboard's view of the fleet (GET /v1/fleet) from node a: every node, and the ended
+  // jobs, read by the daemon off its API thread once somebody asked.
+  nlohmann::json view;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto answer = gpuq::testing::unix_get(nodes_[0]->home() + "/gpuq.sock", "/v1/fleet");
+        if (answer.status != 200) return false;
+        view = nlohmann::json::parse(answer.body, nullptr, false);
+        return view.is_object() && !view["as_of_ms"].is_null();
+      },
+      kWaitMs))
+      << view.dump();
+  EXPECT_EQ(view["node"], "a");
+  std::set<std::string> names;
+  for (const auto& n : view["nodes"]) names.insert(n.value("name", ""));
+  EXPECT_EQ(names, (std::set<std::string>{"a", "b", "c"}));
+  size_t succeeded = 0;
+  for (const auto& j : view["jobs"]) succeeded += j.value("state", "") == "succeeded";
+  EXPECT_GT(succeeded, 0u) << view.dump();
 }
 
 // ---- 3. A node dies mid-run
