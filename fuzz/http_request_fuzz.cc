@@ -8,10 +8,15 @@
 // request_check.h documents (200, 400, 404, 413, 431), an HTTP status in 200..599 in any
 // case; it is the same when more bytes follow the request (bytes after the first request are
 // not read). No exception escapes, whatever the bytes.
+// The same request as if it came over TCP, judged by the TCP policy (api/http_policy.h) with a
+// token the bytes do not hold: it never reaches the API (a handler) without the token, whatever
+// its Host, Origin, cookies or path; a submit never passes; and whatever the policy answers
+// itself carries the security headers.
 #include <algorithm>
 #include <array>
 #include <string>
 
+#include "api/http_policy.h"
 #include "api/request_check.h"
 #include "fuzz_check.h"
 
@@ -37,6 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              answer);
   FUZZ_CHECK(is_documented(answer), "answered {}, which request_check.h does not document", answer);
   if (answer == 0) return 0;
+
+  if (auto request = gpuq::api::first_request(raw)) {
+    static const auto policy = gpuq::api::TcpPolicy::make(
+        std::string(64, 'f'), gpuq::ListenAddress{"127.0.0.1", 7878, false}, {"gpubox.lan"}, false);
+    auto judged = gpuq::api::judge_tcp_request(policy, *request);
+    bool holds_token = raw.find(policy.token) != std::string_view::npos;
+    FUZZ_CHECK(judged.has_value() || holds_token,
+               "a request without the token went through to the API: {} {}",
+               std::string(request->method_string()), std::string(request->target()));
+    if (judged) {
+      FUZZ_CHECK(judged->find("Content-Security-Policy") != judged->end(),
+                 "the policy answered {} without its security headers", judged->result_int());
+    }
+  }
 
   std::string followed = std::string(raw) + std::string(kNextRequest);
   const int again = gpuq::api::answer_status_for(followed);

@@ -70,14 +70,17 @@ bool etag_matches(std::string_view if_none_match, std::string_view etag) {
 Response static_file(const web::Asset& asset, const Request& request) {
   bool gzip = !asset.gzip_body.empty() && accepts_gzip(field(request, http::field::accept_encoding));
   Response res{http::status::ok, 11};
-  if (etag_matches(field(request, http::field::if_none_match), asset.etag)) {
+  // The gzip copy is another representation, so another strong validator: "HASH" -> "HASH-gz".
+  std::string etag(asset.etag);
+  if (gzip) etag.insert(etag.size() - 1, "-gz");
+  if (etag_matches(field(request, http::field::if_none_match), etag)) {
     res.result(http::status::not_modified);
   } else {
     res.set(http::field::content_type, std::string(asset.content_type));
     res.body() = std::string(gzip ? asset.gzip_body : asset.body);
     if (gzip) res.set(http::field::content_encoding, "gzip");
   }
-  res.set(http::field::etag, std::string(asset.etag));
+  res.set(http::field::etag, etag);
   res.set(http::field::vary, "Accept-Encoding");
   res.set(http::field::cache_control, "no-cache");
   add_tcp_headers(res, false);

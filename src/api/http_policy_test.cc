@@ -101,6 +101,14 @@ TEST(TcpPolicy, StaticFilesNeedNoToken) {
   ASSERT_TRUE(zipped);
   EXPECT_EQ(hdr(*zipped, http::field::content_encoding), "gzip");
   EXPECT_EQ(zipped->body(), index->gzip_body);
+  // Two encodings are two representations: each has its own strong validator.
+  std::string zipped_etag = hdr(*zipped, http::field::etag);
+  EXPECT_NE(zipped_etag, index->etag);
+  Request zipped_cached = gzip;
+  zipped_cached.set(http::field::if_none_match, zipped_etag);
+  EXPECT_EQ(judge_tcp_request(p, zipped_cached)->result(), http::status::not_modified);
+  zipped_cached.set(http::field::if_none_match, std::string(index->etag));
+  EXPECT_EQ(judge_tcp_request(p, zipped_cached)->result(), http::status::ok);
   gzip.set(http::field::accept_encoding, "gzip;q=0");
   EXPECT_EQ(hdr(*judge_tcp_request(p, gzip), http::field::content_encoding), "");
 

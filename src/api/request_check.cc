@@ -40,27 +40,53 @@ Status check_request(const Route& route, const Request& request) {
   return ok();
 }
 
-int answer_status_for(std::string_view raw) {
-  RequestParser parser;
+namespace {
+
+// Feeds `raw` to `parser` until it holds a whole request; `ec` says why not otherwise, and
+// `incomplete` is set when `raw` ended first.
+void feed(RequestParser& parser, std::string_view raw, boost::system::error_code& ec, bool& incomplete) {
   limit_parser(parser);
   parser.eager(true);
-  boost::system::error_code ec;
+  incomplete = false;
   boost::asio::const_buffer rest(raw.data(), raw.size());
   while (!parser.is_done() && rest.size() > 0) {
     size_t used = parser.put(rest, ec);
     rest += used;
     if (ec == http::error::need_more) {
-      if (used == 0) return 0;  // the parser holds a partial piece: the server would read more
+      if (used == 0) {  // the parser holds a partial piece: the server would read more
+        ec = {};
+        incomplete = true;
+        return;
+      }
       ec = {};
       continue;
     }
-    if (ec) break;
+    if (ec) return;
   }
+  if (!ec && !parser.is_done()) incomplete = true;
+}
+
+}  // namespace
+
+std::optional<Request> first_request(std::string_view raw) {
+  RequestParser parser;
+  boost::system::error_code ec;
+  bool incomplete = false;
+  feed(parser, raw, ec, incomplete);
+  if (ec || incomplete) return std::nullopt;
+  return parser.release();
+}
+
+int answer_status_for(std::string_view raw) {
+  RequestParser parser;
+  boost::system::error_code ec;
+  bool incomplete = false;
+  feed(parser, raw, ec, incomplete);
   if (ec) {
     auto refused = parse_error_response(ec);
     return refused ? static_cast<int>(refused->result_int()) : 0;
   }
-  if (!parser.is_done()) return 0;
+  if (incomplete) return 0;
   const Request& request = parser.get();
   Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
   if (where.endpoint == Endpoint::kNone) return static_cast<int>(http::status::not_found);

@@ -5,6 +5,7 @@
 // Pure; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "api/http.h"
@@ -22,5 +23,9 @@ Status check_request(const Route& route, const Request& request);
 // when `raw` ends before the request does (the server would wait for the rest, until the
 // idle timeout closes the connection). Bytes after the first request are not read.
 int answer_status_for(std::string_view raw);
+
+// The first request in `raw`, parsed under the same limits; null when the parser refuses it or
+// `raw` ends before it does. For the fuzz target of the TCP policy (http_policy.h).
+std::optional<Request> first_request(std::string_view raw);
 
 }  // namespace gpuq::api
