@@ -148,17 +148,19 @@ class Store {
   // number of finished jobs beyond those returned.
   Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit);
 
-  // A page of the queue: every unfinished job that is not pending, and the pending ones in
+  // A page of the queue: every unfinished job that is not pending, the pending ones in
   // serving order (`fifo`: queue_order alone, else priority then queue_order; then id),
-  // `offset` of them skipped and at most `limit` listed. Read through jobs_pending_order
-  // (schema 9): the cost follows the page, not the queue (FIFO order sorts the pending jobs).
+  // `offset` of them skipped and at most `limit` listed, and the latest `finished_limit`
+  // finished jobs, all with runs. Read through jobs_pending_order (schema 9): the cost follows
+  // the page, not the queue (FIFO order sorts the pending jobs).
   struct QueuePage {
-    std::vector<Job> others;   // held, running, blocked: by id
-    std::vector<Job> pending;  // the page, in serving order
+    std::vector<Job> others;    // held, running, blocked: by id
+    std::vector<Job> pending;   // the page, in serving order
+    std::vector<Job> finished;  // by id
     int64_t pending_total = 0;
     int64_t finished_total = 0;
   };
-  Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo);
+  Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
   // A run with what the report groups it by.

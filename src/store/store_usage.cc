@@ -1,11 +1,9 @@
-// The dashboard's reads and the one write the probe adds: utilisation samples of runs, a page
-// of the queue in serving order, the runs that overlap a time window, and job-less events of
-// one kind by time. Each read goes through an index of schema 9 (or older), so that its cost
+// The dashboard's reads and the one write the probe adds: utilisation samples of runs, the
+// runs that overlap a time window, and job-less events of one kind by time. Each read goes through an index of schema 9 (or older), so that its cost
 // follows what it returns, not the history kept. Lists of ids travel as one JSON array bound
 // to one parameter (json_each).
 #include <algorithm>
 #include <fmt/format.h>
-#include <unordered_map>
 
 #include "store/codec.h"
 #include "store/store.h"
@@ -15,14 +13,6 @@ namespace {
 
 std::string json_ids(const std::vector<int64_t>& ids) {
   return fmt::format("[{}]", fmt::join(ids, ","));
-}
-
-Result<int64_t> single_int(Database& db, const std::string& sql) {
-  auto stmt = db.prepare(sql);
-  if (!stmt) return tl::unexpected(stmt.error());
-  auto row = stmt->step();
-  if (!row) return tl::unexpected(row.error());
-  return stmt->int64(0);
 }
 
 }  // namespace
@@ -38,49 +28,6 @@ Status Store::add_run_sample(int64_t run_id, const RunSample& sample) {
     stmt->bind_null(3);
   }
   return stmt->bind(4, std::max<int64_t>(0, sample.mem_mib)).run();
-}
-
-Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo) {
-  QueuePage page;
-  auto others = query_jobs("WHERE state IN ('held','running','blocked')", [](Statement&) {}, true);
-  if (!others) return tl::unexpected(others.error());
-  page.others = std::move(*others);
-  // The page's ids in serving order: a range of jobs_pending_order for the priority order.
-  std::string order_sql =
-      fifo ? "SELECT id FROM jobs WHERE state = 'pending' ORDER BY queue_order, id LIMIT ? OFFSET ?"
-           : "SELECT id FROM jobs INDEXED BY jobs_pending_order WHERE state = 'pending' "
-             "ORDER BY priority, queue_order, id LIMIT ? OFFSET ?";
-  auto ids_stmt = db_->prepare(order_sql);
-  if (!ids_stmt) return tl::unexpected(ids_stmt.error());
-  ids_stmt->bind(1, static_cast<int64_t>(limit)).bind(2, static_cast<int64_t>(offset));
-  std::vector<int64_t> ids;
-  while (true) {
-    auto row = ids_stmt->step();
-    if (!row) return tl::unexpected(row.error());
-    if (!*row) break;
-    ids.push_back(ids_stmt->int64(0));
-  }
-  if (!ids.empty()) {
-    std::string list = json_ids(ids);
-    auto jobs = query_jobs("WHERE id IN (SELECT value FROM json_each(?))",
-                           [&list](Statement& s) { s.bind(1, list); }, true);
-    if (!jobs) return tl::unexpected(jobs.error());
-    std::unordered_map<int64_t, size_t> rank;
-    for (size_t i = 0; i < ids.size(); ++i) rank[ids[i]] = i;
-    std::sort(jobs->begin(), jobs->end(),
-              [&rank](const Job& a, const Job& b) { return rank[a.id] < rank[b.id]; });
-    page.pending = std::move(*jobs);
-  }
-  auto pending = single_int(*db_, "SELECT COUNT(*) FROM jobs WHERE state = 'pending'");
-  if (!pending) return tl::unexpected(pending.error());
-  page.pending_total = *pending;
-  auto finished = single_int(
-      *db_,
-      "SELECT (SELECT COUNT(*) FROM jobs) - "
-      "(SELECT COUNT(*) FROM jobs WHERE state IN ('pending','held','running','blocked'))");
-  if (!finished) return tl::unexpected(finished.error());
-  page.finished_total = *finished;
-  return page;
 }
 
 Result<std::vector<Store::UsageRun>> Store::usage_runs(int64_t from_ms, int64_t to_ms) {

@@ -112,17 +112,19 @@ TEST_F(UsageStore, AQueuePageIsInServingOrder) {
   int64_t low = job(JobState::kPending, 90, 2 * 1024);
   int64_t running = job(JobState::kRunning, 50, 5 * 1024);
   run(running, 1, 10, 0);
-  seed_job(JobState::kSucceeded, 5);
+  int64_t done = seed_job(JobState::kSucceeded, 5);
 
   auto page = store_->queue_page(0, 2, false);
   ASSERT_TRUE(page) << page.error().message;
+  EXPECT_TRUE(page->finished.empty());
   EXPECT_EQ(ids_of(page->pending), (Ids{urgent, early}));
   EXPECT_EQ(ids_of(page->others), (Ids{held, running}));
   EXPECT_EQ(page->others[1].runs.size(), 1u);
   EXPECT_EQ(page->pending_total, 4);
   EXPECT_EQ(page->finished_total, 1);
-  page = store_->queue_page(2, 10, false);
+  page = store_->queue_page(2, 10, false, 10);
   ASSERT_TRUE(page);
+  EXPECT_EQ(ids_of(page->finished), (Ids{done}));
   EXPECT_EQ(ids_of(page->pending), (Ids{late, low}));
   page = store_->queue_page(1, 2, true);  // FIFO: queue order alone
   ASSERT_TRUE(page);
