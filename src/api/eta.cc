@@ -13,6 +13,15 @@ bool EtaCache::fresh(int64_t now_ms, int64_t seq) const {
   return !stale && !changed;
 }
 
+const EtaCache::Etas& EtaCache::none(std::string note, int64_t now_ms, int64_t seq) {
+  cached_ = Etas{};
+  cached_.note = std::move(note);
+  computed_at_ms_ = now_ms;
+  computed_seq_ = seq;
+  cost_ms_ = kSlowMs;  // kept for kMaxAgeMs even across changes, as a slow simulation is
+  return cached_;
+}
+
 const EtaCache::Etas& EtaCache::get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
                                     const daemon::Config& config, int64_t now_ms, int64_t seq) {
   if (!fresh(now_ms, seq)) {

@@ -41,6 +41,9 @@ class EtaCache {
 
   // Whether get() would answer from the cache now (so a caller need not load the jobs).
   bool fresh(int64_t now_ms, int64_t seq) const;
+  // Caches "no ETAs" with `note` as if computed now: for a queue too big to load (more than
+  // kMaxJobs unfinished jobs), which a page of the queue need not load at all.
+  const Etas& none(std::string note, int64_t now_ms, int64_t seq);
 
   static constexpr int64_t kMaxAgeMs = 5'000;
   static constexpr int64_t kSlowMs = 200;

@@ -70,6 +70,12 @@ Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   if (!seq) return tl::unexpected(seq.error());
   const auto& inventory = context_.queue.inventory();
   if (etas_.fresh(now_ms, *seq)) return &etas_.get({}, inventory, context_.queue.config(), now_ms, *seq);
+  // A queue too deep to simulate is not loaded just to learn that (a page must stay cheap).
+  auto active = store_->active_count();
+  if (!active) return tl::unexpected(active.error());
+  if (*active > static_cast<int64_t>(EtaCache::kMaxJobs)) {
+    return &etas_.none(fmt::format("no ETAs: more than {} active jobs", EtaCache::kMaxJobs), now_ms, *seq);
+  }
   auto jobs = store_->status_jobs(0);
   if (!jobs) return tl::unexpected(jobs.error());
   return &etas_.get(jobs->active, inventory, context_.queue.config(), now_ms, *seq);

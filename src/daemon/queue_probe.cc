@@ -156,7 +156,8 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
       }
       sample.util = known ? (sum + known / 2) / known : -1;
       if (auto use = run_use.find(id); use != run_use.end()) sample.mem_mib = use->second.mem_mib;
-      samples.emplace_back(id, sample);
+      // A probe that tells nothing of its GPUs (the stand-in lane, no NVML) records nothing.
+      if (known > 0 || sample.mem_mib > 0) samples.emplace_back(id, sample);
     }
     auto use = run_use.find(id);
     if (use == run_use.end()) continue;

@@ -160,6 +160,8 @@ class Store {
     int64_t pending_total = 0;
     int64_t finished_total = 0;
   };
+  // How many jobs are unfinished (pending, held, running, blocked): an index count.
+  Result<int64_t> active_count();
   Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---

@@ -52,6 +52,10 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
   return out;
 }
 
+Result<int64_t> Store::active_count() {
+  return single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs WHERE {}", kActive));
+}
+
 Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo,
                                            size_t finished_limit) {
   QueuePage page;

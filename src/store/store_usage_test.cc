@@ -122,6 +122,7 @@ TEST_F(UsageStore, AQueuePageIsInServingOrder) {
   EXPECT_EQ(page->others[1].runs.size(), 1u);
   EXPECT_EQ(page->pending_total, 4);
   EXPECT_EQ(page->finished_total, 1);
+  EXPECT_EQ(store_->active_count().value_or(-1), 6);
   page = store_->queue_page(2, 10, false, 10);
   ASSERT_TRUE(page);
   EXPECT_EQ(ids_of(page->finished), (Ids{done}));
