@@ -7,11 +7,24 @@
 
 namespace gpuq::api {
 
-const EtaCache::Etas& EtaCache::get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
-                                    const daemon::Config& config, int64_t now_ms, int64_t seq) {
+bool EtaCache::fresh(int64_t now_ms, int64_t seq) const {
   bool stale = computed_at_ms_ == 0 || now_ms - computed_at_ms_ > kMaxAgeMs;
   bool changed = seq != computed_seq_ && cost_ms_ < kSlowMs;
-  if (stale || changed) {
+  return !stale && !changed;
+}
+
+const EtaCache::Etas& EtaCache::none(std::string note, int64_t now_ms, int64_t seq) {
+  cached_ = Etas{};
+  cached_.note = std::move(note);
+  computed_at_ms_ = now_ms;
+  computed_seq_ = seq;
+  cost_ms_ = kSlowMs;  // kept for kMaxAgeMs even across changes, as a slow simulation is
+  return cached_;
+}
+
+const EtaCache::Etas& EtaCache::get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
+                                    const daemon::Config& config, int64_t now_ms, int64_t seq) {
+  if (!fresh(now_ms, seq)) {
     auto started = std::chrono::steady_clock::now();
     cached_ = compute(jobs, inventory, config, now_ms);
     cost_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
@@ -120,7 +133,16 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     etas.note = "no ETAs: " + result.error().message;
     return etas;
   }
-  for (const auto& row : result->jobs) etas.start_ms[std::stoll(row.name)] = now_ms + row.start_ms;
+  std::unordered_map<int64_t, const Job*> by_id;
+  for (const Job& job : jobs) by_id[job.id] = &job;
+  for (const auto& row : result->jobs) {
+    int64_t id = std::stoll(row.name);
+    etas.start_ms[id] = now_ms + row.start_ms;
+    const Job* job = by_id[id];
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    etas.runs[id] = {job->spec.name, job->spec.gpus, now_ms + row.start_ms,
+                     now_ms + row.start_ms + bound(job->spec)};
+  }
   return etas;
 }
 

@@ -19,8 +19,16 @@ namespace gpuq::api {
 
 class EtaCache {
  public:
+  // A waiting job's predicted run, for GET /v1/timeline.
+  struct Predicted {
+    std::string name;      // "" when none
+    int gpus = 0;
+    int64_t start_ms = 0;  // epoch ms, as in start_ms
+    int64_t end_ms = 0;    // its start plus its estimate (or timeout)
+  };
   struct Etas {
     std::unordered_map<int64_t, int64_t> start_ms;  // job id -> predicted start (epoch ms)
+    std::unordered_map<int64_t, Predicted> runs;    // job id -> its predicted run
     std::string note;                               // why there are none, when there are none
   };
 
@@ -30,6 +38,12 @@ class EtaCache {
   // for kMaxAgeMs even across changes, so that status stays cheap.
   const Etas& get(const std::vector<Job>& jobs, const gpu::Inventory& inventory,
                   const daemon::Config& config, int64_t now_ms, int64_t seq);
+
+  // Whether get() would answer from the cache now (so a caller need not load the jobs).
+  bool fresh(int64_t now_ms, int64_t seq) const;
+  // Caches "no ETAs" with `note` as if computed now: for a queue too big to load (more than
+  // kMaxJobs unfinished jobs), which a page of the queue need not load at all.
+  const Etas& none(std::string note, int64_t now_ms, int64_t seq);
 
   static constexpr int64_t kMaxAgeMs = 5'000;
   static constexpr int64_t kSlowMs = 200;

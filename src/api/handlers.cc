@@ -104,7 +104,7 @@ Result<std::optional<size_t>> finished_param(const Target& target) {
 
 }  // namespace
 
-awaitable<Response> Server::handle(const Request& request) {
+awaitable<Response> Server::handle(const Request& request, std::string user) {
   Route r = route(request.method(), std::string_view(request.target().data(), request.target().size()));
   switch (r.endpoint) {
     case Endpoint::kMetrics: co_return metrics();
@@ -114,15 +114,17 @@ awaitable<Response> Server::handle(const Request& request) {
     case Endpoint::kHooks: co_return hooks();
     case Endpoint::kReleaseGpu: co_return co_await release_gpu(r.subject, request);
     case Endpoint::kEvents: co_return co_await events(r.target);
-    case Endpoint::kSubmit: co_return co_await submit(request);
+    case Endpoint::kSubmit: co_return co_await submit(request, std::move(user));
     case Endpoint::kShow: co_return show(r.subject);
     case Endpoint::kCancel: co_return co_await cancel(r.subject);
     case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
-    case Endpoint::kPlan: co_return co_await submit_plan(request);
+    case Endpoint::kPlan: co_return co_await submit_plan(request, std::move(user));
     case Endpoint::kDrain: co_return co_await drain(r.verb == "drain");
     case Endpoint::kGc: co_return co_await gc(request);
     case Endpoint::kLog: co_return log(r.subject, r.target);
     case Endpoint::kFleet: co_return fleet();
+    case Endpoint::kTimeline: co_return timeline(r.target);
+    case Endpoint::kReport: co_return report(r.target);
     case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
     case Endpoint::kNone: break;
   }
@@ -263,29 +265,12 @@ Response Server::status(const Target& target) {
   auto finished = finished_param(target);
   if (!finished) return error_response(finished.error());
   bool active_only = target.param("active") == "1";
-  // Every unfinished job and only the latest finished ones: the cost follows the queue, not
-  // the history kept.
-  auto jobs = store_->status_jobs(active_only ? std::optional<size_t>(0) : *finished);
-  if (!jobs) return error_response(jobs.error());
-  attach_reasons(jobs->active);
+  // Every unfinished job (or a page of the pending ones) and only the latest finished ones:
+  // the cost follows the queue, not the history kept.
+  auto list = status_list(target, active_only ? std::optional<size_t>(0) : *finished);
+  if (!list) return error_response(list.error());
   const auto& inventory = context_.queue.inventory();
   int64_t now = wall_now_ms();
-  auto seq = store_->last_seq();
-  const auto& etas = etas_.get(jobs->active, inventory, context_.queue.config(), now, seq ? *seq : 0);
-  std::vector<Job> all;
-  all.reserve(jobs->active.size() + jobs->finished.size());
-  std::merge(std::make_move_iterator(jobs->active.begin()), std::make_move_iterator(jobs->active.end()),
-             std::make_move_iterator(jobs->finished.begin()), std::make_move_iterator(jobs->finished.end()),
-             std::back_inserter(all), [](const Job& a, const Job& b) { return a.id < b.id; });
-  nlohmann::json list = nlohmann::json::array();
-  for (const Job& job : all) {
-    nlohmann::json j = job_to_json(job);
-    if (job.state == JobState::kPending) {
-      auto it = etas.start_ms.find(job.id);
-      j["eta"] = it == etas.start_ms.end() ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(std::max(now, it->second)));
-    }
-    list.push_back(std::move(j));
-  }
   auto waits = context_.queue.waits();
   nlohmann::json lanes = nlohmann::json::array();
   for (const auto& lane : context_.queue.config().lanes) {
@@ -296,15 +281,17 @@ Response Server::status(const Target& target) {
     lanes.push_back({{"name", lane.name}, {"capacity", lane.capacity}, {"used", holders.size()},
                      {"excludes", lane.excludes}, {"jobs", holders}});
   }
-  return json_response(http::status::ok, {{"gpu_mode", inventory.mode},
-                                          {"gpu_note", inventory.note},
-                                          {"draining", waits->draining},
-                                          {"eta_note", etas.note},
-                                          {"lanes", std::move(lanes)},
-                                          {"watch", open_episodes(now)},
-                                          {"resources", resource_objects(inventory.resources)},
-                                          {"jobs", std::move(list)},
-                                          {"finished_total", jobs->finished_total}});
+  nlohmann::json body = {{"gpu_mode", inventory.mode},
+                         {"gpu_note", inventory.note},
+                         {"draining", waits->draining},
+                         {"eta_note", list->eta_note},
+                         {"lanes", std::move(lanes)},
+                         {"watch", open_episodes(now)},
+                         {"resources", resource_objects(inventory.resources)},
+                         {"jobs", std::move(list->jobs)},
+                         {"finished_total", list->finished_total}};
+  if (list->pending_total) body["pending_total"] = *list->pending_total;
+  return json_response(http::status::ok, body);
 }
 
 Response Server::show(const std::string& ref) {
@@ -316,6 +303,7 @@ Response Server::show(const std::string& ref) {
   std::vector<Job> one{std::move(**job)};
   attach_reasons(one);
   nlohmann::json out = job_to_json(one[0]);
+  attach_samples(one[0], out);
   const JobSpec& spec = one[0].spec;
   // What the daemon schedules this job with while it is not finished (queue_submit.cc).
   if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty() && !is_terminal(one[0].state)) {
@@ -405,9 +393,10 @@ Response Server::fleet() {
   return json_response(http::status::ok, *view);
 }
 
-awaitable<Response> Server::submit(const Request& request) {
+awaitable<Response> Server::submit(const Request& request, std::string user) {
   auto spec = decode_submit(request.body());
   if (!spec) co_return error_response(spec.error());
+  spec->user = std::move(user);  // who sent it, never the body's say
   // Before the actor sees it, which must never wait on a file system (docs/architecture.md).
   std::vector<DirToCheck> cwd(1);  // built step by step: GCC 12 miscompiles braces in coroutines
   cwd[0].path = spec->cwd;
@@ -482,9 +471,10 @@ awaitable<Response> Server::gc(const Request& request) {
   co_return json_response(http::status::ok, daemon::gc_report_to_json(*report));
 }
 
-awaitable<Response> Server::submit_plan(const Request& request) {
+awaitable<Response> Server::submit_plan(const Request& request, std::string user) {
   auto decoded = decode_plan(request.body());
   if (!decoded) co_return error_response(decoded.error());
+  for (JobSpec& job : decoded->jobs) job.user = user;
   std::vector<DirToCheck> cwds;
   for (const JobSpec& job : decoded->jobs) {
     bool seen = false;

@@ -163,6 +163,8 @@ Route route(http::verb method, std::string_view target) {
     if (s[1] == "hooks") return to(Endpoint::kHooks);
     if (s[1] == "events") return to(Endpoint::kEvents);
     if (s[1] == "fleet") return to(Endpoint::kFleet);
+    if (s[1] == "timeline") return to(Endpoint::kTimeline);
+    if (s[1] == "report") return to(Endpoint::kReport);
   }
   if (s.size() == 2 && post) {
     if (s[1] == "jobs") return to(Endpoint::kSubmit);

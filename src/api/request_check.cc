@@ -31,7 +31,9 @@ Status check_request(const Route& route, const Request& request) {
     case Endpoint::kNone:
     case Endpoint::kMetrics:
     case Endpoint::kHealth:
-    case Endpoint::kStatus:
+    case Endpoint::kStatus:  // its queries (finished, pending_*, from_ms, since...) are
+    case Endpoint::kTimeline:  // checked by the handlers only
+    case Endpoint::kReport:
     case Endpoint::kGpus:
     case Endpoint::kHooks:
     case Endpoint::kFleet:

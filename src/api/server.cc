@@ -13,6 +13,9 @@
 #include <exception>
 #include <malloc.h>
 #include <type_traits>
+#include <map>
+#include <mutex>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,6 +68,27 @@ bool peer_is_trusted(int fd) {
   socklen_t len = sizeof peer;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return false;
   return peer.uid == ::getuid() || peer.uid == 0;
+}
+
+std::string peer_user_name(int fd) {
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return "";
+  // Looked up once per uid (a directory service may be slow); trusted peers are few.
+  static std::mutex mutex;
+  static std::map<uid_t, std::string> names;
+  std::lock_guard lock(mutex);
+  if (auto it = names.find(peer.uid); it != names.end()) return it->second;
+  std::string buf(16 << 10, '\0');
+  passwd pw{};
+  passwd* found = nullptr;
+  std::string name = std::to_string(peer.uid);  // as os::user_name names a uid without a name
+  if (::getpwuid_r(peer.uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_name != nullptr && found->pw_name[0] != '\0') {
+    name = found->pw_name;
+  }
+  names.emplace(peer.uid, name);
+  return name;
 }
 
 Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
@@ -205,10 +229,10 @@ awaitable<void> Server::answer_and_close(Socket& socket, Response response) {
   socket.close(ec);
 }
 
-awaitable<Response> Server::answer(const Request& request) {
+awaitable<Response> Server::answer(const Request& request, std::string user) {
   std::string what = fmt::format("{} {}", std::string(request.method_string()),
                                  std::string(request.target()));
-  awaitable<Response> handled = handle(request);  // not a temporary of the co_await (see refuse)
+  awaitable<Response> handled = handle(request, std::move(user));  // not a temporary of the co_await (see refuse)
   co_return co_await answer_or_internal_error(std::move(handled), std::move(what));
 }
 
@@ -216,8 +240,10 @@ template <class Socket>
 awaitable<void> Server::session(Socket socket, ConnectionSlot) {
   // Only the daemon's own user (or root) may drive it, whatever the socket's mode says. Over
   // TCP, the policy judges each request instead.
+  std::string user;  // recorded with its submits; over TCP, the daemon's own user
   if constexpr (!kTcp<Socket>) {
     if (!peer_is_trusted(socket.native_handle())) co_return;
+    user = peer_user_name(socket.native_handle());
   }
   SocketDeadline deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
@@ -249,7 +275,7 @@ awaitable<void> Server::session(Socket socket, ConnectionSlot) {
     if (judged) {
       response = std::move(*judged);
     } else {
-      response = co_await answer(request);
+      response = co_await answer(request, user);
       if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
     }
     response.version(request.version());

@@ -61,6 +61,9 @@ struct ServerLimits {
 // Whether the peer on unix socket `fd` is the daemon's own user or root (SO_PEERCRED). A peer
 // whose credentials cannot be read is refused, not let through.
 bool peer_is_trusted(int fd);
+// The login name of the peer on unix socket `fd` (SO_PEERCRED), recorded as the user of the
+// jobs it submits; "" when its credentials cannot be read.
+std::string peer_user_name(int fd);
 
 class Server {
  public:
@@ -79,8 +82,9 @@ class Server {
   // Stops accepting; open long-polls answer at once.
   void close();
 
-  // Answers one request (also used by tests without a socket).
-  boost::asio::awaitable<Response> handle(const Request& request);
+  // Answers one request (also used by tests without a socket). `user`: who sent it, the
+  // login name recorded with the jobs it submits; "" (TCP, tests): the daemon's own user.
+  boost::asio::awaitable<Response> handle(const Request& request, std::string user = "");
 
  private:
   using UnixSocket = boost::asio::local::stream_protocol::socket;
@@ -114,13 +118,13 @@ class Server {
   template <class Socket>
   boost::asio::awaitable<void> answer_and_close(Socket& socket, Response response);
   // A request, answered (with the backstop of answer_or_internal_error).
-  boost::asio::awaitable<Response> answer(const Request& request);
+  boost::asio::awaitable<Response> answer(const Request& request, std::string user);
 
-  boost::asio::awaitable<Response> submit(const Request& request);
+  boost::asio::awaitable<Response> submit(const Request& request, std::string user);
   boost::asio::awaitable<Response> cancel(const std::string& ref);
   boost::asio::awaitable<Response> control(const std::string& ref, const std::string& verb,
                                            const Request& request);
-  boost::asio::awaitable<Response> submit_plan(const Request& request);
+  boost::asio::awaitable<Response> submit_plan(const Request& request, std::string user);
   boost::asio::awaitable<Response> drain(bool draining);
   boost::asio::awaitable<Response> gc(const Request& request);
   boost::asio::awaitable<Response> release_gpu(const std::string& gpu, const Request& request);
@@ -134,7 +138,25 @@ class Server {
   boost::asio::awaitable<void> stream_events(Socket& socket, const Request& request,
                                              const Target& target);
   Response show(const std::string& ref);
+  // Adds each run's "samples" (at most 200, downsampled) to a job's JSON (report_handlers.cc).
+  void attach_samples(const Job& job, nlohmann::json& out);
   Response status(const Target& target);
+  // The jobs of GET /v1/status (status_jobs.cc): every unfinished job (or, with
+  // ?pending_limit=, a page of the pending ones in serving order) and the latest `finished`,
+  // each pending job with its ETA and serving position.
+  struct StatusList {
+    nlohmann::json jobs;
+    std::string eta_note;
+    int64_t finished_total = 0;
+    std::optional<int64_t> pending_total;  // set for a page
+  };
+  Result<StatusList> status_list(const Target& target, std::optional<size_t> finished);
+  // The ETAs of the waiting jobs (etas_), loading the unfinished jobs only when the cache
+  // cannot answer.
+  Result<const EtaCache::Etas*> current_etas(int64_t now_ms);
+  // GET /v1/timeline and GET /v1/report (report_handlers.cc; docs/api.md).
+  Response timeline(const Target& target);
+  Response report(const Target& target);
   Response gpus();
   Response health();
   // GET /v1/health's "http": {"listen", "allow_submit"}, or null without a TCP listener.

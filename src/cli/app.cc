@@ -37,6 +37,7 @@ struct Parsed {
   GpusOptions gpus;
   HooksOptions hooks;
   GcOptions gc;
+  ReportOptions report;
   CheckOptions check;
   ServiceOptions service;
   LintOptions lint;
@@ -306,6 +307,20 @@ void define_commands(CLI::App& app, Parsed& p) {
   gc->add_flag("--dry-run", p.gc.dry_run, "say what would be removed; remove nothing");
   gc->add_flag("--json", p.gc.json, "print the daemon's answer as JSON");
 
+  auto* report = add_command(app, p, "report",
+                             "GPU usage over a window: GPU-hours and shares by user, name, "
+                             "outcome or GPU; waits; hours idle, lost and free while jobs waited");
+  report->add_option("--since", p.report.since, "the window's start: a duration back from now or "
+                                                "an RFC 3339 time")
+      ->type_name("WHEN")
+      ->default_str("7d");
+  report->add_option("--until", p.report.until, "the window's end (default now)")->type_name("WHEN");
+  report->add_option("--by", p.report.by, "group by user, name, outcome or gpu")
+      ->type_name("KEY")
+      ->default_str("user");
+  report->add_flag("--json", p.report.json, "print the daemon's answer as JSON");
+  report->add_flag("--csv", p.report.csv, "print the groups as CSV: a header row, one row per group");
+
   auto* check = add_command(app, p, "check",
                             "exit 0 when the daemon answers, its heartbeat is fresh and nothing "
                             "needs a person; else one line per problem (for cron and monitoring)");
@@ -423,6 +438,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (command == "gpus") return run_gpus(ctx, p.gpus);
   if (command == "hooks") return run_hooks(ctx, p.hooks);
   if (command == "gc") return run_gc(ctx, p.gc);
+  if (command == "report") return run_report(ctx, p.report);
   if (command == "check") return run_check(ctx, p.check);
   if (command == "dashboard") return run_dashboard(ctx, p.dashboard);
   if (command == "service") {

@@ -205,6 +205,23 @@ struct GcOptions {
 constexpr Millis kGcTimeout{600'000};
 int run_gc(Context& ctx, const GcOptions& options);
 
+// `gpuq report`: GPU usage, waits and waste over a window (GET /v1/report, docs/report.md).
+struct ReportOptions {
+  std::string since = "7d";  // a duration back from now, or an RFC 3339 time
+  std::string until;         // the same; empty: now
+  std::string by = "user";   // user, name, outcome or gpu
+  bool json = false;
+  bool csv = false;
+};
+// A report over a long window reads many samples.
+constexpr Millis kReportTimeout{120'000};
+// The request target, or a usage error (exit 2) for a bad --since, --until or --by.
+Outcome<std::string> build_report_target(const ReportOptions& options);
+// The text table and the CSV (a header row, one row per group) of a report answer.
+std::string report_text(const Json& report, bool color);
+std::string report_csv(const Json& report);
+int run_report(Context& ctx, const ReportOptions& options);
+
 // `gpuq service install|uninstall`: the daemon as a systemd unit (cli/service_unit.h). It writes
 // or removes the unit file only, and prints the systemctl commands to run; it contacts no daemon.
 struct ServiceOptions {

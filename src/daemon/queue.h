@@ -242,6 +242,7 @@ private:
     bool cleanup_begun = false;   // exited; the sweep for its marker has its GPUs and lanes
     bool stop_recorded = true;    // run.stop_reason is in the store
     std::optional<RunEnd> ended;  // exited; the end waits to be recorded (the store failed)
+    int64_t sampled_ms = 0;       // its latest utilisation sample (queue_probe.cc); 0: none yet
   };
   // A finished run whose GPUs and lanes stay held until the sweep for its marker is confirmed.
   struct Cleaning {
@@ -324,7 +325,8 @@ private:
   Status recover_cleanups();
   int slot_named(const std::string& gpu) const;
 
-  // The GPU probe (queue_probe.cc): foreign processes, usage, peak memory per run.
+  // The GPU probe (queue_probe.cc): foreign processes, usage, peak memory, utilisation
+  // samples and the GPUs seen per run.
   std::optional<std::pair<int64_t, int>> learned_gpu_mem(const std::string& name);
 
   // Preemption (queue_preempt.cc).

@@ -88,9 +88,18 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
   for (const auto& [id, a] : active_) {
     if (a.state != JobState::kRunning && id != job_id) order.push_back(&a);
   }
-  std::sort(order.begin(), order.end(), [](const ActiveJob* a, const ActiveJob* b) {
-    return a->priority != b->priority ? a->priority < b->priority : a->queue_order < b->queue_order;
-  });
+  auto before = [](const ActiveJob* a, const ActiveJob* b) {
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->queue_order != b->queue_order ? a->queue_order < b->queue_order : a->id < b->id;
+  };
+  std::sort(order.begin(), order.end(), before);
+  // Where it was, for an undo (job.moved's from_*): its key and the job it followed.
+  nlohmann::json from_after = nullptr;
+  for (const auto* a : order) {
+    if (before(a, &job)) from_after = a->id;
+  }
+  nlohmann::json moved = {{"from_priority", job.priority}, {"from_queue_order", job.queue_order},
+                          {"from_after", from_after}};
   int priority = job.priority;
   int64_t queue_order = job.queue_order;
   using W = MoveRequest::Where;
@@ -145,7 +154,9 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
   }
   auto committed = commit([&]() -> Status {
     if (auto st = store_.set_queue_position(job_id, priority, queue_order); !st) return st;
-    return add_event("job.moved", job_id, std::nullopt, {{"priority", priority}, {"queue_order", queue_order}});
+    moved["priority"] = priority;
+    moved["queue_order"] = queue_order;
+    return add_event("job.moved", job_id, std::nullopt, moved);
   });
   if (!committed) return tl::unexpected(unavailable(committed.error()));
   job.priority = priority;

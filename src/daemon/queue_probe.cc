@@ -1,8 +1,11 @@
 // The Queue's side of the GPU probe: each sample tells which GPU processes belong to runs (by
 // marker or ancestry, runner/ownership.h) and which are foreign, keeps each GPU's usage for
 // status and admission, and records each run's peak GPU memory — the footprint later runs of
-// the same job name inherit when they declare none.
+// the same job name inherit when they declare none. It also records, in the same commit, a
+// utilisation sample of each running run at most every kSampleEveryMs (the dashboard's job
+// page and `gpuq report`'s idle-held hours) and the GPUs each run's processes were seen on.
 #include <fmt/format.h>
+#include <set>
 #include <unordered_set>
 
 #include "base/time.h"
@@ -10,6 +13,18 @@
 #include "runner/ownership.h"
 
 namespace gpuq::daemon {
+namespace {
+
+// At most one utilisation sample per running run this often (docs/api.md, "samples").
+constexpr int64_t kSampleEveryMs = 30'000;
+
+// What one run showed in one probe.
+struct RunUse {
+  int64_t mem_mib = 0;        // its processes' memory, summed over GPUs
+  std::set<int> seen_slots;   // GPUs its processes were listed on
+};
+
+}  // namespace
 
 std::optional<std::pair<int64_t, int>> Queue::learned_gpu_mem(const std::string& name) {
   // Most names never had a footprint: answer those from memory, without a query.
@@ -47,6 +62,8 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   std::unordered_set<int> invisible;  // listed pids not in /proc now
   bool usage_changed = false;
   std::unordered_map<int64_t, int64_t> run_mem;  // job id → most MiB on one of its GPUs
+  std::unordered_map<int64_t, RunUse> run_use;    // job id → this probe's use
+  std::vector<int> slot_util(inventory_.resources.size(), -1);
   for (const gpu::GpuSample& g : sample->gpus) {
     int slot = -1;
     for (size_t s = 0; s < inventory_.resources.size(); ++s) {
@@ -65,6 +82,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     for (const gpu::GpuProcess& p : g.processes) {
       auto owner = runner::owning_job(world_.processes(), p.pid, markers);
       if (owner) {
+        run_use[*owner].seen_slots.insert(slot);
         owned[*owner] += p.used_memory_mib;
         owned_total += p.used_memory_mib;
         owned_unknown = owned_unknown || p.used_memory_mib == 0;
@@ -89,6 +107,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
                                g.memory_used_mib >= config_.foreign_memory_mib;
     health.memory_used_mib = g.memory_used_mib;
     health.utilization = g.utilization;
+    slot_util[slot] = g.utilization;
     health.other_memory_mib = (g.processes.empty() || owned_unknown) ? (held ? 0 : g.memory_used_mib)
                                                                      : std::max<int64_t>(0, g.memory_used_mib - owned_total);
     usage_changed = usage_changed || before.memory_used_mib != health.memory_used_mib ||
@@ -97,7 +116,10 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     // A run alone on a GPU whose processes are not listed (another PID namespace) is charged
     // the GPU's whole use.
     if (g.processes.empty() && holders_[slot].size() == 1) owned[holders_[slot].front()] = g.memory_used_mib;
-    for (const auto& [job, mib] : owned) run_mem[job] = std::max(run_mem[job], mib);
+    for (const auto& [job, mib] : owned) {
+      run_mem[job] = std::max(run_mem[job], mib);
+      run_use[job].mem_mib += mib;
+    }
     observations.push_back(std::move(o));
   }
   invisible_pids_ = std::move(invisible);
@@ -115,10 +137,57 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
       new_peaks.emplace_back(live.run.id, peak);
     }
   }
-  if (events.empty() && new_peaks.empty()) return;
+  // Utilisation samples that are due, and runs seen on GPUs not seen before.
+  int64_t now = world_.now_ms();
+  std::vector<std::pair<int64_t, RunSample>> samples;  // job id → sample
+  std::vector<std::pair<int64_t, std::set<int>>> seen;  // job id → every slot seen so far
+  for (auto& [id, live] : running_) {
+    if (live.settling || live.ended) continue;
+    // A run without GPUs has no utilisation to sample (but may be seen on one).
+    if (!live.slots.empty() && (live.sampled_ms == 0 || now - live.sampled_ms >= kSampleEveryMs)) {
+      RunSample sample;
+      sample.time_ms = now;
+      int sum = 0, known = 0;
+      for (int slot : live.slots) {
+        if (slot >= 0 && slot < static_cast<int>(slot_util.size()) && slot_util[slot] >= 0) {
+          sum += slot_util[slot];
+          ++known;
+        }
+      }
+      sample.util = known ? (sum + known / 2) / known : -1;
+      if (auto use = run_use.find(id); use != run_use.end()) sample.mem_mib = use->second.mem_mib;
+      // A probe that tells nothing of its GPUs (the stand-in lane, no NVML) records nothing.
+      if (known > 0 || sample.mem_mib > 0) samples.emplace_back(id, sample);
+    }
+    auto use = run_use.find(id);
+    if (use == run_use.end()) continue;
+    std::set<int> slots;
+    for (const auto& name : live.run.seen_gpus) {
+      if (int slot = slot_named(name); slot >= 0) slots.insert(slot);
+    }
+    size_t before = slots.size();
+    slots.insert(use->second.seen_slots.begin(), use->second.seen_slots.end());
+    if (slots.size() != before) seen.emplace_back(id, std::move(slots));
+  }
+  if (events.empty() && new_peaks.empty() && samples.empty() && seen.empty()) return;
+  auto seen_names = [this](const std::set<int>& slots) {
+    std::pair<std::vector<std::string>, std::vector<int>> out;
+    for (int slot : slots) {
+      out.first.push_back(inventory_.resources[slot].name);
+      if (inventory_.resources[slot].index) out.second.push_back(*inventory_.resources[slot].index);
+    }
+    return out;
+  };
   auto committed = commit([&]() -> Status {
     for (const auto& [row, mib] : new_peaks) {
       if (auto st = store_.set_peak_gpu_mem(row, mib); !st) return st;
+    }
+    for (const auto& [id, sample] : samples) {
+      if (auto st = store_.add_run_sample(running_.at(id).run.id, sample); !st) return st;
+    }
+    for (const auto& [id, slots] : seen) {
+      auto [names, indices] = seen_names(slots);
+      if (auto st = store_.set_seen_gpus(running_.at(id).run.id, names, indices); !st) return st;
     }
     for (const auto& e : events) {
       if (auto st = add_event(e.kind, std::nullopt, std::nullopt, e.data); !st) return st;
@@ -128,6 +197,14 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   // Not recorded: the tracker forgets this probe, so the next one tells the same again. (The
   // peaks stay in memory: they are recorded with the run's end at the latest.)
   if (!committed) foreign_ = std::move(before);
+  if (committed) {
+    for (const auto& [id, sample] : samples) running_.at(id).sampled_ms = sample.time_ms;
+    for (const auto& [id, slots] : seen) {
+      auto [names, indices] = seen_names(slots);
+      running_.at(id).run.seen_gpus = std::move(names);
+      running_.at(id).run.seen_gpu_indices = std::move(indices);
+    }
+  }
   if (!events.empty()) request_pass();
 }
 

@@ -2,9 +2,11 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <set>
+#include <unistd.h>
 
 #include "base/time.h"
 #include "daemon/queue.h"
+#include "os/process_table.h"
 #include "runner/run_env.h"
 #include "spec/script.h"
 
@@ -32,6 +34,12 @@ Status Queue::check_and_resolve(JobSpec& spec,
   if (spec.gpus > static_cast<int>(inventory_.resources.size())) {
     return bad(fmt::format("job asks for {} GPU{}; this machine has {}", spec.gpus,
                            spec.gpus == 1 ? "" : "s", gpu_count_text(inventory_)));
+  }
+  // Who submitted it: the API names the unix socket's peer; otherwise (TCP, the fleet agent
+  // without a submitter, tests) the daemon's own user.
+  if (spec.user.empty()) {
+    static const std::string daemon_user = os::user_name(::geteuid());
+    spec.user = daemon_user;
   }
   if (spec.cwd.empty() || spec.cwd[0] != '/') {
     return bad(fmt::format("the working directory '{}' must be an absolute path", spec.cwd));

@@ -74,6 +74,10 @@ bool Agent::start_local(Held& held, int64_t wall) {
   spec.name.clear();  // names belong to the fleet; the local job is known by its fleet id
   spec.cwd = options_.workdir;
   spec.fleet_id = fj.id;
+  // The local job's user is the fleet submitter's ("user@host"); the daemon's own when the
+  // spec does not say (docs/fleet.md).
+  std::string submitter = fj.submitted_by.substr(0, fj.submitted_by.find('@'));
+  spec.user = submitter == "?" ? "" : submitter;
   spec.env["GPUQ_FLEET_ID"] = fj.id;
   spec.env["GPUQ_FLEET_NODE"] = options_.node;
   spec.env["GPUQ_FLEET_ATTEMPT"] = std::to_string(held.claim.attempt);

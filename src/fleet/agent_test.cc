@@ -286,3 +286,29 @@ TEST(FleetAgent, AnIdleNodePollsOneSmallObjectAndListsRarely) {
 // A store whose replaces fail (transiently) while fail_replaces > 0.
 }  // namespace
 }  // namespace gpuq::fleet
+
+namespace gpuq::fleet {
+namespace {
+
+using namespace testing;
+
+// The local job carries the fleet submitter's user (docs/fleet.md), for `gpuq report`; "" (the
+// node daemon's user) when the spec does not say.
+TEST(FleetAgent, TheLocalJobIsTheFleetSubmittersUser) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  FleetJob known = seed(a.store, "any", 1, 5);
+  known.submitted_by = "carol@box3";
+  publish(a.store, known);
+  FleetJob unknown = seed(a.store, "any", 1, 6);
+  unknown.submitted_by = "?@box3";
+  publish(a.store, unknown);
+  a.run_until(2'000);
+  std::map<std::string, std::string> users;
+  for (const auto& [id, spec] : a.executor.specs) users[spec.fleet_id] = spec.user;
+  EXPECT_EQ(users, (std::map<std::string, std::string>{{known.id, "carol"}, {unknown.id, ""}}));
+}
+
+}  // namespace
+}  // namespace gpuq::fleet

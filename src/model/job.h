@@ -108,6 +108,10 @@ struct JobSpec {
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
   std::string source;                      // where it was declared ("plan.json:12"), for messages
   std::string fleet_id;                    // the fleet job it runs (docs/fleet.md); "" for local jobs
+  // The login name of the submitter, recorded by the daemon (never taken from a request body):
+  // the unix socket peer's; else the daemon's own (TCP, a fleet job without a submitter); ""
+  // for jobs of older daemons. Not part of same_work.
+  std::string user;
 };
 
 // Whether two specs describe the same work, for idempotent submits by name: everything that
@@ -136,6 +140,19 @@ struct Run {
   int64_t preempt_deadline_ms = 0; // yield: when the stop turns into SIGTERM; 0 when none
   std::string boot_id;             // the boot it started in; "" for runs of older daemons
   std::string log_note;            // why output.log may lack output; "" when it is whole
+  // The GPUs the probe saw the run's processes on (names, and device indices of those that
+  // have one), which may differ from `gpus` when a job ignores CUDA_VISIBLE_DEVICES.
+  std::vector<std::string> seen_gpus;
+  std::vector<int> seen_gpu_indices;
+};
+
+// One utilisation sample of a running run (at most one per 30 s): the mean utilisation of its
+// GPUs (-1 unknown) and the GPU memory its processes used, summed over its GPUs.
+struct RunSample {
+  int64_t time_ms = 0;
+  int util = -1;
+  int64_t mem_mib = 0;
+  bool operator==(const RunSample&) const = default;
 };
 
 struct Job {

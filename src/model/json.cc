@@ -1,5 +1,7 @@
 #include "model/json.h"
 
+#include <algorithm>
+
 #include "base/time.h"
 
 namespace gpuq {
@@ -57,6 +59,20 @@ nlohmann::json run_to_json(const Run& run) {
       {"log_note", run.log_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.log_note)},
       {"log_incomplete", !run.log_note.empty()},
   };
+  // The GPUs its processes were seen on, in the form of `gpus`; a mismatch is a process on a
+  // GPU the run was not given.
+  nlohmann::json seen = nlohmann::json::array();
+  if (run.gpu_indices.size() == run.gpus.size() && run.seen_gpu_indices.size() == run.seen_gpus.size()) {
+    for (int i : run.seen_gpu_indices) seen.push_back(i);
+  } else {
+    for (const auto& name : run.seen_gpus) seen.push_back(name);
+  }
+  bool mismatch = false;
+  for (const auto& name : run.seen_gpus) {
+    mismatch = mismatch || std::find(run.gpus.begin(), run.gpus.end(), name) == run.gpus.end();
+  }
+  j["seen_gpus"] = std::move(seen);
+  j["gpu_mismatch"] = mismatch;
   return j;
 }
 
@@ -66,6 +82,7 @@ nlohmann::json job_to_json(const Job& job) {
   return {
       {"id", job.id},
       {"name", job.spec.name.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.name)},
+      {"user", job.spec.user.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.user)},
       {"state", to_string(job.state)},
       {"priority", job.spec.priority},
       {"gpus_requested", job.spec.gpus},

@@ -11,14 +11,16 @@ namespace gpuq {
 
 // {"number","gpus":[indices or names],"started_at","ended_at","exit_code","signal","outcome",
 //  "verified","started_at_ms","ended_at_ms","run_id","peak_gpu_mem_mib","preempted_by",
-//  "preempt_deadline"}; absent values are null (`preempted_by` is null when no job preempts
-//  or preempted the run, `peak_gpu_mem_mib` when the probe saw none).
+//  "preempt_deadline","log_note","log_incomplete","seen_gpus":[as gpus],"gpu_mismatch"};
+//  absent values are null (`preempted_by` is null when no job preempts or preempted the run,
+//  `peak_gpu_mem_mib` when the probe saw none). GET /v1/jobs/{ref} adds "samples".
 nlohmann::json run_to_json(const Run& run);
 
-// {"id","name","state","priority","gpus_requested","reason","submitted_at","finished_at",
+// {"id","name","user","state","priority","gpus_requested","reason","submitted_at","finished_at",
 //  "command","cwd","runs":[...],...,"preempt","restart_within_ms"}; `name` is null when the
-//  job has none; `preempt` is "never", "yield" or "restart"; `restart_within_ms` is null when
-//  unset. The API may add fields it alone knows, such as "gpu_mem_learned".
+//  job has none, `user` for jobs of daemons older than it; `preempt` is "never", "yield" or
+//  "restart"; `restart_within_ms` is null when unset. The API may add fields it alone knows,
+//  such as "gpu_mem_learned".
 nlohmann::json job_to_json(const Job& job);
 
 }  // namespace gpuq

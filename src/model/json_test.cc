@@ -63,5 +63,39 @@ TEST(JobJson, PreemptionFieldsWhenSet) {
   EXPECT_EQ(j["runs"][0]["peak_gpu_mem_mib"], 0);
 }
 
+TEST(JobJson, UserAndTheGpusARunWasSeenOn) {
+  Job job;
+  job.id = 5;
+  gpuq::Run run;
+  run.number = 1;
+  run.gpus = {"gpu0", "gpu1"};
+  run.gpu_indices = {0, 1};
+  job.runs.push_back(run);
+  json j = job_to_json(job);
+  EXPECT_TRUE(j["user"].is_null()) << "a job of an older daemon";
+  EXPECT_EQ(j["runs"][0]["seen_gpus"], json::array());
+  EXPECT_EQ(j["runs"][0]["gpu_mismatch"], false);
+
+  job.spec.user = "ann";
+  job.runs[0].seen_gpus = {"gpu1"};
+  job.runs[0].seen_gpu_indices = {1};
+  j = job_to_json(job);
+  EXPECT_EQ(j["user"], "ann");
+  EXPECT_EQ(j["runs"][0]["seen_gpus"], json::parse("[1]"));
+  EXPECT_EQ(j["runs"][0]["gpu_mismatch"], false);
+
+  job.runs[0].seen_gpus = {"gpu1", "gpu3"};
+  job.runs[0].seen_gpu_indices = {1, 3};
+  EXPECT_EQ(job_to_json(job)["runs"][0]["gpu_mismatch"], true);
+  // On the stand-in lane (no index) both are names.
+  job.runs[0].gpus = {"gpu0"};
+  job.runs[0].gpu_indices = {};
+  job.runs[0].seen_gpus = {"gpu0"};
+  job.runs[0].seen_gpu_indices = {};
+  j = job_to_json(job);
+  EXPECT_EQ(j["runs"][0]["seen_gpus"], json::parse(R"(["gpu0"])"));
+  EXPECT_EQ(j["runs"][0]["gpu_mismatch"], false);
+}
+
 }  // namespace
 }  // namespace gpuq

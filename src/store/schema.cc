@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 8> kMigrations = {
+constexpr std::array<const char*, 9> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -170,6 +170,32 @@ CREATE TABLE pruned_counts (
   count INTEGER NOT NULL CHECK (count >= 0),
   PRIMARY KEY (family, key)
 );
+)sql",
+    // 9: the dashboard's data (docs/api.md, "Timeline" and "Report").
+    // - jobs.user: the login name of the submitter ('' for jobs of older daemons).
+    // - runs.seen_gpus / seen_gpu_indices: the GPUs the run's processes were seen on by the
+    //   probe (JSON lists, as runs.gpus / gpu_indices), to tell a job that uses GPUs it was not
+    //   given.
+    // - run_samples: at most one row per running run per 30 s (utilisation, the memory of its
+    //   processes), deleted with their run (store_prune.cc). Keyed by run, then time: a run's
+    //   samples are one range.
+    // - runs_by_end: finished runs by end time, so the runs overlapping a window (timeline,
+    //   report) are a range read of this index plus the running ones (runs_running).
+    // - jobs_pending_order: pending jobs in serving order, so a page of the queue
+    //   (status?pending_limit=) reads the page, not the queue.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN user TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN seen_gpus TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN seen_gpu_indices TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE run_samples (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  time INTEGER NOT NULL,
+  util INTEGER CHECK (util IS NULL OR util BETWEEN 0 AND 100),
+  mem_mib INTEGER NOT NULL CHECK (mem_mib >= 0),
+  PRIMARY KEY (run_id, time)
+) WITHOUT ROWID;
+CREATE INDEX runs_by_end ON runs(ended_at) WHERE ended_at IS NOT NULL;
+CREATE INDEX jobs_pending_order ON jobs(priority, queue_order, id) WHERE state = 'pending';
 )sql",
 };
 

@@ -12,11 +12,11 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count, retry_at, retry_base, conditions_false_since";
+    "lost_count, retry_at, retry_base, conditions_false_since, user";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
-    "preempted_by, preempt_deadline, boot_id, log_note";
+    "preempted_by, preempt_deadline, boot_id, log_note, seen_gpus, seen_gpu_indices";
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -38,6 +38,7 @@ Result<Job> job_from_row(const Statement& row) {
   job.retry_at_ms = row.int64(11);
   job.retry_base = static_cast<int>(row.int64(12));
   job.conditions_false_since_ms = row.int64(13);
+  job.spec.user = row.text(14);
   return job;
 }
 
@@ -68,6 +69,8 @@ Result<Run> run_from_row(const Statement& row) {
   run.preempt_deadline_ms = row.int64(18);
   run.boot_id = row.text(19);
   run.log_note = row.text(20);
+  run.seen_gpus = decode_strings(row.text(21));
+  run.seen_gpu_indices = decode_ints(row.text(22));
   return run;
 }
 
@@ -113,7 +116,7 @@ Status Store::transaction(const std::function<Status()>& fn) { return in_transac
 Result<int64_t> Store::insert_job(const Job& job) {
   auto stmt = db_->prepare(
       "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
-      "lost_count, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "lost_count, finished_at, user) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   if (job.spec.name.empty()) {
     stmt->bind_null(1);
@@ -128,7 +131,8 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(7, job.reason)
       .bind(8, job.submitted_at_ms)
       .bind(9, job.lost_count)
-      .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt);
+      .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt)
+      .bind(11, job.spec.user);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }
@@ -259,6 +263,13 @@ Status Store::set_peak_gpu_mem(int64_t run_id, int64_t mib) {
   auto stmt = db_->prepare("UPDATE runs SET peak_gpu_mem_mib = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   return stmt->bind(1, mib).bind(2, run_id).run();
+}
+
+Status Store::set_seen_gpus(int64_t run_id, const std::vector<std::string>& names,
+                            const std::vector<int>& indices) {
+  auto stmt = db_->prepare("UPDATE runs SET seen_gpus = ?, seen_gpu_indices = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, encode_strings(names)).bind(2, encode_ints(indices)).bind(3, run_id).run();
 }
 
 Status Store::set_cleanup(int64_t run_id, CleanupState state) {

@@ -61,6 +61,13 @@ class Store {
   // deadline (0: none was asked).
   Status set_preemption(int64_t run_id, int64_t by, int64_t deadline_ms);
   Status set_peak_gpu_mem(int64_t run_id, int64_t mib);
+  // The GPUs the probe has seen the run's processes on (names, and the device indices of
+  // those that have one).
+  Status set_seen_gpus(int64_t run_id, const std::vector<std::string>& names,
+                       const std::vector<int>& indices);
+  // One utilisation sample of a running run (store_usage.cc); a second at the same time
+  // replaces the first.
+  Status add_run_sample(int64_t run_id, const RunSample& sample);
   Status set_cleanup(int64_t run_id, CleanupState state);
   Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
                     std::optional<int> signal, RunOutcome outcome);
@@ -119,8 +126,8 @@ class Store {
   // Reads through the jobs_finished index: the cost follows `limit` and `keep`, not history.
   Result<PruneSelection> select_prunable(int64_t cutoff_ms, const std::unordered_set<int64_t>& keep,
                                          size_t limit);
-  // Deletes these jobs and every row that refers to them: runs, events, the watchers' open
-  // episodes. Run directories are the caller's. Inside the caller's transaction().
+  // Deletes these jobs and every row that refers to them: runs (and their samples), events,
+  // the watchers' open episodes. Run directories are the caller's. Inside the caller's transaction().
   Status prune_jobs(const std::vector<int64_t>& ids);
   // The newest event of these jobs (0 when they have none): pruning them must wait while a hook
   // has not delivered it.
@@ -140,6 +147,51 @@ class Store {
   // `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
   // number of finished jobs beyond those returned.
   Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit);
+
+  // A page of the queue: every unfinished job that is not pending, the pending ones in
+  // serving order (`fifo`: queue_order alone, else priority then queue_order; then id),
+  // `offset` of them skipped and at most `limit` listed, and the latest `finished_limit`
+  // finished jobs, all with runs. Read through jobs_pending_order (schema 9): the cost follows
+  // the page, not the queue (FIFO order sorts the pending jobs).
+  struct QueuePage {
+    std::vector<Job> others;    // held, running, blocked: by id
+    std::vector<Job> pending;   // the page, in serving order
+    std::vector<Job> finished;  // by id
+    int64_t pending_total = 0;
+    int64_t finished_total = 0;
+  };
+  // How many jobs are unfinished (pending, held, running, blocked): an index count.
+  Result<int64_t> active_count();
+  Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0);
+
+  // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
+  // A run with what the report groups it by.
+  struct UsageRun {
+    int64_t run_id = 0;     // the row id (samples are keyed by it)
+    int64_t job_id = 0;
+    int number = 0;
+    std::string name;       // the name it ran under ("" when none)
+    std::string user;       // the job's submitter ("" for jobs of older daemons)
+    int gpus_requested = 0;
+    int64_t submitted_at_ms = 0;  // the job's
+    std::vector<std::string> gpus;
+    int64_t started_at_ms = 0;
+    int64_t ended_at_ms = 0;      // 0 while running
+    RunOutcome outcome = RunOutcome::kRunning;
+  };
+  // Runs that overlap [from_ms, to_ms): started before `to_ms` and running or ended after
+  // `from_ms`; by start time. Reads runs_by_end (schema 9) and runs_running, so the cost
+  // follows the runs that ended since `from_ms`, not the history.
+  Result<std::vector<UsageRun>> usage_runs(int64_t from_ms, int64_t to_ms);
+  // The samples of these runs (row ids) with from_ms <= time < to_ms, by run then time.
+  using SamplesByRun = std::unordered_map<int64_t, std::vector<RunSample>>;
+  Result<SamplesByRun> run_samples(const std::vector<int64_t>& run_ids, int64_t from_ms,
+                                   int64_t to_ms);
+  // Job-less events of `kind` with from_ms <= time < to_ms, and the latest one in the
+  // `lookback_ms` before `from_ms` (what was going on when the window opened), oldest first.
+  // Through events_jobless.
+  Result<std::vector<Event>> jobless_events(const std::string& kind, int64_t from_ms,
+                                            int64_t to_ms, int64_t lookback_ms);
 
   // Virtual-machine steps of this store's queries so far (Database::vm_steps), for tests
   // that check a read's cost does not grow with history.

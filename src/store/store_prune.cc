@@ -116,6 +116,9 @@ Status Store::prune_jobs(const std::vector<int64_t>& ids) {
       "WHERE job_id IN (SELECT value FROM json_each(?1)) GROUP BY outcome "
       "ON CONFLICT(family, key) DO UPDATE SET count = count + excluded.count",
       "DELETE FROM events WHERE job_id IN (SELECT value FROM json_each(?1))",
+      // Samples before their runs (they refer to them), one range of the key per run.
+      "DELETE FROM run_samples WHERE run_id IN "
+      "(SELECT id FROM runs WHERE job_id IN (SELECT value FROM json_each(?1)))",
       "DELETE FROM runs WHERE job_id IN (SELECT value FROM json_each(?1))",
       // A job watcher's episode is keyed "job.<watcher>:<job id>" (daemon/watchers.h).
       "DELETE FROM watch_episodes WHERE key GLOB 'job.*:*' AND "

@@ -1,6 +1,9 @@
-// The jobs GET /v1/status shows: every unfinished job and the latest finished ones, read
-// through indexes (jobs_active, jobs_finished) so that a long history costs nothing here.
+// The jobs GET /v1/status shows: every unfinished job and the latest finished ones, or a page
+// of the pending ones in serving order, read through indexes (jobs_active, jobs_finished,
+// jobs_pending_order) so that neither a long history nor a deep queue costs much here.
+#include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -19,6 +22,19 @@ constexpr const char* kLatestFinished =
     "state IN ('succeeded','failed','cancelled','skipped') "
     "ORDER BY finished_at DESC, id DESC LIMIT ?";
 
+// Every job is active or finished: all jobs (which SQLite counts page by page in its smallest
+// index, without decoding rows) less the active ones (an index range).
+const std::string kFinishedTotal =
+    fmt::format("SELECT (SELECT COUNT(*) FROM jobs) - (SELECT COUNT(*) FROM jobs WHERE {})", kActive);
+
+Result<int64_t> single_int(Database& db, const std::string& sql) {
+  auto stmt = db.prepare(sql);
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return stmt->int64(0);
+}
+
 }  // namespace
 
 Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limit) {
@@ -30,15 +46,63 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
       [limit](Statement& s) { s.bind(1, limit); }, true);
   if (!jobs) return tl::unexpected(jobs.error());
   for (Job& job : *jobs) (is_terminal(job.state) ? out.finished : out.active).push_back(std::move(job));
-  // Every job is active or finished: all jobs (which SQLite counts page by page in its
-  // smallest index, without decoding rows) less the active ones (an index range).
-  auto count = db_->prepare(fmt::format(
-      "SELECT (SELECT COUNT(*) FROM jobs) - (SELECT COUNT(*) FROM jobs WHERE {})", kActive));
-  if (!count) return tl::unexpected(count.error());
-  auto row = count->step();
-  if (!row) return tl::unexpected(row.error());
-  out.finished_total = count->int64(0);
+  auto finished_total = single_int(*db_, kFinishedTotal);
+  if (!finished_total) return tl::unexpected(finished_total.error());
+  out.finished_total = *finished_total;
   return out;
 }
+
+Result<int64_t> Store::active_count() {
+  return single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs WHERE {}", kActive));
+}
+
+Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo,
+                                           size_t finished_limit) {
+  QueuePage page;
+  if (finished_limit > 0) {
+    auto finished = query_jobs(fmt::format("WHERE id IN ({})", kLatestFinished),
+                               [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
+                               true);
+    if (!finished) return tl::unexpected(finished.error());
+    page.finished = std::move(*finished);
+  }
+  auto others = query_jobs("WHERE state IN ('held','running','blocked')", [](Statement&) {}, true);
+  if (!others) return tl::unexpected(others.error());
+  page.others = std::move(*others);
+  // The page's ids in serving order: a range of jobs_pending_order for the priority order.
+  std::string order_sql =
+      fifo ? "SELECT id FROM jobs WHERE state = 'pending' ORDER BY queue_order, id LIMIT ? OFFSET ?"
+           : "SELECT id FROM jobs INDEXED BY jobs_pending_order WHERE state = 'pending' "
+             "ORDER BY priority, queue_order, id LIMIT ? OFFSET ?";
+  auto ids_stmt = db_->prepare(order_sql);
+  if (!ids_stmt) return tl::unexpected(ids_stmt.error());
+  ids_stmt->bind(1, static_cast<int64_t>(limit)).bind(2, static_cast<int64_t>(offset));
+  std::vector<int64_t> ids;
+  while (true) {
+    auto row = ids_stmt->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    ids.push_back(ids_stmt->int64(0));
+  }
+  if (!ids.empty()) {
+    std::string list = fmt::format("[{}]", fmt::join(ids, ","));
+    auto jobs = query_jobs("WHERE id IN (SELECT value FROM json_each(?))",
+                           [&list](Statement& s) { s.bind(1, list); }, true);
+    if (!jobs) return tl::unexpected(jobs.error());
+    std::unordered_map<int64_t, size_t> rank;
+    for (size_t i = 0; i < ids.size(); ++i) rank[ids[i]] = i;
+    std::sort(jobs->begin(), jobs->end(),
+              [&rank](const Job& a, const Job& b) { return rank[a.id] < rank[b.id]; });
+    page.pending = std::move(*jobs);
+  }
+  auto pending = single_int(*db_, "SELECT COUNT(*) FROM jobs WHERE state = 'pending'");
+  if (!pending) return tl::unexpected(pending.error());
+  page.pending_total = *pending;
+  auto finished_total = single_int(*db_, kFinishedTotal);
+  if (!finished_total) return tl::unexpected(finished_total.error());
+  page.finished_total = *finished_total;
+  return page;
+}
+
 
 }  // namespace gpuq::store

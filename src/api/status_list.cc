@@ -1,0 +1,146 @@
+// The jobs of GET /v1/status: every unfinished job and the latest finished ones, or, with
+// ?pending_limit=N&pending_offset=M, the unfinished jobs that are not pending and one page of
+// the pending ones in serving order (docs/api.md, "Status"). Each pending job carries its ETA
+// and its serving position (1-based, the order the scheduler considers pending jobs in).
+#include <algorithm>
+#include <charconv>
+#include <iterator>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "api/server.h"
+#include "base/time.h"
+#include "model/json.h"
+
+namespace gpuq::api {
+namespace {
+
+// The most pending jobs one page may list.
+constexpr size_t kMaxPendingLimit = 10'000;
+
+struct PendingPage {
+  size_t offset = 0;
+  size_t limit = 0;
+};
+
+Result<size_t> count_param(const Target& target, std::string_view key, size_t max) {
+  std::string text = target.param(key);
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > max) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("{}={}: give a whole number from 0 to {}", key, text, max));
+  }
+  return value;
+}
+
+// ?pending_limit=N (and ?pending_offset=M, default 0); nullopt when neither is given.
+Result<std::optional<PendingPage>> page_param(const Target& target) {
+  if (!target.find("pending_limit")) {
+    if (target.find("pending_offset")) {
+      return fail(Code::kInvalidArgument, "pending_offset needs pending_limit (the page's size)");
+    }
+    return std::optional<PendingPage>();
+  }
+  PendingPage page;
+  auto limit = count_param(target, "pending_limit", kMaxPendingLimit);
+  if (!limit) return tl::unexpected(limit.error());
+  page.limit = *limit;
+  if (target.find("pending_offset")) {
+    auto offset = count_param(target, "pending_offset", std::numeric_limits<int32_t>::max());
+    if (!offset) return tl::unexpected(offset.error());
+    page.offset = *offset;
+  }
+  return std::optional<PendingPage>(page);
+}
+
+// Serving order, as sched::scheduling_order sorts pending jobs: priority (unless FIFO), then
+// queue order, then id.
+bool serves_before(const Job& a, const Job& b, bool fifo) {
+  if (!fifo && a.spec.priority != b.spec.priority) return a.spec.priority < b.spec.priority;
+  return a.queue_order != b.queue_order ? a.queue_order < b.queue_order : a.id < b.id;
+}
+
+}  // namespace
+
+Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
+  auto seq = store_->last_seq();
+  if (!seq) return tl::unexpected(seq.error());
+  const auto& inventory = context_.queue.inventory();
+  if (etas_.fresh(now_ms, *seq)) return &etas_.get({}, inventory, context_.queue.config(), now_ms, *seq);
+  // A queue too deep to simulate is not loaded just to learn that (a page must stay cheap).
+  auto active = store_->active_count();
+  if (!active) return tl::unexpected(active.error());
+  if (*active > static_cast<int64_t>(EtaCache::kMaxJobs)) {
+    return &etas_.none(fmt::format("no ETAs: more than {} active jobs", EtaCache::kMaxJobs), now_ms, *seq);
+  }
+  auto jobs = store_->status_jobs(0);
+  if (!jobs) return tl::unexpected(jobs.error());
+  return &etas_.get(jobs->active, inventory, context_.queue.config(), now_ms, *seq);
+}
+
+Result<Server::StatusList> Server::status_list(const Target& target, std::optional<size_t> finished) {
+  auto page = page_param(target);
+  if (!page) return tl::unexpected(page.error());
+  bool fifo = daemon::policy_of(context_.queue.config()) == sched::Policy::kFifo;
+  int64_t now = wall_now_ms();
+  StatusList out;
+  std::vector<Job> listed;
+  std::unordered_map<int64_t, int64_t> positions;  // pending job → serving position
+  const EtaCache::Etas* etas = nullptr;
+  if (*page) {
+    size_t finished_limit = finished ? *finished : static_cast<size_t>(std::numeric_limits<int64_t>::max());
+    auto q = store_->queue_page((*page)->offset, (*page)->limit, fifo, finished_limit);
+    if (!q) return tl::unexpected(q.error());
+    attach_reasons(q->others);
+    attach_reasons(q->pending);
+    for (size_t i = 0; i < q->pending.size(); ++i) {
+      positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
+    }
+    auto current = current_etas(now);
+    if (!current) return tl::unexpected(current.error());
+    etas = *current;
+    out.pending_total = q->pending_total;
+    out.finished_total = q->finished_total;
+    // The others by id, the page in serving order, then the finished jobs by id.
+    listed = std::move(q->others);
+    std::move(q->pending.begin(), q->pending.end(), std::back_inserter(listed));
+    std::move(q->finished.begin(), q->finished.end(), std::back_inserter(listed));
+  } else {
+    auto jobs = store_->status_jobs(finished);
+    if (!jobs) return tl::unexpected(jobs.error());
+    attach_reasons(jobs->active);
+    std::vector<const Job*> pending;
+    for (const Job& job : jobs->active) {
+      if (job.state == JobState::kPending) pending.push_back(&job);
+    }
+    std::sort(pending.begin(), pending.end(),
+              [fifo](const Job* a, const Job* b) { return serves_before(*a, *b, fifo); });
+    for (size_t i = 0; i < pending.size(); ++i) positions[pending[i]->id] = static_cast<int64_t>(i + 1);
+    auto seq = store_->last_seq();
+    etas = &etas_.get(jobs->active, context_.queue.inventory(), context_.queue.config(), now, seq ? *seq : 0);
+    out.finished_total = jobs->finished_total;
+    listed.reserve(jobs->active.size() + jobs->finished.size());
+    std::merge(std::make_move_iterator(jobs->active.begin()), std::make_move_iterator(jobs->active.end()),
+               std::make_move_iterator(jobs->finished.begin()), std::make_move_iterator(jobs->finished.end()),
+               std::back_inserter(listed), [](const Job& a, const Job& b) { return a.id < b.id; });
+  }
+  out.eta_note = etas->note;
+  out.jobs = nlohmann::json::array();
+  for (const Job& job : listed) {
+    nlohmann::json j = job_to_json(job);
+    if (job.state == JobState::kPending) {
+      auto it = etas->start_ms.find(job.id);
+      j["eta"] = it == etas->start_ms.end() ? nlohmann::json(nullptr)
+                                            : nlohmann::json(format_rfc3339(std::max(now, it->second)));
+      auto position = positions.find(job.id);
+      j["serving_position"] = position == positions.end() ? nlohmann::json(nullptr) : nlohmann::json(position->second);
+    }
+    out.jobs.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace gpuq::api
