@@ -46,6 +46,9 @@ try {
   await waitFor(() => d.json(['show', String(train)]).state === 'running', 'training running');
   await waitFor(async () => (await d.api('/v1/status')).resources.some((r) => r.state === 'foreign'), 'gpu3 foreign', 60000);
 
+  // Utilisation samples come at most every 30 s: wait for two, for the job page's sparkline.
+  await waitFor(async () => ((await d.api(`/v1/jobs/${train}`)).runs[0].samples || []).length >= 2, 'two samples', 100000)
+    .catch(() => console.log('no utilisation samples yet: the job page shows none'));
   browser = await launch();
   const page = await newPage(browser, { width: 1280, height: 860 });
   await page.goto(d.link());
