@@ -17,7 +17,9 @@ export function hours(h) {
 }
 
 export function pct(x) {
-  return x == null ? '—' : `${Math.round(x * 100)}%`;
+  if (x == null) return '—';
+  const p = x * 100;
+  return p > 0 && p < 10 ? `${p.toFixed(1)}%` : `${Math.round(p)}%`;
 }
 
 export function time(ms) {

@@ -45,7 +45,7 @@ function Runs({ job }) {
         const end = r.ended_at_ms || (r.outcome === 'running' ? Date.now() : null);
         return html`<tr>
           <td>${r.number}</td><td>${runGpus(r)}</td>
-          <td>${r.seen_gpus ? runGpus({ gpus: r.seen_gpus }) : '—'}
+          <td>${r.seen_gpus && r.seen_gpus.length ? runGpus({ gpus: r.seen_gpus }) : '—'}
             ${r.gpu_mismatch && html` <span class="badge attention" title="its processes were seen on a GPU the run was not given">mismatch</span>`}</td>
           <td>${time(r.started_at_ms)}</td><td>${end && r.started_at_ms ? dur(end - r.started_at_ms) : '—'}</td>
           <td>${r.exit_code != null ? r.exit_code : r.signal ? `signal ${r.signal}` : '—'}</td>
