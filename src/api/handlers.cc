@@ -305,6 +305,15 @@ Response Server::show(const std::string& ref) {
   nlohmann::json out = job_to_json(one[0]);
   attach_samples(one[0], out);
   const JobSpec& spec = one[0].spec;
+  // What the job runs, for people (the Job page): the script snapshot taken at submit with its
+  // arguments, or the command's words. Never in GET /v1/status, which lists many jobs.
+  if (!spec.script_text.empty()) {
+    out["script"] = {{"name", spec.script_name}, {"text", spec.script_text}, {"args", spec.script_args}};
+    out["argv"] = nullptr;
+  } else {
+    out["script"] = nullptr;
+    out["argv"] = spec.argv;
+  }
   // What the daemon schedules this job with while it is not finished (queue_submit.cc).
   if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty() && !is_terminal(one[0].state)) {
     if (auto learned = store_->learned_footprint(spec.name); learned && *learned) {

@@ -22,6 +22,14 @@ TEST(CliFlow, ScriptSubmitRunsTheSnapshotWithTheRunEnvironment) {
   ASSERT_EQ(h.gpuq({"wait", "train", "--timeout", "30s"}).status, 0);
   auto log = h.gpuq({"logs", "train"});
   EXPECT_EQ(log.out, "args=--lr 3 id=" + std::to_string(id) + " run=1 gpus=0,1 resume=0 pwd=" + h.work() + "\n");
+  // gpuq show (and the dashboard's Job page) shows the snapshot that ran, with its arguments.
+  auto shown = h.show(id);
+  ASSERT_TRUE(shown["script"].is_object()) << shown.dump();
+  EXPECT_EQ(shown["script"]["name"], "train.sh");
+  EXPECT_EQ(shown["script"]["text"].get<std::string>().find("edited"), std::string::npos);
+  EXPECT_NE(shown["script"]["text"].get<std::string>().find("args=$*"), std::string::npos);
+  EXPECT_EQ(shown["script"]["args"], nlohmann::json::array({"--lr", "3"}));
+  EXPECT_TRUE(shown["argv"].is_null());
 }
 
 TEST(CliFlow, ShowJsonHasTheContractFields) {
@@ -43,6 +51,8 @@ TEST(CliFlow, ShowJsonHasTheContractFields) {
   EXPECT_EQ(run["exit_code"], 3);
   EXPECT_EQ(run["gpus"], nlohmann::json::array({0}));
   EXPECT_NE(j["reason"].get<std::string>().find("exit code 3"), std::string::npos);
+  EXPECT_TRUE(j["script"].is_null());  // submit_sh submits a command
+  EXPECT_EQ(j["argv"], nlohmann::json::array({"sh", "-c", "exit 3"}));
 }
 
 TEST(CliFlow, StatusJsonListsResourcesAndJobs) {

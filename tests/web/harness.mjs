@@ -168,11 +168,6 @@ export async function run(name, body, options = {}) {
     await body(daemon, browser);
     console.log(`PASS ${name}`);
   } catch (e) {
-    if (e.skip) {  // SKIP_RETURN_CODE in tests/web/CMakeLists.txt
-      console.log(`SKIP ${name}: ${e.message}`);
-      process.exitCode = 77;
-      return;
-    }
     console.error(`FAIL ${name}: ${e.stack || e}`);
     if (daemon.home) console.error(`daemon home: ${daemon.home}`);
     process.exitCode = 1;
