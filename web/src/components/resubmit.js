@@ -17,6 +17,7 @@ export function Resubmit({ job }) {
     const body = { gpus: Number(gpus), priority: Number(priority), cwd: job.cwd };
     if (name) body.name = name;
     if (job.script && job.script.text) body.script = { name: job.script.name, text, args: job.script.args || [] };
+    else if (Array.isArray(job.argv) && text === job.command) body.argv = job.argv;  // unchanged: the same words
     else body.argv = ['/bin/sh', '-c', text];
     if (!(await ask({ title: 'Submit this job?', text: `${gpus} GPU(s), priority ${priority}, in ${job.cwd}`, confirm: 'Submit' }))) return;
     try {
