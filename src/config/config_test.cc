@@ -13,6 +13,23 @@ namespace {
 
 constexpr std::string_view kPath = "/home/ann/.gpuq/config.toml";
 
+// A config.toml that must be refused, where (line:column) and with what words.
+struct Mistake {
+  std::string text;
+  std::string where;
+  std::string says;
+};
+
+void expect_refused(std::initializer_list<Mistake> mistakes) {
+  for (const Mistake& m : mistakes) {
+    auto config = parse_config(m.text, kPath);
+    ASSERT_FALSE(config.has_value()) << m.text;
+    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + m.where), std::string::npos)
+        << config.error().message;
+    EXPECT_NE(config.error().message.find(m.says), std::string::npos) << config.error().message;
+  }
+}
+
 constexpr std::string_view kFullExample = R"([lanes.net]
 capacity = 1
 excludes = ["gpu"]    # a download and GPU work never run at the same time
@@ -526,21 +543,10 @@ secret_access_key = "secret"
 }
 
 TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
-  struct Case {
-    std::string text;
-    std::string where;
-    std::string says;
-  };
-  for (const Case& c : {Case{"[fleet]\nlease = 60\n", "2:9", "fleet.lease must be a duration in quotes"},
-                        Case{"[fleet]\nclasses = \"a,b\"\n", "2:11", "fleet.classes must be a list"},
-                        Case{"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
-                        Case{"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}}) {
-    auto config = parse_config(c.text, kPath);
-    ASSERT_FALSE(config.has_value()) << c.text;
-    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + c.where), std::string::npos)
-        << config.error().message;
-    EXPECT_NE(config.error().message.find(c.says), std::string::npos) << config.error().message;
-  }
+  expect_refused({{"[fleet]\nlease = 60\n", "2:9", "fleet.lease must be a duration in quotes"},
+                  {"[fleet]\nclasses = \"a,b\"\n", "2:11", "fleet.classes must be a list"},
+                  {"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
+                  {"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}});
 }
 
 }  // namespace
@@ -566,23 +572,12 @@ TEST(ParseConfigTest, TheHttpTable) {
 }
 
 TEST(ParseConfigTest, HttpMistakesNameTheLineAndTheFix) {
-  struct Case {
-    std::string text;
-    std::string where;
-    std::string says;
-  };
-  for (const Case& c : {Case{"[http]\nlisten = 7878\n", "2:10", "http.listen must be a string"},
-                        Case{"[http]\nlisten = \"box.lan:7878\"\n", "2:10", "ADDR:PORT"},
-                        Case{"[http]\nallowed_hosts = \"box.lan\"\n", "2:17", "http.allowed_hosts must be a list"},
-                        Case{"[http]\nallowed_hosts = [\"box.lan:80\"]\n", "2:18", "without a port"},
-                        Case{"[http]\nallow_submit = \"yes\"\n", "2:16", "true or false"},
-                        Case{"[http]\nport = 1\n", "2:1", "unknown setting http.port"}}) {
-    auto config = parse_config(c.text, kPath);
-    ASSERT_FALSE(config.has_value()) << c.text;
-    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + c.where), std::string::npos)
-        << config.error().message;
-    EXPECT_NE(config.error().message.find(c.says), std::string::npos) << config.error().message;
-  }
+  expect_refused({{"[http]\nlisten = 7878\n", "2:10", "http.listen must be a string"},
+                  {"[http]\nlisten = \"box.lan:7878\"\n", "2:10", "ADDR:PORT"},
+                  {"[http]\nallowed_hosts = \"box.lan\"\n", "2:17", "http.allowed_hosts must be a list"},
+                  {"[http]\nallowed_hosts = [\"box.lan:80\"]\n", "2:18", "without a port"},
+                  {"[http]\nallow_submit = \"yes\"\n", "2:16", "true or false"},
+                  {"[http]\nport = 1\n", "2:1", "unknown setting http.port"}});
 }
 
 }  // namespace
