@@ -12,13 +12,14 @@
 # (lower is better), (b) p50 ratio (lower), (c) and (d) throughput ratio (higher).
 #
 # Usage: bench/vs_tsp.sh [GPUQ_BINARY] [--calls 100] [--samples 100] [--loop-jobs 300]
-#                        [--queued-jobs 1000] [--rounds 1]
-# Installs task-spooler with apt-get when `tsp` is missing (needs root or sudo).
+#                        [--queued-jobs 1000] [--rounds 1] [--no-install]
+# Installs task-spooler with apt-get when `tsp` is missing (needs root or sudo); with
+# --no-install it exits 77 instead (the smoke test in bench/CMakeLists.txt skips then).
 # Timings are for comparison on one machine, not assertions; close other work first.
 set -euo pipefail
 
 gpuq="$(cd "$(dirname "$0")/.." && pwd)/build/bin/gpuq"
-calls=100 samples=100 loop_jobs=300 queued_jobs=1000 rounds=1
+calls=100 samples=100 loop_jobs=300 queued_jobs=1000 rounds=1 install=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --calls) calls="$2"; shift 2 ;;
@@ -26,13 +27,17 @@ while [ $# -gt 0 ]; do
     --loop-jobs) loop_jobs="$2"; shift 2 ;;
     --queued-jobs) queued_jobs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --no-install) install=0; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "vs_tsp.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) gpuq="$(realpath "$1")"; shift ;;
   esac
 done
 [ -x "$gpuq" ] || { echo "vs_tsp.sh: no gpuq binary at $gpuq (build first: scripts/build.sh)" >&2; exit 2; }
 if ! command -v tsp >/dev/null; then
+  if [ "$install" -eq 0 ]; then
+    echo "vs_tsp.sh: tsp is not installed (apt-get install task-spooler)" >&2; exit 77
+  fi
   echo "vs_tsp.sh: installing task-spooler (tsp) ..." >&2
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get install -y -qq task-spooler >/dev/null || {

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The dashboard's browser tests (tests/web) drive Debian's chromium with playwright-core.
-bash scripts/install-deps.sh chromium
+bash scripts/install-deps.sh chromium task-spooler
 bash scripts/build.sh
 build="${GPUQ_BUILD_DIR:-build}"
 cd "$build"
