@@ -14,8 +14,12 @@ struct Frame {
   std::string key;        // in an object: the key of the next value
 };
 
-// Decodes a JSON string token (quotes included) with nlohmann, so escapes mean what they mean.
+// Decodes a JSON string token (quotes included) with nlohmann, so escapes mean what they mean;
+// a token without escapes (nearly every key) is its own text.
 std::string decode_string(std::string_view token) {
+  if (token.size() >= 2 && token.back() == '"' && token.find('\\') == std::string_view::npos) {
+    return std::string(token.substr(1, token.size() - 2));
+  }
   try {
     return nlohmann::json::parse(token).get<std::string>();
   } catch (const nlohmann::json::exception&) {
