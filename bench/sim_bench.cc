@@ -6,6 +6,11 @@
 // Usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy fifo|priority|backfill|all]
 //                  [--max-window K]   (an approximation, see SimOptions::max_window)
 //                  [--full-queue]     (no window: every pass sees the whole queue, for comparison)
+//        sim_bench --write-plan DIR [--jobs N] [--seed S]
+//                  writes DIR/plan.json (sim/testing/plan_generator.h), its scripts,
+//                  DIR/config.toml and a trace of as many jobs, DIR/trace.csv, for timing
+//                  `gpuq simulate DIR/plan.json --gpus 8 --config DIR/config.toml` and
+//                  `gpuq simulate --trace DIR/trace.csv --gpus 8` as whole processes
 // Timings are for comparison between builds on one machine, not assertions.
 #include <fmt/format.h>
 
@@ -13,12 +18,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/duration.h"
 #include "sim/simulate.h"
+#include "sim/testing/plan_generator.h"
 
 namespace {
 
@@ -42,6 +49,26 @@ std::vector<gpuq::sim::SimJob> generate(int count, uint32_t seed) {
   return jobs;
 }
 
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+int write_plan(const std::string& dir, int count, uint32_t seed) {
+  auto generated = gpuq::sim::testing::generate_plan(count, seed);
+  bool ok = write_file(dir + "/plan.json", generated.plan) &&
+            write_file(dir + "/trace.csv", gpuq::sim::testing::generate_trace(count, seed)) &&
+            write_file(dir + "/config.toml", gpuq::sim::testing::kGeneratedPlanConfig);
+  for (const auto& [name, text] : generated.scripts) ok = ok && write_file(dir + "/" + name, text);
+  if (!ok) {
+    std::fprintf(stderr, "cannot write the plan into %s\n", dir.c_str());
+    return 1;
+  }
+  fmt::print("{}/plan.json: {} jobs\n", dir, count);
+  return 0;
+}
+
 const char* policy_name(gpuq::sched::Policy p) {
   switch (p) {
     case gpuq::sched::Policy::kFifo:
@@ -60,6 +87,7 @@ int main(int argc, char** argv) {
   int count = 100000, gpus = 64;
   uint32_t seed = 1;
   std::string only = "all";
+  std::string plan_dir;
   size_t max_window = 0;
   gpuq::sim::SimOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -79,6 +107,8 @@ int main(int argc, char** argv) {
       seed = static_cast<uint32_t>(std::atoi(value().c_str()));
     } else if (a == "--policy") {
       only = value();
+    } else if (a == "--write-plan") {
+      plan_dir = value();
     } else if (a == "--full-queue") {
       options.full_queue = true;
     } else if (a == "--max-window") {
@@ -86,10 +116,11 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy P] "
-                   "[--max-window K] [--full-queue]\n");
+                   "[--max-window K] [--full-queue] [--write-plan DIR]\n");
       return 2;
     }
   }
+  if (!plan_dir.empty()) return write_plan(plan_dir, count, seed);
   auto jobs = generate(count, seed);
   gpuq::sim::SimMachine machine;
   machine.gpus = gpus;

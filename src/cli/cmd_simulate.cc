@@ -5,7 +5,6 @@
 // FILE, else the home's config.toml when it exists).
 #include <fmt/format.h>
 
-#include <map>
 #include <optional>
 
 #include "cli/commands.h"
@@ -59,15 +58,6 @@ sim::SimMachine machine_of(int gpus, const config::Config& config) {
   return machine;
 }
 
-std::map<std::string, std::string> environment(const std::vector<std::string>& environ) {
-  std::map<std::string, std::string> env;
-  for (const auto& entry : environ) {
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos && eq > 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  return env;
-}
-
 // config.toml as the daemon of this home would read it, or the file --config names (relative
 // to the current directory), which must exist.
 Outcome<config::Config> simulation_config(const Context& ctx, const SimulateOptions& options) {
@@ -107,15 +97,17 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
     return simulate_jobs(ctx, options, *config, *jobs, machine, false);
   }
-  auto plan =
-      spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, environment(ctx.io().environ)});
+  // The plan's jobs as specs, not JSON: nothing is copied per job. No environment is given,
+  // since a simulation runs nothing (the jobs' own "env" entries are still checked).
+  auto plan = spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, {}});
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
-  auto jobs = sim::jobs_from_plan(plan->request);
+  auto jobs = sim::jobs_from_specs(plan->specs);
   if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
-  auto reservations = sim::reservations_from_plan(plan->request);
-  if (!reservations) return ctx.report(kExitUsage, reservations.error().message);
-  machine.reservations = std::move(*reservations);
+  for (auto& reservation : plan->reservations) {
+    machine.reservations.push_back(
+        sched::Reservation{std::move(reservation.name), std::move(reservation.gpus)});
+  }
   return simulate_jobs(ctx, options, *config, *jobs, machine, true);
 }
 

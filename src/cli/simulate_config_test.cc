@@ -1,6 +1,6 @@
 // `gpuq simulate` describes the machine as the daemon of the home would: config.toml's lanes
 // and scheduler policy, from --config FILE or the home's config.toml (found as the daemon finds
-// its home). Runs only when the CLI is built with the simulator (GPUQ_HAVE_SIM).
+// its home).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,8 +13,6 @@
 
 namespace gpuq::cli {
 namespace {
-
-#if defined(GPUQ_HAVE_SIM)
 
 using testing::TempDir;
 
@@ -116,8 +114,6 @@ TEST_F(SimulateConfig, ABadHomeConfigIsAnError) {
   expect_usage_error({"simulate", "--home", home.path(), plan, "--gpus", "1"},
                      file + ":2:10: scheduler.policy must be one of");
 }
-
-#endif
 
 }  // namespace
 }  // namespace gpuq::cli

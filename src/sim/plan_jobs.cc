@@ -110,6 +110,53 @@ Result<std::vector<sched::Reservation>> reservations_from_plan(const json& plan)
   return out;
 }
 
+Result<SimJob> job_from_spec(const JobSpec& spec) {
+  const std::string& name = spec.name;
+  if (spec.estimate_ms == 0) {
+    return invalid(
+        fmt::format("job {} has no estimate (est_hours or est): a simulation needs one", name));
+  }
+  SimJob job;
+  job.name = name;
+  job.gpus = spec.gpus;
+  job.priority = spec.priority;
+  job.duration_ms = job.estimate_ms = spec.estimate_ms;
+  job.lanes = spec.lanes;
+  job.gpu_mem_mib = spec.gpu_mem_mib;
+  job.share = spec.share;
+  job.reservation = spec.reservation;
+  for (const Dependency& d : spec.deps) {
+    switch (d.kind) {
+      case Dependency::Kind::kAfterOk:
+        job.after.push_back(d.target);
+        break;
+      case Dependency::Kind::kAfterAny:
+        job.after_any.push_back(d.target);
+        break;
+      case Dependency::Kind::kAfterNotOk:
+        return invalid(fmt::format(
+            "job {} waits for {} to fail (afternotok); a simulation assumes every job "
+            "succeeds, so it would never run",
+            name, d.target));
+      case Dependency::Kind::kFile:
+      case Dependency::Kind::kRequires:
+        break;  // external conditions: assumed met
+    }
+  }
+  return job;
+}
+
+Result<std::vector<SimJob>> jobs_from_specs(const std::vector<JobSpec>& specs) {
+  std::vector<SimJob> jobs;
+  jobs.reserve(specs.size());
+  for (const JobSpec& spec : specs) {
+    auto job = job_from_spec(spec);
+    if (!job) return tl::unexpected(job.error());
+    jobs.push_back(std::move(*job));
+  }
+  return jobs;
+}
+
 Result<std::vector<SimJob>> jobs_from_plan(const json& plan) {
   if (auto st = check_shape(plan); !st) return tl::unexpected(st.error());
   auto members = reservation_members(plan);
@@ -129,19 +176,9 @@ Result<std::vector<SimJob>> jobs_from_plan(const json& plan) {
     if (!body) return tl::unexpected(body.error());
     auto spec = spec_from_json(*body);
     if (!spec) return invalid(fmt::format("job {}: {}", name, spec.error().message));
-    if (spec->estimate_ms == 0) {
-      return invalid(
-          fmt::format("job {} has no estimate (est_hours or est): a simulation needs one", name));
-    }
-    SimJob job;
-    job.name = name;
-    job.gpus = spec->gpus;
-    job.priority = spec->priority;
-    job.duration_ms = job.estimate_ms = spec->estimate_ms;
-    job.lanes = spec->lanes;
-    job.gpu_mem_mib = spec->gpu_mem_mib;
-    job.share = spec->share;
-    job.reservation = spec->reservation;
+    auto converted = job_from_spec(*spec);
+    if (!converted) return tl::unexpected(converted.error());
+    SimJob& job = *converted;
     if (auto it = members->find(name); it != members->end()) {
       if (!job.reservation.empty() && job.reservation != it->second) {
         return invalid(
@@ -149,24 +186,6 @@ Result<std::vector<SimJob>> jobs_from_plan(const json& plan) {
                         job.reservation, it->second));
       }
       job.reservation = it->second;
-    }
-    for (const Dependency& d : spec->deps) {
-      switch (d.kind) {
-        case Dependency::Kind::kAfterOk:
-          job.after.push_back(d.target);
-          break;
-        case Dependency::Kind::kAfterAny:
-          job.after_any.push_back(d.target);
-          break;
-        case Dependency::Kind::kAfterNotOk:
-          return invalid(fmt::format(
-              "job {} waits for {} to fail (afternotok); a simulation assumes every job "
-              "succeeds, so it would never run",
-              name, d.target));
-        case Dependency::Kind::kFile:
-        case Dependency::Kind::kRequires:
-          break;  // external conditions: assumed met
-      }
     }
     jobs.push_back(std::move(job));
   }

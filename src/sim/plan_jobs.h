@@ -8,19 +8,26 @@
 // afterok/afterany dependencies are kept (every simulated job succeeds; a dependency on a job
 // outside the plan counts as met); `file` and `requires` conditions count as met; an
 // afternotok dependency is an error (it would never be met). hold, not_before and timeout
-// are ignored. Pure functions; thread-safe.
+// are ignored. jobs_from_specs does the same from specs a caller already holds (spec::Plan's,
+// validated by spec_from_json and given their reservation), reading no JSON. Pure functions;
+// thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "base/status.h"
+#include "model/job.h"
 #include "sched/scheduler.h"
 #include "sim/simulate.h"
 
 namespace gpuq::sim {
 
 Result<std::vector<SimJob>> jobs_from_plan(const nlohmann::json& plan_request);
+
+// One job from its spec (named by spec.name, its reservation spec.reservation), and a list.
+Result<SimJob> job_from_spec(const JobSpec& spec);
+Result<std::vector<SimJob>> jobs_from_specs(const std::vector<JobSpec>& specs);
 
 // The plan's reservations (name and GPU indices), for SimMachine::reservations.
 Result<std::vector<sched::Reservation>> reservations_from_plan(const nlohmann::json& plan_request);

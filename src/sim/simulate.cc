@@ -191,8 +191,12 @@ Status Simulation::pass(int64_t t) {
     std::optional<QueueKey> unproven = queue_.first_unproven(gpus, lanes, last, started_, waiting);
     if (!unproven) break;
     // Double rather than jump to `unproven`: a deep candidate is often ruled out by P4 once
-    // the window holds a few more waiting jobs.
-    target = snap_.queue.size() * 2;
+    // the window holds a few more waiting jobs. But reach it when it lies beyond the double
+    // (the first job of a free reservation's pool, deep in the queue): doubling towards it
+    // would pass the whole window again at each step on the way.
+    size_t depth = snap_.queue.size() + 1;
+    for (auto it = next; it != queue_.end() && it->job != unproven->job; ++it) ++depth;
+    target = std::max(snap_.queue.size() * 2, depth);
     if (options_.max_window > 0) target = std::min(target, options_.max_window);
   }
   for (const sched::PendingJob& p : snap_.queue) in_window_[static_cast<size_t>(p.id - 1)] = 0;

@@ -299,5 +299,23 @@ TEST(Simulate, SameInputSameOutput) {
   }
 }
 
+// A reservation's GPU is free and its only job waits 200 deep behind jobs that hold the
+// other GPUs back: the window grows to that job in one step (not by doubling, which passed
+// the whole window again at each step), and the job starts at once.
+TEST(Simulate, TheWindowReachesADeepJobOfAFreePoolInOneStep) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 200; ++i) jobs.push_back(job(fmt::format("wide-{}", i), 3, 3600));
+  jobs.push_back(job("reserved", 1, 3600));
+  jobs.back().reservation = "r";
+  SimMachine m = machine(4);
+  m.reservations = {sched::Reservation{"r", {3}}};
+  auto r = simulate(jobs, m, sched::Policy::kPriority);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(row(*r, "reserved").start_ms, 0);
+  // One pass per event but the last (nothing is left to start), and one more at time 0 to
+  // reach the reserved job; doubling from the first window took four more.
+  EXPECT_EQ(r->stats.passes, r->stats.events);
+}
+
 }  // namespace
 }  // namespace gpuq::sim

@@ -7,8 +7,9 @@
 // What is passed: the first K eligible jobs in scheduling order (priority, then queue order;
 // queue order only under kFifo — the order sched/scheduler.h fixes). After the pass, prove
 // that no job beyond the window would have started had the scheduler seen it; when the proof
-// fails, double the window and ask again. The proof rests on the policy as
-// sched/scheduler.h documents it, not on a copy of it:
+// fails, double the window (or grow it to the job the proof could not rule out, when that
+// lies deeper) and ask again. The proof rests on the policy as sched/scheduler.h documents
+// it, not on a copy of it:
 //  (P1) Prefix: jobs are considered once each, in order, and a job's fate (start or wait,
 //       and its slots) depends on the machine and on better jobs only. So the window's
 //       starts are exactly those of a pass over the whole queue.

@@ -91,7 +91,7 @@ std::string strip_exception_prefix(const std::string& what) {
 class PlanChecker {
  public:
   PlanChecker(const std::string& path, const PlanContext& context, const ScriptReader& read)
-      : path_(path), context_(context), read_script_(read) {
+      : path_(path), context_(context), read_script_(read), env_(context.env) {
     dir_ = fs::path(path).parent_path();
     if (dir_.empty()) dir_ = ".";
   }
@@ -113,11 +113,11 @@ class PlanChecker {
       return std::move(out_);
     }
     lines_.emplace(text);
-    json jobs = json::array();
+    json jobs = json::array(), reservations = json::array();
     std::string jobs_pointer;
-    json reservations = json::array();
-    if (root.is_array()) {
-      jobs = root;
+    const bool listed = root.is_array() || (root.is_object() && root.contains("jobs"));
+    if (root.is_array()) {  // moved, not copied, from here on: root is read no more
+      jobs = std::move(root);
     } else if (root.is_object()) {
       for (const auto& [key, value] : root.items()) {
         if (key != "jobs" && key != "reservations") {
@@ -128,8 +128,8 @@ class PlanChecker {
       }
       jobs_pointer = "/jobs";
       if (!root.contains("jobs")) error(path_, 1, "the plan has no \"jobs\" list");
-      if (root.contains("jobs")) jobs = root["jobs"];
-      if (root.contains("reservations")) reservations = root["reservations"];
+      if (root.contains("jobs")) jobs = std::move(root["jobs"]);
+      if (root.contains("reservations")) reservations = std::move(root["reservations"]);
     } else {
       error(path_, 1,
             "a plan is a JSON object {\"jobs\": [...], \"reservations\": [...]} or a list of jobs");
@@ -139,8 +139,8 @@ class PlanChecker {
       error(path_, line(jobs_pointer), "\"jobs\" must be a list of job objects");
       jobs = json::array();
     }
-    if (jobs.empty() && (root.is_array() || root.contains("jobs")))
-      warning(path_, 1, "the plan has no jobs");
+    if (jobs.empty() && listed) warning(path_, 1, "the plan has no jobs");
+    out_.specs.reserve(jobs.size());  // JobSpec's move may throw: growing would copy them
     for (size_t i = 0; i < jobs.size(); ++i) build_job(jobs[i], JsonLines::child(jobs_pointer, i));
     check_dependencies();
     check_cycles();
@@ -291,7 +291,8 @@ class PlanChecker {
     }
     fs::path written(entry["script"].get<std::string>());
     script_path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
-    auto text = read_script_(script_path);
+    const ReadScript& read = read_once(script_path);
+    const Result<std::string>& text = read.text;
     if (!text && text.error().code == Code::kNotFound) {
       error(path_, at,
             fmt::format("job '{}': no such script {} (script paths are relative to the plan file's "
@@ -303,9 +304,8 @@ class PlanChecker {
       error(path_, at, fmt::format("job '{}': {}", id, text.error().message));
       return false;
     }
-    HeaderScan scan = scan_script_headers(script_path, *text);
-    for (auto& d : scan.errors) out_.diagnostics.push_back(std::move(d));
-    headers = std::move(scan.headers);
+    for (const auto& d : read.scan.errors) out_.diagnostics.push_back(d);
+    headers = read.scan.headers;
     json args = json::array();
     if (entry.contains("args")) {
       auto list = string_list(entry["args"]);
@@ -317,7 +317,19 @@ class PlanChecker {
       }
     }
     request["script"] = {{"name", script_path}, {"text", *text}, {"args", args}};
-    return scan.errors.empty();
+    return read.scan.errors.empty();
+  }
+
+  // A script and its headers, read and scanned once however many jobs run it.
+  struct ReadScript {
+    Result<std::string> text;
+    HeaderScan scan;
+  };
+  const ReadScript& read_once(const std::string& path) {
+    if (auto found = scripts_.find(path); found != scripts_.end()) return found->second;
+    ReadScript read{read_script_(path), {}};
+    if (read.text) read.scan = scan_script_headers(path, *read.text);
+    return scripts_.emplace(path, std::move(read)).first->second;
   }
 
   void build_job(const json& entry, const std::string& pointer) {
@@ -392,29 +404,32 @@ class PlanChecker {
         }
       }
     }
-    for (const auto& [key, value] : own.items()) job.request[key] = value;
+    for (auto& item : own.items()) job.request[item.key()] = std::move(item.value());
     job.request["name"] = id;
     job.request["cwd"] = job_cwd(entry, pointer);
-    json env = context_.env;
+    json env = env_;
     if (entry.contains("env") && entry["env"].is_object()) env.update(entry["env"]);
     job.request["env"] = std::move(env);
 
     {
       // A job whose script could not be read is still checked, with a stand-in command, so
       // that one run of `gpuq lint` reports all of its problems.
-      json checked = job.request;
+      std::optional<json> stand_in;
       if (!runnable) {
-        checked.erase("script");
-        checked["argv"] = {"true"};
+        stand_in = job.request;
+        stand_in->erase("script");
+        (*stand_in)["argv"] = {"true"};
       }
-      auto spec = spec_from_json(checked);
+      auto spec = spec_from_json(stand_in ? *stand_in : job.request);
       if (!spec) {
         error(path_, job_line, fmt::format("job '{}': {}", id, spec.error().message));
+        spec = JobSpec{};
       } else {
         info.gpus = spec->gpus;
         info.cwd = spec->cwd;
         info.outputs = spec->outputs;
       }
+      out_.specs.push_back(std::move(*spec));
     }
     job.request["source"] = fmt::format("{}:{}", path_, job_line);
     for (const auto& ref : job.refs) {
@@ -532,6 +547,7 @@ class PlanChecker {
         continue;
       }
       request["reservation"] = name;
+      out_.specs[found->second].reservation = name;
       const PlanJob& info = out_.jobs[found->second];
       if (info.gpus > static_cast<int>(reservation.gpus.size())) {
         error(
@@ -558,6 +574,8 @@ class PlanChecker {
   fs::path dir_;
   PlanContext context_;
   const ScriptReader& read_script_;
+  const json env_;  // context_.env, converted once for every job
+  std::map<std::string, ReadScript> scripts_;  // by normalised path
   std::optional<JsonLines> lines_;
   PlanCheck out_;
   std::vector<BuiltJob> built_;

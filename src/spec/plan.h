@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/job.h"
 #include "spec/diagnostic.h"
 
 namespace gpuq::spec {
@@ -29,11 +30,22 @@ struct PlanContext {
   std::map<std::string, std::string> env;  // each job's environment (an entry's "env" adds to it)
 };
 
+struct PlanReservation {
+  std::string name;
+  std::vector<int> gpus;
+  int line = 0;
+};
+
 struct Plan {
   // {"jobs": [submit request with "name" and "source"], "reservations": [{"name", "gpus",
   // "jobs"}]}: the body of POST /v1/plans.
   nlohmann::json request;
   std::vector<Diagnostic> warnings;
+  // Each job's spec as the daemon reads it from `request` (reservation included, "source"
+  // left out), in plan order, and the reservations: what `gpuq simulate` needs, without
+  // reading or copying the request's JSON again.
+  std::vector<JobSpec> specs;
+  std::vector<PlanReservation> reservations;
 };
 
 // Loads and validates a plan; the error is the first finding, as "<file>:<line>: <message>".
@@ -58,14 +70,9 @@ struct PlanJob {
   std::vector<Located> requires_;    // REQUIRES shell tests
 };
 
-struct PlanReservation {
-  std::string name;
-  std::vector<int> gpus;
-  int line = 0;
-};
-
 struct PlanCheck {
   nlohmann::json request;               // as in Plan; meaningful only without errors
+  std::vector<JobSpec> specs;           // as in Plan, one per entry of `jobs`; likewise
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in the order found
   std::vector<PlanJob> jobs;            // the jobs that could be read
   std::vector<PlanReservation> reservations;

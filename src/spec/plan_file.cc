@@ -57,6 +57,8 @@ Result<Plan> load_plan(const std::string& path, const PlanContext& context) {
   }
   sort_diagnostics(plan.warnings);
   plan.request = std::move(check.request);
+  plan.specs = std::move(check.specs);
+  plan.reservations = std::move(check.reservations);
   return plan;
 }
 
