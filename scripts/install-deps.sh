@@ -5,6 +5,11 @@
 # `apt-get update` first when it installs anything). Needs root or sudo.
 set -euo pipefail
 
+# Build time vs run time: libsqlite3-dev and libpugixml-dev also ship the static archives gpuq
+# links, so the binary needs neither shared library; libcurl4-openssl-dev gives curl.h, and its
+# dependency libcurl4 is the one library a machine that runs gpuq needs for webhooks, S3
+# fleets and `gpuq --url` (loaded when first used, base/libcurl.h); toml++, fmt and libstdc++
+# are loaded at every start.
 packages=(
   build-essential cmake ninja-build git
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev

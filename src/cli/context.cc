@@ -12,6 +12,7 @@
 
 #include "base/time.h"
 #include "cli/curl_transport.h"
+#include "cli/socket_transport.h"
 
 extern char** environ;
 
@@ -41,7 +42,9 @@ Io process_io() {
   io.out = &std::cout;
   io.err = &std::cerr;
   io.color = want_color(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR") != nullptr);
-  io.connect = [](const std::string& socket_path) { return CurlTransport::create(socket_path); };
+  io.connect = [](const std::string& socket_path) -> Result<std::unique_ptr<Transport>> {
+    return SocketTransport::create(socket_path);
+  };
   io.connect_tcp = [](const DaemonUrl& url, const std::string& token) {
     return CurlTransport::create_tcp(url, token);
   };

@@ -1,14 +1,11 @@
 #include "cli/curl_transport.h"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
-#include <cstring>
-#include <mutex>
+
+#include "base/libcurl.h"
 
 namespace gpuq::cli {
 namespace {
@@ -24,24 +21,10 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// Says why the socket cannot be used before trying it, so the message names the real cause.
-Status check_socket(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
-      return fail(Code::kUnavailable, "no socket at " + path);
-    return fail(Code::kIoError, fmt::format("cannot use {}: {}", path, std::strerror(errno)));
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return fail(Code::kUnavailable, fmt::format("{} exists but is not a socket", path));
-  }
-  return check_socket_owner(path, st.st_uid, ::geteuid());
-}
-
 // Turns a failed transfer into the error categories of Transport::send.
-Error transfer_error(CURLcode code, long os_errno, const char* detail, const std::string& path,
-                     Millis timeout) {
-  std::string what = *detail ? detail : curl_easy_strerror(code);
+Error transfer_error(const CurlApi& lib, CURLcode code, long os_errno, const char* detail,
+                     const std::string& path, Millis timeout) {
+  std::string what = *detail ? detail : lib.easy_strerror(code);
   if (code == CURLE_COULDNT_CONNECT) {
     if (os_errno == EACCES || os_errno == EPERM) {
       return {Code::kFailedPrecondition,
@@ -61,81 +44,83 @@ Error transfer_error(CURLcode code, long os_errno, const char* detail, const std
 
 }  // namespace
 
-static Result<void*> new_handle() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  CURL* handle = curl_easy_init();
+static Result<std::pair<const CurlApi*, void*>> new_handle() {
+  auto lib = curl_api();
+  if (!lib) return tl::unexpected(lib.error());
+  CURL* handle = (*lib)->easy_init();
   if (handle == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
-  return static_cast<void*>(handle);
+  return std::pair<const CurlApi*, void*>(*lib, handle);
 }
 
 Result<std::unique_ptr<Transport>> CurlTransport::create(std::string socket_path) {
   auto handle = new_handle();
   if (!handle) return tl::unexpected(handle.error());
-  return std::unique_ptr<Transport>(new CurlTransport(*handle, std::move(socket_path), {}, ""));
+  return std::unique_ptr<Transport>(new CurlTransport(handle->first, handle->second, std::move(socket_path), {}, ""));
 }
 
 Result<std::unique_ptr<Transport>> CurlTransport::create_tcp(DaemonUrl url, std::string token) {
   auto handle = new_handle();
   if (!handle) return tl::unexpected(handle.error());
-  return std::unique_ptr<Transport>(new CurlTransport(*handle, "", std::move(url), std::move(token)));
+  return std::unique_ptr<Transport>(new CurlTransport(handle->first, handle->second, "", std::move(url), std::move(token)));
 }
 
-CurlTransport::CurlTransport(void* handle, std::string socket_path, DaemonUrl url, std::string token)
-    : handle_(handle), socket_path_(std::move(socket_path)), url_(std::move(url)), token_(std::move(token)) {}
+CurlTransport::CurlTransport(const CurlApi* lib, void* handle, std::string socket_path, DaemonUrl url,
+                             std::string token)
+    : lib_(lib),
+      handle_(handle), socket_path_(std::move(socket_path)), url_(std::move(url)), token_(std::move(token)) {}
 
-CurlTransport::~CurlTransport() { curl_easy_cleanup(static_cast<CURL*>(handle_)); }
+CurlTransport::~CurlTransport() { lib_->easy_cleanup(static_cast<CURL*>(handle_)); }
 
 Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   bool tcp = !url_.base.empty();
   if (!tcp) {
-    if (auto st = check_socket(socket_path_); !st) return tl::unexpected(st.error());
+    if (auto st = check_daemon_socket(socket_path_); !st) return tl::unexpected(st.error());
   }
   CURL* curl = static_cast<CURL*>(handle_);
-  curl_easy_reset(curl);  // keeps the connection cache, forgets the previous request's options
+  lib_->easy_reset(curl);  // keeps the connection cache, forgets the previous request's options
 
   HttpResponse response;
   char detail[CURL_ERROR_SIZE] = {0};
   std::string url = (tcp ? url_.base : std::string("http://gpuq")) + request.target;
-  if (!tcp) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kConnectTimeout.count()));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+  if (!tcp) lib_->easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  lib_->easy_setopt(curl, CURLOPT_URL, url.c_str());
+  lib_->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  lib_->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kConnectTimeout.count()));
+  lib_->easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  lib_->easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  lib_->easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  lib_->easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
 
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
+  headers = lib_->slist_append(headers, "Accept: application/json");
   if (tcp) {
     // Host as the URL names it, so that Origin (below) is exactly http:// and Host.
-    headers = curl_slist_append(headers, ("Host: " + url_.authority).c_str());
-    if (!token_.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
+    headers = lib_->slist_append(headers, ("Host: " + url_.authority).c_str());
+    if (!token_.empty()) headers = lib_->slist_append(headers, ("Authorization: Bearer " + token_).c_str());
     if (request.method == Method::kPost) {
-      headers = curl_slist_append(headers, ("Origin: " + url_.base).c_str());
-      headers = curl_slist_append(headers, "X-Gpuq-Csrf: 1");
+      headers = lib_->slist_append(headers, ("Origin: " + url_.base).c_str());
+      headers = lib_->slist_append(headers, "X-Gpuq-Csrf: 1");
     }
   }
   if (request.method == Method::kPost) {
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+    headers = lib_->slist_append(headers, "Content-Type: application/json");
+    headers = lib_->slist_append(headers, "Expect:");  // no 100-continue round trip
+    lib_->easy_setopt(curl, CURLOPT_POST, 1L);
+    lib_->easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+    lib_->easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  lib_->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 
-  CURLcode code = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
+  CURLcode code = lib_->easy_perform(curl);
+  lib_->slist_free_all(headers);
   if (code != CURLE_OK) {
     long os_errno = 0;
-    curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
-    return tl::unexpected(transfer_error(code, os_errno, detail, tcp ? url_.base : socket_path_, request.timeout));
+    lib_->easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+    return tl::unexpected(transfer_error(*lib_, code, os_errno, detail, tcp ? url_.base : socket_path_, request.timeout));
   }
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  for (curl_header* h = curl_easy_nextheader(curl, CURLH_HEADER, -1, nullptr); h != nullptr;
-       h = curl_easy_nextheader(curl, CURLH_HEADER, -1, h)) {
+  lib_->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  for (curl_header* h = lib_->easy_nextheader(curl, CURLH_HEADER, -1, nullptr); h != nullptr;
+       h = lib_->easy_nextheader(curl, CURLH_HEADER, -1, h)) {
     response.headers[lower(h->name)] = h->value;
   }
   return response;

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 #include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 
 namespace gpuq::cli {
 namespace {
@@ -19,6 +23,19 @@ std::string user_label(uid_t uid) {
 }
 
 }  // namespace
+
+Status check_daemon_socket(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return fail(Code::kUnavailable, "no socket at " + path);
+    return fail(Code::kIoError, fmt::format("cannot use {}: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return fail(Code::kUnavailable, fmt::format("{} exists but is not a socket", path));
+  }
+  return check_socket_owner(path, st.st_uid, ::geteuid());
+}
 
 Result<DaemonUrl> parse_daemon_url(std::string_view text) {
   auto bad = [&](std::string_view why) {

@@ -1,6 +1,7 @@
 // The CLI's only way to reach the daemon: one HTTP request at a time over the daemon's unix
 // socket, or over TCP to its HTTP listener (`gpuq --url`). `Transport` is an interface so that command tests can script the daemon's answers
-// (see FakeTransport in cli tests) while `CurlTransport` (curl_transport.h) does the real I/O.
+// (see FakeTransport in cli tests) while `SocketTransport` (socket_transport.h: the unix socket)
+// and `CurlTransport` (curl_transport.h: TCP, `gpuq --url`) do the real I/O.
 // A Transport is used by one thread at a time; it owns its connection state.
 #pragma once
 
@@ -14,6 +15,9 @@
 namespace gpuq::cli {
 
 enum class Method { kGet, kPost };
+
+// How long a transport waits for a connection to be made, whatever the request's own timeout.
+constexpr Millis kConnectTimeout{5'000};
 
 struct HttpRequest {
   Method method = Method::kGet;
@@ -37,6 +41,11 @@ struct HttpResponse {
 // `cli_uid`, or by root (a system daemon); a root CLI (`cli_uid` 0) may use any. Otherwise
 // Code::kFailedPrecondition naming the socket, its owner and what to do.
 Status check_socket_owner(const std::string& path, uid_t owner, uid_t cli_uid);
+
+// What every unix-socket request checks first, so that its error names the real cause: the
+// socket exists (else kUnavailable "no socket at PATH"), is a socket (else kUnavailable), and
+// passes check_socket_owner for this process's effective uid.
+Status check_daemon_socket(const std::string& path);
 
 // A daemon's HTTP listener as `gpuq --url` names it: "http://HOST:PORT" (a trailing "/" is
 // dropped). `base` is "http://HOST:PORT", `authority` "HOST:PORT" (what the Host and Origin

@@ -1,14 +1,13 @@
 #include "daemon/hook_delivery.h"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <memory>
-#include <mutex>
 
 #include "base/duration.h"
+#include "base/libcurl.h"
 #include "base/time.h"
 #include "os/command.h"
 
@@ -66,10 +65,12 @@ int abort_when_cancelled(void* user, curl_off_t, curl_off_t, curl_off_t, curl_of
 }
 
 struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+  const CurlApi* lib;
+  void operator()(CURL* curl) const { lib->easy_cleanup(curl); }
 };
 struct HeaderListDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  const CurlApi* lib;
+  void operator()(curl_slist* list) const { lib->slist_free_all(list); }
 };
 
 }  // namespace
@@ -114,12 +115,15 @@ Status deliver_by_command(const HookConfig& hook, const Event& event, int cancel
 }
 
 void init_url_delivery() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  // Loads libcurl now, on the main thread; when it is missing, each delivery says so.
+  (void)curl_api();
 }
 
 Status deliver_by_url(const HookConfig& hook, const Event& event, const std::atomic<bool>& cancel) {
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  auto loaded = curl_api();
+  if (!loaded) return fail(loaded.error().code, "POST failed: " + loaded.error().message);
+  const CurlApi* lib = *loaded;
+  std::unique_ptr<CURL, CurlDeleter> curl(lib->easy_init(), CurlDeleter{lib});
   if (!curl) return fail(Code::kInternal, "libcurl could not create a handle");
   std::string body = hook_event_body(event);
   // "Expect:" turns off libcurl's 100-continue round trip for larger bodies.
@@ -127,38 +131,38 @@ Status deliver_by_url(const HookConfig& hook, const Event& event, const std::ato
   for (const std::string& header :
        {std::string("Content-Type: application/json"), "X-Gpuq-Event: " + event.kind,
         fmt::format("X-Gpuq-Seq: {}", event.seq), std::string("Expect:")}) {
-    curl_slist* grown = curl_slist_append(list, header.c_str());
+    curl_slist* grown = lib->slist_append(list, header.c_str());
     if (grown == nullptr) {
-      curl_slist_free_all(list);
+      lib->slist_free_all(list);
       return fail(Code::kInternal, "libcurl could not build the headers");
     }
     list = grown;
   }
-  std::unique_ptr<curl_slist, HeaderListDeleter> headers(list);
+  std::unique_ptr<curl_slist, HeaderListDeleter> headers(list, HeaderListDeleter{lib});
   std::string answer;
   char detail[CURL_ERROR_SIZE] = "";
   CURL* handle = curl.get();
-  curl_easy_setopt(handle, CURLOPT_URL, hook.url.c_str());
-  curl_easy_setopt(handle, CURLOPT_POST, 1L);
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(handle, CURLOPT_USERAGENT, "gpuq-hook");
-  curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, static_cast<long>(hook.timeout_ms));
+  lib->easy_setopt(handle, CURLOPT_URL, hook.url.c_str());
+  lib->easy_setopt(handle, CURLOPT_POST, 1L);
+  lib->easy_setopt(handle, CURLOPT_POSTFIELDS, body.data());
+  lib->easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  lib->easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  lib->easy_setopt(handle, CURLOPT_USERAGENT, "gpuq-hook");
+  lib->easy_setopt(handle, CURLOPT_TIMEOUT_MS, static_cast<long>(hook.timeout_ms));
   // Worker threads: no SIGALRM-based DNS timeouts.
-  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, keep_excerpt);
-  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &answer);
-  curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
-  curl_easy_setopt(handle, CURLOPT_XFERINFODATA, &cancel);
-  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, detail);
-  CURLcode code = curl_easy_perform(handle);
+  lib->easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  lib->easy_setopt(handle, CURLOPT_WRITEFUNCTION, keep_excerpt);
+  lib->easy_setopt(handle, CURLOPT_WRITEDATA, &answer);
+  lib->easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
+  lib->easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, abort_when_cancelled);
+  lib->easy_setopt(handle, CURLOPT_XFERINFODATA, &cancel);
+  lib->easy_setopt(handle, CURLOPT_ERRORBUFFER, detail);
+  CURLcode code = lib->easy_perform(handle);
   if (code == CURLE_ABORTED_BY_CALLBACK) {
     return fail(Code::kUnavailable, "stopped: the daemon is shutting down");
   }
   if (code != CURLE_OK) {
-    std::string what = *detail != '\0' ? detail : curl_easy_strerror(code);
+    std::string what = *detail != '\0' ? detail : lib->easy_strerror(code);
     if (code == CURLE_OPERATION_TIMEDOUT) {
       what = fmt::format("no answer within {} (the hook's timeout): {}",
                          format_duration(Millis(hook.timeout_ms)), what);
@@ -166,7 +170,7 @@ Status deliver_by_url(const HookConfig& hook, const Event& event, const std::ato
     return fail(Code::kUnavailable, "POST failed: " + what);
   }
   long status = 0;
-  curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+  lib->easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300) return ok();
   std::string message = fmt::format("POST answered HTTP {}", status);
   std::string excerpt = head_excerpt(answer, kHookErrorExcerpt);

@@ -1,11 +1,10 @@
 #include "fleet/s3_http.h"
 
-#include <curl/curl.h>
 #include <strings.h>
 
 #include <cstring>
-#include <mutex>
 
+#include "base/libcurl.h"
 #include "fleet/s3_xml.h"
 
 namespace gpuq::fleet {
@@ -75,20 +74,23 @@ bool maybe_applied(CURLcode code) {
 }  // namespace
 
 int64_t parse_http_date_ms(const std::string& text) {
-  const time_t seconds = curl_getdate(text.c_str(), nullptr);
+  auto lib = curl_api();
+  if (!lib) return 0;
+  const time_t seconds = (*lib)->getdate(text.c_str(), nullptr);
   return seconds <= 0 ? 0 : static_cast<int64_t>(seconds) * 1000;
 }
 
 Result<std::unique_ptr<S3Http>> S3Http::open(const StoreOptions& options) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  CURL* handle = curl_easy_init();
+  auto lib = curl_api();
+  if (!lib) return tl::unexpected(lib.error());
+  CURL* handle = (*lib)->easy_init();
   if (handle == nullptr) return fail(Code::kInternal, "libcurl could not create a handle");
-  return std::unique_ptr<S3Http>(new S3Http(handle, options));
+  return std::unique_ptr<S3Http>(new S3Http(*lib, handle, options));
 }
 
-S3Http::S3Http(void* handle, const StoreOptions& options)
-    : handle_(handle),
+S3Http::S3Http(const CurlApi* lib, void* handle, const StoreOptions& options)
+    : lib_(lib),
+      handle_(handle),
       sigv4_("aws:amz:" + (options.region.empty() ? std::string("us-east-1") : options.region) +
              ":s3"),
       access_key_id_(options.access_key_id),
@@ -96,19 +98,19 @@ S3Http::S3Http(void* handle, const StoreOptions& options)
       session_token_(options.session_token),
       timeout_ms_(options.timeout_ms) {}
 
-S3Http::~S3Http() { curl_easy_cleanup(static_cast<CURL*>(handle_)); }
+S3Http::~S3Http() { lib_->easy_cleanup(static_cast<CURL*>(handle_)); }
 
 std::string S3Http::encode(std::string_view value) {
   char* encoded =
-      curl_easy_escape(static_cast<CURL*>(handle_), value.data(), static_cast<int>(value.size()));
+      lib_->easy_escape(static_cast<CURL*>(handle_), value.data(), static_cast<int>(value.size()));
   std::string out = encoded == nullptr ? "" : encoded;
-  curl_free(encoded);
+  lib_->free(encoded);
   return out;
 }
 
 S3Answer S3Http::send(const S3Request& request) {
   CURL* curl = static_cast<CURL*>(handle_);
-  curl_easy_reset(curl);  // keeps the connection cache, forgets the last request's options
+  lib_->easy_reset(curl);  // keeps the connection cache, forgets the last request's options
   S3Answer answer;
   char detail[CURL_ERROR_SIZE] = {};
   curl_slist* headers = nullptr;
@@ -120,40 +122,40 @@ S3Answer S3Http::send(const S3Request& request) {
     lines.push_back("Content-Type: application/octet-stream");
   }
   lines.insert(lines.end(), request.headers.begin(), request.headers.end());
-  for (const std::string& line : lines) headers = curl_slist_append(headers, line.c_str());
+  for (const std::string& line : lines) headers = lib_->slist_append(headers, line.c_str());
 
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms_));
-  curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4_.c_str());
-  curl_easy_setopt(curl, CURLOPT_USERNAME, access_key_id_.c_str());
-  curl_easy_setopt(curl, CURLOPT_PASSWORD, secret_access_key_.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
+  lib_->easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  lib_->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  lib_->easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
+  lib_->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms_));
+  lib_->easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4_.c_str());
+  lib_->easy_setopt(curl, CURLOPT_USERNAME, access_key_id_.c_str());
+  lib_->easy_setopt(curl, CURLOPT_PASSWORD, secret_access_key_.c_str());
+  lib_->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  lib_->easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+  lib_->easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  lib_->easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+  lib_->easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
+  lib_->easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
   if (std::string_view(request.method) == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
+    lib_->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
     // Never NULL: libcurl would read the body from stdin.
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.empty() ? "" : request.body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+    lib_->easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.empty() ? "" : request.body.data());
+    lib_->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(request.body.size()));
   } else if (std::string_view(request.method) != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method);
+    lib_->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method);
   }
 
-  const CURLcode code = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
+  const CURLcode code = lib_->easy_perform(curl);
+  lib_->slist_free_all(headers);
   if (code != CURLE_OK) {
-    answer.transport_error = *detail != '\0' ? detail : curl_easy_strerror(code);
+    answer.transport_error = *detail != '\0' ? detail : lib_->easy_strerror(code);
     answer.transient = transient(code);
     answer.maybe_applied = maybe_applied(code);
     return answer;
   }
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+  lib_->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
   return answer;
 }
 

@@ -1,4 +1,4 @@
-// One S3 request over libcurl, signed by libcurl's own SigV4 (CURLOPT_AWS_SIGV4): the S3
+// One S3 request over libcurl (loaded at first use: base/libcurl.h), signed by libcurl's own SigV4 (CURLOPT_AWS_SIGV4): the S3
 // store's only contact with the network. It owns one CURL easy handle, reused from request to
 // request so that connections are kept; it neither retries nor interprets answers (s3_store.cc
 // does). libcurl's signer (7.88) signs the query and the path as given and does not add
@@ -15,6 +15,10 @@
 
 #include "base/status.h"
 #include "fleet/object_store.h"
+
+namespace gpuq {
+struct CurlApi;
+}
 
 namespace gpuq::fleet {
 
@@ -50,9 +54,10 @@ class S3Http {
   std::string encode(std::string_view value);
 
  private:
-  S3Http(void* handle, const StoreOptions& options);
+  S3Http(const CurlApi* lib, void* handle, const StoreOptions& options);
 
-  void* handle_;  // CURL*
+  const CurlApi* lib_;  // libcurl, loaded at the first open() (base/libcurl.h)
+  void* handle_;        // CURL*
   std::string sigv4_;
   std::string access_key_id_;
   std::string secret_access_key_;
