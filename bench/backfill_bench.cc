@@ -5,8 +5,9 @@
 // estimates = runtime rounded up to a power of two minutes, load near saturation), and on a
 // trace file given with --trace FILE (id,submit_s,gpus,duration_s[,...],est_s; see
 // src/sim/trace.h). --seeds N: how many generated traces (default 5); --jobs N: jobs each
-// (3,000); --load X: offered load (0.97); --write-trace FILE: write seed 1's trace as CSV and
-// exit (for `gpuq simulate --trace`). Prints one row per trace and policy.
+// (3,000); --load X: offered load (0.97); --write-trace FILE: write the trace of --seed N
+// (default 1) as CSV and exit (for `gpuq simulate --trace`); --reservations N: gpuq's max_reservations (default
+// the scheduler's). Prints one row per trace and policy.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -26,6 +27,8 @@ using namespace gpuq;
 using reference::RefJob;
 using reference::RefPolicy;
 
+int max_reservations = sched::Snapshot().max_reservations;
+
 struct Row {
   double mean_wait_s = 0;
   double utilization = 0;
@@ -34,6 +37,7 @@ struct Row {
 void report(const std::string& name, const std::vector<RefJob>& jobs, int gpus) {
   sim::SimMachine machine;
   machine.gpus = gpus;
+  machine.max_reservations = max_reservations;
   const std::vector<sim::SimJob> sim_jobs = reference::to_sim_jobs(jobs);
   auto gpuq_run = [&](sched::Policy policy) {
     auto result = sim::simulate(sim_jobs, machine, policy);
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
     else if (flag == "--jobs") options.jobs = std::atoi(value.c_str());
     else if (flag == "--load") options.load = std::atof(value.c_str());
     else if (flag == "--trace") trace = value;
+    else if (flag == "--seed") options.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--reservations") max_reservations = std::atoi(value.c_str());
     else if (flag == "--write-trace") write_trace = value;
     else {
       fmt::print(stderr, "unknown flag {}\n", flag);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include "sched/backfill.h"
 #include "sched/machine.h"
@@ -15,6 +16,11 @@
 
 namespace gpuq::sched {
 namespace {
+
+// protect()'s answer for a job past the reservation cap that could start in finite time.
+constexpr int64_t kStartsSometime = kInfinity - 2;
+// How many waiting jobs, reserved or not, get that answer (bounds its cost per pass).
+constexpr int kExplainedDepth = 32;
 
 class Pass {
  public:
@@ -31,6 +37,9 @@ class Pass {
  private:
   void consider(const PendingJob& job);
   void start(const Need& need, const GpuSet& available);
+  // `need.gpus` GPUs of `available`, as many as it can from `preferred`.
+  GpuSet choose_preferring(const GpuSet& preferred, const GpuSet& available, const Need& need,
+                           const GpuSet& shared) const;
   // Holds what a waiting job needs against worse jobs; returns its reserved start, if any.
   int64_t protect(const Need& need, const GpuSet& could_take);
   WaitReason explain(const Need& need, const GpuSet& free, const GpuSet& open,
@@ -113,8 +122,20 @@ void Pass::consider(const PendingJob& job) {
   count_waiting(need);
 }
 
+GpuSet Pass::choose_preferring(const GpuSet& preferred, const GpuSet& available, const Need& need,
+                               const GpuSet& shared) const {
+  const GpuSet first = preferred & available;
+  if (first.has_at_least(need.gpus)) return placer_.choose(first, need.gpus, need, shared);
+  const int rest = need.gpus - first.count();
+  if (first.none() || rest <= 0) return placer_.choose(available, need.gpus, need, shared);
+  return first | placer_.choose(minus(available, first), rest, need, shared);
+}
+
 void Pass::start(const Need& need, const GpuSet& available) {
-  GpuSet chosen = placer_.choose(available, need.gpus, need, machine_.shared_now());
+  // A job that ends before a reservation takes that reservation's GPUs first, leaving the
+  // others to jobs that run past it.
+  GpuSet chosen = choose_preferring(profile_.reserved_gpus(), available, need,
+                                    machine_.shared_now());
   machine_.apply_start(need, chosen);
   Claim claim;
   claim.start = machine_.now();
@@ -133,8 +154,17 @@ void Pass::start(const Need& need, const GpuSet& available) {
 
 int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
   if (profile_.reservations() >= cap_) {
-    machine_.hold_back(need, could_take);
-    return kInfinity;
+    if (cap_ == 0) {  // kPriority, kFifo: hold its resources back from worse jobs
+      machine_.hold_back(need, could_take);
+      return kInfinity;
+    }
+    // Past the cap, backfill protects no more jobs: this one just waits, as under EASY. For
+    // its reason (and preemption.h, which reads it), the first waiting jobs learn whether
+    // they could start in finite time at all; when is no promise, so it is not said.
+    if (waiting_ >= kExplainedDepth) return kInfinity;
+    return profile_.earliest_after(need, machine_.now(), could_take).start < kInfinity
+               ? kStartsSometime
+               : kInfinity;
   }
   Slot slot = profile_.earliest_after(need, machine_.now(), could_take);
   Claim claim;
@@ -144,7 +174,10 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
   if (slot.start < kInfinity) {
     claim.start = slot.start;
     claim.end = add_time(slot.start, need.duration);
-    claim.gpus = placer_.choose(slot.available, need.gpus, need, GpuSet{});
+    // Reserve GPUs that are busy now before free ones: the free ones are what a job running
+    // past the reservation's start can use now (EASY's "extra" GPUs).
+    claim.gpus = choose_preferring(minus(slot.available, machine_.free_for(need)),
+                                   slot.available, need, GpuSet{});
   } else {
     // It waits on something held forever: reserve at "infinity" every GPU it could take,
     // so that only work that might never end is kept off them.
@@ -153,6 +186,9 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
     claim.gpus = could_take;
   }
   profile_.add(claim);
+  decision_.latest_reserved_start_ms =
+      std::max(decision_.latest_reserved_start_ms,
+               claim.start >= kInfinity - 1 ? std::numeric_limits<int64_t>::max() : claim.start);
   return claim.start;
 }
 
@@ -204,8 +240,8 @@ WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& ope
         r.gpu_mem_mib = need.mem;
       } else if (own_start < kInfinity - 1 || r.better_jobs == 0) {
         r.kind = Kind::kNeedsGpus;
-        int64_t start = own_start;
-        if (start >= kInfinity && r.better_jobs == 0) {
+        int64_t start = own_start == kStartsSometime ? kInfinity : own_start;
+        if (start >= kInfinity && r.better_jobs == 0 && own_start != kStartsSometime) {
           // No reservation was made (kPriority or past the cap), but this is the first job
           // waiting for its pool, so its expected start is worth one profile search.
           start = profile_.earliest_after(need, machine_.now(), could_take).start;

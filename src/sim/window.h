@@ -30,6 +30,11 @@
 //       that could take it and a unit of each of its lanes ("Cap" in scheduler.h). (Jobs
 //       that could never run hold nothing back; simulate() refuses them before it starts,
 //       so every waiting job counts.)
+//  (P5) Alike lengths: with L the latest start of a reservation the pass made
+//       (Decision::latest_reserved_start_ms), a job checked over [now, now + d) with
+//       now + d > L meets every claim of the pass, whatever d is (claims that start later
+//       come only from reservations; jobs beyond the window that get reservations only add
+//       claims). So in P3, estimates of at least L - now + 1 all count as that length.
 // Lane exclusions are left out of the proof: that can only make it fail, never wrongly
 // succeed. With P4 a window rarely needs more than max_reservations + what starts + a
 // blocker per pool, whatever the queue's length; the exception is a pool (a reservation)
@@ -42,6 +47,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -77,8 +83,9 @@ class EligibleQueue {
   // for P3 (it is checked over [now, infinity)).
   EligibleQueue(sched::Policy policy, int max_reservations, bool unknown_is_longest)
       : policy_(policy),
-        reservation_cap_(policy == sched::Policy::kBackfill
-                             ? static_cast<size_t>(std::max(0, max_reservations))
+        // Under kBackfill with a cap, jobs past it hold nothing back (P4 never applies).
+        reservation_cap_(policy == sched::Policy::kBackfill && max_reservations > 0
+                             ? std::numeric_limits<size_t>::max()
                              : 0),
         unknown_is_longest_(unknown_is_longest) {}
 
@@ -98,10 +105,12 @@ class EligibleQueue {
   // where `started[job]` marks the window's starts and `waiting` holds the window's other
   // jobs: the key of some job beyond `last` that the proof cannot rule out, or nullopt when
   // none could start. `gpus` and `lanes` are the machine after the window's starts.
+  // `alike_from_ms`: known estimates at least this long count as this long (P5).
   std::optional<QueueKey> first_unproven(
       const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
       const std::optional<QueueKey>& last, const std::vector<char>& started,
-      const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting) const;
+      const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+      int64_t alike_from_ms = std::numeric_limits<int64_t>::max()) const;
 
  private:
   struct KnownLess {

@@ -62,6 +62,7 @@ inline sched::Decision easy_backfill(const sched::Snapshot& s) {
       }
       extra = avail >= job.gpus ? avail - job.gpus : 0;
       if (avail < job.gpus) shadow = s.now_ms;
+      d.latest_reserved_start_ms = shadow;  // lengths past it are alike here too (window.h P5)
       d.waits.push_back({job.id, {sched::WaitReason::Kind::kNeedsGpus, job.gpus, unclaimed}});
       continue;
     }
