@@ -3,8 +3,9 @@
 // jobs may start if they end by then or use only GPUs it will not need; no cap: it never holds
 // back, so simulate it with SimMachine::max_reservations huge). It exists to test the
 // simulator's window (window.h, P1-P3) against a policy that starts jobs deep in the queue.
-// It is NOT gpuq's policy and is never used by simulate() itself: whole GPUs only, no lanes,
-// memory, topology or reservations (reserved GPUs are left alone).
+// gpuq's own backfill is EASY too (scheduler.h), but this is a separate, simpler copy, never
+// used by simulate() itself: whole GPUs only, no lanes, memory, topology or reservations
+// (reserved GPUs are left alone).
 // Header-only; pure; thread-safe.
 #pragma once
 
