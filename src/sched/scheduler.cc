@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <deque>
 #include <limits>
 
 #include "sched/backfill.h"
@@ -54,6 +55,16 @@ class Pass {
   Placer placer_;
   const int cap_;
   std::vector<int> pool_waiting_;  // GPU jobs waiting so far, per pool (for reasons)
+  // Per pool, by GPU count g: the shortest window refused to a plain job of at most g GPUs
+  // this pass, and the reservation in its way (an index into refused_conflicts_, or -1).
+  struct Refusal {
+    int64_t window = std::numeric_limits<int64_t>::max();
+    int64_t conflict = -1;
+  };
+  const Refusal* refusal_for(const Need& need) const;
+  void record_refusal(const Need& need, int64_t window, int64_t conflict);
+  std::vector<std::vector<Refusal>> refused_;
+  std::deque<Claim> refused_conflicts_;  // copies; a deque keeps them in place as it grows
   int waiting_ = 0;
   Decision decision_;
 };
@@ -113,9 +124,24 @@ void Pass::consider(const PendingJob& job) {
                      : snapshot_.backfill_unknown_limit_ms > 0 ? snapshot_.backfill_unknown_limit_ms
                                                                : kInfinity;
     const int64_t end = add_time(now, window);
-    GpuSet available;
-    if (profile_.fits(need, now, end, open, &available)) return start(need, available);
-    conflict = profile_.blocking_reservation(need, now, end, open);
+    // A plain job (whole GPUs, no lanes) refused over a window is refused to every later
+    // plain job of its pool with as many GPUs or more over as long or longer: the profile
+    // only grows and the free GPUs only shrink during a pass (window.h's P3, here used to
+    // keep a deep queue cheap now that waiting jobs hold nothing back).
+    const bool plain = need.lanes == 0 && !need.share && need.mem == 0 && need.pool >= 0;
+    if (const Refusal* refused = plain ? refusal_for(need) : nullptr;
+        refused != nullptr && window >= refused->window) {
+      conflict = refused->conflict >= 0 ? &refused_conflicts_[refused->conflict] : nullptr;
+    } else {
+      GpuSet available;
+      if (profile_.fits(need, now, end, open, &available)) return start(need, available);
+      // Copied: the profile's claims move when protect() adds one.
+      if (const Claim* c = profile_.blocking_reservation(need, now, end, open)) {
+        refused_conflicts_.push_back(*c);
+        conflict = &refused_conflicts_.back();
+      }
+      if (plain) record_refusal(need, window, conflict ? refused_conflicts_.size() - 1 : -1);
+    }
   }
   const int64_t own_start = protect(need, could_take);
   decision_.waits.push_back({need.id, explain(need, free, open, could_take, conflict, own_start)});
@@ -129,6 +155,24 @@ GpuSet Pass::choose_preferring(const GpuSet& preferred, const GpuSet& available,
   const int rest = need.gpus - first.count();
   if (first.none() || rest <= 0) return placer_.choose(available, need.gpus, need, shared);
   return first | placer_.choose(minus(available, first), rest, need, shared);
+}
+
+const Pass::Refusal* Pass::refusal_for(const Need& need) const {
+  if (static_cast<size_t>(need.pool) >= refused_.size() || refused_[need.pool].empty()) {
+    return nullptr;
+  }
+  const Refusal& r = refused_[need.pool][std::min(need.gpus, machine_.gpu_count())];
+  return r.window != std::numeric_limits<int64_t>::max() ? &r : nullptr;
+}
+
+void Pass::record_refusal(const Need& need, int64_t window, int64_t conflict) {
+  if (refused_.size() <= static_cast<size_t>(need.pool)) refused_.resize(need.pool + 1);
+  std::vector<Refusal>& by_gpus = refused_[need.pool];
+  if (by_gpus.empty()) by_gpus.assign(machine_.gpu_count() + 1, Refusal{});
+  for (int g = std::min(need.gpus, machine_.gpu_count()); g <= machine_.gpu_count(); ++g) {
+    if (window >= by_gpus[g].window) break;  // entries only fall as g grows past a record
+    by_gpus[g] = {window, conflict};
+  }
 }
 
 void Pass::start(const Need& need, const GpuSet& available) {
