@@ -6,8 +6,8 @@
 // trace file given with --trace FILE (id,submit_s,gpus,duration_s[,...],est_s; see
 // src/sim/trace.h). --seeds N: how many generated traces (default 5); --jobs N: jobs each
 // (3,000); --load X: offered load (0.97); --write-trace FILE: write the trace of --seed N
-// (default 1) as CSV and exit (for `gpuq simulate --trace`); --reservations N: gpuq's max_reservations (default
-// the scheduler's). Prints one row per trace and policy.
+// (default 1) as CSV and exit (for `gpuq simulate --trace`); --reservations N: gpuq's
+// max_reservations (default the scheduler's). Prints one row per trace and policy.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -75,24 +75,32 @@ int main(int argc, char** argv) {
   std::string trace, write_trace;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--seeds") seeds = std::atoi(value.c_str());
-    else if (flag == "--jobs") options.jobs = std::atoi(value.c_str());
-    else if (flag == "--load") options.load = std::atof(value.c_str());
-    else if (flag == "--trace") trace = value;
-    else if (flag == "--seed") options.seed = std::strtoull(value.c_str(), nullptr, 10);
-    else if (flag == "--reservations") max_reservations = std::atoi(value.c_str());
-    else if (flag == "--write-trace") write_trace = value;
+    if (flag == "--seeds")
+      seeds = std::atoi(value.c_str());
+    else if (flag == "--jobs")
+      options.jobs = std::atoi(value.c_str());
+    else if (flag == "--load")
+      options.load = std::atof(value.c_str());
+    else if (flag == "--trace")
+      trace = value;
+    else if (flag == "--seed")
+      options.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--reservations")
+      max_reservations = std::atoi(value.c_str());
+    else if (flag == "--write-trace")
+      write_trace = value;
     else {
       fmt::print(stderr, "unknown flag {}\n", flag);
       return 2;
     }
   }
   if (!write_trace.empty()) {
-    std::ofstream(write_trace) << reference::wide_trace_csv(reference::generate_wide_trace(options));
+    std::ofstream(write_trace) << reference::wide_trace_csv(
+        reference::generate_wide_trace(options));
     return 0;
   }
-  fmt::print("{:<14} {:<18} {:>12} {:>10} {:>8}\n", "trace", "policy", "mean wait s",
-             "vs fifo", "util");
+  fmt::print("{:<14} {:<18} {:>12} {:>10} {:>8}\n", "trace", "policy", "mean wait s", "vs fifo",
+             "util");
   if (!trace.empty()) {
     auto jobs = sim::read_trace_csv(trace);
     if (!jobs) {
@@ -100,13 +108,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::vector<RefJob> ref;
-    for (const sim::SimJob& j : *jobs) ref.push_back({j.submit_ms, j.gpus, j.duration_ms, j.estimate_ms});
+    for (const sim::SimJob& j : *jobs)
+      ref.push_back({j.submit_ms, j.gpus, j.duration_ms, j.estimate_ms});
     report("file", ref, options.gpus);
     return 0;
   }
   for (int seed = 1; seed <= seeds; ++seed) {
     options.seed = static_cast<uint64_t>(seed);
-    report(fmt::format("wide seed {}", seed), reference::generate_wide_trace(options), options.gpus);
+    report(fmt::format("wide seed {}", seed), reference::generate_wide_trace(options),
+           options.gpus);
   }
   return 0;
 }

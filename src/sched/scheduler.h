@@ -69,13 +69,18 @@
 //  reservation named can push a later job's reservation back (never the best waiting job's).
 //  Cap: max_reservations >= 1 jobs get a reservation; later waiting jobs hold nothing back.
 //  More than one reservation is conservative backfill for the first few jobs: it protects
-//  them, and on wide multi-GPU jobs it cost mean wait against EASY (4-11% at 2-32
+//  them, and on wide multi-GPU jobs it cost mean wait against EASY (2-11% at 2-32
 //  reservations on bench/backfill_bench's traces). Before issue 13 the cap was 32 and every
 //  job past it held back every GPU of its pool, so that nothing deep in a long queue could
 //  backfill: the main reason backfill fell short of EASY on wide jobs (1.09-1.38x EASY's
 //  mean wait on those traces; 1.06-1.11x without the holding back; 1.00 with one
-//  reservation). max_reservations = 0 is kPriority. For a waiting job's reason, the first 32 waiting jobs also learn whether they
-//  could start in finite time (kNeedsGpus, without a time unless reserved).
+//  reservation). max_reservations = 0 is kPriority. For a waiting job's reason, the first
+//  32 waiting jobs also learn whether they could start in finite time (kNeedsGpus, without
+//  a time unless reserved). Cost: every job past the cap that finds enough GPUs free is
+//  checked against the profile, except that a job needing whole GPUs and no lanes is
+//  refused at once when a job of its pool with no more GPUs was refused over no longer a
+//  window earlier in the pass (the profile only grows), so a deep queue of such jobs costs
+//  O(queue) cheap checks plus O(profile) per refusal kept.
 //
 //  Policy::kPriority: no backfill, i.e. max_reservations = 0: a job that cannot start holds
 //  back, until the end of the pass, every GPU of its pool that could take it, one unit of

@@ -1,9 +1,10 @@
 // The reference itself, on cases worked by hand, and the trace generator's promises.
+#include "easy_reference.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "easy_reference.h"
 #include "sim/trace.h"
 #include "sim_jobs.h"
 #include "wide_trace.h"

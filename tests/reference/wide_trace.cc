@@ -47,9 +47,8 @@ std::vector<RefJob> generate_wide_trace(const WideTraceOptions& options) {
     gpu_seconds += static_cast<double>(job.gpus) * static_cast<double>(seconds);
   }
   // Exponential gaps whose mean offers `load` of the machine over the arrival period.
-  const double mean_gap_s =
-      gpu_seconds / static_cast<double>(jobs.size() == 0 ? 1 : jobs.size()) /
-      (static_cast<double>(options.gpus) * options.load);
+  const double mean_gap_s = gpu_seconds / static_cast<double>(jobs.size() == 0 ? 1 : jobs.size()) /
+                            (static_cast<double>(options.gpus) * options.load);
   double clock_s = 0;
   for (RefJob& job : jobs) {
     job.submit_ms = std::llround(clock_s) * 1000;

@@ -20,7 +20,7 @@ namespace gpuq::reference {
 struct WideTraceOptions {
   uint64_t seed = 1;
   int jobs = 3000;
-  int gpus = 256;     // the machine the load is computed for
+  int gpus = 256;      // the machine the load is computed for
   double load = 0.97;  // offered GPU time / capacity over the arrival period
 };
 
