@@ -3,6 +3,7 @@
 // expected ends, and N queued jobs with mixed GPU counts (1-8), priorities, estimates, some
 // memory needs, some sharing and some lanes. The pass must stay well under 10 ms at
 // N = 100,000 and grow no faster than N log N (reported with ->Complexity).
+// BM_SchedulePassBackfillOneFree is backfill's worst case: every queued job checked and refused.
 // Run: sched_bench [--benchmark_filter=...]; see scripts/bench.sh.
 #include <benchmark/benchmark.h>
 
@@ -77,8 +78,7 @@ Snapshot make_snapshot(int queued, Policy policy) {
   return s;
 }
 
-void run_pass(benchmark::State& state, Policy policy) {
-  const Snapshot snapshot = make_snapshot(static_cast<int>(state.range(0)), policy);
+void time_passes(benchmark::State& state, const Snapshot& snapshot) {
   size_t started = 0;
   for (auto _ : state) {
     Decision decision = schedule(snapshot);
@@ -87,6 +87,10 @@ void run_pass(benchmark::State& state, Policy policy) {
   }
   state.counters["started"] = static_cast<double>(started);
   state.SetComplexityN(state.range(0));
+}
+
+void run_pass(benchmark::State& state, Policy policy) {
+  time_passes(state, make_snapshot(static_cast<int>(state.range(0)), policy));
 }
 
 void BM_SchedulePassBackfill(benchmark::State& state) { run_pass(state, Policy::kBackfill); }
@@ -113,14 +117,7 @@ void BM_SchedulePassBackfillOneFree(benchmark::State& state) {
     job.estimate_ms = (i == 0 ? 60 : 600 + i % 100) * kMin;
     s.queue.push_back(job);
   }
-  size_t started = 0;
-  for (auto _ : state) {
-    Decision decision = schedule(s);
-    started = decision.starts.size();
-    benchmark::DoNotOptimize(decision);
-  }
-  state.counters["started"] = static_cast<double>(started);
-  state.SetComplexityN(state.range(0));
+  time_passes(state, s);
 }
 void BM_SchedulePassPriority(benchmark::State& state) { run_pass(state, Policy::kPriority); }
 
