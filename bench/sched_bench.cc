@@ -3,6 +3,7 @@
 // expected ends, and N queued jobs with mixed GPU counts (1-8), priorities, estimates, some
 // memory needs, some sharing and some lanes. The pass must stay well under 10 ms at
 // N = 100,000 and grow no faster than N log N (reported with ->Complexity).
+// BM_SchedulePassBackfillOneFree is backfill's worst case: every queued job checked and refused.
 // Run: sched_bench [--benchmark_filter=...]; see scripts/bench.sh.
 #include <benchmark/benchmark.h>
 
@@ -77,8 +78,7 @@ Snapshot make_snapshot(int queued, Policy policy) {
   return s;
 }
 
-void run_pass(benchmark::State& state, Policy policy) {
-  const Snapshot snapshot = make_snapshot(static_cast<int>(state.range(0)), policy);
+void time_passes(benchmark::State& state, const Snapshot& snapshot) {
   size_t started = 0;
   for (auto _ : state) {
     Decision decision = schedule(snapshot);
@@ -89,10 +89,44 @@ void run_pass(benchmark::State& state, Policy policy) {
   state.SetComplexityN(state.range(0));
 }
 
+void run_pass(benchmark::State& state, Policy policy) {
+  time_passes(state, make_snapshot(static_cast<int>(state.range(0)), policy));
+}
+
 void BM_SchedulePassBackfill(benchmark::State& state) { run_pass(state, Policy::kBackfill); }
+
+// Backfill's worst case since no job past the reservation holds anything back (EASY): one
+// GPU free, the head needs all 64, and every other job needs one for longer than the head
+// waits, so each is checked against the profile and refused.
+void BM_SchedulePassBackfillOneFree(benchmark::State& state) {
+  Snapshot s = make_snapshot(0, Policy::kBackfill);
+  for (int slot = kGpus / 2; slot < kGpus - 1; ++slot) {
+    RunningJob run;
+    run.id = 2'000'000 + slot;
+    run.slots = {slot};
+    s.gpus[slot].held_exclusive = true;
+    run.expected_end_ms = kNow + 60 * kMin;
+    s.running.push_back(run);
+  }
+  const int queued = static_cast<int>(state.range(0));
+  for (int i = 0; i < queued; ++i) {
+    PendingJob job;
+    job.id = i + 1;
+    job.queue_order = i;
+    job.gpus = i == 0 ? kGpus : 1;
+    job.estimate_ms = (i == 0 ? 60 : 600 + i % 100) * kMin;
+    s.queue.push_back(job);
+  }
+  time_passes(state, s);
+}
 void BM_SchedulePassPriority(benchmark::State& state) { run_pass(state, Policy::kPriority); }
 
 BENCHMARK(BM_SchedulePassBackfill)
+    ->RangeMultiplier(10)
+    ->Range(1'000, 100'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity(benchmark::oNLogN);
+BENCHMARK(BM_SchedulePassBackfillOneFree)
     ->RangeMultiplier(10)
     ->Range(1'000, 100'000)
     ->Unit(benchmark::kMillisecond)

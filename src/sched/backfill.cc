@@ -72,7 +72,10 @@ void Profile::add_running(const Snapshot& snapshot) {
 
 void Profile::add(const Claim& claim) {
   claims_.push_back(claim);
-  if (claim.reserved) ++reservations_;
+  if (claim.reserved) {
+    ++reservations_;
+    reserved_gpus_ |= claim.gpus;
+  }
   if (claim.end < kInfinity) {
     auto it = std::lower_bound(ends_.begin(), ends_.end(), claim.end);
     if (it == ends_.end() || *it != claim.end) ends_.insert(it, claim.end);

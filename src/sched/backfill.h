@@ -1,4 +1,5 @@
-// The time profile behind conservative backfill: every claim on the machine over time —
+// The time profile behind backfill (EASY with one reservation, conservative for the first
+// Snapshot::max_reservations waiting jobs with more): every claim on the machine over time —
 // running jobs until their expected ends, jobs started in this pass, and the reservations
 // of better waiting jobs — and the two questions backfill asks of it: does a job's whole
 // need (GPUs with memory and sharing, lane units, exclusions) fit over [start, end) beside
@@ -41,6 +42,8 @@ class Profile {
 
   void add(const Claim& claim);
   int reservations() const { return reservations_; }
+  // Every GPU some reservation names (at any time).
+  const GpuSet& reserved_gpus() const { return reserved_gpus_; }
 
   // Whether `need` fits over [start, end): its exclusions and lane units beside every claim
   // there, and at least need.gpus GPUs among `allowed` free for it (whole, or shareable with
@@ -66,6 +69,7 @@ class Profile {
   std::vector<Claim> claims_;
   std::vector<int64_t> ends_;  // finite claim ends, sorted, unique: the candidate starts
   int reservations_ = 0;
+  GpuSet reserved_gpus_;
   mutable std::vector<int64_t> shared_mem_;  // scratch: sharers' memory per GPU in a window
 };
 

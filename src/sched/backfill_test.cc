@@ -1,6 +1,7 @@
 // Backfill rules, case by case: durations (estimate, timeout, unknown and its limit), running
 // jobs without an expected end, resources a reservation does not need, conservative
-// reservations for every waiting job, the reservation cap, and sharing jobs' reservations
+// reservations for the first max_reservations waiting jobs, the cap (EASY past it), EASY's
+// extra GPUs on named GPUs, backfill deep in a long queue, and sharing jobs' reservations
 // (memory the sharers leave, whole GPUs).
 #include <gtest/gtest.h>
 
@@ -125,13 +126,14 @@ TEST(Backfill, EveryWaitingJobGetsAReservation) {
                {{1, "needs 4 GPUs, 2 free, next free in ~2h"},
                 {2, "needs 3 GPUs, 2 free, next free in ~1h"},
                 {3, "would delay job 2, which starts in ~1h"}}});
-  expect_case({"past the cap a job holds back all it could use",
+  // Past the cap a job gets no reservation and holds nothing back (EASY with the cap at 1):
+  // job 3 may delay job 2, never job 1.
+  expect_case({"past the cap a job is not protected",
                conservative(1),
+               {3, 4},
+               {1, 2},
                {},
-               {1, 2, 3, 4},
-               {},
-               {{2, "behind 1 better job waiting for GPUs (needs 3)"},
-                {4, "behind 3 better jobs waiting for GPUs (needs 1)"}}});
+               {{1, "needs 4 GPUs, 2 free, next free in ~2h"}, {2, "needs 3 GPUs, 2 free"}}});
   Snapshot none = conservative(0);
   Decision backfill = schedule(none);
   none.policy = Policy::kPriority;
@@ -186,6 +188,42 @@ TEST(Backfill, ASharingJobsReservationHoldsItsGpusWhole) {
                {{3, {1}}},
                {{1, "needs 2 GPUs, 1 free, next free in ~1h"},
                 {2, "would delay job 1, which starts in ~1h"}}});
+}
+
+// EASY's rule on named GPUs (issue 13). Four GPUs: 2 and 3 are busy for an hour, 0 and 1
+// free. Job 1 needs three; EASY counts one "extra" GPU at its start, which a job running past
+// it may take now. The reservation must name the busy GPUs first (2, 3, then 0), and a job
+// that ends before it must take reserved GPU 0, leaving GPU 1 to the long job.
+TEST(Backfill, TheReservationLeavesEasysExtraGpuFree) {
+  Snapshot s = machine(4);
+  s.now_ms = kNow;
+  s.running = {run(100).slots({2, 3}).ends(kNow + 60 * kMin)};
+  s.gpus[2].held_exclusive = s.gpus[3].held_exclusive = true;
+  s.queue = {job(1, 3).estimate(60 * kMin), job(2, 1).estimate(30 * kMin),
+             job(3, 1).estimate(500 * kMin)};
+  expect_case({"short on the reserved GPU, long on the extra one",
+               s,
+               {2, 3},
+               {1},
+               {{2, {0}}, {3, {1}}},
+               {{1, "needs 3 GPUs, 2 free, next free in ~1h"}}});
+}
+
+// Deep in a long queue: 40 waiting jobs of 2 GPUs each, then a 1-GPU job short enough to end
+// before the head's reservation. Past the cap the waiting jobs hold nothing back, so it
+// starts (before issue 13 the 33rd waiting job held back every GPU, and it waited).
+TEST(Backfill, AShortJobDeepInTheQueueBackfills) {
+  Snapshot s = machine(2);
+  s.now_ms = kNow;
+  s.running = {run(100).slots({0}).ends(kNow + 60 * kMin)};
+  s.gpus[0].held_exclusive = true;
+  std::vector<int64_t> waits;
+  for (int id = 1; id <= 40; ++id) {
+    s.queue.push_back(job(id, 2).order(id).estimate(120 * kMin));
+    waits.push_back(id);
+  }
+  s.queue.push_back(job(41, 1).order(41).estimate(30 * kMin));
+  expect_case({"job 41 ends before job 1's reservation", s, {41}, waits, {{41, {1}}}});
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <deque>
+#include <limits>
 
 #include "sched/backfill.h"
 #include "sched/machine.h"
@@ -15,6 +17,11 @@
 
 namespace gpuq::sched {
 namespace {
+
+// protect()'s answer for a job past the reservation cap that could start in finite time.
+constexpr int64_t kStartsSometime = kInfinity - 2;
+// How many waiting jobs, reserved or not, get that answer (bounds its cost per pass).
+constexpr int kExplainedDepth = 32;
 
 class Pass {
  public:
@@ -31,6 +38,9 @@ class Pass {
  private:
   void consider(const PendingJob& job);
   void start(const Need& need, const GpuSet& available);
+  // `need.gpus` GPUs of `available`, as many as it can from `preferred`.
+  GpuSet choose_preferring(const GpuSet& preferred, const GpuSet& available, const Need& need,
+                           const GpuSet& shared) const;
   // Holds what a waiting job needs against worse jobs; returns its reserved start, if any.
   int64_t protect(const Need& need, const GpuSet& could_take);
   WaitReason explain(const Need& need, const GpuSet& free, const GpuSet& open,
@@ -45,6 +55,16 @@ class Pass {
   Placer placer_;
   const int cap_;
   std::vector<int> pool_waiting_;  // GPU jobs waiting so far, per pool (for reasons)
+  // Per pool, by GPU count g: the shortest window refused to a plain job of at most g GPUs
+  // this pass, and the reservation in its way (an index into refused_conflicts_, or -1).
+  struct Refusal {
+    int64_t window = std::numeric_limits<int64_t>::max();
+    int64_t conflict = -1;
+  };
+  const Refusal* refusal_for(const Need& need) const;
+  void record_refusal(const Need& need, int64_t window, int64_t conflict);
+  std::vector<std::vector<Refusal>> refused_;
+  std::deque<Claim> refused_conflicts_;  // copies; a deque keeps them in place as it grows
   int waiting_ = 0;
   Decision decision_;
 };
@@ -104,17 +124,62 @@ void Pass::consider(const PendingJob& job) {
                      : snapshot_.backfill_unknown_limit_ms > 0 ? snapshot_.backfill_unknown_limit_ms
                                                                : kInfinity;
     const int64_t end = add_time(now, window);
-    GpuSet available;
-    if (profile_.fits(need, now, end, open, &available)) return start(need, available);
-    conflict = profile_.blocking_reservation(need, now, end, open);
+    // A plain job (whole GPUs, no lanes) refused over a window is refused to every later
+    // plain job of its pool with as many GPUs or more over as long or longer: the profile
+    // only grows and the free GPUs only shrink during a pass (window.h's P3, here used to
+    // keep a deep queue cheap now that waiting jobs hold nothing back).
+    const bool plain = need.lanes == 0 && !need.share && need.mem == 0 && need.pool >= 0;
+    if (const Refusal* refused = plain ? refusal_for(need) : nullptr;
+        refused != nullptr && window >= refused->window) {
+      conflict = refused->conflict >= 0 ? &refused_conflicts_[refused->conflict] : nullptr;
+    } else {
+      GpuSet available;
+      if (profile_.fits(need, now, end, open, &available)) return start(need, available);
+      // Copied: the profile's claims move when protect() adds one.
+      if (const Claim* c = profile_.blocking_reservation(need, now, end, open)) {
+        refused_conflicts_.push_back(*c);
+        conflict = &refused_conflicts_.back();
+      }
+      if (plain) record_refusal(need, window, conflict ? refused_conflicts_.size() - 1 : -1);
+    }
   }
   const int64_t own_start = protect(need, could_take);
   decision_.waits.push_back({need.id, explain(need, free, open, could_take, conflict, own_start)});
   count_waiting(need);
 }
 
+GpuSet Pass::choose_preferring(const GpuSet& preferred, const GpuSet& available, const Need& need,
+                               const GpuSet& shared) const {
+  const GpuSet first = preferred & available;
+  if (first.has_at_least(need.gpus)) return placer_.choose(first, need.gpus, need, shared);
+  const int rest = need.gpus - first.count();
+  if (first.none() || rest <= 0) return placer_.choose(available, need.gpus, need, shared);
+  return first | placer_.choose(minus(available, first), rest, need, shared);
+}
+
+const Pass::Refusal* Pass::refusal_for(const Need& need) const {
+  if (static_cast<size_t>(need.pool) >= refused_.size() || refused_[need.pool].empty()) {
+    return nullptr;
+  }
+  const Refusal& r = refused_[need.pool][std::min(need.gpus, machine_.gpu_count())];
+  return r.window != std::numeric_limits<int64_t>::max() ? &r : nullptr;
+}
+
+void Pass::record_refusal(const Need& need, int64_t window, int64_t conflict) {
+  if (refused_.size() <= static_cast<size_t>(need.pool)) refused_.resize(need.pool + 1);
+  std::vector<Refusal>& by_gpus = refused_[need.pool];
+  if (by_gpus.empty()) by_gpus.assign(machine_.gpu_count() + 1, Refusal{});
+  for (int g = std::min(need.gpus, machine_.gpu_count()); g <= machine_.gpu_count(); ++g) {
+    if (window >= by_gpus[g].window) break;  // entries only fall as g grows past a record
+    by_gpus[g] = {window, conflict};
+  }
+}
+
 void Pass::start(const Need& need, const GpuSet& available) {
-  GpuSet chosen = placer_.choose(available, need.gpus, need, machine_.shared_now());
+  // A job that ends before a reservation takes that reservation's GPUs first, leaving the
+  // others to jobs that run past it.
+  GpuSet chosen = choose_preferring(profile_.reserved_gpus(), available, need,
+                                    machine_.shared_now());
   machine_.apply_start(need, chosen);
   Claim claim;
   claim.start = machine_.now();
@@ -133,8 +198,17 @@ void Pass::start(const Need& need, const GpuSet& available) {
 
 int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
   if (profile_.reservations() >= cap_) {
-    machine_.hold_back(need, could_take);
-    return kInfinity;
+    if (cap_ == 0) {  // kPriority, kFifo: hold its resources back from worse jobs
+      machine_.hold_back(need, could_take);
+      return kInfinity;
+    }
+    // Past the cap, backfill protects no more jobs: this one just waits, as under EASY. For
+    // its reason (and preemption.h, which reads it), the first waiting jobs learn whether
+    // they could start in finite time at all; when is no promise, so it is not said.
+    if (waiting_ >= kExplainedDepth) return kInfinity;
+    return profile_.earliest_after(need, machine_.now(), could_take).start < kInfinity
+               ? kStartsSometime
+               : kInfinity;
   }
   Slot slot = profile_.earliest_after(need, machine_.now(), could_take);
   Claim claim;
@@ -144,7 +218,10 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
   if (slot.start < kInfinity) {
     claim.start = slot.start;
     claim.end = add_time(slot.start, need.duration);
-    claim.gpus = placer_.choose(slot.available, need.gpus, need, GpuSet{});
+    // Reserve GPUs that are busy now before free ones: the free ones are what a job running
+    // past the reservation's start can use now (EASY's "extra" GPUs).
+    claim.gpus = choose_preferring(minus(slot.available, machine_.free_for(need)),
+                                   slot.available, need, GpuSet{});
   } else {
     // It waits on something held forever: reserve at "infinity" every GPU it could take,
     // so that only work that might never end is kept off them.
@@ -153,6 +230,9 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
     claim.gpus = could_take;
   }
   profile_.add(claim);
+  decision_.latest_reserved_start_ms =
+      std::max(decision_.latest_reserved_start_ms,
+               claim.start >= kInfinity - 1 ? std::numeric_limits<int64_t>::max() : claim.start);
   return claim.start;
 }
 
@@ -204,8 +284,8 @@ WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& ope
         r.gpu_mem_mib = need.mem;
       } else if (own_start < kInfinity - 1 || r.better_jobs == 0) {
         r.kind = Kind::kNeedsGpus;
-        int64_t start = own_start;
-        if (start >= kInfinity && r.better_jobs == 0) {
+        int64_t start = own_start == kStartsSometime ? kInfinity : own_start;
+        if (start >= kInfinity && r.better_jobs == 0 && own_start != kStartsSometime) {
           // No reservation was made (kPriority or past the cap), but this is the first job
           // waiting for its pool, so its expected start is worth one profile search.
           start = profile_.earliest_after(need, machine_.now(), could_take).start;

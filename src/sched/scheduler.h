@@ -32,38 +32,60 @@
 //  deadline, so the GPUs it frees are seen as freeing soon (preemption.h plans which runs to
 //  preempt; schedule() itself reads none of RunningJob's preemption fields).
 //
-//  Policy::kBackfill (default): conservative backfill over a time profile. Jobs are taken in
-//  order; each either starts now or, if it cannot, gets a reservation: the earliest time t
-//  at which its whole need (GPUs, memory, lanes, exclusions) fits over [t, t + duration)
-//  beside everything already in the profile (running jobs, jobs started in this pass, and
-//  the reservations of better jobs), on GPUs chosen by the placement rules below. A job
+//  Policy::kBackfill (default): backfill over a time profile; with the default
+//  max_reservations = 1 it is EASY backfill. Jobs are taken in order; each either starts now
+//  or, if it cannot and fewer than max_reservations jobs hold a reservation, gets one: the
+//  earliest time t at which its whole need (GPUs, memory, lanes, exclusions) fits over
+//  [t, t + duration) beside everything already in the profile (running jobs, jobs started in
+//  this pass, and the reservations of better jobs), on GPUs chosen by the placement rules
+//  below, busy-now GPUs first (the free ones are what a job running past t can use). A job
 //  starts now only if it fits over [now, now + duration) beside all of that, i.e. it ends
-//  before every reservation whose resources it would touch, or touches none of them. A job
-//  with unknown duration is checked over [now, now + backfill_unknown_limit_ms), so it may
-//  only touch reservations that start at least that far ahead; with the limit 0 it touches
-//  none. A reservation that cannot be placed at any finite time (it waits on something held
-//  forever) is placed at "infinity" on every GPU of its pool that could take it: jobs of
-//  known duration may use those GPUs now, jobs of unknown duration only if the limit > 0.
+//  before every reservation whose resources it would touch, or touches none of them; it
+//  takes the GPUs of a reservation it ends before first, leaving the others to jobs that run
+//  past it. On a machine of equal GPUs this is EASY's rule exactly (start if it fits now and
+//  ends by the head's "shadow" time or uses only the "extra" GPUs), and gpuq's simulator
+//  replays EASY job for job (tests/reference/backfill_quality_test.cc). A job with unknown
+//  duration is checked over [now, now + backfill_unknown_limit_ms), so it may only touch
+//  reservations that start at least that far ahead; with the limit 0 it touches none. A
+//  reservation that cannot be placed at any finite time (it waits on something held forever)
+//  is placed at "infinity" on every GPU of its pool that could take it: jobs of known
+//  duration may use those GPUs now, jobs of unknown duration only if the limit > 0.
 //  Reservations hold whole GPUs, even for sharing jobs (a sharer may use such a GPU only by
 //  ending first); running sharers free their gpu_mem at their expected ends.
-//  Guarantee: when running jobs end at their expected ends and started jobs run exactly
-//  their estimate (else timeout; unknown length: forever, as assumed), no start decided here
-//  moves a better job's reservation later, and the best waiting job starts exactly when it
-//  would under kPriority (backfill_random_test.cc checks both against a reference
-//  simulator). Where reality is kinder than the assumption — work of unknown end finishes —
-//  a job of known length that backfilled beside a reservation "at infinity" may hold its
-//  GPUs up to its estimate longer: the price of not idling GPUs behind work that may never
-//  end. Each pass plans afresh, and a reservation names GPUs; when topology or memory make
-//  GPUs unequal, a better job starting on other GPUs than its reservation named can push a
-//  later job's reservation back (never the best waiting job's).
-//  Cap: only the first max_reservations waiting jobs get a reservation (the cost of one is
-//  linear in the profile). Every later job that cannot start is handled as under kPriority:
-//  it holds back, until the end of the pass, every GPU of its pool that could take it, one
-//  unit of each of its lanes, and every token that would exclude it; no later job may start
-//  on those. So the cap only ever makes the pass start fewer jobs, never delays a better one.
+//  Guarantee (for the reserved jobs, so always for the best waiting job — the first in order
+//  that does not start): when running jobs end by their expected ends and started jobs run
+//  no longer than their estimate (else timeout; unknown length: forever, as assumed), no
+//  start decided here moves a reserved job's start later, so the best waiting job starts no
+//  later than its reservation (the next_free_in_ms of its kNeedsGpus reason), and exactly
+//  when it would under kPriority when jobs run exactly as told (backfill_random_test.cc
+//  checks that against a reference simulator; the reference tests check the first on wide
+//  traces). Jobs past the cap have no reservation and no such promise: a worse job may start
+//  ahead of them if it delays no reserved job (as under EASY); each becomes the best waiting
+//  job in turn, so none starves. Where reality is kinder than the assumption — work of
+//  unknown end finishes — a job of known length that backfilled beside a reservation "at
+//  infinity" may hold its GPUs up to its estimate longer: the price of not idling GPUs
+//  behind work that may never end. Each pass plans afresh, and a reservation names GPUs;
+//  when topology or memory make GPUs unequal, a better job starting on other GPUs than its
+//  reservation named can push a later job's reservation back (never the best waiting job's).
+//  Cap: max_reservations >= 1 jobs get a reservation; later waiting jobs hold nothing back.
+//  More than one reservation is conservative backfill for the first few jobs: it protects
+//  them, and on wide multi-GPU jobs it cost mean wait against EASY (2-11% at 2-32
+//  reservations on bench/backfill_bench's traces). Before issue 13 the cap was 32 and every
+//  job past it held back every GPU of its pool, so that nothing deep in a long queue could
+//  backfill: the main reason backfill fell short of EASY on wide jobs (1.09-1.38x EASY's
+//  mean wait on those traces; 1.06-1.11x without the holding back; 1.00 with one
+//  reservation). max_reservations = 0 is kPriority. For a waiting job's reason, the first
+//  32 waiting jobs also learn whether they could start in finite time (kNeedsGpus, without
+//  a time unless reserved). Cost: every job past the cap that finds enough GPUs free is
+//  checked against the profile, except that a job needing whole GPUs and no lanes is
+//  refused at once when a job of its pool with no more GPUs was refused over no longer a
+//  window earlier in the pass (the profile only grows), so a deep queue of such jobs costs
+//  O(queue) cheap checks plus O(profile) per refusal kept.
 //
 //  Policy::kPriority: no backfill, i.e. max_reservations = 0: a job that cannot start holds
-//  back its resources as just described. Policy::kFifo: the same, ordered by queue_order.
+//  back, until the end of the pass, every GPU of its pool that could take it, one unit of
+//  each of its lanes, and every token that would exclude it; no later job may start on
+//  those. Policy::kFifo: the same, ordered by queue_order.
 //
 //  Placement (ties go to the lowest slot). Links are Snapshot::links[slot][slot], higher is
 //  better. A job of k > 1 GPUs takes the free set that maximises the minimum pairwise link,
@@ -154,10 +176,10 @@ struct Snapshot {
   // A job without an estimate (or timeout) may backfill only when the better job it could
   // delay is expected to wait at least this long; 0 = such jobs never backfill.
   int64_t backfill_unknown_limit_ms = 0;
-  // Policy::kBackfill: how many waiting jobs get a reservation in the time profile; later
-  // ones hold their resources back as under kPriority (see the policy above). Bounds the
-  // cost of a pass: each reservation costs O(profile size x (profile size + GPUs)).
-  int max_reservations = 32;
+  // Policy::kBackfill: how many waiting jobs get a reservation in the time profile (1: EASY);
+  // later ones hold nothing back (see the policy above); 0 makes it kPriority. Each
+  // reservation costs O(profile size x (profile size + GPUs)).
+  int max_reservations = 1;
 };
 
 // Why a job waits, compactly (no strings built per job in the hot path); text() renders it.
@@ -206,6 +228,11 @@ struct Wait {
 struct Decision {
   std::vector<Start> starts;
   std::vector<Wait> waits;  // one per queued job that does not start, in scheduling order
+  // The latest start of a reservation made in this pass (kBackfill); -1 when none was made,
+  // INT64_MAX when one waits on work held forever. A job checked over [now, now + d) with
+  // now + d past it meets every claim of the pass whatever d is, so for starting now all
+  // such lengths are alike (the simulator's window proof uses this: sim/window.h, P5).
+  int64_t latest_reserved_start_ms = -1;
 };
 
 // Sorts a queue into scheduling order for `policy`.

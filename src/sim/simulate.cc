@@ -188,7 +188,12 @@ Status Simulation::pass(int64_t t) {
       const Entity& ent = entities_[static_cast<size_t>(p.id - 1)];
       if (!started_[static_cast<size_t>(p.id - 1)]) waiting.emplace_back(ent.key, ent.info);
     }
-    std::optional<QueueKey> unproven = queue_.first_unproven(gpus, lanes, last, started_, waiting);
+    const int64_t latest = decision.latest_reserved_start_ms;
+    const int64_t alike_from = latest == std::numeric_limits<int64_t>::max()
+                                   ? latest
+                                   : std::max<int64_t>(latest - t, 0) + 1;  // P5
+    std::optional<QueueKey> unproven =
+        queue_.first_unproven(gpus, lanes, last, started_, waiting, alike_from);
     if (!unproven) break;
     // Double rather than jump to `unproven`: a deep candidate is often ruled out by P4 once
     // the window holds a few more waiting jobs. But reach it when it lies beyond the double

@@ -76,7 +76,7 @@ int EligibleQueue::available(const JobClass& c, const std::vector<sched::Gpu>& g
 std::optional<QueueKey> EligibleQueue::first_unproven(
     const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
     const std::optional<QueueKey>& last, const std::vector<char>& started,
-    const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting) const {
+    const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting, int64_t alike_from_ms) const {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   int pools = 1;
   for (const sched::Gpu& g : gpus) pools = std::max(pools, g.reservation + 2);
@@ -93,8 +93,9 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
   for (const auto& [key, info] : waiting) {
     const JobClass& c = classes_[info.job_class];
     if (info.estimate_ms > 0) {
-      auto [it, fresh] = shortest[info.job_class].emplace(info.gpus, info.estimate_ms);
-      if (!fresh) it->second = std::min(it->second, info.estimate_ms);
+      const int64_t length = std::min(info.estimate_ms, alike_from_ms);
+      auto [it, fresh] = shortest[info.job_class].emplace(info.gpus, length);
+      if (!fresh) it->second = std::min(it->second, length);
     }
     if (info.estimate_ms == 0 || unknown_is_longest_) {
       fewest_unknown[info.job_class] = std::min(fewest_unknown[info.job_class], info.gpus);
@@ -131,7 +132,7 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
       }
       // Jobs shorter than `bound` in this bucket are the window's starts or lie beyond it.
       for (const auto& [estimate, key] : bucket.known) {
-        if (estimate >= bound) break;
+        if (std::min(estimate, alike_from_ms) >= bound) break;
         if (started[static_cast<size_t>(key.job)] || !beyond(key)) continue;
         consider(key);
         break;

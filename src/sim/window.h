@@ -25,16 +25,23 @@
 //       [now, infinity)) waits too: it is checked against the same running jobs, starts and
 //       reservations of better jobs plus J1's (or what J1 holds back), with no more free,
 //       over a window at least as long.
-//  (P4) Holding back: a job that waits without a reservation — every waiting job under
-//       kFifo and kPriority, and under kBackfill every waiting job after the first
-//       Snapshot::max_reservations — holds back from all worse jobs every GPU of its pool
-//       that could take it and a unit of each of its lanes ("Cap" in scheduler.h). (Jobs
-//       that could never run hold nothing back; simulate() refuses them before it starts,
-//       so every waiting job counts.)
+//  (P4) Holding back: under kFifo and kPriority (and kBackfill with max_reservations 0),
+//       a waiting job holds back from all worse jobs every GPU of its pool that could take
+//       it and a unit of each of its lanes (scheduler.h). Under kBackfill with a cap, jobs
+//       past it hold nothing back (EASY), so P4 does not apply. (Jobs that could never run
+//       hold nothing back; simulate() refuses them before it starts, so every waiting job
+//       counts.)
+//  (P5) Alike lengths: with L the latest start of a reservation the pass made
+//       (Decision::latest_reserved_start_ms), a job checked over [now, now + d) with
+//       now + d > L meets every claim of the pass, whatever d is (claims that start later
+//       come only from reservations; jobs beyond the window that get reservations only add
+//       claims). So in P3, estimates of at least L - now + 1 all count as that length.
 // Lane exclusions are left out of the proof: that can only make it fail, never wrongly
-// succeed. With P4 a window rarely needs more than max_reservations + what starts + a
-// blocker per pool, whatever the queue's length; the exception is a pool (a reservation)
-// with free GPUs whose first job waits deep in the queue: the window must reach it.
+// succeed. With P4 a window rarely needs more than what starts + a blocker per pool,
+// whatever the queue's length; the exception is a pool (a reservation) with free GPUs whose
+// first job waits deep in the queue: the window must reach it. Under backfill the window
+// must reach every job short enough to end before the head's reservation that fits what is
+// free (those really start), so it grows with the queue when many such jobs wait deep.
 // Tests: window_test.cc checks windowed == whole-queue simulations on random plans for every
 // policy, with lanes, a reservation and sharing; SimOptions::full_queue turns the window off.
 //
@@ -43,6 +50,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -72,14 +80,15 @@ struct QueueJobInfo {
 
 class EligibleQueue {
  public:
-  // From the Snapshot: `max_reservations` — under kBackfill, how many waiting jobs get a
-  // reservation before later ones hold their resources back (P4); and whether
+  // From the Snapshot: `max_reservations` — under kBackfill, 0 makes waiting jobs hold
+  // their resources back (P4), more leaves them free; and whether
   // backfill_unknown_limit_ms is 0, which makes a job of unknown length the longest of all
   // for P3 (it is checked over [now, infinity)).
   EligibleQueue(sched::Policy policy, int max_reservations, bool unknown_is_longest)
       : policy_(policy),
-        reservation_cap_(policy == sched::Policy::kBackfill
-                             ? static_cast<size_t>(std::max(0, max_reservations))
+        // Under kBackfill with a cap, jobs past it hold nothing back (P4 never applies).
+        reservation_cap_(policy == sched::Policy::kBackfill && max_reservations > 0
+                             ? std::numeric_limits<size_t>::max()
                              : 0),
         unknown_is_longest_(unknown_is_longest) {}
 
@@ -99,10 +108,12 @@ class EligibleQueue {
   // where `started[job]` marks the window's starts and `waiting` holds the window's other
   // jobs: the key of some job beyond `last` that the proof cannot rule out, or nullopt when
   // none could start. `gpus` and `lanes` are the machine after the window's starts.
+  // `alike_from_ms`: known estimates at least this long count as this long (P5).
   std::optional<QueueKey> first_unproven(
       const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
       const std::optional<QueueKey>& last, const std::vector<char>& started,
-      const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting) const;
+      const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+      int64_t alike_from_ms = std::numeric_limits<int64_t>::max()) const;
 
  private:
   struct KnownLess {

@@ -172,7 +172,13 @@ TEST(Window, SavesWorkOnALongQueue) {
     auto b = simulate(jobs, m, policy);
     ASSERT_TRUE(a && b);
     expect_same(*a, *b, "policy " + std::to_string(static_cast<int>(policy)));
-    EXPECT_LT(b->stats.jobs_passed, a->stats.jobs_passed / 20);
+    // Backfill (EASY: jobs past the head hold nothing back) really starts short jobs deep in
+    // the queue, so its window must reach them: less saved, but never more work.
+    if (policy == sched::Policy::kBackfill) {
+      EXPECT_LT(b->stats.jobs_passed, a->stats.jobs_passed);
+    } else {
+      EXPECT_LT(b->stats.jobs_passed, a->stats.jobs_passed / 20);
+    }
   }
 }
 
@@ -186,8 +192,10 @@ TEST(Window, SavesWorkOnALongRichQueue) {
     ASSERT_TRUE(a && b);
     expect_same(*a, *b, "policy " + std::to_string(static_cast<int>(policy)));
     // Not tenfold as with one pool: whenever the reserved GPUs are free, the window must reach
-    // the first job of that reservation, wherever it waits in the queue.
-    EXPECT_LT(b->stats.jobs_passed, a->stats.jobs_passed / 2);
+    // the first job of that reservation, wherever it waits in the queue; under backfill also
+    // every short job that fits before the head's reservation (see SavesWorkOnALongQueue).
+    EXPECT_LE(b->stats.jobs_passed,
+              a->stats.jobs_passed / (policy == sched::Policy::kBackfill ? 1 : 2));
   }
 }
 
@@ -216,8 +224,8 @@ TEST(Window, BackfillDeepInTheQueueIsFound) {
 }
 
 TEST(Window, RealBackfillDeepInTheQueue) {
-  // The same with sched's conservative backfill: 20 long jobs each get a reservation, and
-  // the short one fits before the head's reservation, on the one free GPU.
+  // The same with sched's backfill: the 20 long jobs would delay the head's reservation and
+  // wait, and the short one fits before it, on the one free GPU.
   std::vector<SimJob> jobs;
   jobs.push_back(SimJob{"head", 4, 50, 0, 10000, 10000, {}, {}, {}, "", 0, false});
   for (int i = 0; i < 20; ++i)

@@ -3,8 +3,9 @@
 // jobs may start if they end by then or use only GPUs it will not need; no cap: it never holds
 // back, so simulate it with SimMachine::max_reservations huge). It exists to test the
 // simulator's window (window.h, P1-P3) against a policy that starts jobs deep in the queue.
-// It is NOT gpuq's policy and is never used by simulate() itself: whole GPUs only, no lanes,
-// memory, topology or reservations (reserved GPUs are left alone).
+// gpuq's own backfill is EASY too (scheduler.h), but this is a separate, simpler copy, never
+// used by simulate() itself: whole GPUs only, no lanes, memory, topology or reservations
+// (reserved GPUs are left alone).
 // Header-only; pure; thread-safe.
 #pragma once
 
@@ -62,6 +63,7 @@ inline sched::Decision easy_backfill(const sched::Snapshot& s) {
       }
       extra = avail >= job.gpus ? avail - job.gpus : 0;
       if (avail < job.gpus) shadow = s.now_ms;
+      d.latest_reserved_start_ms = shadow;  // lengths past it are alike here too (window.h P5)
       d.waits.push_back({job.id, {sched::WaitReason::Kind::kNeedsGpus, job.gpus, unclaimed}});
       continue;
     }
