@@ -43,7 +43,7 @@ Status Queue::commit(const std::function<Status()>& fn) {
   size_t kinds_before = uncommitted_kinds_.size();
   int64_t seq_before = last_seq_;
   std::optional<StoreTrouble> trouble = trouble_;
-  auto result = world_.commit([&]() -> Status {
+  auto body = [&]() -> Status {
     if (trouble) {
       // The first commit that works after failures says what happened, in the same
       // transaction as the change it carries.
@@ -57,7 +57,33 @@ Status Queue::commit(const std::function<Status()>& fn) {
       if (!st) return st;
     }
     return fn();
-  });
+  };
+  // The kept writes of commit_later() go first, in the same transaction.
+  bool later_failed = false;
+  auto with_later = [&](bool later) {
+    return world_.commit([&]() -> Status {
+      if (later) {
+        for (const auto& writes : later_writes_) {
+          if (auto st = writes(); !st) {
+            later_failed = true;
+            return st;
+          }
+        }
+      }
+      return body();
+    });
+  };
+  bool later = !later_writes_.empty();
+  auto result = with_later(later);
+  if (!result && later_failed) {
+    // The kept writes must not make `fn` fail: it is tried alone, they stay kept.
+    uncommitted_kinds_.resize(kinds_before);
+    last_seq_ = seq_before;
+    events_added_ = false;
+    later = false;
+    result = with_later(false);
+  }
+  if (result && later) later_writes_.clear();
   // Events are counted once on record: a rolled-back event never happened.
   if (!result) {
     uncommitted_kinds_.resize(kinds_before);
@@ -77,6 +103,24 @@ Status Queue::commit(const std::function<Status()>& fn) {
   }
   if (events_added_ && listener_) listener_(last_seq_);
   return result;
+}
+
+void Queue::commit_later(std::function<Status()> writes) {
+  later_writes_.push_back(std::move(writes));
+  if (later_flush_posted_) return;
+  later_flush_posted_ = true;
+  // Posted twice: the first turn lets what is queued behind it now (the pass that a freed GPU
+  // asked for, which commits its starts) take the writes along.
+  world_.post([this] { world_.post([this] { flush_later_writes(); }); });
+}
+
+void Queue::flush_later_writes() {
+  later_flush_posted_ = false;
+  if (later_writes_.empty() || stopping_) return;
+  // Kept after the commit when they failed alone (commit() then committed without them).
+  if (!commit([] { return ok(); }) || !later_writes_.empty()) {
+    retry_later("later-writes", [this] { flush_later_writes(); });
+  }
 }
 
 void Queue::note_store_failure(const Error& error) {

@@ -259,6 +259,12 @@ private:
   // Runs `fn` in one transaction through the world; then tells the listener about new events.
   // A failure is noted (store trouble) and the caller leaves memory as it was.
   Status commit(const std::function<Status()>& fn);
+  // Keeps `writes` to ride in the next commit's transaction rather than pay a transaction and
+  // an fsync of their own: only for writes without events whose loss in a crash a restart
+  // repairs (e.g. a cleanup's confirmation: a restart sweeps again). If no commit comes before
+  // the actor's queue empties, they are committed alone, after what is queued now.
+  void commit_later(std::function<Status()> writes);
+  void flush_later_writes();
   Status add_event(const std::string& kind, std::optional<int64_t> job, std::optional<int> run,
                    nlohmann::json data = nlohmann::json::object());
   Status set_state(int64_t job_id, JobState from, JobState to, const std::string& reason);
@@ -391,6 +397,8 @@ private:
   int64_t last_seq_ = 0;
   bool events_added_ = false;
   std::vector<std::string> uncommitted_kinds_;  // events of the open transaction, counted at commit
+  std::vector<std::function<Status()>> later_writes_;  // commit_later(), not on record yet
+  bool later_flush_posted_ = false;
   Metrics metrics_;
   bool pass_requested_ = false;
   int64_t passes_ = 0;

@@ -52,7 +52,12 @@ void Queue::record_cleanup(int64_t run_row) {
   int64_t now = world_.now_ms();
   std::vector<std::string> gpus;
   for (int slot : c.slots) gpus.push_back(inventory_.resources[slot].name);
-  auto committed = commit([&]() -> Status {
+  if (outcome.confirmed && outcome.killed.empty()) {
+    // The usual end: nothing to tell anyone, so no transaction of its own. The confirmation
+    // rides in the next commit (most often the start that takes the freed GPU); lost in a
+    // crash, it costs a sweep at the restart (recover_cleanups), never a wrong release.
+    commit_later([this, run_row] { return store_.set_cleanup(run_row, store::CleanupState::kDone); });
+  } else if (auto committed = commit([&]() -> Status {
     auto st = store_.set_cleanup(run_row, outcome.confirmed ? store::CleanupState::kDone
                                                              : store::CleanupState::kAttention);
     if (!st) return st;
@@ -78,10 +83,8 @@ void Queue::record_cleanup(int64_t run_row) {
       if (!st) return st;
     }
     return ok();
-  });
-  if (!committed) {
-    // Its GPUs stay held (cleaning) until the outcome is on record: a restart meanwhile sweeps
-    // again rather than trusting an unrecorded confirmation.
+  }); !committed) {
+    // Its GPUs stay held until the outcome and its events are on record.
     retry_later(fmt::format("cleanup:{}", run_row), [this, run_row] { record_cleanup(run_row); });
     return;
   }

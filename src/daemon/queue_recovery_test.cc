@@ -86,5 +86,68 @@ TEST_F(QueueTest, AnEndNotRecordedBeforeAStopIsRecordedAfterTheRestart) {
   EXPECT_EQ(count("job.lost"), 0);
 }
 
+
+// Confirms the oldest cleanup asked for (clean: nothing was left of the run).
+void confirm_oldest_cleanup(FakeWorld& world) {
+  ASSERT_FALSE(world.cleanup_calls().empty());
+  auto call = std::move(world.cleanup_calls().front());
+  world.cleanup_calls().pop_front();
+  runner::CleanupOutcome outcome;
+  outcome.key = call.target.key;
+  outcome.confirmed = true;
+  call.done(outcome);
+}
+
+TEST_F(QueueTest, AQuietCleanupIsRecordedInTheCommitOfTheStartThatTakesItsGpu) {
+  world_->set_auto_clean(false);
+  start("fake:1");
+  int64_t first = submit(command("true"));
+  int64_t second = submit(command("true"));
+  end_run(first, 1, exited(0));
+  int commits_before = world_->commits();
+  confirm_oldest_cleanup(*world_);
+  world_->run();
+  EXPECT_EQ(state(second), JobState::kRunning);
+  EXPECT_EQ(world_->commits() - commits_before, 1) << "one transaction: the start, with the cleanup";
+  auto pending = store_->runs_in_cleanup(store::CleanupState::kPending);
+  ASSERT_TRUE(pending);
+  EXPECT_TRUE(pending->empty()) << "the first run's cleanup is on record";
+}
+
+TEST_F(QueueTest, AQuietCleanupWithNoStartToRideInIsCommittedAlone) {
+  world_->set_auto_clean(false);
+  start("fake:1");
+  int64_t id = submit(command("true"));
+  end_run(id, 1, exited(0));
+  confirm_oldest_cleanup(*world_);
+  world_->run();
+  auto pending = store_->runs_in_cleanup(store::CleanupState::kPending);
+  ASSERT_TRUE(pending);
+  EXPECT_TRUE(pending->empty());
+  EXPECT_EQ(count("job.cleanup"), 0) << "a clean end has no event";
+}
+
+TEST_F(QueueTest, AQuietCleanupNotOnRecordAtAStopIsSweptAgainBeforeItsGpuServes) {
+  world_->set_auto_clean(false);
+  start("fake:1");
+  int64_t first = submit(command("true"));
+  end_run(first, 1, exited(0));
+  // Its confirmation is never recorded, as in a crash: every commit fails until the restart.
+  world_->fail_commits(1000);
+  confirm_oldest_cleanup(*world_);
+  world_->run();
+  queue_->stop();
+  queue_.reset();
+  world_->run();
+  world_->fail_commits(0);
+  start("fake:1");
+  int64_t second = submit(command("true"));
+  EXPECT_EQ(state(second), JobState::kPending) << "the GPU waits for the sweep again";
+  ASSERT_EQ(world_->cleanup_calls().size(), 1u);
+  confirm_oldest_cleanup(*world_);
+  world_->run();
+  EXPECT_EQ(state(second), JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing
