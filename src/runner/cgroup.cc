@@ -71,8 +71,9 @@ std::optional<int64_t> parse_flat_key(const std::string& text, const std::string
   return std::nullopt;
 }
 
-Status RunCgroups::prepare() {
+Status RunCgroups::prepare(bool controllers) {
   if (auto made = files_.make_group(runs_dir()); !made && !is_conflict(made)) return made;
+  if (!controllers) return ok();
   auto offered = files_.read(root_ + "/cgroup.controllers");
   std::vector<std::string> wanted;
   for (const char* controller : {"cpu", "memory"}) {
@@ -161,7 +162,8 @@ bool is_delegated(const std::string& dir) {
 }
 
 Containment choose_containment(CgroupFiles& files, const std::string& configured,
-                               const std::optional<std::string>& own, bool delegated) {
+                               const std::optional<std::string>& own,
+                               const std::optional<std::string>& delegated) {
   Containment marker;
   if (configured == "off") {
     marker.reason = "[cgroup] root = \"off\" in config.toml";
@@ -185,19 +187,38 @@ Containment choose_containment(CgroupFiles& files, const std::string& configured
                       " is not delegated to it (no Delegate=yes); set [cgroup] root to use another";
       return marker;
     }
-    root = *own;
+    root = *delegated;
     source = "the daemon's own cgroup, delegated by systemd";
+  }
+  bool in_subgroup = own && *own == root + "/daemon";
+  bool controllers = !configured.empty() || in_subgroup;
+  if (configured.empty() && !in_subgroup) {
+    source += "; no memory accounting (add DelegateSubgroup=daemon to the unit, systemd 254+)";
   }
   if (!files.exists(root + "/cgroup.controllers")) {
     marker.reason = root + " is not a cgroup v2 directory";
     return marker;
   }
   RunCgroups tree(files, root);
-  if (auto prepared = tree.prepare(); !prepared) {
+  if (auto prepared = tree.prepare(controllers); !prepared) {
     marker.reason = "cannot prepare " + root + " for runs: " + prepared.error().message;
     return marker;
   }
   return Containment{"cgroup", root, source};
+}
+
+Containment detect_containment(CgroupFiles& files, const std::string& configured) {
+  auto mountinfo = os::read_file("/proc/self/mountinfo");
+  auto self = os::read_file("/proc/self/cgroup");
+  std::optional<std::string> own;
+  if (mountinfo && self) own = own_cgroup_dir(*mountinfo, *self);
+  std::optional<std::string> delegated;
+  if (own && is_delegated(*own)) {
+    delegated = own;
+  } else if (own && own->ends_with("/daemon") && is_delegated(own->substr(0, own->size() - 7))) {
+    delegated = own->substr(0, own->size() - 7);  // systemd's DelegateSubgroup=daemon
+  }
+  return choose_containment(files, configured, own, delegated);
 }
 
 }  // namespace gpuq::runner

@@ -69,12 +69,12 @@ class RunCgroups {
   std::string runs_dir() const { return root_ + "/runs"; }
   std::string group_of(const std::string& run_id) const { return runs_dir() + "/" + run_id; }
 
-  // Makes the tree ready for runs: `<root>/runs`, and the controllers that root offers
+  // Makes the tree ready for runs: `<root>/runs`, and with `controllers` the ones root offers
   // (cpu, memory) enabled for the runs. cgroup v2 lets a cgroup enable controllers for its
   // children only while it holds no process itself, so the processes in root (the daemon,
   // when root is its own cgroup) move first into the leaf `<root>/daemon`. Controllers that
-  // cannot be enabled are skipped: cpu.stat's usage_usec needs none.
-  Status prepare();
+  // cannot be enabled are skipped: cpu.stat's usage_usec and cgroup.kill need none.
+  Status prepare(bool controllers = true);
   // Creates the run's cgroup and moves `pid` (a shim still waiting for its go byte) into it,
   // so that everything the job starts is born inside. On failure the group is removed again.
   Status place(const std::string& run_id, pid_t pid);
@@ -94,11 +94,23 @@ std::optional<std::string> own_cgroup_dir(const std::string& mountinfo, const st
 // sweep), a directory (which must be a writable cgroup v2 directory), or "" for automatic: the
 // daemon's own cgroup when it is delegated to it (systemd's Delegate=yes sets the xattr
 // trusted.delegate or user.delegate; `delegated` says whether one was found) and not the root
-// of the hierarchy. `own` is own_cgroup_dir() of the daemon.
+// of the hierarchy. `own` is own_cgroup_dir() of the daemon. A daemon that systemd started in
+// `<delegated>/daemon` (DelegateSubgroup=daemon, systemd 254+) uses the delegated parent and
+// enables the memory controller for runs; one started in the delegated cgroup itself enables
+// none, since a restarted daemon could then not be placed there (no-internal-process rule),
+// so its runs have CPU time but no peak memory.
+// `delegated` is the delegated cgroup: `own`, or its parent for `<delegated>/daemon`; nullopt
+// when neither carries the xattr.
 Containment choose_containment(CgroupFiles& files, const std::string& configured,
-                               const std::optional<std::string>& own, bool delegated);
+                               const std::optional<std::string>& own,
+                               const std::optional<std::string>& delegated);
 
 // Whether the directory carries systemd's delegation xattr.
 bool is_delegated(const std::string& dir);
+
+// choose_containment() for this process: its own cgroup from /proc/self/mountinfo and
+// /proc/self/cgroup, delegated or not. Call it before forking helpers that should move into
+// the daemon's leaf with it (the spawner).
+Containment detect_containment(CgroupFiles& files, const std::string& configured);
 
 }  // namespace gpuq::runner

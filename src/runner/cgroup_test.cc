@@ -91,26 +91,39 @@ TEST(Cgroup, ChoosesTheMarkerSweepWithAReason) {
   fs.add_group("/cg");  // the hierarchy's root has no cgroup.events
   fs.files.erase("/cg/cgroup.events");
   fs.add_group("/cg/svc");
-  EXPECT_EQ(choose_containment(fs, "off", "/cg/svc", true).kind, "marker");
-  auto none = choose_containment(fs, "", std::nullopt, false);
+  EXPECT_EQ(choose_containment(fs, "off", "/cg/svc", "/cg/svc").kind, "marker");
+  auto none = choose_containment(fs, "", std::nullopt, std::nullopt);
   EXPECT_EQ(none.kind, "marker");
   EXPECT_NE(none.reason.find("no cgroup v2"), std::string::npos);
-  auto in_root = choose_containment(fs, "", "/cg", true);
+  auto in_root = choose_containment(fs, "", "/cg", "/cg");
   EXPECT_NE(in_root.reason.find("root cgroup"), std::string::npos);
-  auto undelegated = choose_containment(fs, "", "/cg/svc", false);
+  auto undelegated = choose_containment(fs, "", "/cg/svc", std::nullopt);
   EXPECT_EQ(undelegated.kind, "marker");
   EXPECT_NE(undelegated.reason.find("not delegated"), std::string::npos);
-  auto missing = choose_containment(fs, "/nowhere", std::nullopt, false);
+  auto missing = choose_containment(fs, "/nowhere", std::nullopt, std::nullopt);
   EXPECT_EQ(missing.kind, "marker");
   EXPECT_NE(missing.reason.find("not a cgroup v2 directory"), std::string::npos);
 }
 
-TEST(Cgroup, ADelegatedCgroupMovesTheDaemonIntoALeafBeforeEnablingControllers) {
+TEST(Cgroup, ADelegatedCgroupWithoutASubgroupEnablesNoControllers) {
   FakeCgroupFiles fs;
   fs.add_group("/cg/svc", "cpu memory pids");
   fs.files["/cg/svc/cgroup.procs"] = "4242\n";
   fs.files["/cg/svc/cgroup.subtree_control"] = "";
-  auto chosen = choose_containment(fs, "", "/cg/svc", true);
+  auto chosen = choose_containment(fs, "", "/cg/svc", "/cg/svc");
+  ASSERT_EQ(chosen.kind, "cgroup") << chosen.reason;
+  EXPECT_NE(chosen.reason.find("DelegateSubgroup=daemon"), std::string::npos);
+  EXPECT_EQ(fs.files["/cg/svc/cgroup.procs"], "4242\n");  // a restarted daemon lands here again
+  EXPECT_EQ(fs.files["/cg/svc/cgroup.subtree_control"], "");
+  EXPECT_TRUE(fs.groups.count("/cg/svc/runs"));
+}
+
+TEST(Cgroup, ARootWithProcessesMovesThemIntoALeafBeforeEnablingControllers) {
+  FakeCgroupFiles fs;
+  fs.add_group("/cg/svc", "cpu memory pids");
+  fs.files["/cg/svc/cgroup.procs"] = "4242\n";
+  fs.files["/cg/svc/cgroup.subtree_control"] = "";
+  auto chosen = choose_containment(fs, "/cg/svc", "/cg/svc", std::nullopt);
   ASSERT_EQ(chosen.kind, "cgroup") << chosen.reason;
   EXPECT_EQ(chosen.root, "/cg/svc");
   EXPECT_EQ(fs.files["/cg/svc/daemon/cgroup.procs"], "4242\n");
@@ -122,6 +135,19 @@ TEST(Cgroup, ADelegatedCgroupMovesTheDaemonIntoALeafBeforeEnablingControllers) {
   ASSERT_NE(moved, order.end());
   ASSERT_NE(enabled, order.end());
   EXPECT_LT(moved, enabled);
+  EXPECT_EQ(fs.files["/cg/svc/cgroup.subtree_control"], "+cpu\n+memory\n");
+}
+
+TEST(Cgroup, ADaemonInTheDelegatedSubgroupUsesTheParentWithControllers) {
+  FakeCgroupFiles fs;
+  fs.add_group("/cg/svc", "cpu memory");
+  fs.files["/cg/svc/cgroup.subtree_control"] = "";
+  fs.add_group("/cg/svc/daemon");
+  fs.files["/cg/svc/daemon/cgroup.procs"] = "4242\n";
+  auto chosen = choose_containment(fs, "", "/cg/svc/daemon", "/cg/svc");
+  ASSERT_EQ(chosen.kind, "cgroup") << chosen.reason;
+  EXPECT_EQ(chosen.root, "/cg/svc");
+  EXPECT_EQ(chosen.reason.find("DelegateSubgroup"), std::string::npos);
   EXPECT_EQ(fs.files["/cg/svc/cgroup.subtree_control"], "+cpu\n+memory\n");
 }
 
