@@ -18,7 +18,7 @@
 //               Run directories are not created: status reads none.
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
-// Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR]
+// Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR] [--cgroup-root DIR]
 //        [--queued-jobs N] [--finished-jobs N [--status-calls 20]]; 0 jobs skips a part.
 // Prints a table; timings are for comparison between builds on one machine, not assertions.
 #include <algorithm>
@@ -250,11 +250,17 @@ int main(int argc, char** argv) {
                  "also queue this many jobs on a drained fake:64 daemon and report its memory and "
                  "scheduling pass time (e.g. 100000)");
   app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
+  std::string cgroup_root;
+  app.add_option("--cgroup-root", cgroup_root,
+                 "[cgroup] root for the latency and throughput daemons: runs contained by cgroup v2 "
+                 "(docs/containment.md); unset: the daemon's default")
+      ->check(CLI::ExistingDirectory);
   CLI11_PARSE(app, argc, argv);
+  std::string run_config = cgroup_root.empty() ? "" : fmt::format("[cgroup]\nroot = \"{}\"\n", cgroup_root);
 
   std::vector<double> client_ms, daemon_ms, free_ms;
   if (latency_jobs > 0) {
-    Daemon d(binary, "fake:1", dir);
+    Daemon d(binary, "fake:1", dir, run_config);
     int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
     for (int i = 0; i < latency_jobs; ++i) {
       auto t0 = Clock::now();
@@ -277,7 +283,7 @@ int main(int argc, char** argv) {
   }
   double seconds = 0;
   if (throughput_jobs > 0) {
-    Daemon d(binary, "fake:8", dir);
+    Daemon d(binary, "fake:8", dir, run_config);
     int64_t seq = d.call(gpuq::cli::Method::kGet, "/v1/events?after=0&limit=0")["last_seq"].get<int64_t>();
     auto t0 = Clock::now();
     for (int i = 0; i < throughput_jobs; ++i) d.submit();

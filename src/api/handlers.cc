@@ -220,7 +220,8 @@ Response Server::health() {
                          {"version", context_.version},
                          {"home", context_.layout.home},
                          {"gpu_mode", context_.queue.inventory().mode},
-                         {"http", http_info()}};
+                         {"http", http_info()},
+                         {"containment", context_.containment}};
   // What `gpuq check` judges: the actor's heartbeat (the API thread answering proves nothing
   // about the actor), GPUs a person must look at, lasting episodes, long condition waits.
   auto beat = store_->meta("heartbeat");
@@ -258,6 +259,7 @@ Response Server::gpus() {
   const auto& inventory = context_.queue.inventory();
   return json_response(http::status::ok, {{"mode", inventory.mode},
                                           {"note", inventory.note},
+                                          {"containment", context_.containment},
                                           {"resources", resource_objects(inventory.resources)}});
 }
 

@@ -129,6 +129,15 @@ std::string render_metrics(const MetricsInputs& in) {
               "Time from submit to a job's first run. Since the daemon started.",
               in.counters.submit_to_start);
 
+  // What runs' cgroups accounted for (docs/containment.md); 0 under the marker sweep.
+  x.family("gpuq_runs_accounted_total", "counter", "Runs whose cgroup accounted for them. Since the daemon started.");
+  x.sample("gpuq_runs_accounted_total", {}, static_cast<double>(in.counters.runs_accounted));
+  x.family("gpuq_run_cpu_seconds_total", "counter", "CPU time of those runs. Since the daemon started.");
+  x.sample("gpuq_run_cpu_seconds_total", {}, in.counters.run_cpu_seconds);
+  x.family("gpuq_run_peak_memory_bytes_max", "gauge",
+           "The highest peak memory among those runs (0 without the memory controller).");
+  x.sample("gpuq_run_peak_memory_bytes_max", {}, static_cast<double>(in.counters.run_peak_memory_bytes_max));
+
   x.family("gpuq_events_total", "counter", "Events in the log, by kind, all time.");
   for (const auto& [kind, n] : in.counters.events_by_kind) {
     x.sample("gpuq_events_total", {{"kind", kind}}, static_cast<double>(n));

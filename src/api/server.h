@@ -46,6 +46,9 @@ struct ServerContext {
   // GET /v1/fleet: the fleet's nodes and jobs as last read (app/fleet_view.h), without waiting
   // for the bucket; thread-safe. Unset, or answering null: this daemon is in no fleet.
   std::function<std::optional<nlohmann::json>()> fleet = {};
+  // How runs are contained (runner/cgroup.h), for GET /v1/health and /v1/gpus:
+  // {"kind": "cgroup"|"marker", "root": dir or null, "reason": why}. Null: not told.
+  nlohmann::json containment = nullptr;
 };
 
 // The listener's limits that tests may lower; the defaults are model/limits.h's.

@@ -197,6 +197,10 @@ int serve(const cli::DaemonFlags& flags) {
   // system when freed; a fixed threshold stops glibc from raising it after the first free.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
   ::mallopt(M_ARENA_MAX, 2);
+  // Containment (docs/containment.md) is chosen first: when the daemon's own cgroup holds the
+  // runs, the daemon moves into its leaf, and the spawner forked next is born there too.
+  auto cgroup_files = runner::make_real_cgroup_files();
+  runner::Containment containment = runner::detect_containment(*cgroup_files, config->cgroup_root);
   // Forked now, while this process has a single thread (see runner/spawner.h).
   auto spawner = runner::ShimSpawner::start();
   ::signal(SIGPIPE, SIG_IGN);
@@ -214,6 +218,7 @@ int serve(const cli::DaemonFlags& flags) {
   daemon::RealWorldOptions world_options;
   world_options.shim_executable = *executable;
   world_options.cleanup = {config->cleanup_poll_ms, config->kill_grace_ms, config->cleanup_limit_ms};
+  world_options.containment = containment;
   if (spawner) {
     world_options.spawner = spawner->get();
   } else {
@@ -233,6 +238,12 @@ int serve(const cli::DaemonFlags& flags) {
   daemon::HookRunner hooks(config->hooks, actor_ioc, **store, hook_options);
   if (auto loaded = hooks.load(); !loaded) return fail_start(loaded.error().message);
   api::ServerContext server_context{api_ioc, actor_ioc, queue, layout, GPUQ_VERSION};
+  const runner::Containment& contained = world.containment();
+  std::fprintf(stderr, "gpuq daemon: containment: %s%s (%s)\n", contained.kind.c_str(),
+               contained.root.empty() ? "" : (" at " + contained.root).c_str(), contained.reason.c_str());
+  server_context.containment = {{"kind", contained.kind},
+                                {"root", contained.root.empty() ? nlohmann::json(nullptr) : nlohmann::json(contained.root)},
+                                {"reason", contained.reason}};
   server_context.hooks = &hooks;
   server_context.hook_lags = [&hooks] {
     std::vector<std::pair<std::string, int64_t>> lags;

@@ -26,6 +26,13 @@ int run_gpus(Context& ctx, const GpusOptions& options) {
   std::string note = json_string(*answer, "note");
   ctx.out() << "mode: " << json_string(*answer, "mode", "unknown")
             << (note.empty() ? "" : " (" + note + ")") << '\n';
+  // How runs are contained: their own cgroups, or the marker sweep (docs/containment.md).
+  if (answer->contains("containment") && (*answer)["containment"].is_object()) {
+    const Json& c = (*answer)["containment"];
+    std::string root = json_string(c, "root");
+    ctx.out() << "containment: " << json_string(c, "kind", "unknown") << (root.empty() ? "" : " at " + root)
+              << " (" << json_string(c, "reason") << ")\n";
+  }
   const Json& resources = json_array(*answer, "resources");
   if (resources.empty()) {
     ctx.out() << "no GPUs\n";

@@ -28,14 +28,26 @@ std::string outcome_text(const Json& job, const Json& run) {
   return outcome;
 }
 
+// "12.3 s" of CPU, with ", peak 512 MiB" of memory where the memory controller measured it.
+std::string cpu_text(const Json& run) {
+  if (!run.contains("cpu_seconds") || !run["cpu_seconds"].is_number()) return "-";
+  std::string text = fmt::format("{:.1f} s", run["cpu_seconds"].get<double>());
+  if (auto peak = json_int(run, "peak_memory_bytes")) text += ", peak " + format_mib(*peak >> 20);
+  return text;
+}
+
 std::string render_runs(const Json& job, int64_t now_ms, bool color) {
   const Json& runs = json_array(job, "runs");
   if (runs.empty()) return "no runs yet\n";
   // The memory column only when the daemon measured some, so older daemons' output is as it was.
   bool memory = false;
   for (const auto& run : runs) memory = memory || json_int(run, "peak_gpu_mem_mib").has_value();
+  // Likewise CPU time and memory, only for runs contained by a cgroup (docs/containment.md).
+  bool cpu = false;
+  for (const auto& run : runs) cpu = cpu || (run.contains("cpu_seconds") && run["cpu_seconds"].is_number());
   std::vector<std::string> headers = {"RUN", "GPUS", "STARTED", "DURATION", "EXIT", "OUTCOME"};
   if (memory) headers.emplace_back("GPU MEMORY");
+  if (cpu) headers.emplace_back("CPU");
   Table table(headers);
   for (const auto& run : runs) {
     std::string outcome = json_string(run, "outcome");
@@ -49,6 +61,7 @@ std::string render_runs(const Json& job, int64_t now_ms, bool color) {
       auto peak = json_int(run, "peak_gpu_mem_mib");
       row.emplace_back(peak ? "peak " + format_mib(*peak) : "-");
     }
+    if (cpu) row.emplace_back(cpu_text(run));
     table.add_row(std::move(row));
   }
   // Why a run's log may lack output (the disk filled, the log reached [runs] max_log).

@@ -44,7 +44,8 @@ TEST(ServiceUnitText, HasWhatAGpuJobNeeds) {
   std::string text = render_service_unit(user_unit());
   for (const char* line : {"[Unit]", "[Service]", "[Install]", "Type=simple",
                            "ExecStart=/opt/gpuq/bin/gpuq daemon --home /data/gpuq",
-                           "KillMode=process", "Restart=always", "RestartSec=2",
+                           "KillMode=process", "Delegate=yes", "DelegateSubgroup=daemon",
+                           "Restart=always", "RestartSec=2",
                            "LimitMEMLOCK=infinity", "LimitNOFILE=1048576", "TimeoutStopSec=30",
                            "TasksMax=infinity", "OOMPolicy=continue", "WantedBy=default.target"}) {
     EXPECT_TRUE(has_line(text, line)) << "missing " << line << " in\n" << text;

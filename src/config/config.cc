@@ -17,6 +17,7 @@
 #include "config/config_fleet.h"
 #include "config/config_hooks.h"
 #include "config/config_http.h"
+#include "config/config_cgroup.h"
 #include "config/config_text.h"
 
 namespace gpuq::config {
@@ -48,14 +49,14 @@ const std::vector<TableSpec>& table_specs() {
       {"watch",
        {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
         "gpu_idle_utilization", "idle_with_work", "empty"}},
-      {"http", {"listen", "allowed_hosts", "allow_submit"}},
+      {"http", {"listen", "allowed_hosts", "allow_submit"}}, {"cgroup", {"root"}},
   };
   return kSpecs;
 }
 
 constexpr std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [http], [[hook]]";
+    "[watch], [fleet], [http], [cgroup], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 
@@ -95,12 +96,13 @@ class ConfigReader {
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
       return tl::unexpected(status.error());
     }
-    for (std::string_view name : {"fleet", "http"}) {
+    for (std::string_view name : {"fleet", "http", "cgroup"}) {
       const toml::table* table = sub_table(root, name);
       if (auto status = table ? check_keys(*table, spec_named(name)) : ok(); !status) return tl::unexpected(status.error());
     }
     auto fleet = read_fleet_table(sub_table(root, "fleet"), path_, config.fleet);
-    if (auto status = fleet ? read_http_table(sub_table(root, "http"), path_, config.http) : fleet; !status) {
+    auto http = fleet ? read_http_table(sub_table(root, "http"), path_, config.http) : fleet;
+    if (auto status = http ? read_cgroup_table(sub_table(root, "cgroup"), path_, config.cgroup_root) : http; !status) {
       return tl::unexpected(status.error());
     }
     return config;
@@ -589,9 +591,7 @@ Result<Config> load_config(const std::string& path, IfMissing if_missing) {
   char buffer[1 << 14];
   size_t count = 0;
   while ((count = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, count);
-  if (std::ferror(file.get())) {
-    return errno_error(fmt::format("cannot read the config file {}", path));
-  }
+  if (std::ferror(file.get())) return errno_error("cannot read the config file " + path);
   return parse_config(text, path);
 }
 

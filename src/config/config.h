@@ -45,6 +45,9 @@
 //   poll = "10ms"                  # between the two empty scans that free a GPU after a run
 //   limit = "2m"                   # unconfirmed by then: the GPU goes to attention
 //
+//   [cgroup]                       # containment of runs (docs/containment.md)
+//   root = "/sys/fs/cgroup/gpuq"   # unset: the daemon's own cgroup when delegated; "off"
+//
 //   [gpu]
 //   probe_interval = "10s"         # how often the GPU probe reads usage and processes
 //   foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
@@ -170,6 +173,9 @@ struct Config {
   std::vector<HookConfig> hooks;  // in file order
   FleetConfig fleet;
   HttpConfig http;
+  // [cgroup] root: "" contains runs in the daemon's own cgroup where systemd delegated it,
+  // "off" keeps the marker sweep, a directory uses that cgroup v2 subtree (docs/containment.md).
+  std::string cgroup_root;
 };
 
 // Parses config.toml's text; `name` (usually the file's path) names it in messages. Never

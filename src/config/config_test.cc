@@ -580,5 +580,15 @@ TEST(ParseConfigTest, HttpMistakesNameTheLineAndTheFix) {
                   {"[http]\nport = 1\n", "2:1", "unknown setting http.port"}});
 }
 
+TEST(ParseConfigTest, TheCgroupTable) {
+  EXPECT_EQ(parse_config("", kPath)->cgroup_root, "");  // automatic
+  EXPECT_EQ(parse_config("[cgroup]\nroot = \"off\"\n", kPath)->cgroup_root, "off");
+  EXPECT_EQ(parse_config("[cgroup]\nroot = \"/sys/fs/cgroup/gpuq\"\n", kPath)->cgroup_root,
+            "/sys/fs/cgroup/gpuq");
+  expect_refused({{"[cgroup]\nroot = \"gpuq\"\n", "2:8", "cgroup.root must be \"off\" or an absolute"},
+                  {"[cgroup]\nroot = 1\n", "2:8", "cgroup.root must be"},
+                  {"[cgroup]\nparent = \"/x\"\n", "2:", "parent"}});
+}
+
 }  // namespace
 }  // namespace gpuq::config

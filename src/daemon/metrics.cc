@@ -63,6 +63,15 @@ void Metrics::run_finished(std::string_view outcome) {
   }
 }
 
+void Metrics::run_accounted(double cpu_seconds, std::optional<int64_t> peak_memory_bytes) {
+  std::lock_guard lock(mutex_);
+  ++values_.runs_accounted;
+  values_.run_cpu_seconds += cpu_seconds;
+  if (peak_memory_bytes && *peak_memory_bytes > values_.run_peak_memory_bytes_max) {
+    values_.run_peak_memory_bytes_max = *peak_memory_bytes;
+  }
+}
+
 MetricsSnapshot Metrics::snapshot() const {
   std::lock_guard lock(mutex_);
   return values_;

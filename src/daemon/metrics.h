@@ -48,6 +48,11 @@ struct MetricsSnapshot {
   std::map<std::string, int64_t, std::less<>> runs_finished;  // by outcome ("succeeded", ...)
   Histogram queue_wait;                          // every run start
   Histogram submit_to_start;                     // first runs only
+  // Runs whose cgroup accounted for them at cleanup (docs/containment.md), since the daemon
+  // started: how many, their CPU time, and the highest peak memory among them (0: none known).
+  int64_t runs_accounted = 0;
+  double run_cpu_seconds = 0;
+  int64_t run_peak_memory_bytes_max = 0;
 };
 
 class Metrics {
@@ -64,6 +69,8 @@ class Metrics {
   void run_started(double queue_wait_s, std::optional<double> submit_to_start_s);
   // A run ended with `outcome` (to_string(RunOutcome)).
   void run_finished(std::string_view outcome);
+  // A run's cgroup accounted for `cpu_seconds` and, where measured, `peak_memory_bytes`.
+  void run_accounted(double cpu_seconds, std::optional<int64_t> peak_memory_bytes);
 
   MetricsSnapshot snapshot() const;
 

@@ -1,6 +1,8 @@
 // The Queue's side of cleanup after every run: a finished run's GPUs and lanes stay held until
-// the sweep for its marker (runner/cleaner.h) has seen two empty scans; a sweep that cannot be
-// confirmed puts its GPUs in attention until a person releases them.
+// its cleanup is confirmed (World::clean_up: the run's cgroup is empty, or the sweep for its
+// marker has seen two empty scans); one that cannot be confirmed puts its GPUs in attention
+// until a person releases them. A cgroup's accounting (CPU time, peak memory) is recorded on
+// the run with the confirmation.
 #include <fmt/format.h>
 
 #include "base/time.h"
@@ -61,9 +63,14 @@ void Queue::record_cleanup(int64_t run_row) {
     auto st = store_.set_cleanup(run_row, outcome.confirmed ? store::CleanupState::kDone
                                                              : store::CleanupState::kAttention);
     if (!st) return st;
+    if (outcome.usage.cpu_usec || outcome.usage.peak_bytes) {
+      st = store_.set_run_usage(run_row, outcome.usage.cpu_usec, outcome.usage.peak_bytes);
+      if (!st) return st;
+    }
     if (!outcome.killed.empty() || !outcome.confirmed) {
       st = add_event("job.cleanup", c.job_id, c.run_number,
                      {{"confirmed", outcome.confirmed},
+                      {"by", outcome.by_cgroup ? "cgroup" : "marker"},
                       {"killed", strays_json(outcome.killed)},
                       {"killed_total", outcome.killed_total},
                       {"remaining", strays_json(outcome.remaining)},
@@ -76,9 +83,11 @@ void Queue::record_cleanup(int64_t run_row) {
       st = add_event("resource.attention", c.job_id, c.run_number,
                      {{"gpu", gpu},
                       {"processes", strays_json(outcome.remaining)},
-                      {"why", fmt::format("cleanup after run {} of job {} could not be confirmed: "
-                                          "processes carrying its marker were still there at the cleanup limit",
-                                          c.run_number, c.job_id)},
+                      {"why", fmt::format("cleanup after run {} of job {} could not be confirmed: {} "
+                                          "still there at the cleanup limit",
+                                          c.run_number, c.job_id,
+                                          outcome.by_cgroup ? "processes in its cgroup were"
+                                                            : "processes carrying its marker were")},
                       {"fix", fmt::format("check the processes, then: gpuq release --attention {}", gpu)}});
       if (!st) return st;
     }
@@ -87,6 +96,9 @@ void Queue::record_cleanup(int64_t run_row) {
     // Its GPUs stay held until the outcome and its events are on record.
     retry_later(fmt::format("cleanup:{}", run_row), [this, run_row] { record_cleanup(run_row); });
     return;
+  }
+  if (outcome.usage.cpu_usec) {
+    metrics_.run_accounted(static_cast<double>(*outcome.usage.cpu_usec) / 1e6, outcome.usage.peak_bytes);
   }
   Cleaning done = std::move(it->second);
   cleaning_.erase(it);

@@ -103,7 +103,7 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
   }
   if (!created) return start_failed(job_id, slots, created.error().message);
   run.run_id = context.run_id;
-  auto shim = world_.launch_shim(run.run_dir);
+  auto shim = world_.launch_shim(run.run_dir, run.run_id);
   if (!shim) return start_failed(job_id, slots, shim.error().message);
   run.shim_pid = (*shim)->pid();
   run.shim_start_ticks = (*shim)->start_ticks();

@@ -138,10 +138,20 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       processes_(os::make_linux_process_table()),
       checker_(actor, options_.condition_threads),
       cleaner_(os::make_linux_process_table(), options_.cleanup),
-      worker_([this] { worker_loop(); }) {}
+      worker_([this] { worker_loop(); }) {
+  if (options_.containment.kind != "cgroup") return;
+  auto started = runner::CgroupCleaner::start(*cgroup_files_, options_.cleanup);
+  if (!started) {
+    options_.containment = {"marker", "", "no cgroup cleaner: " + started.error().message};
+    return;
+  }
+  cgroup_cleaner_ = std::move(*started);
+  cgroups_ = std::make_unique<runner::RunCgroups>(*cgroup_files_, options_.containment.root);
+}
 
 RealWorld::~RealWorld() {
   *alive_ = false;
+  cgroup_cleaner_.reset();
   {
     std::lock_guard lock(worker_mutex_);
     stopping_ = true;
@@ -168,10 +178,15 @@ Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSp
   return runner::write_run_spec(run_dir, spec);
 }
 
-Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir) {
+Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir,
+                                                            const std::string& run_id) {
   auto launched = options_.spawner ? options_.spawner->launch(run_dir)
                                    : runner::launch_shim(options_.shim_executable, run_dir);
   if (!launched) return tl::unexpected(launched.error());
+  // Placed while it waits for its go byte: everything the job starts is born in its cgroup.
+  if (cgroups_) {
+    if (auto placed = cgroups_->place(run_id, launched->pid()); !placed) return tl::unexpected(placed.error());
+  }
   auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
   if (!pidfd) return tl::unexpected(pidfd.error());  // the go pipe closes: the shim exits
   pid_t pid = launched->pid();
@@ -283,11 +298,18 @@ void RealWorld::check_conditions(ConditionRequest request,
 void RealWorld::clean_up(runner::CleanupTarget target,
                          std::function<void(runner::CleanupOutcome)> done) {
   std::weak_ptr<bool> alive = alive_;
-  cleaner_.add(std::move(target), [this, alive, done = std::move(done)](runner::CleanupOutcome outcome) {
+  auto deliver = [this, alive, done = std::move(done)](runner::CleanupOutcome outcome) {
     asio::post(actor_, [alive, done, outcome = std::move(outcome)] {
       if (auto a = alive.lock(); a && *a) done(outcome);
     });
-  });
+  };
+  // A run started under cgroup containment (also one adopted after a restart) has its group
+  // under the root still; other runs, and runs of a daemon without cgroups, are swept.
+  if (cgroups_ && !target.run_id.empty() && cgroups_->has_group(target.run_id)) {
+    cgroup_cleaner_->add(target.key, cgroups_->group_of(target.run_id), std::move(deliver));
+    return;
+  }
+  cleaner_.add(std::move(target), std::move(deliver));
 }
 
 }  // namespace gpuq::daemon

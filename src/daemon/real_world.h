@@ -19,6 +19,8 @@
 
 #include "base/asio.h"
 #include "daemon/world.h"
+#include "runner/cgroup.h"
+#include "runner/cgroup_cleaner.h"
 #include "runner/cleaner.h"
 #include "runner/spawner.h"
 #include "store/store.h"
@@ -29,6 +31,9 @@ struct RealWorldOptions {
   std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
   runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
   runner::CleanupLimits cleanup;           // the Cleaner's poll, grace and limit
+  // Where runs are contained (runner/cgroup.h): kind "cgroup" puts each run in its own cgroup
+  // under root and cleans up by it; "marker" sweeps /proc for the run's marker.
+  runner::Containment containment;
   int condition_threads = 2;
 };
 
@@ -44,7 +49,8 @@ class RealWorld : public World {
   void post(std::function<void()> fn) override;
   Status commit(const std::function<Status()>& writes) override;
   Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) override;
-  Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir) override;
+  Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
+                                                   const std::string& run_id) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
   void sweep_session(pid_t session, uint64_t shim_start_ticks,
@@ -60,6 +66,9 @@ class RealWorld : public World {
   void clean_up(runner::CleanupTarget target,
                 std::function<void(runner::CleanupOutcome)> done) override;
   os::ProcessTable& processes() override { return *processes_; }
+  // The containment in use: the options' one, or "marker" when its cgroup cleaner could not
+  // start (the reason says why).
+  const runner::Containment& containment() const { return options_.containment; }
 
  private:
   // Runs `task` on the worker thread, one task after another.
@@ -72,6 +81,10 @@ class RealWorld : public World {
   std::unique_ptr<os::ProcessTable> processes_;
   ConditionChecker checker_;
   runner::Cleaner cleaner_;
+  // Under cgroup containment: the runs' cgroups and their cleaner (null otherwise).
+  std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();
+  std::unique_ptr<runner::RunCgroups> cgroups_;
+  std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
   std::mutex worker_mutex_;
   std::condition_variable worker_ready_;
   std::deque<std::function<void()>> tasks_;

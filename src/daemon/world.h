@@ -69,8 +69,10 @@ class World {
   // Creates the run directory, which must not exist yet (a run directory is never reused), and
   // writes its run.json. kConflict when the directory exists.
   virtual Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) = 0;
-  // Starts the run's shim; it waits for ShimProcess::release().
-  virtual Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir) = 0;
+  // Starts the run's shim; it waits for ShimProcess::release(). Under cgroup containment the
+  // shim is in the run's own cgroup (named by `run_id`, the run's marker) before that.
+  virtual Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
+                                                           const std::string& run_id) = 0;
   // The shim of a run recorded earlier, if that very process (pid and start ticks) still runs:
   // kNotFound when it is gone, another error when that cannot be told now (out of fds).
   virtual Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) = 0;
@@ -100,6 +102,8 @@ class World {
   // --- work on other threads ---
   virtual void check_conditions(ConditionRequest request,
                                 std::function<void(ConditionResult)> done) = 0;
+  // Cleans up after an ended run: by its cgroup where it has one (runner/cgroup_cleanup.h),
+  // else by the marker sweep (runner/cleanup.h).
   virtual void clean_up(runner::CleanupTarget target,
                         std::function<void(runner::CleanupOutcome)> done) = 0;
   // The process table, for telling runs' GPU processes from foreign ones (actor thread only).

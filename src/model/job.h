@@ -144,6 +144,11 @@ struct Run {
   // have one), which may differ from `gpus` when a job ignores CUDA_VISIBLE_DEVICES.
   std::vector<std::string> seen_gpus;
   std::vector<int> seen_gpu_indices;
+  // What the run's own cgroup accounted for (docs/containment.md): CPU time of all its
+  // processes, and their peak memory where the memory controller is enabled. Unset for runs
+  // without a cgroup (the marker sweep), and until the run's cleanup is confirmed.
+  std::optional<int64_t> cpu_usec;
+  std::optional<int64_t> peak_memory_bytes;
 };
 
 // One utilisation sample of a running run (at most one per 30 s): the mean utilisation of its

@@ -58,6 +58,9 @@ nlohmann::json run_to_json(const Run& run) {
       // Why output.log may lack output (a full disk, the [runs] max_log cap); null when whole.
       {"log_note", run.log_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(run.log_note)},
       {"log_incomplete", !run.log_note.empty()},
+      // What the run's cgroup accounted for (docs/containment.md); null without one.
+      {"cpu_seconds", run.cpu_usec ? nlohmann::json(static_cast<double>(*run.cpu_usec) / 1e6) : nlohmann::json(nullptr)},
+      {"peak_memory_bytes", run.peak_memory_bytes ? nlohmann::json(*run.peak_memory_bytes) : nlohmann::json(nullptr)},
   };
   // The GPUs its processes were seen on, in the form of `gpus`; a mismatch is a process on a
   // GPU the run was not given.

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "os/process_table.h"
+#include "runner/cgroup.h"
 
 namespace gpuq::runner {
 
@@ -72,6 +73,10 @@ struct CleanupOutcome {
   int killed_total = 0;                 // how many were, also past the first 100
   std::vector<StrayProcess> remaining;  // when !confirmed: still there at the limit
   int scans = 0;                        // scans this cleanup took part in
+  // Under cgroup containment (cgroup_cleanup.h): what the run's cgroup accounted for, read
+  // once it was empty. Empty for the marker sweep.
+  RunUsage usage;
+  bool by_cgroup = false;               // confirmed (or not) by the run's cgroup, not a sweep
 };
 
 // The uid whose processes a sweep may examine: nullopt (all) when running as root, else our

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 9> kMigrations = {
+constexpr std::array<const char*, 10> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -196,6 +196,13 @@ CREATE TABLE run_samples (
 ) WITHOUT ROWID;
 CREATE INDEX runs_by_end ON runs(ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX jobs_pending_order ON jobs(priority, queue_order, id) WHERE state = 'pending';
+)sql",
+    // 10: what a run's cgroup accounted for (docs/containment.md), recorded when its cleanup
+    // is confirmed; NULL for runs without a cgroup, and peak memory NULL where the memory
+    // controller is not enabled.
+    R"sql(
+ALTER TABLE runs ADD COLUMN cpu_usec INTEGER CHECK (cpu_usec IS NULL OR cpu_usec >= 0);
+ALTER TABLE runs ADD COLUMN peak_memory_bytes INTEGER CHECK (peak_memory_bytes IS NULL OR peak_memory_bytes >= 0);
 )sql",
 };
 

@@ -16,7 +16,8 @@ constexpr const char* kJobColumns =
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
-    "preempted_by, preempt_deadline, boot_id, log_note, seen_gpus, seen_gpu_indices";
+    "preempted_by, preempt_deadline, boot_id, log_note, seen_gpus, seen_gpu_indices, cpu_usec, "
+    "peak_memory_bytes";
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -71,6 +72,8 @@ Result<Run> run_from_row(const Statement& row) {
   run.log_note = row.text(20);
   run.seen_gpus = decode_strings(row.text(21));
   run.seen_gpu_indices = decode_ints(row.text(22));
+  if (!row.is_null(23)) run.cpu_usec = row.int64(23);
+  if (!row.is_null(24)) run.peak_memory_bytes = row.int64(24);
   return run;
 }
 
@@ -270,6 +273,13 @@ Status Store::set_seen_gpus(int64_t run_id, const std::vector<std::string>& name
   auto stmt = db_->prepare("UPDATE runs SET seen_gpus = ?, seen_gpu_indices = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   return stmt->bind(1, encode_strings(names)).bind(2, encode_ints(indices)).bind(3, run_id).run();
+}
+
+Status Store::set_run_usage(int64_t run_id, std::optional<int64_t> cpu_usec,
+                            std::optional<int64_t> peak_memory_bytes) {
+  auto stmt = db_->prepare("UPDATE runs SET cpu_usec = ?, peak_memory_bytes = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, cpu_usec).bind(2, peak_memory_bytes).bind(3, run_id).run();
 }
 
 Status Store::set_cleanup(int64_t run_id, CleanupState state) {

@@ -69,6 +69,9 @@ class Store {
   // replaces the first.
   Status add_run_sample(int64_t run_id, const RunSample& sample);
   Status set_cleanup(int64_t run_id, CleanupState state);
+  // What the run's cgroup accounted for (runner/cgroup.h); nullopt leaves the column NULL.
+  Status set_run_usage(int64_t run_id, std::optional<int64_t> cpu_usec,
+                       std::optional<int64_t> peak_memory_bytes);
   Status finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,
                     std::optional<int> signal, RunOutcome outcome);
   // Why the run's output.log may lack output ("" when it is whole).

@@ -245,10 +245,18 @@ TEST_F(StoreTest, RunsKeepTheirMarkerPeakPreemptionAndCleanupState) {
   auto pending = store_->runs_in_cleanup(CleanupState::kPending);
   ASSERT_TRUE(pending);
   EXPECT_EQ(pending->size(), 2u);
+  EXPECT_EQ((*runs)[0].cpu_usec, std::nullopt);  // no cgroup accounted for it yet
   ASSERT_TRUE(store_->transaction([&]() -> Status {
     if (auto st = store_->set_cleanup(first, CleanupState::kDone); !st) return st;
+    // Its cgroup's accounting: CPU time always, peak memory only with the memory controller.
+    if (auto st = store_->set_run_usage(first, 2'500'000, std::nullopt); !st) return st;
+    if (auto st = store_->set_run_usage(second, 10, 1 << 20); !st) return st;
     return store_->set_cleanup(second, CleanupState::kAttention);
   }));
+  runs = store_->runs_of(job_id);
+  EXPECT_EQ((*runs)[0].cpu_usec, 2'500'000);
+  EXPECT_EQ((*runs)[0].peak_memory_bytes, std::nullopt);
+  EXPECT_EQ((*runs)[1].peak_memory_bytes, 1 << 20);
   EXPECT_TRUE(store_->runs_in_cleanup(CleanupState::kPending)->empty());
   ASSERT_EQ(store_->runs_in_cleanup(CleanupState::kAttention)->size(), 1u);
   // Only succeeded runs teach a footprint.

@@ -100,7 +100,8 @@ class FakeWorld : public World {
   void post(std::function<void()> fn) override { posted_.push_back(std::move(fn)); }
   Status commit(const std::function<Status()>& writes) override;
   Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) override;
-  Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir) override;
+  Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
+                                                   const std::string& run_id) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
   void sweep_session(pid_t session, uint64_t shim_start_ticks,

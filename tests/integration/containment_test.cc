@@ -1,0 +1,143 @@
+// Containment by cgroup v2 end to end (docs/containment.md): a real daemon with `[cgroup] root`
+// set to a private cgroup of this machine's cgroup v2 hierarchy. A job's setsid'd, double-forked
+// sleeper is killed and the run's CPU time recorded; a run adopted by a restarted daemon is
+// cleaned up by its cgroup the same way; with `root = "off"` the marker sweep is used and said.
+// Skipped, with the reason, where no cgroup v2 subtree can be created.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace gpuq::testing {
+namespace {
+
+// A cgroup made for one test under the v2 mount, removed (with what is left in it) after.
+class TestCgroup {
+ public:
+  TestCgroup() {
+    const std::string mount = "/sys/fs/cgroup/unified";
+    dir_ = mount + "/gpuq-it-" + std::to_string(::getpid()) + "-" + std::to_string(++count_);
+    if (::access((mount + "/cgroup.procs").c_str(), F_OK) != 0 || ::mkdir(dir_.c_str(), 0755) != 0) {
+      dir_.clear();
+    }
+  }
+  ~TestCgroup() {
+    if (!dir_.empty()) remove(dir_);
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  static void remove(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.is_directory(ec)) remove(entry.path());
+    }
+    std::ofstream(dir + "/cgroup.kill") << "1";
+    for (int i = 0; i < 1000 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i) ::usleep(1000);
+  }
+  static inline int count_ = 0;
+  std::string dir_;
+};
+
+void write_config(const Harness& h, const std::string& root) {
+  std::ofstream(h.home() + "/config.toml") << "[cgroup]\nroot = \"" << root << "\"\n";
+}
+
+pid_t read_pid(const Harness& h, const std::string& name) {
+  pid_t pid = 0;
+  std::ifstream(h.path(name)) >> pid;
+  return pid;
+}
+
+// Starts a sleeper that leaves the job's session through a double fork and setsid, writes
+// its pid to sleeper.pid and returns once it has.
+const char* kEscape =
+    "(setsid sh -c 'sleep 300 & echo $! > sleeper.pid' &); "
+    "while [ ! -s sleeper.pid ]; do sleep 0.01; done; ";
+
+#define SKIP_WITHOUT_CGROUP(cg) \
+  if ((cg).dir().empty()) GTEST_SKIP() << "cannot create a cgroup under /sys/fs/cgroup/unified (no cgroup v2 there, or not root)"
+
+TEST(Containment, AnEscapedSleeperIsKilledByTheRunsCgroupAndItsCpuTimeRecorded) {
+  TestCgroup cg;
+  SKIP_WITHOUT_CGROUP(cg);
+  Harness h("fake:1");
+  write_config(h, cg.dir());
+  h.start();
+  auto health = h.health();
+  ASSERT_EQ(health["containment"]["kind"], "cgroup") << health["containment"].dump();
+  EXPECT_EQ(health["containment"]["root"], cg.dir());
+  EXPECT_NE(h.gpuq({"gpus"}).out.find("containment: cgroup at " + cg.dir()), std::string::npos);
+
+  int64_t id = h.submit_sh(std::string(kEscape) + "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+                           {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) {
+    return j["state"] == "succeeded" && j["runs"][0]["cpu_seconds"].is_number();
+  })) << h.show(id).dump();
+  pid_t sleeper = read_pid(h, "sleeper.pid");
+  ASSERT_GT(sleeper, 0);
+  EXPECT_FALSE(process_alive(sleeper));
+  auto run = h.show(id)["runs"][0];
+  EXPECT_GT(run["cpu_seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(run["peak_memory_bytes"].is_null());  // no memory controller in this hierarchy
+  bool by_cgroup = false;
+  for (const auto& e : h.events()) {
+    if (e["kind"] == "job.cleanup" && e["job"] == id) {
+      by_cgroup = e["data"]["by"] == "cgroup" && e["data"]["confirmed"] == true &&
+                  e["data"]["killed_total"].get<int>() >= 1;
+    }
+  }
+  EXPECT_TRUE(by_cgroup) << "the cleanup event should say the cgroup killed the sleeper";
+  EXPECT_FALSE(std::filesystem::exists(cg.dir() + "/runs/" + run["run_id"].get<std::string>()));
+  h.stop();
+}
+
+TEST(Containment, ARunAdoptedByARestartedDaemonIsCleanedUpByItsCgroup) {
+  TestCgroup cg;
+  SKIP_WITHOUT_CGROUP(cg);
+  Harness h("fake:1");
+  write_config(h, cg.dir());
+  h.start();
+  int64_t id = h.submit_sh(std::string(kEscape) + "while [ ! -e go ]; do sleep 0.02; done", {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, [&](const nlohmann::json& j) {
+    return j["state"] == "running" && read_pid(h, "sleeper.pid") > 0;
+  }));
+  h.kill_daemon();
+  h.start();
+  h.touch("go");
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) {
+    return j["state"] == "succeeded" && j["runs"][0]["cpu_seconds"].is_number();
+  })) << h.show(id).dump();
+  EXPECT_FALSE(process_alive(read_pid(h, "sleeper.pid")));
+  // The GPU serves again.
+  int64_t next = h.submit_sh("true", {"--gpus", "1"});
+  EXPECT_EQ(h.gpuq({"wait", std::to_string(next), "--timeout", "30s"}).status, 0);
+  h.stop();
+}
+
+TEST(Containment, WithoutACgroupRootTheMarkerSweepIsUsedAndSaid) {
+  Harness h("fake:1");
+  write_config(h, "off");
+  h.start();
+  auto health = h.health();
+  EXPECT_EQ(health["containment"]["kind"], "marker");
+  EXPECT_TRUE(health["containment"]["root"].is_null());
+  EXPECT_NE(health["containment"]["reason"].get<std::string>().find("off"), std::string::npos);
+  EXPECT_NE(h.gpuq({"gpus"}).out.find("containment: marker"), std::string::npos);
+  int64_t id = h.submit_sh(std::string(kEscape) + "true", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
+  // The sweep finds the escaped sleeper by its marker.
+  int64_t next = h.submit_sh("true", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(next), "--timeout", "30s"}).status, 0);
+  EXPECT_FALSE(process_alive(read_pid(h, "sleeper.pid")));
+  EXPECT_TRUE(h.show(id)["runs"][0]["cpu_seconds"].is_null());
+  h.stop();
+}
+
+}  // namespace
+}  // namespace gpuq::testing
