@@ -145,7 +145,10 @@ void ReadyIndex::merge() {
             [](const sched::PendingJob& a, const sched::PendingJob& b) { return key_of(a) < key_of(b); });
   // One sequential walk: the old order less the dropped keys, with the added jobs in place.
   spare_.clear();
-  spare_.reserve(queue_.size() - dropped_.size() + added.size());
+  // With room to grow: a buffer allocated afresh costs its page faults again, and a queue
+  // that grows by one job at a time would reallocate at every merge.
+  size_t size = queue_.size() - dropped_.size() + added.size();
+  if (spare_.capacity() < size) spare_.reserve(size + size / 4 + 64);
   auto drop = dropped_.begin();
   auto add = added.begin();
   for (sched::PendingJob& job : queue_) {
