@@ -192,6 +192,9 @@ Status Queue::set_state(int64_t job_id, JobState from, JobState to, const std::s
     return fail(Code::kInternal, fmt::format("job {}: illegal transition {} -> {}", job_id,
                                              to_string(from), to_string(to)));
   }
+  // The job and its dependents are decided again by the next pass (which runs after this
+  // change reaches memory, or finds it did not).
+  ready_index_.mark(job_id);
   std::optional<int64_t> finished;
   if (is_terminal(to)) finished = world_.now_ms();
   return store_.set_job_state(job_id, to, reason, finished);
@@ -250,6 +253,7 @@ Result<Cancelled> Queue::cancel(int64_t job_id) {
   auto active = active_.find(job_id);
   if (active == active_.end()) return fail(Code::kInternal, "waiting job not tracked");
   active->second.cancel_requested = true;  // starts no more, whatever the store says
+  ready_index_.mark(job_id);
   record_cancel(job_id);
   auto now = load_job(job_id, true);
   if (!now) return tl::unexpected(now.error());

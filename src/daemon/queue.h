@@ -42,6 +42,7 @@
 #include "daemon/foreign_tracker.h"
 #include "daemon/metrics.h"
 #include "daemon/readiness.h"
+#include "daemon/ready_index.h"
 #include "daemon/run_end.h"
 #include "daemon/world.h"
 #include "gpu/discovery.h"
@@ -151,11 +152,20 @@ struct JobWait {
   std::string render(int64_t now_ms) const;
 };
 
+// The not-ready jobs of a pass, in id order; shared with later passes until one changes them.
+struct JobWaits {
+  std::shared_ptr<const std::vector<JobWait>> items = std::make_shared<const std::vector<JobWait>>();
+  std::vector<JobWait>::const_iterator begin() const { return items->begin(); }
+  std::vector<JobWait>::const_iterator end() const { return items->end(); }
+  size_t size() const { return items->size(); }
+  bool empty() const { return items->empty(); }
+};
+
 // The outcome of the last pass, published for the API.
 struct WaitList {
   sched::Snapshot snapshot;          // the machine the scheduler saw (queue emptied)
   std::vector<sched::Wait> waits;    // ready jobs that did not start
-  std::vector<JobWait> not_ready;    // pending jobs that were not ready
+  JobWaits not_ready;                // pending jobs that were not ready
   bool draining = false;
   std::vector<std::pair<std::string, std::vector<int64_t>>> lane_holders;  // lane → jobs
   int64_t pass_us = 0;               // how long the pass took (readiness + scheduler)
@@ -216,6 +226,11 @@ class Queue {
   bool draining() const { return draining_; }
   // Records an event that the agent saw (job.claimed, node.stale, ...) as one commit.
   Status record_event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data);
+
+  // For tests: where the ready index and the recorded waits (what the next pass starts from)
+  // differ from evaluating every job afresh, as the pass did before it was incremental; one
+  // line per job, none when they agree. Jobs the next pass evaluates anyway are not compared.
+  std::vector<std::string> readiness_differences() const;
 
   // The outcome of the last scheduling pass. Thread-safe.
   std::shared_ptr<const WaitList> waits() const;
@@ -289,8 +304,18 @@ private:
   Status make_job_dir(const Job& job);  // the job directory and its script snapshot
 
   // The pass (queue_pass.cc).
+  // What evaluating the changed jobs asks of the pass, done after the walk.
+  struct PassActions {
+    std::vector<std::pair<int64_t, std::string>> to_block;
+    std::vector<int64_t> to_unblock;
+    std::vector<int64_t> to_check;
+  };
   void request_pass();
   void run_pass();
+  // Decides one job whose inputs changed: the ready index, its wait, its wake-up time.
+  void evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& actions);
+  void set_wait(JobWait wait);
+  void forget_wait(int64_t job_id);
   void publish(std::shared_ptr<WaitList> published, sched::Snapshot snapshot,
                sched::Decision decision, std::chrono::steady_clock::time_point started);
   void check_conditions(ActiveJob& job);
@@ -381,6 +406,11 @@ private:
   std::vector<std::vector<int64_t>> holders_;           // per GPU slot: jobs holding it
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;
+  // Readiness between passes: a pass evaluates only the jobs marked here (ready_index.h).
+  ReadyIndex ready_index_;
+  std::map<int64_t, JobWait> waits_by_job_;             // why each not-ready pending job waits
+  bool waits_by_job_changed_ = true;
+  JobWaits published_not_ready_;                        // waits_by_job_ as the last pass published
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id

@@ -147,6 +147,7 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
       for (const auto* a : order) {
         next += kOrderStep;
         active_.at(a->id).queue_order = next;
+        ready_index_.mark(a->id);
       }
       next_order_ = std::max(next_order_, next);
       return move(job_id, request);
@@ -161,6 +162,7 @@ Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
   if (!committed) return tl::unexpected(unavailable(committed.error()));
   job.priority = priority;
   job.queue_order = queue_order;
+  ready_index_.mark(job_id);  // it takes its new place among the ready jobs
   request_pass();
   return load_job(job_id, true);
 }

@@ -105,7 +105,10 @@ void Queue::gc_step(const std::shared_ptr<GcRun>& run) {
     });
     if (!committed) return gc_finish(run, tl::unexpected(unavailable(committed.error())));
     run->events_pruned = true;
-    for (int64_t id : ids) finished_.erase(id);
+    for (int64_t id : ids) {
+      finished_.erase(id);
+      ready_index_.mark(id);  // a job depending on it would see it gone
+    }
   }
   report.jobs += static_cast<int64_t>(ids.size());
   report.runs += selection->runs;

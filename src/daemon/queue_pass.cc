@@ -40,10 +40,8 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
   snapshot.reservations = reservations_;
   // A reservation holds its GPUs only while one of its jobs is unfinished.
   std::vector<bool> reservation_in_use(reservations_.size(), false);
-  for (const auto& [id, job] : active_) {
-    if (job.reservation >= 0 && job.reservation < static_cast<int>(reservations_.size())) {
-      reservation_in_use[job.reservation] = true;
-    }
+  for (size_t r = 0; r < reservations_.size(); ++r) {
+    reservation_in_use[r] = ready_index_.reservation_in_use(static_cast<int>(r));
   }
   for (size_t r = 0; r < reservations_.size(); ++r) {
     if (!reservation_in_use[r]) snapshot.reservations[r].slots.clear();
@@ -113,86 +111,108 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
   return snapshot;
 }
 
+void Queue::set_wait(JobWait wait) {
+  waits_by_job_[wait.job_id] = std::move(wait);
+  waits_by_job_changed_ = true;
+}
+
+void Queue::forget_wait(int64_t job_id) {
+  if (waits_by_job_.erase(job_id) != 0) waits_by_job_changed_ = true;
+}
+
+void Queue::evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& actions) {
+  using K = Readiness::Kind;
+  const int64_t id = job.id;
+  Readiness r = job_readiness(job, now, [this](int64_t other) { return state_of(other); });
+  if (r.kind == K::kReady) {
+    ready_index_.set_ready(job);
+    forget_wait(id);
+    return;
+  }
+  ready_index_.set_not_ready(id);
+  JobWait w(id, JobWait::Kind::kHeld, r.until_ms);
+  switch (r.kind) {
+    case K::kNotWaiting:
+    case K::kBlocked: forget_wait(id); return;
+    // Blocking and unblocking are commits: a failed one is tried again at the next pass.
+    case K::kUnblock:
+      forget_wait(id);
+      actions.to_unblock.push_back(id);
+      ready_index_.mark(id);
+      return;
+    case K::kBlock:
+      forget_wait(id);
+      actions.to_block.emplace_back(id, r.dependency.text());
+      ready_index_.mark(id);
+      return;
+    case K::kHeld: break;
+    case K::kCancelling: w.kind = JobWait::Kind::kCancelling; break;
+    case K::kNotBefore:
+    case K::kRetryDelay:
+      w.kind = r.kind == K::kRetryDelay ? JobWait::Kind::kRetry : JobWait::Kind::kNotBefore;
+      w.attempt = job.failed_runs;
+      w.retries = job.retries;
+      ready_index_.wake_at(id, r.until_ms);
+      break;
+    case K::kStartRetry:
+      w.kind = JobWait::Kind::kStartRetry;
+      if (auto e = start_errors_.find(id); e != start_errors_.end()) w.text = e->second;
+      ready_index_.wake_at(id, r.until_ms);
+      break;
+    case K::kDependency:
+      w.kind = JobWait::Kind::kDependency;
+      w.dependency = r.dependency;
+      break;
+    case K::kCheck:
+    case K::kChecking:
+    case K::kConditionFalse: {
+      if (r.kind == K::kCheck) {
+        // check_conditions() marks the job; while the store fails it waits for the next pass.
+        if (store_ok) actions.to_check.push_back(id);
+        else ready_index_.mark(id);
+      }
+      if (r.kind == K::kConditionFalse) ready_index_.wake_at(id, r.until_ms);
+      bool is_false = r.kind == K::kConditionFalse ||
+                      (r.kind == K::kCheck && job.conditions == ConditionState::kFalse);
+      w.kind = is_false ? JobWait::Kind::kCondition : JobWait::Kind::kChecking;
+      w.until_ms = 0;
+      if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
+      w.since_ms = job.conditions_false_since_ms;
+      break;
+    }
+    case K::kReady: break;
+  }
+  set_wait(std::move(w));
+}
+
 void Queue::run_pass() {
   if (stopping_) return;
   auto pass_started = std::chrono::steady_clock::now();
   int64_t now = world_.now_ms();
   auto published = std::make_shared<WaitList>();
   sched::Snapshot snapshot = machine_snapshot(now);
-  std::vector<std::pair<int64_t, std::string>> to_block;
-  std::vector<int64_t> to_unblock;
-  std::vector<int64_t> to_check;
-  int64_t next_wake = 0;
-  auto wake_at = [&](int64_t t) { next_wake = next_wake == 0 ? t : std::min(next_wake, t); };
-  auto lookup = [this](int64_t id) { return state_of(id); };
   // While the store fails nothing starts and nothing is checked (both would only produce
   // changes that cannot be recorded); the retry timer passes again.
   bool store_ok = !trouble_;
-  snapshot.queue.reserve(active_.size());
-  for (auto& [id, job] : active_) {
-    using K = Readiness::Kind;
-    Readiness r = job_readiness(job, now, lookup);
-    // The binding travels as a plain copy: clang before 16 cannot capture a structured binding.
-    auto not_ready = [&, job_id = id](JobWait::Kind kind) -> JobWait& {
-      published->not_ready.emplace_back(job_id, kind, r.until_ms);
-      return published->not_ready.back();
-    };
-    switch (r.kind) {
-      case K::kNotWaiting:
-      case K::kBlocked: continue;
-      case K::kUnblock: to_unblock.push_back(id); continue;
-      case K::kHeld: not_ready(JobWait::Kind::kHeld); continue;
-      case K::kCancelling: not_ready(JobWait::Kind::kCancelling); continue;
-      case K::kNotBefore:
-      case K::kRetryDelay: {
-        JobWait& w = not_ready(r.kind == K::kRetryDelay ? JobWait::Kind::kRetry : JobWait::Kind::kNotBefore);
-        w.attempt = job.failed_runs;
-        w.retries = job.retries;
-        wake_at(r.until_ms);
-        continue;
-      }
-      case K::kStartRetry: {
-        JobWait& w = not_ready(JobWait::Kind::kStartRetry);
-        if (auto e = start_errors_.find(id); e != start_errors_.end()) w.text = e->second;
-        wake_at(r.until_ms);
-        continue;
-      }
-      case K::kBlock: to_block.emplace_back(id, r.dependency.text()); continue;
-      case K::kDependency: not_ready(JobWait::Kind::kDependency).dependency = r.dependency; continue;
-      case K::kCheck:
-      case K::kChecking:
-      case K::kConditionFalse: {
-        if (r.kind == K::kCheck && store_ok) to_check.push_back(id);
-        if (r.kind == K::kConditionFalse) wake_at(r.until_ms);
-        bool is_false = r.kind == K::kConditionFalse ||
-                        (r.kind == K::kCheck && job.conditions == ConditionState::kFalse);
-        JobWait& w = not_ready(is_false ? JobWait::Kind::kCondition : JobWait::Kind::kChecking);
-        w.until_ms = 0;
-        if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
-        w.since_ms = job.conditions_false_since_ms;
-        continue;
-      }
-      case K::kReady: break;
+  // Only the jobs whose inputs changed since the last pass, or whose time has come, are
+  // evaluated again; every other job keeps its place among the ready ones, or its wait.
+  PassActions actions;
+  for (int64_t id : ready_index_.take(now)) {
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      ready_index_.set_not_ready(id);
+      forget_wait(id);
+      continue;
     }
-    sched::PendingJob p;
-    p.id = id;
-    p.priority = job.priority;
-    p.queue_order = job.queue_order;
-    p.gpus = job.gpus;
-    p.lanes = job.lanes;
-    p.gpu_mem_mib = job.gpu_mem_mib;
-    p.share = job.share;
-    p.estimate_ms = job.estimate_ms;
-    p.timeout_ms = job.timeout_ms;
-    p.reservation = job.reservation;
-    snapshot.queue.push_back(std::move(p));
+    evaluate(it->second, now, store_ok, actions);
   }
   bool changed = false;
-  for (const auto& [id, why] : to_block) changed = block(id, why) || changed;
-  for (int64_t id : to_unblock) changed = unblock(id) || changed;
+  for (const auto& [id, why] : actions.to_block) changed = block(id, why) || changed;
+  for (int64_t id : actions.to_unblock) changed = unblock(id) || changed;
   if (changed) request_pass();  // the cascade continues
-  for (int64_t id : to_check) check_conditions(active_.at(id));
+  for (int64_t id : actions.to_check) check_conditions(active_.at(id));
 
+  snapshot.queue = ready_index_.lend_queue();
   sched::Decision decision = sched::schedule(snapshot);
   if (store_ok) {
     for (const auto& start : decision.starts) {
@@ -208,14 +228,23 @@ void Queue::run_pass() {
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
   }
-  if (next_wake) arm_wake(next_wake);
+  ready_index_.return_queue(std::move(snapshot.queue));
+  if (int64_t wake = ready_index_.next_wake_ms()) arm_wake(wake);
   publish(std::move(published), std::move(snapshot), std::move(decision), pass_started);
 }
 
 void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapshot,
                     sched::Decision decision, std::chrono::steady_clock::time_point started) {
   published->waits = std::move(decision.waits);
-  std::vector<sched::PendingJob>().swap(snapshot.queue);  // the reasons need the machine, not the queue
+  snapshot.queue.clear();  // lent back to the ready index; the reasons need the machine only
+  if (waits_by_job_changed_) {
+    auto items = std::make_shared<std::vector<JobWait>>();
+    items->reserve(waits_by_job_.size());
+    for (const auto& [id, wait] : waits_by_job_) items->push_back(wait);
+    published_not_ready_.items = std::move(items);
+    waits_by_job_changed_ = false;
+  }
+  published->not_ready = published_not_ready_;
   published->snapshot = std::move(snapshot);
   published->draining = draining_;
   for (size_t i = 0; i < config_.lanes.size(); ++i) {
@@ -247,6 +276,7 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
 }
 
 void Queue::check_conditions(ActiveJob& job) {
+  ready_index_.mark(job.id);  // checking, or (the job could not be read) to be checked again
   auto loaded = load_job(job.id, false);
   if (!loaded) return;
   ConditionRequest request;
@@ -268,6 +298,7 @@ void Queue::on_conditions(const ConditionResult& result) {
   if (it == active_.end() || stopping_) return;
   ActiveJob& job = it->second;
   int64_t now = world_.now_ms();
+  ready_index_.mark(job.id);  // whatever the answer, its readiness is decided again
   if (job.state != JobState::kPending || job.cancel_requested) {
     job.conditions = ConditionState::kUnknown;  // checked again if it becomes pending
     return;
@@ -337,6 +368,56 @@ bool Queue::unblock(int64_t job_id) {
   if (!committed) return false;
   it->second.state = JobState::kPending;
   return true;
+}
+
+std::vector<std::string> Queue::readiness_differences() const {
+  using K = Readiness::Kind;
+  std::vector<std::string> out;
+  int64_t now = world_.now_ms();
+  auto lookup = [this](int64_t id) { return state_of(id); };
+  for (const auto& [id, job] : active_) {
+    if (ready_index_.due(id, now)) continue;
+    Readiness r = job_readiness(job, now, lookup);
+    bool ready = ready_index_.ready_as(job);
+    if ((r.kind == K::kReady) != ready) {
+      out.push_back(fmt::format("job {}: {} in the index, {} afresh", id, ready ? "ready" : "not ready",
+                                r.kind == K::kReady ? "ready" : "not ready"));
+      continue;
+    }
+    std::optional<JobWait::Kind> wait;
+    switch (r.kind) {
+      case K::kHeld: wait = JobWait::Kind::kHeld; break;
+      case K::kCancelling: wait = JobWait::Kind::kCancelling; break;
+      case K::kNotBefore: wait = JobWait::Kind::kNotBefore; break;
+      case K::kRetryDelay: wait = JobWait::Kind::kRetry; break;
+      case K::kStartRetry: wait = JobWait::Kind::kStartRetry; break;
+      case K::kDependency: wait = JobWait::Kind::kDependency; break;
+      case K::kChecking: wait = JobWait::Kind::kChecking; break;
+      case K::kConditionFalse: wait = JobWait::Kind::kCondition; break;
+      case K::kCheck:
+        wait = job.conditions == ConditionState::kFalse ? JobWait::Kind::kCondition : JobWait::Kind::kChecking;
+        break;
+      default: break;
+    }
+    auto recorded = waits_by_job_.find(id);
+    if (!wait) {
+      if (recorded != waits_by_job_.end()) out.push_back(fmt::format("job {}: a wait recorded, none afresh", id));
+      continue;
+    }
+    if (recorded == waits_by_job_.end()) {
+      out.push_back(fmt::format("job {}: no wait recorded", id));
+      continue;
+    }
+    const JobWait& w = recorded->second;
+    bool timed = *wait == JobWait::Kind::kNotBefore || *wait == JobWait::Kind::kRetry ||
+                 *wait == JobWait::Kind::kStartRetry;
+    if (w.kind != *wait || (timed && w.until_ms != r.until_ms) ||
+        w.dependency.text() != r.dependency.text()) {
+      out.push_back(fmt::format("job {}: recorded wait \"{}\", afresh kind {} until {} ({})", id,
+                                w.render(now), static_cast<int>(*wait), r.until_ms, r.dependency.text()));
+    }
+  }
+  return out;
 }
 
 }  // namespace gpuq::daemon

@@ -173,6 +173,7 @@ void Queue::start_failed(int64_t job_id, const std::vector<int>& slots, const st
   ++job.start_failures;
   int64_t delay = start_retry_delay_ms(job.start_failures);
   job.start_retry_at_ms = world_.now_ms() + delay;
+  ready_index_.mark(job_id);
   start_errors_[job_id] = why;
   std::fprintf(stderr, "gpuq daemon: job %lld could not start: %s; trying again in %lld ms\n",
                static_cast<long long>(job_id), why.c_str(), static_cast<long long>(delay));

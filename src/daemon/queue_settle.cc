@@ -226,7 +226,7 @@ Status Queue::recover() {
   for (const Job& job : *jobs) {
     auto active = make_active(job.id, job);
     if (!active) return tl::unexpected(active.error());
-    active_[job.id] = std::move(*active);
+    track(std::move(*active));
   }
   auto runs = store_.running_runs();
   if (!runs) return tl::unexpected(runs.error());

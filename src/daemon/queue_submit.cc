@@ -171,12 +171,14 @@ Status Queue::make_job_dir(const Job& job) {
 
 void Queue::track(ActiveJob job) {
   int64_t id = job.id;
+  ready_index_.add(job);
   active_[id] = std::move(job);
   finished_.erase(id);
 }
 
 void Queue::untrack(int64_t job_id) {
   active_.erase(job_id);
+  ready_index_.remove(job_id);
   condition_texts_.erase(job_id);
 }
 

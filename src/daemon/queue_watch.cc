@@ -93,7 +93,11 @@ void Queue::look() {
 void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
   const WatchConfig& watch = config_.watch;
   auto lookup = [this](int64_t id) { return state_of(id); };
-  for (const auto& [id, job] : active_) {
+  // A pending job with neither dependencies nor conditions never waits in this sense.
+  for (int64_t id : ready_index_.with_deps_or_conditions()) {
+    auto active = active_.find(id);
+    if (active == active_.end()) continue;
+    const ActiveJob& job = active->second;
     if (job.state != JobState::kPending) continue;
     JobFacts facts;
     facts.id = id;
@@ -176,8 +180,12 @@ void Queue::gather_queue_sightings(int64_t now, std::vector<Sighting>& out) {
   // dependencies, conditions, retry delays and not-before met) that need GPUs and did not
   // start. Jobs without GPUs (a lane's queue) leave a GPU idle for good reasons. The pass
   // lists them first in line first.
+  // Waiting work matters only with a GPU free and the queue not drained (watch_queue): counting
+  // it is a walk of every waiting job, not worth a look that cannot use it.
+  bool could_idle = facts.free_gpus > 0 && !facts.draining && config_.watch.idle_with_work_ms > 0;
   auto published = waits();
   for (const auto& wait : published->waits) {
+    if (!could_idle) break;
     auto job = active_.find(wait.job_id);
     if (job == active_.end() || job->second.state != JobState::kPending || job->second.gpus == 0) continue;
     if (facts.heads.size() < kHeadJobs) {

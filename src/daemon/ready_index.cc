@@ -1,0 +1,182 @@
+#include "daemon/ready_index.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace gpuq::daemon {
+
+sched::PendingJob ReadyIndex::pending_job(const ActiveJob& job) {
+  sched::PendingJob p;
+  p.id = job.id;
+  p.priority = job.priority;
+  p.queue_order = job.queue_order;
+  p.gpus = job.gpus;
+  p.lanes = job.lanes;
+  p.gpu_mem_mib = job.gpu_mem_mib;
+  p.share = job.share;
+  p.estimate_ms = job.estimate_ms;
+  p.timeout_ms = job.timeout_ms;
+  p.reservation = job.reservation;
+  return p;
+}
+
+void ReadyIndex::add(const ActiveJob& job) {
+  unregister(job.id);
+  Tracked t;
+  t.reservation = job.reservation;
+  for (const Dependency& dep : job.deps) {
+    if (dep.kind == Dependency::Kind::kFile || dep.kind == Dependency::Kind::kRequires) continue;
+    if (std::find(t.deps.begin(), t.deps.end(), dep.job_id) != t.deps.end()) continue;
+    t.deps.push_back(dep.job_id);
+    dependents_[dep.job_id].push_back(job.id);
+  }
+  if (t.reservation >= 0) {
+    if (reservation_users_.size() <= static_cast<size_t>(t.reservation)) {
+      reservation_users_.resize(t.reservation + 1, 0);
+    }
+    ++reservation_users_[t.reservation];
+  }
+  if (!t.deps.empty() || job.has_conditions) with_deps_or_conditions_.insert(job.id);
+  tracked_[job.id] = std::move(t);
+  mark(job.id);
+}
+
+void ReadyIndex::unregister(int64_t job_id) {
+  auto it = tracked_.find(job_id);
+  if (it == tracked_.end()) return;
+  for (int64_t dep : it->second.deps) {
+    auto d = dependents_.find(dep);
+    if (d == dependents_.end()) continue;
+    std::erase(d->second, job_id);
+    if (d->second.empty()) dependents_.erase(d);
+  }
+  if (it->second.reservation >= 0) --reservation_users_[it->second.reservation];
+  with_deps_or_conditions_.erase(job_id);
+  tracked_.erase(it);
+}
+
+void ReadyIndex::remove(int64_t job_id) {
+  unregister(job_id);
+  set_not_ready(job_id);
+  marked_.erase(job_id);
+  wake_of_.erase(job_id);
+  // Its dependents see its final state now.
+  if (auto d = dependents_.find(job_id); d != dependents_.end()) {
+    for (int64_t dependent : d->second) marked_.insert(dependent);
+  }
+}
+
+void ReadyIndex::mark(int64_t job_id) {
+  marked_.insert(job_id);
+  if (auto d = dependents_.find(job_id); d != dependents_.end()) {
+    for (int64_t dependent : d->second) marked_.insert(dependent);
+  }
+}
+
+void ReadyIndex::wake_at(int64_t job_id, int64_t at_ms) {
+  int64_t& latest = wake_of_[job_id];
+  if (latest == at_ms) return;  // evaluated again while it waits for the same time
+  latest = at_ms;
+  wakes_.emplace_back(at_ms, job_id);
+  std::push_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+}
+
+std::vector<int64_t> ReadyIndex::take(int64_t now_ms) {
+  while (!wakes_.empty() && wakes_.front().first <= now_ms) {
+    auto [at, id] = wakes_.front();
+    if (auto latest = wake_of_.find(id); latest != wake_of_.end() && latest->second == at) {
+      marked_.insert(id);
+      wake_of_.erase(latest);
+    }
+    std::pop_heap(wakes_.begin(), wakes_.end(), std::greater<>());
+    wakes_.pop_back();
+  }
+  std::vector<int64_t> due(marked_.begin(), marked_.end());
+  marked_.clear();
+  std::sort(due.begin(), due.end());
+  return due;
+}
+
+bool ReadyIndex::ready(int64_t job_id) const {
+  return in_queue_.count(job_id) != 0 || added_.count(job_id) != 0;
+}
+
+bool ReadyIndex::due(int64_t job_id, int64_t now_ms) const {
+  if (marked_.count(job_id) != 0) return true;
+  auto wake = wake_of_.find(job_id);
+  return wake != wake_of_.end() && wake->second <= now_ms;
+}
+
+bool ReadyIndex::ready_as(const ActiveJob& job) const {
+  Key key{job.priority, job.queue_order, job.id};
+  if (auto it = added_.find(job.id); it != added_.end()) return key_of(it->second) == key;
+  auto it = in_queue_.find(job.id);
+  return it != in_queue_.end() && it->second == key;
+}
+
+void ReadyIndex::drop_from_queue(int64_t job_id) {
+  auto it = in_queue_.find(job_id);
+  if (it == in_queue_.end()) return;
+  dropped_.push_back(it->second);
+  in_queue_.erase(it);
+}
+
+void ReadyIndex::set_ready(const ActiveJob& job) {
+  // Its fields (order, priority, needs) may have changed since it was merged: take it again.
+  drop_from_queue(job.id);
+  added_[job.id] = pending_job(job);
+}
+
+void ReadyIndex::set_not_ready(int64_t job_id) {
+  drop_from_queue(job_id);
+  added_.erase(job_id);
+}
+
+void ReadyIndex::merge() {
+  if (dropped_.empty() && added_.empty()) return;
+  std::sort(dropped_.begin(), dropped_.end());
+  std::vector<sched::PendingJob> added;
+  added.reserve(added_.size());
+  for (auto& [id, job] : added_) {
+    in_queue_[id] = key_of(job);
+    added.push_back(std::move(job));
+  }
+  std::sort(added.begin(), added.end(),
+            [](const sched::PendingJob& a, const sched::PendingJob& b) { return key_of(a) < key_of(b); });
+  // One sequential walk: the old order less the dropped keys, with the added jobs in place.
+  spare_.clear();
+  // With room to grow: a buffer allocated afresh costs its page faults again, and a queue
+  // that grows by one job at a time would reallocate at every merge.
+  size_t size = queue_.size() - dropped_.size() + added.size();
+  if (spare_.capacity() < size) spare_.reserve(size + size / 4 + 64);
+  auto drop = dropped_.begin();
+  auto add = added.begin();
+  for (sched::PendingJob& job : queue_) {
+    Key key = key_of(job);
+    while (drop != dropped_.end() && *drop < key) ++drop;
+    if (drop != dropped_.end() && *drop == key) continue;
+    while (add != added.end() && key_of(*add) < key) spare_.push_back(std::move(*add++));
+    spare_.push_back(std::move(job));
+  }
+  while (add != added.end()) spare_.push_back(std::move(*add++));
+  queue_.swap(spare_);
+  spare_.clear();
+  dropped_.clear();
+  added_.clear();
+}
+
+std::vector<sched::PendingJob> ReadyIndex::lend_queue() {
+  merge();
+  return std::move(queue_);
+}
+
+void ReadyIndex::return_queue(std::vector<sched::PendingJob> queue) {
+  queue_ = std::move(queue);
+}
+
+bool ReadyIndex::reservation_in_use(int index) const {
+  return index >= 0 && static_cast<size_t>(index) < reservation_users_.size() &&
+         reservation_users_[index] > 0;
+}
+
+}  // namespace gpuq::daemon
