@@ -43,15 +43,24 @@ struct Parsed {
   LintOptions lint;
   SimulateOptions simulate;
   FleetParsed fleet;
+  // The one command with options defined: the line's command word, "" for all (issue 13: all
+  // of them were most of what `gpuq status` cost before it talked to the daemon).
+  std::string only_command;
 };
 
 // The help of --json on the commands that act on several jobs or GPUs.
 constexpr const char* kJsonEach =
     "print the daemon's answers as one JSON array, one element per job (or GPU) in order";
 
+bool defines(const Parsed& p, const std::string& name) {
+  return p.only_command.empty() || p.only_command == name;
+}
+// The command `name` with its --home; nullptr when it gets no options (Parsed::only_command):
+// then it is only listed in `gpuq --help` and known as a command.
 CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
                       const std::string& description) {
   CLI::App* sub = app.add_subcommand(name, description);
+  if (!defines(p, name)) return nullptr;
   sub->add_option("--home", p.home, "the daemon's state directory")->type_name("DIR");
   return sub;
 }
@@ -117,6 +126,7 @@ void define_scheduling_flags(CLI::App* submit, SubmitOptions& o) {
 // every command; given, it is written into the unit.
 void define_service_command(CLI::App& app, Parsed& p) {
   auto* service = add_command(app, p, "service", "run the daemon as a systemd service");
+  if (service == nullptr) return;
   service->require_subcommand(1);
   ServiceOptions& o = p.service;
   auto common = [&](CLI::App* sub) {
@@ -165,184 +175,228 @@ void define_commands(CLI::App& app, Parsed& p) {
       ->type_name("TOKEN");
   app.require_subcommand(1);
 
-  auto* daemon = add_command(app, p, "daemon", "run the queue daemon for this machine");
-  daemon->add_option("--gpus", p.daemon.gpus, "GPUs to use: auto, none, fake:N or 0,2,3")
-      ->type_name("SPEC");
-  daemon->add_flag("--detach", p.daemon.detach, "run in the background");
-  daemon->add_option("--fleet", p.daemon.fleet,
+  if (auto* daemon = add_command(app, p, "daemon", "run the queue daemon for this machine")) {
+    daemon->add_option("--gpus", p.daemon.gpus, "GPUs to use: auto, none, fake:N or 0,2,3")
+        ->type_name("SPEC");
+    daemon->add_flag("--detach", p.daemon.detach, "run in the background");
+    daemon
+        ->add_option("--fleet", p.daemon.fleet,
                      "join the fleet of this bucket: s3://BUCKET/PREFIX or dir:///PATH (default "
                      "$GPUQ_FLEET, else [fleet] url in config.toml; docs/fleet.md)")
-      ->type_name("URL");
-  daemon->add_option("--node", p.daemon.node, "this node's name in the fleet (default: the host name)")
-      ->type_name("NAME");
-  daemon->add_option("--classes", p.daemon.classes, "fleet classes this node serves besides 'any'")
-      ->type_name("A,B")
-      ->delimiter(',');
-  daemon->add_option("--http", p.daemon.http,
+        ->type_name("URL");
+    daemon
+        ->add_option("--node", p.daemon.node,
+                     "this node's name in the fleet (default: the host name)")
+        ->type_name("NAME");
+    daemon
+        ->add_option("--classes", p.daemon.classes, "fleet classes this node serves besides 'any'")
+        ->type_name("A,B")
+        ->delimiter(',');
+    daemon
+        ->add_option("--http", p.daemon.http,
                      "serve the API and the dashboard on this TCP address, or off (default "
                      "[http] listen in config.toml, else 127.0.0.1:7878; port 0: any free port)")
-      ->type_name("ADDR:PORT");
-  daemon->add_flag("--http-allow-submit", p.daemon.http_allow_submit,
-                   "accept job and plan submits over TCP (they run commands as you)");
+        ->type_name("ADDR:PORT");
+    daemon->add_flag("--http-allow-submit", p.daemon.http_allow_submit,
+                     "accept job and plan submits over TCP (they run commands as you)");
+  }
 
-  auto* submit = add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)");
-  submit->add_option("--name", p.submit.name, "a unique name for the job");
-  submit->add_option_function<int>(
+  if (auto* submit =
+          add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)")) {
+    submit->add_option("--name", p.submit.name, "a unique name for the job");
+    submit
+        ->add_option_function<int>(
             "--gpus", [&p](const int& n) { p.submit.gpus = n; }, "GPUs the job needs (default 0)")
-      ->type_name("N");
-  submit->add_option("--priority", p.submit.priority, "high, normal, low or 0..1000 (lower first)")
-      ->type_name("P");
-  submit->add_option("--cwd", p.submit.cwd, "working directory (default: the current one)")
-      ->type_name("DIR");
-  submit->add_option("--env", p.submit.env, "set a variable for the job (repeatable)")
-      ->type_name("K=V")
-      ->allow_extra_args(false);
-  submit->add_flag("--clean-env", p.submit.clean_env,
-                   "send only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR "
-                   "and --env, not the whole environment (which the daemon stores with the job)");
-  submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
-  define_scheduling_flags(submit, p.submit);
-  submit->add_option("script", p.submit.words,
-                     "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");
-  submit->positionals_at_end();  // everything after the script belongs to the script
-  submit->allow_extras();        // `--` and unknown options are sorted out after parsing
+        ->type_name("N");
+    submit
+        ->add_option("--priority", p.submit.priority, "high, normal, low or 0..1000 (lower first)")
+        ->type_name("P");
+    submit->add_option("--cwd", p.submit.cwd, "working directory (default: the current one)")
+        ->type_name("DIR");
+    submit->add_option("--env", p.submit.env, "set a variable for the job (repeatable)")
+        ->type_name("K=V")
+        ->allow_extra_args(false);
+    submit->add_flag("--clean-env", p.submit.clean_env,
+                     "send only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR "
+                     "and --env, not the whole environment (which the daemon stores with the job)");
+    submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
+    define_scheduling_flags(submit, p.submit);
+    submit->add_option("script", p.submit.words,
+                       "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");
+    submit->positionals_at_end();  // everything after the script belongs to the script
+    submit->allow_extras();        // `--` and unknown options are sorted out after parsing
+  }
 
-  auto* status = add_command(app, p, "status", "show GPUs and jobs");
-  status->add_flag("--json", p.status.json, "print the daemon's answer as JSON");
-  status->add_flag("--all", p.status.all, "show every finished job");
+  if (auto* status = add_command(app, p, "status", "show GPUs and jobs")) {
+    status->add_flag("--json", p.status.json, "print the daemon's answer as JSON");
+    status->add_flag("--all", p.status.all, "show every finished job");
+  }
 
-  auto* show = add_command(app, p, "show", "show one job and its runs");
-  show->add_option("job", p.show.ref, "job id or name")->required();
-  show->add_flag("--json", p.show.json, "print the job as JSON");
+  if (auto* show = add_command(app, p, "show", "show one job and its runs")) {
+    show->add_option("job", p.show.ref, "job id or name")->required();
+    show->add_flag("--json", p.show.json, "print the job as JSON");
+  }
 
-  auto* logs = add_command(app, p, "logs", "print a job's log");
-  logs->add_option("job", p.logs.ref, "job id or name")->required();
-  logs->add_flag("-f,--follow", p.logs.follow, "keep printing until the job has finished");
-  logs->add_option("--run", p.logs.run, "which run (default: the latest)")->type_name("N");
+  if (auto* logs = add_command(app, p, "logs", "print a job's log")) {
+    logs->add_option("job", p.logs.ref, "job id or name")->required();
+    logs->add_flag("-f,--follow", p.logs.follow, "keep printing until the job has finished");
+    logs->add_option("--run", p.logs.run, "which run (default: the latest)")->type_name("N");
+  }
 
-  auto* wait = add_command(app, p, "wait", "wait for jobs to finish (exit 0 if all succeeded)");
-  wait->add_option("job", p.wait.refs, "job ids or names")->required();
-  wait->add_option("--timeout", p.wait.timeout, "give up after this long (exit 124)")
-      ->type_name("DUR");
-  wait->add_flag("--json", p.wait.json,
-                 "print the jobs as the daemon last answered them (their current states on "
-                 "timeout), as one JSON array");
+  if (auto* wait =
+          add_command(app, p, "wait", "wait for jobs to finish (exit 0 if all succeeded)")) {
+    wait->add_option("job", p.wait.refs, "job ids or names")->required();
+    wait->add_option("--timeout", p.wait.timeout, "give up after this long (exit 124)")
+        ->type_name("DUR");
+    wait->add_flag("--json", p.wait.json,
+                   "print the jobs as the daemon last answered them (their current states on "
+                   "timeout), as one JSON array");
+  }
 
-  auto* cancel = add_command(app, p, "cancel", "cancel jobs");
-  cancel->add_option("job", p.cancel.refs, "job ids or names")->required();
-  cancel->add_flag("--json", p.cancel.json, kJsonEach);
+  if (auto* cancel = add_command(app, p, "cancel", "cancel jobs")) {
+    cancel->add_option("job", p.cancel.refs, "job ids or names")->required();
+    cancel->add_flag("--json", p.cancel.json, kJsonEach);
+  }
 
-  auto* hold = add_command(app, p, "hold", "keep pending jobs from starting");
-  hold->add_option("job", p.hold.refs, "job ids or names")->required();
-  hold->add_flag("--json", p.hold.json, kJsonEach);
-  auto* release = add_command(app, p, "release",
-                              "let held jobs start, or return a GPU in attention to service");
-  // Jobs or GPUs, exactly one of the two; a group, so that --home and --json do not count.
-  auto* release_what = release->add_option_group("what to release");
-  auto* release_jobs = release_what->add_option("job", p.release.refs, "job ids or names");
-  auto* release_gpu = release_what->add_option(
-      "--attention", p.release.attention,
-      "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
-      "nothing is left on it");
-  release_jobs->excludes(release_gpu);
-  release_what->require_option(1);
-  release->add_flag("--json", p.release.json, kJsonEach);
-  auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again");
-  retry->add_option("job", p.retry.refs, "job ids or names")->required();
-  retry->add_flag("--json", p.retry.json, kJsonEach);
+  if (auto* hold = add_command(app, p, "hold", "keep pending jobs from starting")) {
+    hold->add_option("job", p.hold.refs, "job ids or names")->required();
+    hold->add_flag("--json", p.hold.json, kJsonEach);
+  }
+  if (auto* release = add_command(app, p, "release",
+                                  "let held jobs start, or return a GPU in attention to service")) {
+    // Jobs or GPUs, exactly one of the two; a group, so that --home and --json do not count.
+    auto* release_what = release->add_option_group("what to release");
+    auto* release_jobs = release_what->add_option("job", p.release.refs, "job ids or names");
+    auto* release_gpu = release_what->add_option(
+        "--attention", p.release.attention,
+        "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
+        "nothing is left on it");
+    release_jobs->excludes(release_gpu);
+    release_what->require_option(1);
+    release->add_flag("--json", p.release.json, kJsonEach);
+  }
+  if (auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again")) {
+    retry->add_option("job", p.retry.refs, "job ids or names")->required();
+    retry->add_flag("--json", p.retry.json, kJsonEach);
+  }
 
-  auto* move = add_command(app, p, "move", "move a pending job in the queue");
-  move->add_option("job", p.move.ref, "job id or name")->required();
-  move->add_option("--before", p.move.before, "just before this job")->type_name("ID");
-  move->add_option("--after", p.move.after, "just after this job")->type_name("ID");
-  move->add_flag("--top", p.move.top, "first in the queue");
-  move->add_flag("--bottom", p.move.bottom, "last in the queue");
-  move->add_option("--priority", p.move.priority, "a new priority: high, normal, low or 0..1000")
-      ->type_name("P");
-  move->add_flag("--json", p.move.json, "print the moved job as JSON");
+  if (auto* move = add_command(app, p, "move", "move a pending job in the queue")) {
+    move->add_option("job", p.move.ref, "job id or name")->required();
+    move->add_option("--before", p.move.before, "just before this job")->type_name("ID");
+    move->add_option("--after", p.move.after, "just after this job")->type_name("ID");
+    move->add_flag("--top", p.move.top, "first in the queue");
+    move->add_flag("--bottom", p.move.bottom, "last in the queue");
+    move->add_option("--priority", p.move.priority, "a new priority: high, normal, low or 0..1000")
+        ->type_name("P");
+    move->add_flag("--json", p.move.json, "print the moved job as JSON");
+  }
 
-  add_command(app, p, "drain", "start nothing new; running jobs finish")
-      ->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
-  add_command(app, p, "undrain", "start jobs again after a drain")
-      ->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
+  if (auto* drain = add_command(app, p, "drain", "start nothing new; running jobs finish")) {
+    drain->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
+  }
+  if (auto* undrain = add_command(app, p, "undrain", "start jobs again after a drain")) {
+    undrain->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
+  }
 
-  auto* lint = add_command(app, p, "lint", "check job scripts and plans without queueing them");
-  lint->add_option("file", p.lint.files, "scripts and PLAN.json files")->required();
-  lint->add_flag("--json", p.lint.json, "print the diagnostics as a JSON array");
+  if (auto* lint =
+          add_command(app, p, "lint", "check job scripts and plans without queueing them")) {
+    lint->add_option("file", p.lint.files, "scripts and PLAN.json files")->required();
+    lint->add_flag("--json", p.lint.json, "print the diagnostics as a JSON array");
+  }
 
-  auto* simulate =
-      add_command(app, p, "simulate", "predict how a plan or a trace would run (no daemon)");
-  simulate->add_option("plan", p.simulate.plan, "PLAN.json");
-  simulate->add_option("--trace", p.simulate.trace, "a trace of jobs (CSV)")->type_name("FILE");
-  simulate->add_option_function<int>(
-              "--gpus", [&p](const int& n) { p.simulate.gpus = n; }, "GPUs of the machine")
-      ->type_name("N")
-      ->required();
-  simulate->add_option("--policy", p.simulate.policy,
-                       "fifo, priority or backfill (default: config.toml's [scheduler] policy, "
-                       "else backfill)")
-      ->type_name("POLICY");
-  simulate->add_option("--config", p.simulate.config,
-                       "read lanes and scheduler policy from this config.toml (default: the "
-                       "home's config.toml, when there is one)")
-      ->type_name("FILE");
-  simulate->add_flag("--json", p.simulate.json, "print the result as JSON");
+  if (auto* simulate =
+          add_command(app, p, "simulate", "predict how a plan or a trace would run (no daemon)")) {
+    simulate->add_option("plan", p.simulate.plan, "PLAN.json");
+    simulate->add_option("--trace", p.simulate.trace, "a trace of jobs (CSV)")->type_name("FILE");
+    simulate
+        ->add_option_function<int>(
+            "--gpus", [&p](const int& n) { p.simulate.gpus = n; }, "GPUs of the machine")
+        ->type_name("N")
+        ->required();
+    simulate
+        ->add_option("--policy", p.simulate.policy,
+                     "fifo, priority or backfill (default: config.toml's [scheduler] policy, "
+                     "else backfill)")
+        ->type_name("POLICY");
+    simulate
+        ->add_option("--config", p.simulate.config,
+                     "read lanes and scheduler policy from this config.toml (default: the "
+                     "home's config.toml, when there is one)")
+        ->type_name("FILE");
+    simulate->add_flag("--json", p.simulate.json, "print the result as JSON");
+  }
 
-  auto* events = add_command(app, p, "events", "print the daemon's event log");
-  events->add_flag("--json", p.events.json, "one JSON object per line");
-  events->add_flag("-f,--follow", p.events.follow, "keep printing new events");
-  events->add_option("--after", p.events.after, "start after this sequence number")
-      ->type_name("SEQ");
+  if (auto* events = add_command(app, p, "events", "print the daemon's event log")) {
+    events->add_flag("--json", p.events.json, "one JSON object per line");
+    events->add_flag("-f,--follow", p.events.follow, "keep printing new events");
+    events->add_option("--after", p.events.after, "start after this sequence number")
+        ->type_name("SEQ");
+  }
 
-  auto* gpus = add_command(app, p, "gpus", "show the GPUs the daemon uses");
-  gpus->add_flag("--json", p.gpus.json, "print the daemon's answer as JSON");
+  if (auto* gpus = add_command(app, p, "gpus", "show the GPUs the daemon uses")) {
+    gpus->add_flag("--json", p.gpus.json, "print the daemon's answer as JSON");
+  }
 
-  auto* hooks = add_command(app, p, "hooks",
-                            "show each event hook's cursor, lag and last error (docs/hooks.md)");
-  hooks->add_flag("--json", p.hooks.json, "print the daemon's answer as JSON");
+  if (auto* hooks = add_command(
+          app, p, "hooks", "show each event hook's cursor, lag and last error (docs/hooks.md)")) {
+    hooks->add_flag("--json", p.hooks.json, "print the daemon's answer as JSON");
+  }
 
-  auto* gc = add_command(app, p, "gc",
-                         "remove finished jobs older than [retention] keep now, with their runs, "
-                         "run directories and events, and say what went");
-  gc->add_flag("--dry-run", p.gc.dry_run, "say what would be removed; remove nothing");
-  gc->add_flag("--json", p.gc.json, "print the daemon's answer as JSON");
+  if (auto* gc =
+          add_command(app, p, "gc",
+                      "remove finished jobs older than [retention] keep now, with their runs, "
+                      "run directories and events, and say what went")) {
+    gc->add_flag("--dry-run", p.gc.dry_run, "say what would be removed; remove nothing");
+    gc->add_flag("--json", p.gc.json, "print the daemon's answer as JSON");
+  }
 
-  auto* report = add_command(app, p, "report",
-                             "GPU usage over a window: GPU-hours and shares by user, name, "
-                             "outcome or GPU; waits; hours idle, lost and free while jobs waited");
-  report->add_option("--since", p.report.since, "the window's start: a duration back from now or "
-                                                "an RFC 3339 time")
-      ->type_name("WHEN")
-      ->default_str("7d");
-  report->add_option("--until", p.report.until, "the window's end (default now)")->type_name("WHEN");
-  report->add_option("--by", p.report.by, "group by user, name, outcome or gpu")
-      ->type_name("KEY")
-      ->default_str("user");
-  report->add_flag("--json", p.report.json, "print the daemon's answer as JSON");
-  report->add_flag("--csv", p.report.csv, "print the groups as CSV: a header row, one row per group");
+  if (auto* report =
+          add_command(app, p, "report",
+                      "GPU usage over a window: GPU-hours and shares by user, name, "
+                      "outcome or GPU; waits; hours idle, lost and free while jobs waited")) {
+    report
+        ->add_option("--since", p.report.since,
+                     "the window's start: a duration back from now or "
+                     "an RFC 3339 time")
+        ->type_name("WHEN")
+        ->default_str("7d");
+    report->add_option("--until", p.report.until, "the window's end (default now)")
+        ->type_name("WHEN");
+    report->add_option("--by", p.report.by, "group by user, name, outcome or gpu")
+        ->type_name("KEY")
+        ->default_str("user");
+    report->add_flag("--json", p.report.json, "print the daemon's answer as JSON");
+    report->add_flag("--csv", p.report.csv,
+                     "print the groups as CSV: a header row, one row per group");
+  }
 
-  auto* check = add_command(app, p, "check",
-                            "exit 0 when the daemon answers, its heartbeat is fresh and nothing "
-                            "needs a person; else one line per problem (for cron and monitoring)");
-  check->add_flag("--json", p.check.json, "print {ok, problems, daemon} as JSON");
-  check->add_option("--timeout", p.check.timeout, "the hard limit of the call to the daemon")
-      ->type_name("DUR")
-      ->default_str("10s");
-  check->add_option("--max-wait", p.check.max_wait,
-                    "report a job waiting on a condition (REQUIRES, file) longer than this")
-      ->type_name("DUR")
-      ->default_str("1h");
-  check->add_option("--stale-after", p.check.stale_after,
-                    "a heartbeat older than this is stale (default: 3 heartbeat intervals)")
-      ->type_name("DUR");
+  if (auto* check =
+          add_command(app, p, "check",
+                      "exit 0 when the daemon answers, its heartbeat is fresh and nothing "
+                      "needs a person; else one line per problem (for cron and monitoring)")) {
+    check->add_flag("--json", p.check.json, "print {ok, problems, daemon} as JSON");
+    check->add_option("--timeout", p.check.timeout, "the hard limit of the call to the daemon")
+        ->type_name("DUR")
+        ->default_str("10s");
+    check
+        ->add_option("--max-wait", p.check.max_wait,
+                     "report a job waiting on a condition (REQUIRES, file) longer than this")
+        ->type_name("DUR")
+        ->default_str("1h");
+    check
+        ->add_option("--stale-after", p.check.stale_after,
+                     "a heartbeat older than this is stale (default: 3 heartbeat intervals)")
+        ->type_name("DUR");
+  }
 
-  auto* dashboard = add_command(app, p, "dashboard",
-                                "print the dashboard's link (it logs the browser in) and open it");
-  dashboard->add_flag("--no-open", p.dashboard.no_open, "print the link only; open no browser");
-  dashboard->add_flag("--json", p.dashboard.json, "print {\"url\", \"listen\"} as JSON");
+  if (auto* dashboard = add_command(
+          app, p, "dashboard", "print the dashboard's link (it logs the browser in) and open it")) {
+    dashboard->add_flag("--no-open", p.dashboard.no_open, "print the link only; open no browser");
+    dashboard->add_flag("--json", p.dashboard.json, "print {\"url\", \"listen\"} as JSON");
+  }
 
   define_service_command(app, p);
-  define_fleet_command(app, p.fleet);
+  define_fleet_command(app, p.fleet, defines(p, "fleet"));
 }
 
 // Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
@@ -450,20 +504,24 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   return kExitUsage;
 }
 
-// The command word when it names no command (CLI11 would only say one is required).
-std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
+// The line's first word that is no option nor the value of one of gpuq's; "" for none.
+std::string command_word(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--home" || args[i] == "--url" || args[i] == "--token") {
-      ++i;
-      continue;
+      ++i;  // its value
+    } else if (!args[i].starts_with("-")) {
+      return args[i];
     }
-    if (args[i].starts_with("-")) continue;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      if (sub->get_name() == args[i]) return "";
-    }
-    return args[i];
   }
   return "";
+}
+
+// The command word when it names no command (CLI11 would only say one is required).
+std::string unknown_command(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+  }
+  return word;
 }
 
 }  // namespace
@@ -471,6 +529,7 @@ std::string unknown_command(const CLI::App& app, const std::vector<std::string>&
 int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& io) {
   CLI::App app("gpuq: a GPU job queue. Every command talks to the daemon of --home.", "gpuq");
   Parsed parsed;
+  parsed.only_command = command_word(args);
   define_commands(app, parsed);
   if (args.empty()) {  // a bare `gpuq`: show what it can do
     *io.err << app.help();
@@ -482,7 +541,7 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
   } catch (const CLI::Success& e) {  // --help
     return app.exit(e, *io.out, *io.err);
   } catch (const CLI::ParseError& e) {
-    std::string unknown = unknown_command(app, args);
+    std::string unknown = unknown_command(app, parsed.only_command);
     *io.err << "gpuq: "
             << (unknown.empty() ? std::string(e.what()) : "unknown command '" + unknown + "'")
             << "\nRun 'gpuq --help' for usage.\n";

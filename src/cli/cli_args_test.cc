@@ -145,6 +145,19 @@ TEST_F(CliArgs, HelpExitsZero) {
   EXPECT_NE(process_.out.str().find("--priority"), std::string::npos);
 }
 
+// Only the command the line runs gets its options defined: found past gpuq's own options and
+// their values, whatever those values say.
+TEST_F(CliArgs, TheCommandAfterGpuqsOwnOptionsGetsItsOptions) {
+  EXPECT_EQ(run_cli({"--home", "submit", "--url=x", "status", "--help"}, hooks_, process_.io), 0);
+  EXPECT_NE(process_.out.str().find("--all"), std::string::npos);
+  EXPECT_EQ(process_.out.str().find("--priority"), std::string::npos);
+  process_.out.str("");
+  EXPECT_EQ(run({"--help"}), 0);
+  for (const char* command : {"submit", "status", "fleet", "service", "dashboard"}) {
+    EXPECT_NE(process_.out.str().find(command), std::string::npos) << command;
+  }
+}
+
 TEST(CliMain, ShimGetsItsArgumentsUntouched) {
   std::vector<std::string> seen;
   Hooks hooks;

@@ -123,9 +123,10 @@ int dispatch(Context& ctx, fleet::ObjectStore& store, const FleetParsed& p) {
 
 }  // namespace
 
-void define_fleet_command(CLI::App& app, FleetParsed& p) {
+void define_fleet_command(CLI::App& app, FleetParsed& p, bool with_options) {
   CLI::App* fleet = app.add_subcommand(
       "fleet", "work with a fleet of nodes that share a bucket (docs/fleet.md); no daemon needed");
+  if (!with_options) return;
   fleet->require_subcommand(1);
   define_fleet_nodes(*fleet, p);
   define_fleet_submit(*fleet, p);

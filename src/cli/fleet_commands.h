@@ -56,8 +56,9 @@ struct FleetParsed {
   std::string to;
 };
 
-// Adds `gpuq fleet` and its subcommands to the command line; they fill `parsed`.
-void define_fleet_command(CLI::App& app, FleetParsed& parsed);
+// Adds `gpuq fleet` and its subcommands to the command line; they fill `parsed`. Without
+// options (a line that runs another command), only `fleet` itself, for `gpuq --help`.
+void define_fleet_command(CLI::App& app, FleetParsed& parsed, bool with_options = true);
 // Runs a parsed `gpuq fleet` command line; returns the exit status.
 int run_fleet(const Io& io, const FleetParsed& parsed);
 
