@@ -113,6 +113,10 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<char> in_window_, started_;
   std::vector<int64_t> busy_since_;
+  // pass()'s scratch: the machine after a window's starts, and the window's waiting jobs.
+  std::vector<sched::Gpu> pass_gpus_;
+  std::vector<sched::Lane> pass_lanes_;
+  std::vector<std::pair<QueueKey, QueueJobInfo>> pass_waiting_;
   int64_t busy_ms_ = 0;
   int64_t last_end_ms_ = 0;
   size_t job_count_ = 0;

@@ -162,11 +162,14 @@ Status Simulation::pass(int64_t t) {
   auto next = queue_.begin();
   std::optional<QueueKey> last;
   sched::Decision decision;
-  std::vector<sched::Gpu> gpus;
-  std::vector<sched::Lane> lanes;
-  std::vector<std::pair<QueueKey, QueueJobInfo>> waiting;
+  // Members, so that their room (and the lanes' strings) is reused from pass to pass.
+  std::vector<sched::Gpu>& gpus = pass_gpus_;
+  std::vector<sched::Lane>& lanes = pass_lanes_;
+  std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting = pass_waiting_;
+  std::optional<QueueKey> reach;  // the window grows at least up to this job
   for (;;) {
-    while (snap_.queue.size() < target && next != queue_.end()) {
+    while (next != queue_.end() &&
+           (snap_.queue.size() < target || (reach && !(*reach < *next)))) {
       add_to_window(*next);
       last = *next++;
     }
@@ -199,10 +202,16 @@ Status Simulation::pass(int64_t t) {
     // the window holds a few more waiting jobs. But reach it when it lies beyond the double
     // (the first job of a free reservation's pool, deep in the queue): doubling towards it
     // would pass the whole window again at each step on the way.
-    size_t depth = snap_.queue.size() + 1;
-    for (auto it = next; it != queue_.end() && it->job != unproven->job; ++it) ++depth;
-    target = std::max(snap_.queue.size() * 2, depth);
-    if (options_.max_window > 0) target = std::min(target, options_.max_window);
+    // (Filling up to `reach` walks the queue once; counting its depth first walked it twice.)
+    target = snap_.queue.size() * 2;
+    reach = unproven;
+    if (options_.max_window > 0) {
+      target = std::min(target, options_.max_window);
+      reach.reset();
+      size_t depth = snap_.queue.size() + 1;
+      for (auto it = next; it != queue_.end() && it->job != unproven->job; ++it) ++depth;
+      target = std::min(std::max(target, depth), options_.max_window);
+    }
   }
   for (const sched::PendingJob& p : snap_.queue) in_window_[static_cast<size_t>(p.id - 1)] = 0;
   commit(decision, gpus, lanes, t);
