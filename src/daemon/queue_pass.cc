@@ -195,6 +195,7 @@ void Queue::run_pass() {
 
   sched::Decision decision = sched::schedule(snapshot);
   if (store_ok) {
+    std::vector<sched::Start> starts;
     for (const auto& start : decision.starts) {
       ActiveJob& job = active_.at(start.job_id);
       // DONE_IF (and REQUIRES) are checked again before a start when their last check is old:
@@ -203,8 +204,9 @@ void Queue::run_pass() {
         check_conditions(job);
         continue;
       }
-      start_run(start.job_id, start.slots);
+      starts.push_back(start);
     }
+    start_runs(starts);
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
   }
