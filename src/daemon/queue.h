@@ -326,7 +326,22 @@ private:
   sched::Snapshot machine_snapshot(int64_t now) const;
 
   // Runs (queue_runs.cc, queue_settle.cc).
-  void start_run(int64_t job_id, const std::vector<int>& slots);
+  // A start up to its commit: the run directory made and the shim launched, unreleased.
+  struct PreparedStart {
+    int64_t job_id = 0;
+    std::vector<int> slots;
+    std::vector<int> lanes;
+    Job job;
+    std::optional<Run> last;
+    bool resume = false;
+    Run run;
+    std::unique_ptr<ShimProcess> shim;
+  };
+  // Starts the pass's starts: all on record in one commit (one fsync), then each released.
+  void start_runs(const std::vector<sched::Start>& starts);
+  std::optional<PreparedStart> prepare_start(int64_t job_id, const std::vector<int>& slots);
+  Status record_start(PreparedStart& start);  // the start's writes, inside a commit
+  void begin_run(PreparedStart start);        // once on record: releases the shim
   void count_start(const Job& job, const Run& run);  // for /metrics
   void start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why);
   void watch_exit(int64_t job_id);
@@ -340,6 +355,20 @@ private:
   void on_shim_exit(int64_t job_id);
   void settle_run(int64_t job_id, bool while_down);
   void finish_run(int64_t job_id);
+  // A run's end as it is recorded: computed, written inside a commit, then applied.
+  struct Finish {
+    int64_t job_id = 0;
+    RunEnd end;
+    AfterRun after;
+    bool tracked = false;
+    int64_t now_ms = 0;
+    std::optional<int64_t> peak;
+  };
+  Finish prepare_finish(int64_t job_id);
+  Status write_finish(Finish& finish);
+  void after_finish(const Finish& finish);
+  void settle_exited();  // the exits seen in one turn, their ends in one commit
+  void finish_ended_runs(const std::vector<int64_t>& job_ids);
   void settle_lost_run(int64_t job_id);
   Status recover();
   Status recover_run(const Run& run);
@@ -403,6 +432,8 @@ private:
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state
   std::unordered_map<int64_t, LiveRun> running_;        // by job id
+  std::vector<int64_t> exited_;          // shims whose exit was seen, not settled yet
+  std::vector<int64_t>* ended_batch_ = nullptr;  // set while settle_exited() collects ends
   std::vector<std::vector<int64_t>> holders_;           // per GPU slot: jobs holding it
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;

@@ -215,6 +215,7 @@ void Queue::run_pass() {
   snapshot.queue = ready_index_.lend_queue();
   sched::Decision decision = sched::schedule(snapshot);
   if (store_ok) {
+    std::vector<sched::Start> starts;
     for (const auto& start : decision.starts) {
       ActiveJob& job = active_.at(start.job_id);
       // DONE_IF (and REQUIRES) are checked again before a start when their last check is old:
@@ -223,8 +224,9 @@ void Queue::run_pass() {
         check_conditions(job);
         continue;
       }
-      start_run(start.job_id, start.slots);
+      starts.push_back(start);
     }
+    start_runs(starts);
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
   }

@@ -56,25 +56,68 @@ RetryPolicy Queue::retry_policy() const {
   return {config_.retry_delay_ms, config_.retry_backoff, config_.retry_max_delay_ms};
 }
 
-void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
-  auto active = active_.find(job_id);
-  if (active == active_.end()) return;
-  std::vector<int> lanes = active->second.lanes;
-  hold_slots(job_id, slots, lanes);  // first: start_failed() frees exactly what was held
-  auto job = load_job(job_id, false);
-  if (!job) return start_failed(job_id, slots, job.error().message);
-  auto last = store_.last_run(job_id);
-  if (!last) return start_failed(job_id, slots, last.error().message);
-  // A job that yielded its GPUs resumes from its checkpoint.
-  bool resume = *last && (*last)->outcome == RunOutcome::kPreempted &&
-                job->spec.preempt == PreemptMode::kYield;
+void Queue::start_runs(const std::vector<sched::Start>& starts) {
+  std::vector<PreparedStart> prepared;
+  for (const auto& start : starts) {
+    if (auto p = prepare_start(start.job_id, start.slots)) prepared.push_back(std::move(*p));
+  }
+  if (prepared.empty()) return;
+  // One transaction, one fsync, for all the pass's starts; no shim is released before it.
+  auto committed = commit([&]() -> Status {
+    for (auto& p : prepared) {
+      if (auto st = record_start(p); !st) return st;
+    }
+    return ok();
+  });
+  if (committed) {
+    for (auto& p : prepared) begin_run(std::move(p));
+    return;
+  }
+  // One start's write may have failed alone: each is tried alone, so it cannot hold the
+  // others back. (A store that fails fails them all; the retry timer passes again.)
+  for (auto& p : prepared) {
+    if (prepared.size() > 1 && commit([&] { return record_start(p); })) {
+      begin_run(std::move(p));
+      continue;
+    }
+    // Not on record: the shim is dropped unreleased and exits without running anything.
+    // The job stays pending.
+    free_slots(p.job_id, p.slots, p.lanes);
+  }
+}
 
-  Run run;
+std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
+                                                         const std::vector<int>& slots) {
+  auto active = active_.find(job_id);
+  if (active == active_.end()) return std::nullopt;
+  std::optional<PreparedStart> prepared(std::in_place);
+  PreparedStart& p = *prepared;
+  p.job_id = job_id;
+  p.slots = slots;
+  p.lanes = active->second.lanes;
+  hold_slots(job_id, slots, p.lanes);  // first: start_failed() frees exactly what was held
+  auto job = load_job(job_id, false);
+  if (!job) {
+    start_failed(job_id, slots, job.error().message);
+    return std::nullopt;
+  }
+  p.job = std::move(*job);
+  auto last = store_.last_run(job_id);
+  if (!last) {
+    start_failed(job_id, slots, last.error().message);
+    return std::nullopt;
+  }
+  p.last = std::move(*last);
+  // A job that yielded its GPUs resumes from its checkpoint.
+  p.resume = p.last && p.last->outcome == RunOutcome::kPreempted &&
+             p.job.spec.preempt == PreemptMode::kYield;
+
+  Run& run = p.run;
   run.job_id = job_id;
   runner::RunContext context;
   context.job_id = job_id;
   context.job_dir = options_.layout.job_dir(job_id);
-  context.resume = resume;
+  context.resume = p.resume;
   for (int slot : slots) {
     const Resource& r = inventory_.resources[slot];
     context.held.push_back(&r);
@@ -82,14 +125,14 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
     if (r.index) run.gpu_indices.push_back(*r.index);
   }
   runner::RunSpec spec;
-  spec.argv = runner::run_argv(job->spec, context.job_dir);
-  spec.cwd = job->spec.cwd;
+  spec.argv = runner::run_argv(p.job.spec, context.job_dir);
+  spec.cwd = p.job.spec.cwd;
   spec.kill_grace_ms = config_.kill_grace_ms;
   spec.umask = options_.job_umask;
   spec.max_log_bytes = config_.max_log_bytes;
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
-  int number = *last ? (*last)->number + 1 : 1;
+  int number = p.last ? p.last->number + 1 : 1;
   Status created = fail(Code::kConflict, "");
   for (int tries = 0; tries < kMaxRunDirTries && !created && created.error().code == Code::kConflict;
        ++tries, ++number) {
@@ -98,17 +141,29 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
     context.run_number = number;
     context.run_dir = run.run_dir;
     context.run_id = new_run_id(job_id, number);
-    spec.env = runner::build_run_env(job->spec, context);
+    spec.env = runner::build_run_env(p.job.spec, context);
     created = world_.create_run_dir(run.run_dir, spec);
   }
-  if (!created) return start_failed(job_id, slots, created.error().message);
+  if (!created) {
+    start_failed(job_id, slots, created.error().message);
+    return std::nullopt;
+  }
   run.run_id = context.run_id;
   auto shim = world_.launch_shim(run.run_dir, run.run_id);
-  if (!shim) return start_failed(job_id, slots, shim.error().message);
-  run.shim_pid = (*shim)->pid();
-  run.shim_start_ticks = (*shim)->start_ticks();
+  if (!shim) {
+    start_failed(job_id, slots, shim.error().message);
+    return std::nullopt;
+  }
+  p.shim = std::move(*shim);
+  run.shim_pid = p.shim->pid();
+  run.shim_start_ticks = p.shim->start_ticks();
   run.boot_id = options_.boot_id;
   run.started_at_ms = world_.now_ms();
+  return prepared;
+}
+
+Status Queue::record_start(PreparedStart& p) {
+  Run& run = p.run;
   nlohmann::json gpus = nlohmann::json::array();
   for (size_t i = 0; i < run.gpus.size(); ++i) {
     if (run.gpu_indices.size() == run.gpus.size()) {
@@ -117,38 +172,35 @@ void Queue::start_run(int64_t job_id, const std::vector<int>& slots) {
       gpus.push_back(run.gpus[i]);
     }
   }
-  auto committed = commit([&]() -> Status {
-    auto id = store_.insert_run(run, job->spec.name);
-    if (!id) return tl::unexpected(id.error());
-    run.id = *id;
-    if (auto st = set_state(job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
-    if (auto st = add_event("job.started", job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) return st;
-    if (!resume) return ok();
-    return add_event("job.resumed", job_id, run.number,
-                     {{"after_run", (*last)->number}, {"preempted_by", (*last)->preempted_by}});
-  });
-  if (!committed) {
-    // Not on record: the shim is dropped unreleased and exits without running anything. The
-    // job stays pending; the store's retry timer passes again.
-    free_slots(job_id, slots, lanes);
-    return;
-  }
-  active->second.state = JobState::kRunning;
-  active->second.start_failures = 0;
-  active->second.start_retry_at_ms = 0;
+  auto id = store_.insert_run(run, p.job.spec.name);
+  if (!id) return tl::unexpected(id.error());
+  run.id = *id;
+  if (auto st = set_state(p.job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
+  if (auto st = add_event("job.started", p.job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) return st;
+  if (!p.resume) return ok();
+  return add_event("job.resumed", p.job_id, run.number,
+                   {{"after_run", p.last->number}, {"preempted_by", p.last->preempted_by}});
+}
+
+void Queue::begin_run(PreparedStart p) {
+  int64_t job_id = p.job_id;
+  ActiveJob& active = active_.at(job_id);
+  active.state = JobState::kRunning;
+  active.start_failures = 0;
+  active.start_retry_at_ms = 0;
   start_errors_.erase(job_id);
   // Only now, with the run on record, may the job's code run. A shim that died before this
   // is collected like any other exit.
-  (void)(*shim)->release();
+  (void)p.shim->release();
   LiveRun live;
-  live.run = std::move(run);
-  live.slots = slots;
-  live.lanes = std::move(lanes);
-  live.shim = std::move(*shim);
+  live.run = std::move(p.run);
+  live.slots = std::move(p.slots);
+  live.lanes = std::move(p.lanes);
+  live.shim = std::move(p.shim);
   running_[job_id] = std::move(live);
   watch_exit(job_id);
   arm_timeout(job_id);
-  count_start(*job, running_.at(job_id).run);  // after the release: not on the start's path
+  count_start(p.job, running_.at(job_id).run);  // after the release: not on the start's path
 }
 
 void Queue::count_start(const Job& job, const Run& run) {

@@ -16,8 +16,46 @@ void Queue::on_shim_exit(int64_t job_id) {
   LiveRun& live = it->second;
   live.timeout.reset();
   live.yield_deadline.reset();
-  settle_run(job_id, false);
+  // The exits seen in this turn of the loop are settled together, once the others queued with
+  // this one have been seen: their ends go on record in one commit (finish_ended_runs).
+  exited_.push_back(job_id);
+  if (exited_.size() == 1) world_.post([this] { settle_exited(); });
+}
+
+void Queue::settle_exited() {
+  std::vector<int64_t> exited;
+  exited.swap(exited_);
+  if (stopping_) return;
+  std::vector<int64_t> ended;
+  ended_batch_ = &ended;  // finish_run() collects instead of committing
+  for (int64_t job_id : exited) settle_run(job_id, false);
+  ended_batch_ = nullptr;
+  finish_ended_runs(ended);
   request_pass();
+}
+
+void Queue::finish_ended_runs(const std::vector<int64_t>& job_ids) {
+  if (job_ids.size() < 2) {
+    for (int64_t job_id : job_ids) finish_run(job_id);
+    return;
+  }
+  std::vector<Finish> finishes;
+  for (int64_t job_id : job_ids) finishes.push_back(prepare_finish(job_id));
+  // One transaction, one fsync: every end on record (its events in this order) before any
+  // listener hears of one.
+  auto committed = commit([&]() -> Status {
+    for (auto& f : finishes) {
+      if (auto st = write_finish(f); !st) return st;
+    }
+    return ok();
+  });
+  if (!committed) {
+    // Each alone, so that one end's failing write cannot hold the others back; a failing
+    // store keeps each for later (finish_run's retry).
+    for (int64_t job_id : job_ids) finish_run(job_id);
+    return;
+  }
+  for (auto& f : finishes) after_finish(f);
 }
 
 void Queue::settle_run(int64_t job_id, bool while_down) {
@@ -76,9 +114,26 @@ void Queue::settle_run(int64_t job_id, bool while_down) {
 void Queue::finish_run(int64_t job_id) {
   auto it = running_.find(job_id);
   if (it == running_.end() || !it->second.ended) return;
-  LiveRun& live = it->second;
+  if (ended_batch_) {
+    ended_batch_->push_back(job_id);
+    return;
+  }
+  Finish finish = prepare_finish(job_id);
+  if (!commit([&] { return write_finish(finish); })) {
+    // The run stays as the store has it — running — and its end is recorded once it can be.
+    retry_later(fmt::format("finish:{}", job_id), [this, job_id] { finish_run(job_id); });
+    return;
+  }
+  after_finish(finish);
+}
+
+Queue::Finish Queue::prepare_finish(int64_t job_id) {
+  const LiveRun& live = running_.at(job_id);
   const Run& run = live.run;
-  RunEnd end = *live.ended;
+  Finish f;
+  f.job_id = job_id;
+  f.end = *live.ended;
+  RunEnd& end = f.end;
   if (run.stop_reason == StopReason::kCancel && end.outcome != RunOutcome::kCancelled) {
     // Cancelled after the run ended but before its end was recorded: the cancel wins, as it
     // does while the run lives, so the job is not retried.
@@ -86,76 +141,86 @@ void Queue::finish_run(int64_t job_id) {
     end.reason = "cancelled by request";
   }
   auto active = active_.find(job_id);
-  bool tracked = active != active_.end();
-  int64_t now = world_.now_ms();
-  AfterRun after = decide_after_run(end.outcome, tracked ? active->second.failed_runs : 0,
-                                    tracked ? active->second.retries : 0,
-                                    tracked ? active->second.retry_delay_ms : -1, retry_policy(),
-                                    tracked, now);
+  f.tracked = active != active_.end();
+  f.now_ms = world_.now_ms();
+  f.after = decide_after_run(end.outcome, f.tracked ? active->second.failed_runs : 0,
+                             f.tracked ? active->second.retries : 0,
+                             f.tracked ? active->second.retry_delay_ms : -1, retry_policy(),
+                             f.tracked, f.now_ms);
   end.data["outcome"] = to_string(end.outcome);
   if (end.verified) end.data["verified"] = *end.verified;
-  std::optional<int64_t> peak;
   if (auto p = peaks_.find(run.id); p != peaks_.end()) {
-    peak = p->second;
+    f.peak = p->second;
     end.data["peak_gpu_mem_mib"] = p->second;
   }
-  auto committed = commit([&]() -> Status {
-    auto st = store_.finish_run(run.id, end.ended_ms, end.exit_code, end.signal, end.outcome);
-    if (!st) return st;
-    if (!live.stop_recorded) {
-      if (st = store_.set_stop_reason(run.id, run.stop_reason); !st) return st;
-    }
-    if (peak) {
-      if (st = store_.set_peak_gpu_mem(run.id, *peak); !st) return st;
-    }
-    if (end.verified) {
-      if (st = store_.set_run_verified(run.id, *end.verified); !st) return st;
-    }
-    if (!end.log_note.empty()) {
-      if (st = store_.set_log_note(run.id, end.log_note); !st) return st;
-    }
-    if (after.preempted) {
-      std::string reason = run.preempted_by != 0
-                               ? fmt::format("preempted by job {} (run {} {}); back in the queue in its place",
-                                             run.preempted_by, run.number, end.how)
-                               : fmt::format("run {} yielded; back in the queue in its place", run.number);
-      if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
-      end.data["by"] = run.preempted_by != 0 ? nlohmann::json(run.preempted_by) : nlohmann::json(nullptr);
-      end.data["mode"] = to_string(active->second.preempt);
-      end.data["how"] = end.how;
-      return add_event("job.preempted", job_id, run.number, end.data);
-    }
-    if (after.retry) {
-      std::string reason = fmt::format("{}; retry {}/{}", end.reason, after.failed_runs, active->second.retries);
-      if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
-      if (st = store_.set_retry_at(job_id, after.retry_at_ms); !st) return st;
-      if (st = add_event(end.outcome == RunOutcome::kTimedOut ? "job.timed_out" : "job.failed_run", job_id, run.number, end.data); !st) return st;
-      return add_event("job.retrying", job_id, run.number,
-                       {{"attempt", after.failed_runs}, {"retries", active->second.retries},
-                        {"at", format_rfc3339(after.retry_at_ms)}, {"delay_ms", after.retry_at_ms - now}});
-    }
-    if (st = set_state(job_id, JobState::kRunning, after.to, end.reason); !st) return st;
-    return add_event(fmt::format("job.{}", to_string(after.to)), job_id, run.number, end.data);
-  });
-  if (!committed) {
-    // The run stays as the store has it — running — and its end is recorded once it can be.
-    retry_later(fmt::format("finish:{}", job_id), [this, job_id] { finish_run(job_id); });
-    return;
+  return f;
+}
+
+Status Queue::write_finish(Finish& f) {
+  int64_t job_id = f.job_id;
+  const LiveRun& live = running_.at(job_id);
+  const Run& run = live.run;
+  RunEnd& end = f.end;
+  const AfterRun& after = f.after;
+  auto active = active_.find(job_id);
+  auto st = store_.finish_run(run.id, end.ended_ms, end.exit_code, end.signal, end.outcome);
+  if (!st) return st;
+  if (!live.stop_recorded) {
+    if (st = store_.set_stop_reason(run.id, run.stop_reason); !st) return st;
   }
-  peaks_.erase(run.id);
-  metrics_.run_finished(to_string(end.outcome));
-  if (end.outcome == RunOutcome::kSucceeded && peak) {
+  if (f.peak) {
+    if (st = store_.set_peak_gpu_mem(run.id, *f.peak); !st) return st;
+  }
+  if (end.verified) {
+    if (st = store_.set_run_verified(run.id, *end.verified); !st) return st;
+  }
+  if (!end.log_note.empty()) {
+    if (st = store_.set_log_note(run.id, end.log_note); !st) return st;
+  }
+  if (after.preempted) {
+    std::string reason = run.preempted_by != 0
+                             ? fmt::format("preempted by job {} (run {} {}); back in the queue in its place",
+                                           run.preempted_by, run.number, end.how)
+                             : fmt::format("run {} yielded; back in the queue in its place", run.number);
+    if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
+    nlohmann::json data = end.data;
+    data["by"] = run.preempted_by != 0 ? nlohmann::json(run.preempted_by) : nlohmann::json(nullptr);
+    data["mode"] = to_string(active->second.preempt);
+    data["how"] = end.how;
+    return add_event("job.preempted", job_id, run.number, data);
+  }
+  if (after.retry) {
+    std::string reason = fmt::format("{}; retry {}/{}", end.reason, after.failed_runs, active->second.retries);
+    if (st = set_state(job_id, JobState::kRunning, JobState::kPending, reason); !st) return st;
+    if (st = store_.set_retry_at(job_id, after.retry_at_ms); !st) return st;
+    if (st = add_event(end.outcome == RunOutcome::kTimedOut ? "job.timed_out" : "job.failed_run", job_id, run.number, end.data); !st) return st;
+    return add_event("job.retrying", job_id, run.number,
+                     {{"attempt", after.failed_runs}, {"retries", active->second.retries},
+                      {"at", format_rfc3339(after.retry_at_ms)}, {"delay_ms", after.retry_at_ms - f.now_ms}});
+  }
+  if (st = set_state(job_id, JobState::kRunning, after.to, end.reason); !st) return st;
+  return add_event(fmt::format("job.{}", to_string(after.to)), job_id, run.number, end.data);
+}
+
+void Queue::after_finish(const Finish& f) {
+  int64_t job_id = f.job_id;
+  auto it = running_.find(job_id);
+  int64_t run_id = it->second.run.id;
+  peaks_.erase(run_id);
+  metrics_.run_finished(to_string(f.end.outcome));
+  if (f.end.outcome == RunOutcome::kSucceeded && f.peak) {
     if (auto job = load_job(job_id, false); job && !job->spec.name.empty()) footprint_names_.insert(job->spec.name);
   }
   running_.erase(it);
-  if (after.to == JobState::kPending && tracked) {
+  auto active = active_.find(job_id);
+  if (f.after.to == JobState::kPending && f.tracked && active != active_.end()) {
     ActiveJob& job = active->second;
     job.state = JobState::kPending;
-    job.failed_runs = after.failed_runs;
-    if (after.retry) job.retry_at_ms = after.retry_at_ms;
+    job.failed_runs = f.after.failed_runs;
+    if (f.after.retry) job.retry_at_ms = f.after.retry_at_ms;
     job.conditions = job.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
   } else {
-    note_finished(job_id, after.to);
+    note_finished(job_id, f.after.to);
   }
   request_pass();
 }

@@ -10,6 +10,12 @@ namespace {
 
 using ::testing::ElementsAre;
 
+// The kinds of job events (job.*) among `kinds`, in their order.
+std::vector<std::string> only_jobs(std::vector<std::string> kinds) {
+  std::erase_if(kinds, [](const std::string& k) { return k.rfind("job.", 0) != 0; });
+  return kinds;
+}
+
 TEST_F(QueueTest, SubmitPassStartExitAndEvents) {
   start();
   int64_t id = submit(command("true"));
@@ -361,6 +367,103 @@ TEST_F(QueueTest, AnEventTheFleetAgentSawIsRecordedForItsJob) {
   int64_t id = submit(command("true"));
   ASSERT_TRUE(queue_->record_event("job.claimed", id, {{"fleet_id", "mx5a8rtnhp66s"}, {"attempt", 1}}));
   EXPECT_THAT(kinds(id), ElementsAre("job.submitted", "job.started", "job.claimed"));
+}
+
+TEST_F(QueueTest, StartsOfOnePassAreRecordedInOneCommitBeforeAnyRelease) {
+  start("fake:2");
+  // Both submits are answered before the pass that they ask for runs.
+  auto a = queue_->submit(command("true"));
+  auto b = queue_->submit(command("true"));
+  ASSERT_TRUE(a && b);
+  int commits_before_pass = world_->commits();
+  world_->run();
+  EXPECT_EQ(world_->commits(), commits_before_pass + 1) << "one transaction for both starts";
+  for (int64_t id : {a->job.id, b->job.id}) {
+    EXPECT_EQ(state(id), JobState::kRunning);
+    ASSERT_NE(shim(id, 1), nullptr);
+    EXPECT_TRUE(shim(id, 1)->released);
+    EXPECT_EQ(shim(id, 1)->commits_at_release, commits_before_pass + 1)
+        << "released only after the commit that recorded it";
+  }
+  // The events of the batch, both on record, one for each job.
+  EXPECT_THAT(only_jobs(kinds()), ElementsAre("job.submitted", "job.submitted", "job.started", "job.started"));
+  EXPECT_EQ(count("job.started", a->job.id), 1);
+  EXPECT_EQ(count("job.started", b->job.id), 1);
+}
+
+TEST_F(QueueTest, AFailedBatchOfStartsLeavesNothingAndEachStartIsTriedAlone) {
+  start("fake:2");
+  auto a = queue_->submit(command("true"));
+  auto b = queue_->submit(command("true"));
+  ASSERT_TRUE(a && b);
+  // The batch's commit fails after its writes ran (rolled back), then the first start alone
+  // fails too; the second alone works.
+  world_->fail_commits(2);
+  world_->run();
+  // The first start tried alone was dropped; the store working again (the second start's
+  // commit) retries it at once, in a new run directory.
+  bool a_dropped = shim(a->job.id, 1)->dropped;
+  int64_t failed = a_dropped ? a->job.id : b->job.id;
+  int64_t other = a_dropped ? b->job.id : a->job.id;
+  EXPECT_TRUE(shim(failed, 1)->dropped);
+  EXPECT_FALSE(shim(failed, 1)->released);
+  EXPECT_TRUE(shim(other, 1)->released);
+  EXPECT_FALSE(shim(other, 1)->dropped);
+  EXPECT_EQ(job(other).runs.at(0).number, 1);
+  ASSERT_EQ(job(failed).runs.size(), 1u) << "the rolled-back batch left no run on record";
+  EXPECT_EQ(job(failed).runs[0].number, 2);
+  ASSERT_NE(shim(failed, 2), nullptr);
+  EXPECT_TRUE(shim(failed, 2)->released);
+  EXPECT_EQ(count("job.started", a->job.id), 1);
+  EXPECT_EQ(count("job.started", b->job.id), 1);
+  EXPECT_EQ(world_->failed_commits(), 2);
+}
+
+TEST_F(QueueTest, EndsSeenTogetherAreRecordedInOneCommitBeforeTheListenerHears) {
+  world_->set_auto_clean(false);  // no cleanup record commits meanwhile
+  start("fake:2");
+  int64_t a = submit(command("true"));
+  int64_t b = submit(command("false"));
+  std::vector<std::vector<std::string>> heard;  // the job events on record at each call
+  queue_->set_event_listener([&](int64_t) { heard.push_back(only_jobs(kinds())); });
+  // Both shims exit before the actor looks: one turn sees both.
+  world_->exit_shim(run_dir(a, 1), exited(0));
+  world_->exit_shim(run_dir(b, 1), exited(1));
+  int commits_before = world_->commits();
+  world_->run();
+  queue_->set_event_listener(nullptr);  // `heard` goes before the queue stops
+  EXPECT_EQ(state(a), JobState::kSucceeded);
+  EXPECT_EQ(state(b), JobState::kFailed);
+  ASSERT_FALSE(heard.empty());
+  EXPECT_THAT(heard.front(), ElementsAre("job.submitted", "job.started", "job.submitted",
+                                         "job.started", "job.succeeded", "job.failed"))
+      << "both ends on record, in the order seen, when the listener first hears";
+  EXPECT_EQ(world_->commits(), commits_before + 1) << "one transaction for both ends";
+}
+
+TEST_F(QueueTest, AFailedBatchOfEndsIsRecordedEndByEnd) {
+  world_->set_auto_clean(false);  // no cleanup record takes an injected failure
+  start("fake:2");
+  int64_t a = submit(command("true"));
+  int64_t b = submit(command("true"));
+  world_->exit_shim(run_dir(a, 1), exited(0));
+  world_->exit_shim(run_dir(b, 1), exited(0));
+  // The batch's commit and then the first end alone fail; the second alone works, and the
+  // store working again retries the first at once.
+  world_->fail_commits(2);
+  world_->run();
+  EXPECT_EQ(world_->failed_commits(), 2);
+  EXPECT_EQ(state(a), JobState::kSucceeded);
+  EXPECT_EQ(state(b), JobState::kSucceeded);
+  EXPECT_THAT(only_jobs(kinds()), ElementsAre("job.submitted", "job.started", "job.submitted",
+                                              "job.started", "job.succeeded", "job.succeeded"));
+  auto events = store_->events_after(0, 100);
+  ASSERT_TRUE(events);
+  std::vector<std::optional<int64_t>> succeeded;
+  for (const auto& e : *events) {
+    if (e.kind == "job.succeeded") succeeded.push_back(e.job);
+  }
+  EXPECT_THAT(succeeded, ElementsAre(b, a)) << "the second end was not held back by the first";
 }
 
 }  // namespace

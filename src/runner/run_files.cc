@@ -1,5 +1,8 @@
 #include "runner/run_files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "os/process.h"
@@ -7,6 +10,35 @@
 namespace gpuq::runner {
 
 using nlohmann::json;
+
+namespace {
+
+// Writes `content` to `path` in place (no temporary file and rename): for a file that no one
+// reads before this returns. A failed write (a full disk) leaves no partial file holding space.
+Status write_unread_file(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_error("open " + path);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(path.c_str());
+      return errno_error("write " + path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(path.c_str());
+    return errno_error("close " + path, err);
+  }
+  return ok();
+}
+
+}  // namespace
 
 std::string run_spec_path(const std::string& run_dir) { return run_dir + "/run.json"; }
 std::string exit_record_path(const std::string& run_dir) { return run_dir + "/exit.json"; }
@@ -16,8 +48,11 @@ Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
             {"umask", static_cast<int>(spec.umask)}};
-  // Not fsynced: a run.json lost in a crash belongs to a run that was never recorded.
-  return os::write_file_atomic(run_spec_path(run_dir), j.dump(), /*durable=*/false);
+  // Written in place, not through a temporary file and a rename: the run directory was just
+  // made (a start never reuses one), and its shim, the only reader, is launched after this
+  // returns. Not fsynced: a run.json lost or cut short in a crash belongs to a run that was
+  // never recorded (the run is recorded only after its shim is launched).
+  return write_unread_file(run_spec_path(run_dir), j.dump());
 }
 
 Result<RunSpec> read_run_spec(const std::string& run_dir) {

@@ -50,6 +50,7 @@ std::string run_spec_path(const std::string& run_dir);
 std::string exit_record_path(const std::string& run_dir);
 std::string log_path(const std::string& run_dir);
 
+// Writes run.json in place: only into a fresh run directory, before its shim is launched.
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
 Result<RunSpec> read_run_spec(const std::string& run_dir);
 Status write_exit_record(const std::string& run_dir, const ExitRecord& record);

@@ -34,6 +34,7 @@ class FakeWorld::FakeShim : public ShimProcess {
   uint64_t start_ticks() const override { return shim_.ticks; }
   Status release() override {
     shim_.released = true;
+    shim_.commits_at_release = world_.commits();
     return ok();
   }
   os::SignalResult signal(int sig) override {

@@ -32,6 +32,7 @@ class FakeWorld : public World {
     uint64_t ticks = 0;
     std::string run_dir;
     bool released = false;
+    int commits_at_release = -1;  // world.commits() when released: its start's commit is before
     bool dropped = false;   // the actor let go of it without release (an aborted start)
     bool exited = false;
     std::vector<int> signals;
