@@ -49,11 +49,20 @@ export GPUQ_HOME="$work/gpuq" TS_SOCKET="$work/tsp.sock" TMPDIR="$work/tmp"
 export TS_MAXFINISHED=100000 TS_MAXCONN=100000
 mkdir -p "$TMPDIR"
 daemon_pid=""
+elapsed=0  # what the last run of a part of (c) or (d) took, in microseconds
+
+# Whether process $1 still runs. A killed daemon whose parent (init) has not reaped it yet is a
+# zombie, which `kill -0` still finds.
+running() {
+  local state
+  state="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 
 stop_all() {
   if [ -n "$daemon_pid" ]; then
     kill "$daemon_pid" 2>/dev/null || true
-    while kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.05; done
+    while running "$daemon_pid"; do sleep 0.05; done
     daemon_pid=""
   fi
   tsp -K >/dev/null 2>&1 || true
@@ -65,7 +74,7 @@ start_queues() {  # $1: slots
   stop_all
   rm -rf "$GPUQ_HOME" "$TMPDIR"/*
   local out
-  out="$("$gpuq" daemon --gpus "fake:$1" --http off --detach)"
+  out="$("$gpuq" daemon --home "$GPUQ_HOME" --gpus "fake:$1" --http off --detach)"
   daemon_pid="$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$out" | head -1)"
   [ -n "$daemon_pid" ] || { echo "vs_tsp.sh: could not start the daemon: $out" >&2; exit 1; }
   tsp -K >/dev/null 2>&1 || true
@@ -124,14 +133,15 @@ part_b() {
   echo "(b) submit-to-start, $samples each: gpuq p50 $(ms "$g50") p99 $(ms "$g99")   tsp p50 $(ms "$t50") p99 $(ms "$t99")   p50 ratio $(ratio "$g50" "$t50")   (goal <= 0.8)"
 }
 
-# (c) one run of each: seconds from the first submit to the last job's end, as jobs/s.
+# (c) one run of each: from the first submit to the last job's end, into $elapsed. These run in
+# the main shell, not in $(...): a subshell's daemon_pid would be lost, and its daemon left.
 loop_gpuq() {
   start_queues 2
   local s ids=() i
   s=$(now_us)
   for ((i = 0; i < loop_jobs; i++)); do ids+=("$(gpuq_submit true)"); done
   gpuq_wait_all "${ids[@]}"
-  echo $(( $(now_us) - s ))
+  elapsed=$(( $(now_us) - s ))
 }
 loop_tsp() {
   start_queues 2
@@ -139,7 +149,7 @@ loop_tsp() {
   s=$(now_us)
   for ((i = 0; i < loop_jobs; i++)); do tsp_submit true >/dev/null; done
   tsp_wait_all
-  echo $(( $(now_us) - s ))
+  elapsed=$(( $(now_us) - s ))
 }
 
 # (d) the jobs are queued first with nothing able to start; the clock runs from the release.
@@ -151,7 +161,7 @@ drain_gpuq() {
   s=$(now_us)
   "$gpuq" undrain >/dev/null
   gpuq_wait_all "${ids[@]}"
-  echo $(( $(now_us) - s ))
+  elapsed=$(( $(now_us) - s ))
 }
 drain_tsp() {
   start_queues 1
@@ -163,7 +173,7 @@ drain_tsp() {
   tsp -S 8 >/dev/null
   echo go >"$gate"
   tsp_wait_all
-  echo $(( $(now_us) - s ))
+  elapsed=$(( $(now_us) - s ))
 }
 
 throughput() { awk -v n="$1" -v u="$2" 'BEGIN {printf "%.1f", n / (u / 1e6)}'; }
@@ -174,12 +184,19 @@ echo "machine: $(nproc) cores; $(uname -r)"
 part_a
 part_b
 for ((r = 0; r < rounds; r++)); do
-  gc=$(loop_gpuq); tc=$(loop_tsp)
+  loop_gpuq; gc=$elapsed; loop_tsp; tc=$elapsed
   gj=$(throughput "$loop_jobs" "$gc"); tj=$(throughput "$loop_jobs" "$tc")
   echo "(c) $loop_jobs jobs from a shell loop, 2 at a time: gpuq $gj jobs/s   tsp $tj jobs/s   ratio $(ratio "$gj" "$tj")   (goal >= 1.5)"
 done
 for ((r = 0; r < rounds; r++)); do
-  gd=$(drain_gpuq); td=$(drain_tsp)
+  drain_gpuq; gd=$elapsed; drain_tsp; td=$elapsed
   gj=$(throughput "$queued_jobs" "$gd"); tj=$(throughput "$queued_jobs" "$td")
   echo "(d) $queued_jobs queued jobs, 8 slots: gpuq $gj jobs/s   tsp $tj jobs/s   ratio $(ratio "$gj" "$tj")   (goal >= 1.0)"
 done
+stop_all
+# Every daemon it started names its home under $work on its command line.
+if pgrep -f -- "--home $work/" >/dev/null; then
+  echo "vs_tsp.sh: daemons left running: $(pgrep -f -- "--home $work/" | tr '\n' ' ')" >&2
+  exit 1
+fi
+echo "nothing left running"
