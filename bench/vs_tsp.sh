@@ -68,6 +68,7 @@ stop_all() {
   tsp -K >/dev/null 2>&1 || true
 }
 trap 'stop_all; rm -rf "$work"' EXIT
+trap 'exit 143' TERM INT  # so that EXIT's cleanup runs when it is stopped too
 
 # Both queues start empty for each part: a fresh daemon on a fresh home, a fresh tsp server.
 start_queues() {  # $1: slots
