@@ -7,16 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
+
+#include "runner/cleaner.h"  // steady_now_ms
 
 namespace gpuq::runner {
 namespace {
-
-int64_t steady_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 void drain(int fd) {
   alignas(inotify_event) char buffer[4096];

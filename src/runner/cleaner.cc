@@ -3,15 +3,12 @@
 #include <chrono>
 
 namespace gpuq::runner {
-namespace {
 
 int64_t steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-}  // namespace
 
 Cleaner::Cleaner(std::unique_ptr<os::ProcessTable> table, CleanupLimits limits,
                  std::optional<uid_t> only_uid)

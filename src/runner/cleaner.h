@@ -26,6 +26,10 @@
 
 namespace gpuq::runner {
 
+// Milliseconds of the monotonic clock: the time both cleaners (this one and the cgroup one,
+// cgroup_cleaner.h) schedule their next look by.
+int64_t steady_now_ms();
+
 class Cleaner {
  public:
   using Done = std::function<void(CleanupOutcome)>;
