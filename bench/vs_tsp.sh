@@ -12,14 +12,18 @@
 # (lower is better), (b) p50 ratio (lower), (c) and (d) throughput ratio (higher).
 #
 # Usage: bench/vs_tsp.sh [GPUQ_BINARY] [--calls 100] [--samples 100] [--loop-jobs 300]
-#                        [--queued-jobs 1000] [--rounds 1] [--no-install]
+#                        [--queued-jobs 1000] [--rounds 1] [--cgroup-root DIR] [--no-install]
+# --cgroup-root DIR: gpuq's runs are contained by cgroup v2 under a fresh child of DIR (its
+# `[cgroup] root`, docs/containment.md; DIR must be a writable cgroup v2 directory, e.g. one
+# made under /sys/fs/cgroup/unified by root); without it the daemon uses its default (here,
+# without a delegated cgroup: the marker sweep). The containment in use is printed.
 # Installs task-spooler with apt-get when `tsp` is missing (needs root or sudo); with
 # --no-install it exits 77 instead (the smoke test in bench/CMakeLists.txt skips then).
 # Timings are for comparison on one machine, not assertions; close other work first.
 set -euo pipefail
 
 gpuq="$(cd "$(dirname "$0")/.." && pwd)/build/bin/gpuq"
-calls=100 samples=100 loop_jobs=300 queued_jobs=1000 rounds=1 install=1
+calls=100 samples=100 loop_jobs=300 queued_jobs=1000 rounds=1 install=1 cgroup_root=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --calls) calls="$2"; shift 2 ;;
@@ -27,13 +31,17 @@ while [ $# -gt 0 ]; do
     --loop-jobs) loop_jobs="$2"; shift 2 ;;
     --queued-jobs) queued_jobs="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --cgroup-root) cgroup_root="$2"; shift 2 ;;
     --no-install) install=0; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "vs_tsp.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) gpuq="$(realpath "$1")"; shift ;;
   esac
 done
 [ -x "$gpuq" ] || { echo "vs_tsp.sh: no gpuq binary at $gpuq (build first: scripts/build.sh)" >&2; exit 2; }
+if [ -n "$cgroup_root" ] && [ ! -w "$cgroup_root/cgroup.procs" ]; then
+  echo "vs_tsp.sh: $cgroup_root is not a writable cgroup v2 directory (see --help)" >&2; exit 2
+fi
 if ! command -v tsp >/dev/null; then
   if [ "$install" -eq 0 ]; then
     echo "vs_tsp.sh: tsp is not installed (apt-get install task-spooler)" >&2; exit 77
@@ -66,6 +74,12 @@ stop_all() {
     daemon_pid=""
   fi
   tsp -K >/dev/null 2>&1 || true
+  [ -z "$cgroup_root" ] || remove_cgroups "$cgroup_root/vs-tsp-$$"
+}
+# Removes a cgroup tree the stopped daemon left, children first (rmdir of an empty cgroup).
+remove_cgroups() {
+  [ -d "$1" ] || return 0
+  find "$1" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
 trap 'stop_all; rm -rf "$work"' EXIT
 trap 'exit 143' TERM INT  # so that EXIT's cleanup runs when it is stopped too
@@ -74,6 +88,11 @@ trap 'exit 143' TERM INT  # so that EXIT's cleanup runs when it is stopped too
 start_queues() {  # $1: slots
   stop_all
   rm -rf "$GPUQ_HOME" "$TMPDIR"/*
+  if [ -n "$cgroup_root" ]; then
+    mkdir -p "$cgroup_root/vs-tsp-$$"
+    (umask 077; mkdir -p "$GPUQ_HOME"
+     printf '[cgroup]\nroot = "%s"\n' "$cgroup_root/vs-tsp-$$" >"$GPUQ_HOME/config.toml")
+  fi
   local out
   out="$("$gpuq" daemon --home "$GPUQ_HOME" --gpus "fake:$1" --http off --detach)"
   daemon_pid="$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$out" | head -1)"
@@ -182,6 +201,8 @@ throughput() { awk -v n="$1" -v u="$2" 'BEGIN {printf "%.1f", n / (u / 1e6)}'; }
 echo "gpuq: $gpuq"
 echo "tsp:  $(command -v tsp) ($(dpkg-query -W -f '${Version}' task-spooler 2>/dev/null || echo '?'))"
 echo "machine: $(nproc) cores; $(uname -r)"
+start_queues 1
+echo "gpuq $("$gpuq" gpus | grep '^containment' || echo 'containment: not reported')"
 part_a
 part_b
 for ((r = 0; r < rounds; r++)); do
