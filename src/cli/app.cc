@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <set>
 
 #include "base/listen_address.h"
 #include "base/paths.h"
 #include "base/token_file.h"
 #include "cli/commands.h"
 #include "cli/fleet_commands.h"
+#include "cli/gpu_selection.h"
 
 namespace gpuq::cli {
 namespace {
@@ -531,6 +530,7 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
   Parsed parsed;
   parsed.only_command = command_word(args);
   define_commands(app, parsed);
+  if (!hooks.version.empty()) app.set_version_flag("--version", hooks.version, "print the version");
   if (args.empty()) {  // a bare `gpuq`: show what it can do
     *io.err << app.help();
     return kExitUsage;
@@ -560,40 +560,6 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
     return run_fleet(io, parsed.fleet);
   }
   return dispatch(command->get_name(), parsed, hooks, io);
-}
-
-Status check_gpu_selection(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("bad --gpus '{}': {}; use auto, none, fake:N or device indices like "
-                            "0,2,3",
-                            text, why));
-  };
-  auto number = [](std::string_view word) -> std::optional<int> {
-    int value = 0;
-    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-    if (word.empty() || ec != std::errc() || end != word.data() + word.size()) return std::nullopt;
-    return value;
-  };
-  if (text == "auto" || text == "none") return ok();
-  if (text.starts_with("fake:")) {
-    auto n = number(text.substr(5));
-    if (!n || *n < 1 || *n > 1024) return bad("fake:N needs a count from 1 to 1024");
-    return ok();
-  }
-  std::set<int> seen;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string_view word =
-        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-    auto index = number(word);
-    if (!index || *index < 0) return bad(fmt::format("'{}' is not a device index", word));
-    if (!seen.insert(*index).second) return bad(fmt::format("device {} is named twice", *index));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return ok();
 }
 
 }  // namespace gpuq::cli

@@ -5,10 +5,8 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "base/status.h"
 #include "cli/cli.h"
 #include "cli/context.h"
 
@@ -16,8 +14,5 @@ namespace gpuq::cli {
 
 // Runs the command line `args` (without the program name). Returns the exit status.
 int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& io);
-
-// Checks a `gpuq daemon --gpus` value: auto, none, fake:N (N >= 1) or device indices "0,2,3".
-Status check_gpu_selection(std::string_view text);
 
 }  // namespace gpuq::cli

@@ -31,6 +31,9 @@ struct Hooks {
   // Runs `gpuq shim ...` (internal, hidden from help). It is called only when "shim" is the
   // first argument, with argv[0] == "shim" followed by the shim's arguments, untouched.
   std::function<int(int argc, char** argv)> run_shim;
+  // What `gpuq --version` prints, e.g. "gpuq 0.1.0" (the app knows its version; this library
+  // does not). Empty: no --version flag.
+  std::string version;
 };
 
 // Returns the process exit status.

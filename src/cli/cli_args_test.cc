@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cli/app.h"
+#include "cli/gpu_selection.h"
 #include "cli/commands.h"
 #include "cli/fake_transport.h"
 
@@ -91,6 +92,21 @@ TEST_F(CliArgs, UnknownOptionsAndCommands) {
   expect_usage_error({"show"}, "job");
   expect_usage_error({"cancel"}, "job");
   expect_usage_error({"status", "extra"}, "extra");
+}
+
+// `gpuq --version` prints the version the app gives its hooks, exits 0 and contacts no daemon;
+// so does `gpuq --version` after other global options, and it is listed in `gpuq --help`.
+TEST_F(CliArgs, VersionFlag) {
+  hooks_.version = "gpuq 9.8.7";
+  EXPECT_EQ(run_cli({"--version"}, hooks_, process_.io), 0);
+  EXPECT_EQ(process_.out.str(), "gpuq 9.8.7\n");
+  process_.out.str("");
+  EXPECT_EQ(run({"--version"}), 0);
+  EXPECT_EQ(process_.out.str(), "gpuq 9.8.7\n");
+  EXPECT_EQ(process_.daemon.connects, 0);
+  process_.out.str("");
+  EXPECT_EQ(run_cli({"--help"}, hooks_, process_.io), 0);
+  EXPECT_NE(process_.out.str().find("--version"), std::string::npos) << process_.out.str();
 }
 
 TEST_F(CliArgs, BadScripts) {

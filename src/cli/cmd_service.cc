@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/app.h"
+#include "cli/gpu_selection.h"
 #include "cli/commands.h"
 #include "cli/service_unit.h"
 
