@@ -9,7 +9,9 @@
 //   submits     N submits, one after another, to a drained daemon (nothing starts): each is one
 //               durable commit, so this is the cost of committing before answering.
 //   queued      with --queued-jobs N: a drained daemon's memory, last scheduling pass and last
-//               watchers' look with N jobs queued.
+//               watchers' look with N jobs queued; then the pass after a hold and a release of
+//               one job, after each of --bulk-jobs releases of held jobs, after a cancel that
+//               makes --bulk-jobs dependent jobs ready at once, and after undrain.
 //   history     with --finished-jobs N: a store seeded (through the store library, one
 //               transaction, before the daemon starts) with N finished jobs, one run and three
 //               events each; `gpuq status` through the real binary (p50, p90 of
@@ -19,7 +21,7 @@
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR] [--cgroup-root DIR]
-//        [--queued-jobs N] [--finished-jobs N [--status-calls 20]]; 0 jobs skips a part.
+//        [--queued-jobs N [--bulk-jobs 1000]] [--finished-jobs N [--status-calls 20]]; 0 jobs skips a part.
 // Prints a table; timings are for comparison between builds on one machine, not assertions.
 #include <algorithm>
 #include <chrono>
@@ -48,6 +50,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
+// Whether `pid` has exited and waits for its parent (init, for a detached daemon) to reap it.
+bool zombie(int pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text(std::istreambuf_iterator<char>(stat), {});
+  auto paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] == 'Z';
+}
+
 struct Daemon {
   std::string binary, home;
   std::unique_ptr<gpuq::cli::Transport> http;
@@ -73,8 +83,13 @@ struct Daemon {
   ~Daemon() {
     auto pid = std::stoi(std::string(std::istreambuf_iterator<char>(*std::make_unique<std::ifstream>(home + "/daemon.lock")), {}));
     ::kill(pid, SIGTERM);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    std::filesystem::remove_all(home);
+    // Until it has exited (a daemon with a deep queue takes a while): it removes files of its
+    // home as it stops.
+    for (int i = 0; i < 300 && ::kill(pid, 0) == 0 && !zombie(pid); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(home, ignored);
   }
   json call(gpuq::cli::Method method, const std::string& target, const std::string& body = "",
             int timeout_ms = 30'000) {
@@ -227,13 +242,111 @@ double percentile(std::vector<double> values, double p) {
 }
 
 
+// The queued part: a drained fake:64 daemon with `count` ready jobs, `bulk` held ones, and
+// `bulk` more that wait for a held "gate" job; its memory, its watchers' look, and the
+// scheduling pass after each kind of change (the pass that follows the change, read from
+// /v1/health's pass counter).
+struct QueuedCost {
+  double rss_mib = 0, settled_ms = 0, look_ms = 0;
+  double hold_ms = 0, release_ms = 0;    // of one job, the head of the queue
+  std::vector<double> bulk_release_ms;  // the held jobs released one by one
+  double dependency_ms = 0;             // the gate cancelled: its waiting jobs are ready
+  double undrain_ms = 0;                // the first pass that starts jobs
+};
+
+std::pair<int64_t, double> last_pass(Daemon& d) {
+  json health = d.call(gpuq::cli::Method::kGet, "/v1/health");
+  return {health.value("pass", int64_t{0}), health.value("last_pass_us", 0) / 1000.0};
+}
+
+// Does `change`, then waits for the pass after it and returns its time (ms).
+double pass_after(Daemon& d, const std::function<void()>& change) {
+  int64_t before = last_pass(d).first;
+  change();
+  while (true) {
+    auto [pass, ms] = last_pass(d);
+    if (pass > before) return ms;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+QueuedCost measure_queued(const std::string& binary, const std::string& dir, int count, int bulk) {
+  using gpuq::cli::Method;
+  QueuedCost cost;
+  // The watchers look often here, so that their last look saw every queued job.
+  Daemon d(binary, "fake:64", dir, "[watch]\ninterval = \"200ms\"\n");
+  d.call(Method::kPost, "/v1/drain");  // keep every job queued
+  const int batch = 5000;
+  for (int first = 0; first < count; first += batch) {
+    json plan = {{"jobs", json::array()}};
+    for (int i = first; i < std::min(count, first + batch); ++i) {
+      plan["jobs"].push_back({{"name", fmt::format("q{}", i)}, {"argv", {"true"}}, {"cwd", "/tmp"},
+                              {"env", json::object()}, {"gpus", 1 + i % 8},
+                              {"priority", 10 + i % 80}, {"est_ms", 60'000 + (i % 100) * 1000}});
+    }
+    d.call(Method::kPost, "/v1/plans", plan.dump(), 120'000);
+  }
+  if (bulk > 0) {
+    json plan = {{"jobs", json::array()}};
+    auto job = [](const std::string& name, int i) {
+      return json{{"name", name}, {"argv", {"true"}}, {"cwd", "/tmp"}, {"env", json::object()},
+                  {"gpus", 1 + i % 8}, {"priority", 10 + i % 80}, {"est_ms", 60'000}};
+    };
+    plan["jobs"].push_back(job("gate", 0));
+    plan["jobs"].back()["hold"] = true;
+    for (int i = 0; i < bulk; ++i) {
+      plan["jobs"].push_back(job(fmt::format("h{}", i), i));
+      plan["jobs"].back()["hold"] = true;
+      plan["jobs"].push_back(job(fmt::format("d{}", i), i));
+      plan["jobs"].back()["after_any"] = {"gate"};
+    }
+    d.call(Method::kPost, "/v1/plans", plan.dump(), 120'000);
+  }
+  // Let the daemon settle, then read its resident memory, its last pass and its last look.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  json status = d.call(Method::kGet, "/v1/health");
+  cost.rss_mib = rss_mib(status["pid"].get<int>());
+  cost.settled_ms = status.value("last_pass_us", 0) / 1000.0;
+  cost.look_ms = status.value("last_look_us", 0) / 1000.0;
+  std::fprintf(stderr, "queued: %d jobs queued and settled\n", count);
+  cost.hold_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/q0/hold"); });
+  cost.release_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/q0/release"); });
+  for (int i = 0; i < bulk; ++i) {
+    cost.bulk_release_ms.push_back(
+        pass_after(d, [&] { d.call(Method::kPost, fmt::format("/v1/jobs/h{}/release", i)); }));
+  }
+  std::fprintf(stderr, "queued: %d held jobs released\n", bulk);
+  if (bulk > 0) {
+    cost.dependency_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/gate/cancel"); });
+  }
+  cost.undrain_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/undrain"); });
+  return cost;
+}
+
+void print_queued(const QueuedCost& cost, int count, int bulk) {
+  std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", count);
+  std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", cost.rss_mib);
+  std::printf("%-44s %12.2f\n", "daemon's last scheduling pass (ms)", cost.settled_ms);
+  std::printf("%-44s %12.2f\n", "watchers' last look (ms)", cost.look_ms);
+  std::printf("%-44s %12.2f\n", "pass after a hold (ms)", cost.hold_ms);
+  std::printf("%-44s %12.2f\n", "pass after a release (ms)", cost.release_ms);
+  if (bulk > 0) {
+    std::printf("%-44s %12d\n", "held jobs released one by one", bulk);
+    std::printf("%-44s %12.2f\n", "  pass after each, p50 (ms)", percentile(cost.bulk_release_ms, 0.50));
+    std::printf("%-44s %12.2f\n", "  pass after each, max (ms)", percentile(cost.bulk_release_ms, 1.0));
+    std::printf("%-44s %12.2f\n", "pass after a dependency ends (ms)", cost.dependency_ms);
+    std::printf("%-44s %12d\n", "  jobs it makes ready", bulk);
+  }
+  std::printf("%-44s %12.2f\n", "pass after undrain (ms)", cost.undrain_ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpuq end-to-end benchmark"};
   std::string binary;
   int latency_jobs = 200, throughput_jobs = 2000, submit_jobs = 1000, queued_jobs = 0,
-      finished_jobs = 0, status_calls = 20;
+      finished_jobs = 0, status_calls = 20, bulk_jobs = 1000;
   std::string dir = std::filesystem::temp_directory_path().string();
   app.add_option("gpuq", binary, "the gpuq binary")->required();
   app.add_option("--latency-jobs", latency_jobs)->check(CLI::NonNegativeNumber);
@@ -248,7 +361,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--queued-jobs", queued_jobs,
                  "also queue this many jobs on a drained fake:64 daemon and report its memory and "
-                 "scheduling pass time (e.g. 100000)");
+                 "scheduling pass time, settled and after a hold, a release, releases of many "
+                 "held jobs, a dependency that makes many ready, and undrain (e.g. 100000)");
+  app.add_option("--bulk-jobs", bulk_jobs,
+                 "with --queued-jobs: held jobs released one by one, and jobs a cancelled job "
+                 "makes ready at once")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
   std::string cgroup_root;
   app.add_option("--cgroup-root", cgroup_root,
@@ -307,28 +425,8 @@ int main(int argc, char** argv) {
   }
   double submit_total_ms = 0;
   for (double ms : submit_ms) submit_total_ms += ms;
-  double queued_rss_mib = 0, pass_ms = 0, look_ms = 0;
-  if (queued_jobs > 0) {
-    // The watchers look often here, so that their last look saw every queued job.
-    Daemon d(binary, "fake:64", dir, "[watch]\ninterval = \"200ms\"\n");
-    d.call(gpuq::cli::Method::kPost, "/v1/drain");  // keep every job queued
-    const int batch = 5000;
-    for (int first = 0; first < queued_jobs; first += batch) {
-      json plan = {{"jobs", json::array()}};
-      for (int i = first; i < std::min(queued_jobs, first + batch); ++i) {
-        plan["jobs"].push_back({{"name", fmt::format("q{}", i)}, {"argv", {"true"}}, {"cwd", "/tmp"},
-                                {"env", json::object()}, {"gpus", 1 + i % 8},
-                                {"priority", 10 + i % 80}, {"est_ms", 60'000 + (i % 100) * 1000}});
-      }
-      d.call(gpuq::cli::Method::kPost, "/v1/plans", plan.dump(), 120'000);
-    }
-    // Let the daemon settle, then read its resident memory and its last pass time.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    json status = d.call(gpuq::cli::Method::kGet, "/v1/health");
-    queued_rss_mib = rss_mib(status["pid"].get<int>());
-    pass_ms = status.value("last_pass_us", 0) / 1000.0;
-    look_ms = status.value("last_look_us", 0) / 1000.0;
-  }
+  QueuedCost queued;
+  if (queued_jobs > 0) queued = measure_queued(binary, dir, queued_jobs, bulk_jobs);
   StatusCost empty, history;
   double seed_s = 0;
   if (finished_jobs > 0) {
@@ -382,11 +480,6 @@ int main(int argc, char** argv) {
     std::printf("%-44s %12.1f\n", "daemon RSS after the calls, with them (MiB)", history.rss_after);
     std::printf("%-44s %12.1f\n", "  difference (MiB)", history.rss_after - empty.rss_after);
   }
-  if (queued_jobs > 0) {
-    std::printf("%-44s %12d\n", "queued jobs (drained daemon, fake:64)", queued_jobs);
-    std::printf("%-44s %12.1f\n", "daemon RSS with them queued (MiB)", queued_rss_mib);
-    std::printf("%-44s %12.2f\n", "daemon's last scheduling pass (ms)", pass_ms);
-    std::printf("%-44s %12.2f\n", "watchers' last look (ms)", look_ms);
-  }
+  if (queued_jobs > 0) print_queued(queued, queued_jobs, bulk_jobs);
   return 0;
 }

@@ -316,6 +316,7 @@ private:
   void evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& actions);
   void set_wait(JobWait wait);
   void forget_wait(int64_t job_id);
+  std::vector<sched::Wait> take_spare_waits();
   void publish(std::shared_ptr<WaitList> published, sched::Snapshot snapshot,
                sched::Decision decision, std::chrono::steady_clock::time_point started);
   void check_conditions(ActiveJob& job);
@@ -442,6 +443,12 @@ private:
   std::map<int64_t, JobWait> waits_by_job_;             // why each not-ready pending job waits
   bool waits_by_job_changed_ = true;
   JobWaits published_not_ready_;                        // waits_by_job_ as the last pass published
+  // The last published list, writable (waits_ shares it), and the one before it: the next
+  // pass writes its waits into that one's vector, once no reader (an API thread answering
+  // /v1/health) holds it, rather than into a fresh allocation of the queue's size (a deep
+  // queue's pass would fault in every page of it again; glibc maps such sizes afresh).
+  std::shared_ptr<WaitList> last_published_;
+  std::shared_ptr<WaitList> recycling_;
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id

@@ -1,8 +1,10 @@
 // The Queue's scheduling pass: which pending jobs are ready (readiness.h), which of those the
 // scheduler starts, and when the actor must wake up next.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fmt/format.h>
+#include <utility>
 
 #include "base/time.h"
 #include "daemon/queue.h"
@@ -213,7 +215,9 @@ void Queue::run_pass() {
   for (int64_t id : actions.to_check) check_conditions(active_.at(id));
 
   snapshot.queue = ready_index_.lend_queue();
-  sched::Decision decision = sched::schedule(snapshot);
+  sched::Decision buffers;
+  buffers.waits = take_spare_waits();
+  sched::Decision decision = sched::schedule_reusing(snapshot, std::move(buffers));
   if (store_ok) {
     std::vector<sched::Start> starts;
     for (const auto& start : decision.starts) {
@@ -273,8 +277,22 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
   published->pass_us = std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::steady_clock::now() - started)
                            .count();
+  recycling_ = std::exchange(last_published_, published);
   std::lock_guard lock(waits_mutex_);
   waits_ = std::move(published);
+}
+
+std::vector<sched::Wait> Queue::take_spare_waits() {
+  // The list before the last one is no longer reachable through waits_: once no reader holds
+  // it either, no one can take it any more, and its vector is ours to write again.
+  std::vector<sched::Wait> spare;
+  if (recycling_ && recycling_.use_count() == 1) {
+    // use_count() reads relaxed: the fence orders the last reader's reads before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    spare = std::move(recycling_->waits);
+  }
+  recycling_.reset();
+  return spare;
 }
 
 void Queue::check_conditions(ActiveJob& job) {

@@ -92,7 +92,13 @@ std::vector<int64_t> ReadyIndex::take(int64_t now_ms) {
     wakes_.pop_back();
   }
   std::vector<int64_t> due(marked_.begin(), marked_.end());
-  marked_.clear();
+  // clear() zeroes every bucket, and a set that once held the whole queue (a daemon's start,
+  // a big plan) keeps its buckets: a pass that takes one job must not pay for them.
+  if (marked_.bucket_count() > 4 * due.size() + 64) {
+    marked_ = {};
+  } else if (!due.empty()) {
+    marked_.clear();
+  }
   std::sort(due.begin(), due.end());
   return due;
 }

@@ -89,4 +89,18 @@ std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Pol
   return order;
 }
 
+bool in_scheduling_order(const std::vector<PendingJob>& queue, Policy policy) {
+  const bool by_priority = policy != Policy::kFifo;
+  for (size_t i = 1; i < queue.size(); ++i) {
+    const PendingJob& a = queue[i - 1];
+    const PendingJob& b = queue[i];
+    if (by_priority && a.priority != b.priority) {
+      if (b.priority < a.priority) return false;
+      continue;
+    }
+    if (b.queue_order < a.queue_order) return false;
+  }
+  return true;
+}
+
 }  // namespace gpuq::sched

@@ -3,7 +3,8 @@
 // Policy::kFifo; equal keys keep their order in the queue (the sort is stable). A radix sort
 // on one packed 64-bit key keeps this linear for the deep queues a pass must handle in a few
 // milliseconds, and an already ordered queue (the daemon keeps its queue ordered) costs one
-// scan. Pure function; thread-safe.
+// scan, and no indices at all when the caller asks in_scheduling_order() first. Pure
+// functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +15,9 @@
 namespace gpuq::sched {
 
 std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Policy policy);
+
+// Whether `queue` is already in scheduling order for `policy` (then the order is the queue's
+// own, and a pass walks it directly, allocating nothing of the queue's size).
+bool in_scheduling_order(const std::vector<PendingJob>& queue, Policy policy);
 
 }  // namespace gpuq::sched

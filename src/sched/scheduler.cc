@@ -18,6 +18,12 @@
 namespace gpuq::sched {
 namespace {
 
+WaitReason draining_reason() {
+  WaitReason reason;
+  reason.kind = WaitReason::Kind::kDraining;
+  return reason;
+}
+
 // protect()'s answer for a job past the reservation cap that could start in finite time.
 constexpr int64_t kStartsSometime = kInfinity - 2;
 // How many waiting jobs, reserved or not, get that answer (bounds its cost per pass).
@@ -25,13 +31,18 @@ constexpr int kExplainedDepth = 32;
 
 class Pass {
  public:
-  explicit Pass(const Snapshot& snapshot)
+  Pass(const Snapshot& snapshot, Decision buffers)
       : snapshot_(snapshot),
         machine_(snapshot),
         profile_(machine_, snapshot),
         placer_(machine_),
         cap_(snapshot.policy == Policy::kBackfill ? std::max(0, snapshot.max_reservations) : 0),
-        pool_waiting_(machine_.pool_count(), 0) {}
+        pool_waiting_(machine_.pool_count(), 0),
+        decision_(std::move(buffers)) {
+    decision_.starts.clear();
+    decision_.waits.clear();
+    decision_.latest_reserved_start_ms = -1;
+  }
 
   Decision run();
 
@@ -70,20 +81,27 @@ class Pass {
 };
 
 Decision Pass::run() {
-  std::vector<uint32_t> order = scheduling_order(snapshot_.queue, snapshot_.policy);
-  decision_.waits.reserve(order.size());
-  if (snapshot_.draining) {
-    for (uint32_t index : order) {
-      WaitReason reason;
-      reason.kind = WaitReason::Kind::kDraining;
-      decision_.waits.push_back({snapshot_.queue[index].id, reason});
+  const std::vector<PendingJob>& jobs = snapshot_.queue;
+  decision_.waits.reserve(jobs.size());
+  // The daemon lends its queue in scheduling order: then it is walked as it is, and no
+  // index of the queue's size is built (nor its memory faulted in) for every pass.
+  if (in_scheduling_order(jobs, snapshot_.policy)) {
+    if (snapshot_.draining) {
+      for (const PendingJob& job : jobs) decision_.waits.push_back({job.id, draining_reason()});
+    } else {
+      for (const PendingJob& job : jobs) consider(job);
     }
+    return std::move(decision_);
+  }
+  std::vector<uint32_t> order = scheduling_order(jobs, snapshot_.policy);
+  if (snapshot_.draining) {
+    for (uint32_t index : order) decision_.waits.push_back({jobs[index].id, draining_reason()});
     return std::move(decision_);
   }
   // Scheduling order visits the queue out of its memory order: fetch a few jobs ahead, or
   // the pass spends half its time waiting for memory on deep queues.
   constexpr size_t kAhead = 16;
-  const PendingJob* queue = snapshot_.queue.data();
+  const PendingJob* queue = jobs.data();
   for (size_t i = 0; i < order.size(); ++i) {
     if (i + kAhead < order.size()) {
       const char* ahead = reinterpret_cast<const char*>(queue + order[i + kAhead]);
@@ -368,6 +386,14 @@ void sort_queue(std::vector<PendingJob>& queue, Policy policy) {
   });
 }
 
-Decision schedule(const Snapshot& snapshot) { return Pass(snapshot).run(); }
+Decision schedule(const Snapshot& snapshot) { return Pass(snapshot, Decision{}).run(); }
+
+Decision schedule_reusing(const Snapshot& snapshot, Decision buffers) {
+  // With room to grow: a queue one job longer than the buffer (a release) must not allocate
+  // it all again.
+  const size_t n = snapshot.queue.size();
+  if (buffers.waits.capacity() < n) buffers.waits.reserve(n + n / 4 + 64);
+  return Pass(snapshot, std::move(buffers)).run();
+}
 
 }  // namespace gpuq::sched

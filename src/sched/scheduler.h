@@ -240,4 +240,10 @@ void sort_queue(std::vector<PendingJob>& queue, Policy policy = Policy::kBackfil
 
 Decision schedule(const Snapshot& snapshot);
 
+// The same decision, written into `buffers`' vectors (their contents are dropped, their
+// capacity kept). A caller that schedules a deep queue again and again (the daemon, every
+// pass) hands back an earlier Decision, so that the pass writes its waits into memory already
+// mapped instead of faulting in a fresh allocation of the queue's size each time.
+Decision schedule_reusing(const Snapshot& snapshot, Decision buffers);
+
 }  // namespace gpuq::sched
