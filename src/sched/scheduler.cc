@@ -71,8 +71,9 @@ class Pass {
 
 Decision Pass::run() {
   std::vector<uint32_t> order = scheduling_order(snapshot_.queue, snapshot_.policy);
-  decision_.waits.reserve(order.size());
+  if (snapshot_.reasons) decision_.waits.reserve(order.size());
   if (snapshot_.draining) {
+    if (!snapshot_.reasons) return std::move(decision_);
     for (uint32_t index : order) {
       WaitReason reason;
       reason.kind = WaitReason::Kind::kDraining;
@@ -103,7 +104,9 @@ void Pass::consider(const PendingJob& job) {
   const Need need = machine_.need_of(job);
   const GpuSet could_take = machine_.could_ever_take(need);
   if (!machine_.lanes_possible(need) || !could_take.has_at_least(need.gpus)) {
-    decision_.waits.push_back({need.id, explain_impossible(need, could_take)});
+    if (snapshot_.reasons) {
+      decision_.waits.push_back({need.id, explain_impossible(need, could_take)});
+    }
     return;
   }
   const Claim* conflict = nullptr;
@@ -135,8 +138,9 @@ void Pass::consider(const PendingJob& job) {
     } else {
       GpuSet available;
       if (profile_.fits(need, now, end, open, &available)) return start(need, available);
-      // Copied: the profile's claims move when protect() adds one.
-      if (const Claim* c = profile_.blocking_reservation(need, now, end, open)) {
+      // Copied: the profile's claims move when protect() adds one. For reasons only.
+      if (const Claim* c = snapshot_.reasons ? profile_.blocking_reservation(need, now, end, open)
+                                             : nullptr) {
         refused_conflicts_.push_back(*c);
         conflict = &refused_conflicts_.back();
       }
@@ -144,7 +148,10 @@ void Pass::consider(const PendingJob& job) {
     }
   }
   const int64_t own_start = protect(need, could_take);
-  decision_.waits.push_back({need.id, explain(need, free, open, could_take, conflict, own_start)});
+  if (snapshot_.reasons) {
+    decision_.waits.push_back(
+        {need.id, explain(need, free, open, could_take, conflict, own_start)});
+  }
   count_waiting(need);
 }
 
@@ -205,7 +212,7 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
     // Past the cap, backfill protects no more jobs: this one just waits, as under EASY. For
     // its reason (and preemption.h, which reads it), the first waiting jobs learn whether
     // they could start in finite time at all; when is no promise, so it is not said.
-    if (waiting_ >= kExplainedDepth) return kInfinity;
+    if (!snapshot_.reasons || waiting_ >= kExplainedDepth) return kInfinity;
     return profile_.earliest_after(need, machine_.now(), could_take).start < kInfinity
                ? kStartsSometime
                : kInfinity;
