@@ -208,6 +208,8 @@ Status Simulation::pass(int64_t t) {
     if (completes(waiting.size())) {  // P6: the prefix plus its candidates, and done
       queue_.all_unproven(gpus, lanes, *last, started_, waiting, alike_from, pass_candidates_);
       if (pass_candidates_.empty()) break;
+      // In scheduling order, as the prefix is: the scheduler then need not sort the window.
+      std::sort(pass_candidates_.begin(), pass_candidates_.end());
       for (const QueueKey& key : pass_candidates_) add_to_window(key);
       ++stats_.completed_passes;
       GPUQ_SIM_TRY(decide(decision));
