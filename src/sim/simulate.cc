@@ -165,8 +165,11 @@ Status Simulation::pass(int64_t t) {
   }
   size_t target = options_.initial_window;
   if (target == 0) {
-    // Enough for what can start, plus the waiting jobs that get reservations (P4).
-    target = 16 + static_cast<size_t>(snap_.policy == sched::Policy::kBackfill
+    // Enough for what can start, plus the waiting jobs that get reservations (P4), plus a
+    // little slack. Small: a window that proves too small doubles, or is completed (P6), for
+    // less than passing a larger window at every event (4 rather than 16: a 3,000-job trace
+    // on 8 GPUs took 15% fewer instructions; any of 2-16 gave the same plan cost).
+    target = 4 + static_cast<size_t>(snap_.policy == sched::Policy::kBackfill
                                           ? std::max(0, snap_.max_reservations)
                                           : 0);
     for (const sched::Gpu& g : snap_.gpus) target += busy(g) ? 0 : 2;
