@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
   fmt::print("{} jobs on {} GPUs{}{}\n", count, gpus,
              options.full_queue ? ", whole queue each pass" : "",
              max_window ? fmt::format(", max window {}", max_window) : "");
-  fmt::print("{:<9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>11} {:>7}\n", "policy", "wall", "makespan",
-             "util", "events", "passes", "mean window", "max win");
+  fmt::print("{:<9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>11} {:>7} {:>9}\n", "policy", "wall",
+             "makespan", "util", "events", "passes", "mean window", "max win", "completed");
   int status = 0;
   for (auto policy : {gpuq::sched::Policy::kFifo, gpuq::sched::Policy::kPriority,
                       gpuq::sched::Policy::kBackfill}) {
@@ -143,11 +143,11 @@ int main(int argc, char** argv) {
       continue;
     }
     const auto& s = r->stats;
-    fmt::print("{:<9} {:>8.2f}s {:>9} {:>5.1f}% {:>8} {:>8} {:>11.1f} {:>7}{}\n",
+    fmt::print("{:<9} {:>8.2f}s {:>9} {:>5.1f}% {:>8} {:>8} {:>11.1f} {:>7} {:>9}{}\n",
                policy_name(policy), wall, gpuq::format_duration(gpuq::Millis(r->makespan_ms)),
                r->utilization * 100, s.events, s.passes,
                s.passes ? static_cast<double>(s.jobs_passed) / static_cast<double>(s.passes) : 0.0,
-               s.max_window,
+               s.max_window, s.completed_passes,
                s.capped_passes ? fmt::format("  ({} passes capped)", s.capped_passes) : "");
   }
   return status;

@@ -24,8 +24,12 @@ Machine::Machine(const Snapshot& snapshot) : snapshot_(&snapshot), now_(snapshot
 void Machine::add_gpus(const Snapshot& snapshot) {
   std::vector<int> order(snapshot.gpus.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return snapshot.gpus[a].slot < snapshot.gpus[b].slot; });
+  auto by_slot = [&](int a, int b) { return snapshot.gpus[a].slot < snapshot.gpus[b].slot; };
+  // Snapshots list GPUs in slot order (the daemon's and the simulator's do): one scan.
+  if (!std::is_sorted(order.begin(), order.end(), by_slot)) {
+    std::stable_sort(order.begin(), order.end(), by_slot);
+  }
+  gpus_.reserve(std::min<size_t>(order.size(), kMaxGpus));
   for (int index : order) {
     const Gpu& gpu = snapshot.gpus[index];
     if (static_cast<int>(gpus_.size()) == kMaxGpus) break;

@@ -84,7 +84,14 @@ std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Pol
     item.key = key;
     if (i > 0 && key < items[i - 1].key) sorted = false;
   }
-  if (!sorted) radix_sort(items, order_bits + priority_bits);
+  // A short queue sorts faster by comparison than by clearing the radix sort's buckets.
+  constexpr size_t kComparisonSortBelow = 256;
+  if (!sorted && n < kComparisonSortBelow) {
+    std::stable_sort(items.begin(), items.end(),
+                     [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  } else if (!sorted) {
+    radix_sort(items, order_bits + priority_bits);
+  }
   for (size_t i = 0; i < n; ++i) order[i] = items[i].index;
   return order;
 }

@@ -8,6 +8,8 @@ namespace gpuq::sched {
 
 Placer::Placer(const Machine& machine) : machine_(machine), n_(machine.gpu_count()) {
   const auto& raw = machine.snapshot().links;
+  // No table: every pair is alike (uniform_), and choose() never reads links_.
+  if (raw.empty()) return;
   links_.assign(static_cast<size_t>(n_) * n_, 0);
   auto raw_link = [&](int sa, int sb) {
     if (sa < 0 || sb < 0 || sa >= static_cast<int>(raw.size())) return 0;

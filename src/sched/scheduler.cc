@@ -82,7 +82,8 @@ class Pass {
 
 Decision Pass::run() {
   const std::vector<PendingJob>& jobs = snapshot_.queue;
-  decision_.waits.reserve(jobs.size());
+  if (snapshot_.reasons) decision_.waits.reserve(jobs.size());
+  if (snapshot_.draining && !snapshot_.reasons) return std::move(decision_);
   // The daemon lends its queue in scheduling order: then it is walked as it is, and no
   // index of the queue's size is built (nor its memory faulted in) for every pass.
   if (in_scheduling_order(jobs, snapshot_.policy)) {
@@ -121,7 +122,9 @@ void Pass::consider(const PendingJob& job) {
   const Need need = machine_.need_of(job);
   const GpuSet could_take = machine_.could_ever_take(need);
   if (!machine_.lanes_possible(need) || !could_take.has_at_least(need.gpus)) {
-    decision_.waits.push_back({need.id, explain_impossible(need, could_take)});
+    if (snapshot_.reasons) {
+      decision_.waits.push_back({need.id, explain_impossible(need, could_take)});
+    }
     return;
   }
   const Claim* conflict = nullptr;
@@ -153,8 +156,9 @@ void Pass::consider(const PendingJob& job) {
     } else {
       GpuSet available;
       if (profile_.fits(need, now, end, open, &available)) return start(need, available);
-      // Copied: the profile's claims move when protect() adds one.
-      if (const Claim* c = profile_.blocking_reservation(need, now, end, open)) {
+      // Copied: the profile's claims move when protect() adds one. For reasons only.
+      if (const Claim* c = snapshot_.reasons ? profile_.blocking_reservation(need, now, end, open)
+                                             : nullptr) {
         refused_conflicts_.push_back(*c);
         conflict = &refused_conflicts_.back();
       }
@@ -162,7 +166,10 @@ void Pass::consider(const PendingJob& job) {
     }
   }
   const int64_t own_start = protect(need, could_take);
-  decision_.waits.push_back({need.id, explain(need, free, open, could_take, conflict, own_start)});
+  if (snapshot_.reasons) {
+    decision_.waits.push_back(
+        {need.id, explain(need, free, open, could_take, conflict, own_start)});
+  }
   count_waiting(need);
 }
 
@@ -223,7 +230,7 @@ int64_t Pass::protect(const Need& need, const GpuSet& could_take) {
     // Past the cap, backfill protects no more jobs: this one just waits, as under EASY. For
     // its reason (and preemption.h, which reads it), the first waiting jobs learn whether
     // they could start in finite time at all; when is no promise, so it is not said.
-    if (waiting_ >= kExplainedDepth) return kInfinity;
+    if (!snapshot_.reasons || waiting_ >= kExplainedDepth) return kInfinity;
     return profile_.earliest_after(need, machine_.now(), could_take).start < kInfinity
                ? kStartsSometime
                : kInfinity;

@@ -180,6 +180,11 @@ struct Snapshot {
   // later ones hold nothing back (see the policy above); 0 makes it kPriority. Each
   // reservation costs O(profile size x (profile size + GPUs)).
   int max_reservations = 1;
+  // false: Decision::waits stays empty, and the profile searches that only serve reasons
+  // (whether a waiting job could start in finite time) are skipped. The starts and
+  // latest_reserved_start_ms are the same either way: the simulator's passes want only
+  // those (sim/simulate.cc); the daemon and preemption read the reasons.
+  bool reasons = true;
 };
 
 // Why a job waits, compactly (no strings built per job in the hot path); text() renders it.

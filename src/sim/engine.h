@@ -72,6 +72,7 @@ class Simulation {
     snap_.reservations = machine.reservations;
     snap_.backfill_unknown_limit_ms = machine.backfill_unknown_limit_ms;
     snap_.max_reservations = machine.max_reservations;
+    snap_.reasons = false;  // a pass needs the starts only; stalled() asks for the reasons
   }
 
   Status load(const std::vector<SimJob>& jobs, const std::vector<SimRunning>& running);
@@ -91,6 +92,11 @@ class Simulation {
   void finish(int e, int64_t t);
   void make_eligible(int e);
   Status pass(int64_t t);
+  // One call of the scheduler on the window (snap_.queue): its starts checked and held on
+  // pass_gpus_/pass_lanes_, started_ marking them.
+  Status decide(sched::Decision& decision);
+  // Whether a window with this many waiting jobs can be completed (window.h, P6).
+  bool completes(size_t waiting_in_window) const;
   void add_to_window(const QueueKey& key);
   Status check_starts(const sched::Decision& d, std::vector<sched::Gpu>& gpus,
                       std::vector<sched::Lane>& lanes);
@@ -113,10 +119,12 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<char> in_window_, started_;
   std::vector<int64_t> busy_since_;
-  // pass()'s scratch: the machine after a window's starts, and the window's waiting jobs.
+  // pass()'s scratch: the machine after a window's starts, the window's waiting jobs, and
+  // the jobs beyond it that complete it (P6).
   std::vector<sched::Gpu> pass_gpus_;
   std::vector<sched::Lane> pass_lanes_;
   std::vector<std::pair<QueueKey, QueueJobInfo>> pass_waiting_;
+  std::vector<QueueKey> pass_candidates_;
   int64_t busy_ms_ = 0;
   int64_t last_end_ms_ = 0;
   size_t job_count_ = 0;

@@ -138,6 +138,23 @@ void Simulation::commit(const sched::Decision& d, std::vector<sched::Gpu>& gpus,
   }
 }
 
+bool Simulation::completes(size_t waiting_in_window) const {
+  return snap_.policy == sched::Policy::kBackfill && snap_.max_reservations > 0 &&
+         options_.max_window == 0 &&
+         waiting_in_window >= static_cast<size_t>(snap_.max_reservations);
+}
+
+Status Simulation::decide(sched::Decision& decision) {
+  decision = schedule_(snap_);
+  ++stats_.passes;
+  stats_.jobs_passed += static_cast<int64_t>(snap_.queue.size());
+  stats_.max_window = std::max(stats_.max_window, static_cast<int64_t>(snap_.queue.size()));
+  for (const sched::PendingJob& p : snap_.queue) started_[static_cast<size_t>(p.id - 1)] = 0;
+  pass_gpus_ = snap_.gpus;
+  pass_lanes_ = snap_.lanes;
+  return check_starts(decision, pass_gpus_, pass_lanes_);
+}
+
 Status Simulation::pass(int64_t t) {
   if (queue_.empty()) return ok();
   snap_.now_ms = t;
@@ -148,8 +165,11 @@ Status Simulation::pass(int64_t t) {
   }
   size_t target = options_.initial_window;
   if (target == 0) {
-    // Enough for what can start, plus the waiting jobs that get reservations (P4).
-    target = 16 + static_cast<size_t>(snap_.policy == sched::Policy::kBackfill
+    // Enough for what can start, plus the waiting jobs that get reservations (P4), plus a
+    // little slack. Small: a window that proves too small doubles, or is completed (P6), for
+    // less than passing a larger window at every event (4 rather than 16: a 3,000-job trace
+    // on 8 GPUs took 15% fewer instructions; any of 2-16 gave the same plan cost).
+    target = 4 + static_cast<size_t>(snap_.policy == sched::Policy::kBackfill
                                           ? std::max(0, snap_.max_reservations)
                                           : 0);
     for (const sched::Gpu& g : snap_.gpus) target += busy(g) ? 0 : 2;
@@ -173,14 +193,7 @@ Status Simulation::pass(int64_t t) {
       add_to_window(*next);
       last = *next++;
     }
-    decision = schedule_(snap_);
-    ++stats_.passes;
-    stats_.jobs_passed += static_cast<int64_t>(snap_.queue.size());
-    stats_.max_window = std::max(stats_.max_window, static_cast<int64_t>(snap_.queue.size()));
-    for (const sched::PendingJob& p : snap_.queue) started_[static_cast<size_t>(p.id - 1)] = 0;
-    gpus = snap_.gpus;
-    lanes = snap_.lanes;
-    GPUQ_SIM_TRY(check_starts(decision, gpus, lanes));
+    GPUQ_SIM_TRY(decide(decision));
     if (next == queue_.end()) break;
     if (options_.max_window > 0 && snap_.queue.size() >= options_.max_window) {
       ++stats_.capped_passes;
@@ -195,6 +208,16 @@ Status Simulation::pass(int64_t t) {
     const int64_t alike_from = latest == std::numeric_limits<int64_t>::max()
                                    ? latest
                                    : std::max<int64_t>(latest - t, 0) + 1;  // P5
+    if (completes(waiting.size())) {  // P6: the prefix plus its candidates, and done
+      queue_.all_unproven(gpus, lanes, *last, started_, waiting, alike_from, pass_candidates_);
+      if (pass_candidates_.empty()) break;
+      // In scheduling order, as the prefix is: the scheduler then need not sort the window.
+      std::sort(pass_candidates_.begin(), pass_candidates_.end());
+      for (const QueueKey& key : pass_candidates_) add_to_window(key);
+      ++stats_.completed_passes;
+      GPUQ_SIM_TRY(decide(decision));
+      break;
+    }
     std::optional<QueueKey> unproven =
         queue_.first_unproven(gpus, lanes, last, started_, waiting, alike_from);
     if (!unproven) break;
@@ -229,6 +252,7 @@ Status Simulation::stalled() {
   }
   snap_.queue.clear();
   for (const QueueKey& k : queue_) snap_.queue.push_back(pending_[static_cast<size_t>(k.job)]);
+  snap_.reasons = true;
   sched::Decision d = schedule_(snap_);
   const Entity& first = entities_[static_cast<size_t>(queue_.begin()->job)];
   std::string why = "the scheduler starts nothing on the idle machine";

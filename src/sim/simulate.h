@@ -75,6 +75,7 @@ struct SimStats {
   int64_t jobs_passed = 0;    // queue entries handed to the scheduler, all passes together
   int64_t max_window = 0;     // the largest queue handed over in one pass
   int64_t capped_passes = 0;  // passes cut at SimOptions::max_window without a proof
+  int64_t completed_passes = 0;  // windows completed by their deep candidates (window.h, P6)
 };
 
 struct SimResult {

@@ -73,10 +73,13 @@ int EligibleQueue::available(const JobClass& c, const std::vector<sched::Gpu>& g
   return count;
 }
 
-std::optional<QueueKey> EligibleQueue::first_unproven(
-    const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
-    const std::optional<QueueKey>& last, const std::vector<char>& started,
-    const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting, int64_t alike_from_ms) const {
+template <class Visit>
+void EligibleQueue::scan_unproven(const std::vector<sched::Gpu>& gpus,
+                                  const std::vector<sched::Lane>& lanes,
+                                  const std::optional<QueueKey>& last,
+                                  const std::vector<char>& started,
+                                  const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+                                  int64_t alike_from_ms, Visit visit) const {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   int pools = 1;
   for (const sched::Gpu& g : gpus) pools = std::max(pools, g.reservation + 2);
@@ -109,10 +112,6 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
   }
 
   auto beyond = [&](const QueueKey& k) { return !last || *last < k; };
-  std::optional<QueueKey> found;
-  auto consider = [&](const QueueKey& k) {
-    if (!found || k < *found) found = k;
-  };
   for (size_t ci = 0; ci < classes_.size(); ++ci) {
     const JobClass& c = classes_[ci];
     if (c.by_gpus.empty()) continue;
@@ -134,16 +133,40 @@ std::optional<QueueKey> EligibleQueue::first_unproven(
       for (const auto& [estimate, key] : bucket.known) {
         if (std::min(estimate, alike_from_ms) >= bound) break;
         if (started[static_cast<size_t>(key.job)] || !beyond(key)) continue;
-        consider(key);
-        break;
+        if (!visit(key)) break;
       }
       if (fewest_unknown[ci] > g && !bucket.unknown.empty()) {
         auto it = last ? bucket.unknown.upper_bound(*last) : bucket.unknown.begin();
-        if (it != bucket.unknown.end()) consider(*it);
+        for (; it != bucket.unknown.end() && visit(*it); ++it) {
+        }
       }
     }
   }
+}
+
+std::optional<QueueKey> EligibleQueue::first_unproven(
+    const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
+    const std::optional<QueueKey>& last, const std::vector<char>& started,
+    const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting, int64_t alike_from_ms) const {
+  std::optional<QueueKey> found;
+  // Each bucket's first candidate is its best: the earliest of them is the answer.
+  scan_unproven(gpus, lanes, last, started, waiting, alike_from_ms, [&](const QueueKey& k) {
+    if (!found || k < *found) found = k;
+    return false;
+  });
   return found;
+}
+
+void EligibleQueue::all_unproven(const std::vector<sched::Gpu>& gpus,
+                                 const std::vector<sched::Lane>& lanes, const QueueKey& last,
+                                 const std::vector<char>& started,
+                                 const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+                                 int64_t alike_from_ms, std::vector<QueueKey>& out) const {
+  out.clear();
+  scan_unproven(gpus, lanes, last, started, waiting, alike_from_ms, [&](const QueueKey& k) {
+    out.push_back(k);
+    return true;
+  });
 }
 
 }  // namespace gpuq::sim

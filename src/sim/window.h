@@ -36,6 +36,17 @@
 //       now + d > L meets every claim of the pass, whatever d is (claims that start later
 //       come only from reservations; jobs beyond the window that get reservations only add
 //       claims). So in P3, estimates of at least L - now + 1 all count as that length.
+//  (P6) Completion: under kBackfill with a cap R >= 1 (SimMachine::max_reservations), the
+//       first R waiting jobs get the reservations; a waiting job past them has no effect on
+//       any other job (it holds nothing back, and its refusal only spares the scheduler work).
+//       So when a prefix window has at least R waiting jobs, every job beyond it that the
+//       proof cannot rule out against the machine the prefix left (the state at each later
+//       job holds at least those claims, so P2/P3 only get surer deeper in the queue) is a
+//       superset of the jobs beyond it that start. A pass over the prefix plus those jobs
+//       (not a prefix: the deep candidates only) gives every job of it the fate it has in a
+//       pass over the whole queue — each sees the same starts and reservations before it —
+//       and every other job waits. No further proof is needed; the window stops growing
+//       with the depth of short jobs (all_unproven lists them).
 // Lane exclusions are left out of the proof: that can only make it fail, never wrongly
 // succeed. With P4 a window rarely needs more than what starts + a blocker per pool,
 // whatever the queue's length; the exception is a pool (a reservation) with free GPUs whose
@@ -43,7 +54,8 @@
 // must reach every job short enough to end before the head's reservation that fits what is
 // free (those really start), so it grows with the queue when many such jobs wait deep.
 // Tests: window_test.cc checks windowed == whole-queue simulations on random plans for every
-// policy, with lanes, a reservation and sharing; SimOptions::full_queue turns the window off.
+// policy and cap, with lanes, a reservation and sharing; SimOptions::full_queue turns the
+// window off.
 //
 // Owns its index; used by one simulation on one thread.
 #pragma once
@@ -115,6 +127,13 @@ class EligibleQueue {
       const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
       int64_t alike_from_ms = std::numeric_limits<int64_t>::max()) const;
 
+  // The same proof, but every job beyond `last` it cannot rule out, into `out` (cleared), in
+  // no particular order: P6's candidates.
+  void all_unproven(const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
+                    const QueueKey& last, const std::vector<char>& started,
+                    const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+                    int64_t alike_from_ms, std::vector<QueueKey>& out) const;
+
  private:
   struct KnownLess {
     bool operator()(const std::pair<int64_t, QueueKey>& a,
@@ -135,6 +154,13 @@ class EligibleQueue {
   };
   int available(const JobClass& c, const std::vector<sched::Gpu>& gpus,
                 const std::vector<char>& blocked) const;
+  // Calls visit(key) for the jobs beyond `last` the proof cannot rule out: per bucket in
+  // order of length (known) or of the queue (unknown), until visit returns false.
+  template <class Visit>
+  void scan_unproven(const std::vector<sched::Gpu>& gpus, const std::vector<sched::Lane>& lanes,
+                     const std::optional<QueueKey>& last, const std::vector<char>& started,
+                     const std::vector<std::pair<QueueKey, QueueJobInfo>>& waiting,
+                     int64_t alike_from_ms, Visit visit) const;
 
   sched::Policy policy_;
   size_t reservation_cap_;

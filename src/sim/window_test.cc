@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 
 #include "sim/simulate.h"
@@ -199,6 +201,39 @@ TEST(Window, SavesWorkOnALongRichQueue) {
   }
 }
 
+TEST(Window, CompletedWindowsNeverChangeADecision) {
+  // P6: under backfill with a cap, a window with as many waiting jobs as the cap is completed
+  // by its deep candidates instead of growing. Deep queues (all queued at once) and spread
+  // submits, caps 1-3, lanes, a reservation and sharing: each must equal the whole queue.
+  int64_t completed = 0, passed_full = 0, passed_windowed = 0;
+  for (uint32_t seed = 41; seed <= 52; ++seed) {
+    const bool rich = seed % 2 == 0;
+    auto jobs = rich ? rich_plan(seed, 400, seed % 3 == 0 ? 0 : 600) : random_plan(seed, 400, 8);
+    if (!rich && seed % 3 == 0) {
+      for (SimJob& j : jobs) j.submit_ms = 0;
+    }
+    SimMachine m = rich ? rich_machine(1 + seed % 3) : SimMachine{};
+    if (!rich) {
+      m.gpus = 8;
+      m.max_reservations = 1 + static_cast<int>(seed % 3);
+    }
+    SimOptions full, windowed;
+    full.full_queue = true;
+    windowed.initial_window = seed % 4;  // 0: chosen from the machine
+    std::string what = "seed " + std::to_string(seed);
+    auto a = simulate(jobs, m, sched::Policy::kBackfill, {}, full);
+    auto b = simulate(jobs, m, sched::Policy::kBackfill, {}, windowed);
+    ASSERT_TRUE(a) << a.error().message;
+    ASSERT_TRUE(b) << b.error().message;
+    expect_same(*a, *b, what);
+    completed += b->stats.completed_passes;
+    passed_full += a->stats.jobs_passed;
+    passed_windowed += b->stats.jobs_passed;
+  }
+  EXPECT_GT(completed, 100) << "the completion must really be exercised";
+  EXPECT_LT(passed_windowed, passed_full / 3);
+}
+
 TEST(Window, BackfillDeepInTheQueueIsFound) {
   // 4 GPUs; a 3-GPU job runs for 100 s; the head needs 4; a short 1-GPU job sits behind 50
   // long ones. EASY backfill starts it at once; a window of 2 must grow to find it.
@@ -302,6 +337,40 @@ TEST(EligibleQueue, ProofUsesFitAndDominance) {
   q.erase(k2, longer);
   q.insert(k2, i2);
   EXPECT_FALSE(q.first_unproven(gpus, lanes, k1, started, {{k0, i0}, {k1, i1}}));
+}
+
+TEST(EligibleQueue, AllUnprovenListsEveryCandidateBeyondTheWindow) {
+  EligibleQueue q(sched::Policy::kBackfill, 1, true);
+  int c = q.class_of(-1, false, 0, {});
+  // Window {0}: job 0 (2 GPUs, 100 s) waits; one GPU free. Beyond it: job 1 (1 GPU, 200 s),
+  // job 2 (1 GPU, 50 s), job 3 (2 GPUs, 10 s), job 4 (1 GPU, 300 s).
+  std::vector<QueueJobInfo> infos = {{2, 100000, c}, {1, 200000, c}, {1, 50000, c},
+                                     {2, 10000, c},  {1, 300000, c}};
+  std::vector<QueueKey> keys;
+  for (int j = 0; j < 5; ++j) {
+    keys.push_back(q.key_for(j, 50, j + 1));
+    q.insert(keys.back(), infos[static_cast<size_t>(j)]);
+  }
+  std::vector<sched::Gpu> gpus = {sched::Gpu{0, true, 0, 0, true, 0, -1},
+                                  sched::Gpu{1, true, 0, 0, false, 0, -1}};
+  std::vector<char> started(5, 0);
+  std::vector<QueueKey> out;
+  // Job 3 needs 2 GPUs (P2 rules it out); 1-GPU jobs shorter than job 0's 100 s are ruled in,
+  // and so are longer ones: job 0 has more GPUs, so it dominates none of them (P3).
+  q.all_unproven(gpus, {}, keys[0], started, {{keys[0], infos[0]}}, INT64_MAX, out);
+  std::vector<int> jobs;
+  for (const QueueKey& k : out) jobs.push_back(k.job);
+  std::sort(jobs.begin(), jobs.end());
+  EXPECT_EQ(jobs, (std::vector<int>{1, 2, 4}));
+  // With job 1 in the window and waiting too, it rules out the longer job 4.
+  q.all_unproven(gpus, {}, keys[1], started, {{keys[0], infos[0]}, {keys[1], infos[1]}},
+                 INT64_MAX, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].job, 2);
+  // first_unproven names one of them: the earliest of each bucket's shortest.
+  auto first = q.first_unproven(gpus, {}, keys[0], started, {{keys[0], infos[0]}});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->job, 2);
 }
 
 TEST(EligibleQueue, PriorityBlockingRulesOutWorseJobs) {
