@@ -197,6 +197,10 @@ int serve(const cli::DaemonFlags& flags) {
   // system when freed; a fixed threshold stops glibc from raising it after the first free.
   ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
   ::mallopt(M_ARENA_MAX, 2);
+  // Free memory at the top of the heap is kept up to 4 MiB: with glibc's 128 KiB (fixed once the
+  // mmap threshold is set) every run's work gave the heap back (brk down, a TLB shootdown) and
+  // faulted it in again: 15-24 page faults per trivial run, 2 with this.
+  ::mallopt(M_TRIM_THRESHOLD, 4 << 20);
   // Containment (docs/containment.md) is chosen first: when the daemon's own cgroup holds the
   // runs, the daemon moves into its leaf, and the spawner forked next is born there too.
   auto cgroup_files = runner::make_real_cgroup_files();

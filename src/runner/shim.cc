@@ -36,52 +36,87 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-// Starts the job in its own process group with posix_spawn, which glibc implements with
-// CLONE_VM|CLONE_VFORK: no page tables are copied, so this costs far less than fork() in a
-// process that maps as many libraries as gpuq does. Returns the pid, or an errno.
-Result<pid_t> spawn_job(const RunSpec& spec, int log_fd) {
-  struct stat st{};
-  if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return fail(Code::kNotFound,
-                fmt::format("cannot enter the job's directory {}: it does not exist now", spec.cwd));
+// What posix_spawn needs to start the job, built before the shim is forked (see PreparedShim):
+// the job's argv and environment as C arrays, its file actions and attributes. Only the log's
+// two dup2s are added by the shim itself, once it has opened the log.
+class JobLaunch {
+ public:
+  explicit JobLaunch(const RunSpec& spec) {
+    for (const auto& [k, v] : spec.env) env_strings_.push_back(k + "=" + v);
+    for (auto& s : env_strings_) envp_.push_back(s.data());
+    envp_.push_back(nullptr);
+    for (const auto& a : spec.argv) argv_.push_back(const_cast<char*>(a.c_str()));
+    argv_.push_back(nullptr);
+    auto path = spec.env.find("PATH");
+    path_ = path != spec.env.end() ? path->second : "/usr/bin:/bin";
+    posix_spawn_file_actions_init(&actions_);
+    posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addchdir_np(&actions_, spec.cwd.c_str());
+    posix_spawnattr_init(&attr_);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr_, &none);
+    sigset_t defaults = ignored_signals();
+    posix_spawnattr_setsigdefault(&attr_, &defaults);
+    posix_spawnattr_setpgroup(&attr_, 0);
+    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                         POSIX_SPAWN_SETSIGDEF);
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
-  posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigfillset(&defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // posix_spawnp searches this process's PATH: make it the job's.
-  auto path = spec.env.find("PATH");
-  ::setenv("PATH", path != spec.env.end() ? path->second.c_str() : "/usr/bin:/bin", 1);
-  // And its umask the job's, not the daemon's 077: the shim's own files are opened already, and
-  // exit.json is written with an explicit 0600.
-  ::umask(spec.umask);
-  pid_t pid = 0;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return errno_error("cannot run " + spec.argv[0], rc);
-  return pid;
-}
+  ~JobLaunch() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  JobLaunch(const JobLaunch&) = delete;
+  JobLaunch& operator=(const JobLaunch&) = delete;
+
+  // Starts the job in its own process group with posix_spawn, which glibc implements with
+  // CLONE_VM|CLONE_VFORK: no page tables are copied, so this costs far less than fork() in a
+  // process that maps as much as gpuq does. Returns the pid, or an errno.
+  Result<pid_t> spawn(const RunSpec& spec, int log_fd) {
+    struct stat st{};
+    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return fail(Code::kNotFound,
+                  fmt::format("cannot enter the job's directory {}: it does not exist now", spec.cwd));
+    }
+    posix_spawn_file_actions_adddup2(&actions_, log_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions_, log_fd, 2);
+    // posix_spawnp searches this process's PATH: make it the job's.
+    ::setenv("PATH", path_.c_str(), 1);
+    // And its umask the job's, not the daemon's 077: the shim's own files are opened already, and
+    // exit.json is written with an explicit 0600.
+    ::umask(spec.umask);
+    pid_t pid = 0;
+    int rc = ::posix_spawnp(&pid, argv_[0], &actions_, &attr_, argv_.data(), envp_.data());
+    if (rc != 0) return errno_error("cannot run " + spec.argv[0], rc);
+    return pid;
+  }
+
+ private:
+  // The signals this process ignores, and SIGPIPE, which the shim ignores: an exec keeps only
+  // these dispositions (caught ones are reset by it), so resetting them gives the job every
+  // signal's default. Read once per process (64 sigaction calls): the spawner's dispositions
+  // do not change once it serves.
+  static sigset_t ignored_signals() {
+    static const sigset_t ignored = [] {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGPIPE);
+      for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction current{};
+        if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) sigaddset(&set, sig);
+      }
+      return set;
+    }();
+    return ignored;
+  }
+
+  std::vector<std::string> env_strings_;
+  std::vector<char*> envp_;
+  std::vector<char*> argv_;
+  std::string path_;
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+};
 
 // How often a running job's log is measured against its cap and its disk looked at.
 constexpr int kTickMs = 1000;
@@ -107,7 +142,8 @@ void write_exit_record_until_written(const std::string& run_dir, ExitRecord& rec
 
 class Shim {
  public:
-  Shim(std::string run_dir, RunSpec spec) : run_dir_(std::move(run_dir)), spec_(std::move(spec)) {}
+  Shim(std::string run_dir, RunSpec spec)
+      : run_dir_(std::move(run_dir)), log_path_(log_path(run_dir_)), spec_(std::move(spec)), launch_(spec_) {}
 
   int run(int go_fd) {
     sigset_t mask;
@@ -119,12 +155,12 @@ class Shim {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (!wait_for_go(go_fd)) return 0;
 
-    int log_fd = ::open(log_path(run_dir_).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));
-    auto cap = LogCap::open(log_path(run_dir_), spec_.max_log_bytes);
+    auto cap = LogCap::open(log_path_, spec_.max_log_bytes);
     if (cap) cap_.emplace(std::move(*cap));
     record_.started_at_ms = wall_now_ms();
-    auto spawned = spawn_job(spec_, log_fd);
+    auto spawned = launch_.spawn(spec_, log_fd);
     if (!spawned) {
       // The job never ran: say why in its log, as a shell would, and record exit status 127.
       std::string why = fmt::format("gpuq: {}\n", spawned.error().message);
@@ -245,7 +281,9 @@ class Shim {
   }
 
   std::string run_dir_;
+  std::string log_path_;
   RunSpec spec_;
+  JobLaunch launch_;
   ExitRecord record_;
   int signal_fd_ = -1;
   pid_t pgid_ = 0;
@@ -257,18 +295,38 @@ class Shim {
 
 }  // namespace
 
-int run_shim(const std::string& run_dir, int go_fd) {
+struct PreparedShim::State {
+  std::string run_dir;
+  std::optional<Shim> shim;  // empty when run.json could not be read: `error` says why
+  std::string error;
+};
+
+PreparedShim PreparedShim::prepare(const std::string& run_dir) {
+  auto state = std::make_unique<State>();
+  state->run_dir = run_dir;
   auto spec = read_run_spec(run_dir);
-  if (!spec) {
-    ExitRecord record;
-    record.error = spec.error().message;
-    record.exit_code = 127;
-    write_exit_record_until_written(run_dir, record);
-    return 1;
+  if (spec) {
+    state->shim.emplace(run_dir, std::move(*spec));
+  } else {
+    state->error = spec.error().message;
   }
-  Shim shim(run_dir, std::move(*spec));
-  return shim.run(go_fd);
+  return PreparedShim(std::move(state));
 }
+
+PreparedShim::PreparedShim(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PreparedShim::PreparedShim(PreparedShim&&) noexcept = default;
+PreparedShim::~PreparedShim() = default;
+
+int PreparedShim::run(int go_fd) {
+  if (state_->shim) return state_->shim->run(go_fd);
+  ExitRecord record;
+  record.error = state_->error;
+  record.exit_code = 127;
+  write_exit_record_until_written(state_->run_dir, record);
+  return 1;
+}
+
+int run_shim(const std::string& run_dir, int go_fd) { return PreparedShim::prepare(run_dir).run(go_fd); }
 
 int shim_main(int argc, char** argv) {
   if (argc != 3) {

@@ -9,9 +9,30 @@
 // daemon restarts. Single-threaded; owns its process.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace gpuq::runner {
+
+// One run's shim made ready before it is forked: run.json read, the job's argv, environment
+// and spawn attributes built. The spawner prepares it in its own process, where the pages this
+// touches are mapped already, and the forked child only runs it: a forked child pays a page
+// fault for every page it touches first (copy-on-write, or code not mapped in it yet), and on
+// this VM a fault costs 30-90 us, more than the shim's own work. Move-only; owns the prepared
+// state. A run.json that cannot be read is not an error here: run() reports it in exit.json.
+class PreparedShim {
+ public:
+  static PreparedShim prepare(const std::string& run_dir);
+  PreparedShim(PreparedShim&&) noexcept;
+  ~PreparedShim();
+  // Supervises the run (as run_shim does) and returns the shim's exit status.
+  int run(int go_fd);
+
+ private:
+  struct State;
+  explicit PreparedShim(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // Supervises one run; `go_fd` is the read end of the daemon's go pipe. Returns the exit status
 // for the shim process. The caller has made this process a session leader with no other fds.

@@ -144,6 +144,24 @@ TEST_F(ShimTest, WithoutReleaseNothingRuns) {
   EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_)));
 }
 
+// The shim resets only the dispositions an exec keeps (ignored ones) and its own SIGPIPE: a
+// signal ignored by whoever started the daemon (nohup's SIGHUP) must not stay ignored in the job.
+TEST_F(ShimTest, TheJobStartsWithNoSignalIgnored) {
+  struct sigaction ignore{}, before{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &before);  // inherited by the shim this test launches
+  auto shim = start({"grep", "SigIgn", "/proc/self/status"});
+  ::sigaction(SIGHUP, &before, nullptr);
+  ASSERT_TRUE(shim.release());
+  wait_exit(shim.pid());
+  auto line = *os::read_file(log_path(dir_));
+  ASSERT_EQ(line.rfind("SigIgn:\t", 0), 0u) << line;
+  // glibc's posix_spawn leaves its two internal signals (32, 33) ignored in every job, whatever
+  // the attributes ask: not ours to change. No other signal may be.
+  uint64_t ignored = std::stoull(line.substr(8), nullptr, 16);
+  EXPECT_EQ(ignored & ~((uint64_t{1} << 31) | (uint64_t{1} << 32)), 0u) << line;
+}
+
 TEST_F(ShimTest, AMissingProgramIsExit127WithAMessage) {
   auto shim = start({"no-such-program-gpuq"});
   ASSERT_TRUE(shim.release());

@@ -72,6 +72,8 @@ bool receive_with_fd(int socket, std::string& text, int& fd) {
     std::string run_dir;
     int go_fd = -1;
     if (!receive_with_fd(socket, run_dir, go_fd)) ::_exit(0);
+    // Prepared here, not in the child: see PreparedShim.
+    auto shim = PreparedShim::prepare(run_dir);
     pid_t child = ::fork();
     if (child == 0) {
       ::signal(SIGCHLD, SIG_DFL);
@@ -79,7 +81,7 @@ bool receive_with_fd(int socket, std::string& text, int& fd) {
       ::setsid();
       ::dup2(go_fd, 3);
       ::close_range(4, ~0U, 0);
-      ::_exit(run_shim(run_dir, 3));
+      ::_exit(shim.run(3));
     }
     if (go_fd >= 0) ::close(go_fd);
     int32_t answer = child > 0 ? child : -errno;
