@@ -79,7 +79,11 @@ TEST(BackfillQuality, TheBestWaitingJobStartsByItsReservation) {
     std::map<int64_t, int64_t> promised;
     int64_t backfilled_beside = 0;  // starts in passes where the best job waited
     sim::SimOptions options;
-    options.schedule = [&](const sched::Snapshot& s) {
+    options.schedule = [&](const sched::Snapshot& simulated) {
+      // The simulator asks for no wait reasons (they change no decision: BackfillRandom's
+      // DecisionsWithoutReasonsAreTheSame); this test reads the promises in them.
+      sched::Snapshot s = simulated;
+      s.reasons = true;
       sched::Decision d = sched::schedule(s);
       if (!d.waits.empty()) {
         const sched::WaitReason& head = d.waits.front().reason;
