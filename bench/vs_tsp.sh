@@ -4,7 +4,9 @@
 #   (b) submit-to-start through each CLI on an idle queue: from just before the submit command to
 #       the moment the job's first command runs (the job writes bash's $EPOCHREALTIME), p50, p99;
 #   (c) N trivial jobs (`true`) submitted from a shell loop, 2 at a time, until all finished;
-#   (d) M trivial jobs already queued, drained with 8 slots (gpuq: undrain; tsp: -S 8).
+#   (d) M trivial jobs already queued, drained with 8 slots (gpuq: undrain; tsp: -S 8). M is
+#       at most 950: each job queued in tsp is a client connected to its server, which waits on
+#       them with select() (1,024 descriptors); near 1,000 the next `tsp` blocks for good.
 # The two tools run alternately (a: round by round; b: sample by sample; c, d: run by run), with
 # the same number of slots (fake GPUs for gpuq, -S for tsp), each on its own home/socket under
 # one temporary directory, so neither sees the other's state or a warm queue of its own.
@@ -12,7 +14,7 @@
 # (lower is better), (b) p50 ratio (lower), (c) and (d) throughput ratio (higher).
 #
 # Usage: bench/vs_tsp.sh [GPUQ_BINARY] [--calls 100] [--samples 100] [--loop-jobs 300]
-#                        [--queued-jobs 1000] [--rounds 1] [--cgroup-root DIR] [--no-install]
+#                        [--queued-jobs 900] [--rounds 1] [--cgroup-root DIR] [--no-install]
 # --cgroup-root DIR: gpuq's runs are contained by cgroup v2 under a fresh child of DIR (its
 # `[cgroup] root`, docs/containment.md; DIR must be a writable cgroup v2 directory, e.g. one
 # made under /sys/fs/cgroup/unified by root); without it the daemon uses its default (here,
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 gpuq="$(cd "$(dirname "$0")/.." && pwd)/build/bin/gpuq"
-calls=100 samples=100 loop_jobs=300 queued_jobs=1000 rounds=1 install=1 cgroup_root=""
+calls=100 samples=100 loop_jobs=300 queued_jobs=900 rounds=1 install=1 cgroup_root=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --calls) calls="$2"; shift 2 ;;
@@ -33,11 +35,14 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift 2 ;;
     --cgroup-root) cgroup_root="$2"; shift 2 ;;
     --no-install) install=0; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "vs_tsp.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) gpuq="$(realpath "$1")"; shift ;;
   esac
 done
+if [ "$queued_jobs" -gt 950 ]; then
+  echo "vs_tsp.sh: --queued-jobs $queued_jobs: tsp cannot hold more than ~950 queued jobs (see --help)" >&2; exit 2
+fi
 [ -x "$gpuq" ] || { echo "vs_tsp.sh: no gpuq binary at $gpuq (build first: scripts/build.sh)" >&2; exit 2; }
 if [ -n "$cgroup_root" ] && [ ! -w "$cgroup_root/cgroup.procs" ]; then
   echo "vs_tsp.sh: $cgroup_root is not a writable cgroup v2 directory (see --help)" >&2; exit 2
@@ -73,6 +78,8 @@ stop_all() {
     while running "$daemon_pid"; do sleep 0.05; done
     daemon_pid=""
   fi
+  # (d)'s gate job reads a fifo: release it, or it outlives its server and this script.
+  if [ -p "$work/gate" ]; then timeout 2 bash -c "echo go >'$work/gate'" || true; rm -f "$work/gate"; fi
   tsp -K >/dev/null 2>&1 || true
   [ -z "$cgroup_root" ] || remove_cgroups "$cgroup_root/vs-tsp-$$"
 }
