@@ -252,20 +252,28 @@ struct QueuedCost {
   std::vector<double> bulk_release_ms;  // the held jobs released one by one
   double dependency_ms = 0;             // the gate cancelled: its waiting jobs are ready
   double undrain_ms = 0;                // the first pass that starts jobs
+  double undrain_starts_ms = 0;         // of it, starting them
 };
 
-std::pair<int64_t, double> last_pass(Daemon& d) {
+struct PassTime {
+  int64_t pass = 0;
+  double ms = 0, starts_ms = 0;  // the whole pass; of it, starting runs
+};
+PassTime last_pass(Daemon& d) {
   json health = d.call(gpuq::cli::Method::kGet, "/v1/health");
-  return {health.value("pass", int64_t{0}), health.value("last_pass_us", 0) / 1000.0};
+  return {health.value("pass", int64_t{0}), health.value("last_pass_us", 0) / 1000.0,
+          health.value("last_pass_starts_us", 0) / 1000.0};
 }
 
-// Does `change`, then waits for the pass after it and returns its time (ms).
-double pass_after(Daemon& d, const std::function<void()>& change) {
-  int64_t before = last_pass(d).first;
+// Does `change`, then waits for the pass after it and returns its time (ms); with `starts_ms`,
+// also the part of it spent starting runs.
+double pass_after(Daemon& d, const std::function<void()>& change, double* starts_ms = nullptr) {
+  int64_t before = last_pass(d).pass;
   change();
   while (true) {
-    auto [pass, ms] = last_pass(d);
-    if (pass > before) return ms;
+    PassTime t = last_pass(d);
+    if (starts_ms) *starts_ms = t.starts_ms;
+    if (t.pass > before) return t.ms;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
@@ -319,7 +327,8 @@ QueuedCost measure_queued(const std::string& binary, const std::string& dir, int
   if (bulk > 0) {
     cost.dependency_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/gate/cancel"); });
   }
-  cost.undrain_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/undrain"); });
+  cost.undrain_ms =
+      pass_after(d, [&] { d.call(Method::kPost, "/v1/undrain"); }, &cost.undrain_starts_ms);
   return cost;
 }
 
@@ -338,6 +347,7 @@ void print_queued(const QueuedCost& cost, int count, int bulk) {
     std::printf("%-44s %12d\n", "  jobs it makes ready", bulk);
   }
   std::printf("%-44s %12.2f\n", "pass after undrain (ms)", cost.undrain_ms);
+  std::printf("%-44s %12.2f\n", "  of which starting its runs (ms)", cost.undrain_starts_ms);
 }
 
 }  // namespace

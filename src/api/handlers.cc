@@ -213,6 +213,7 @@ Response Server::health() {
   nlohmann::json body = {{"ok", true},
                          {"now_ms", now},
                          {"last_pass_us", waits->pass_us},
+                         {"last_pass_starts_us", waits->starts_us},
                          {"pass", waits->pass},
                          {"last_look_us", context_.queue.last_look_us()},
                          {"active_jobs", waits->active_jobs},

@@ -168,7 +168,10 @@ struct WaitList {
   JobWaits not_ready;                // pending jobs that were not ready
   bool draining = false;
   std::vector<std::pair<std::string, std::vector<int64_t>>> lane_holders;  // lane → jobs
-  int64_t pass_us = 0;               // how long the pass took (readiness + scheduler)
+  int64_t pass_us = 0;               // how long the whole pass took: readiness, the
+                                     // scheduler, and starting what it decided
+  int64_t starts_us = 0;             // of pass_us: starting runs and applying preemptions
+                                     // (run files, spawner forks, the start commit)
   int64_t pass = 0;                  // its number since the daemon started: a pass numbered
                                      // after a change has decided on it
   size_t active_jobs = 0;

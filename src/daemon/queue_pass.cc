@@ -219,6 +219,7 @@ void Queue::run_pass() {
   buffers.waits = take_spare_waits();
   sched::Decision decision = sched::schedule_reusing(snapshot, std::move(buffers));
   if (store_ok) {
+    auto starts_began = std::chrono::steady_clock::now();
     std::vector<sched::Start> starts;
     for (const auto& start : decision.starts) {
       ActiveJob& job = active_.at(start.job_id);
@@ -233,6 +234,9 @@ void Queue::run_pass() {
     start_runs(starts);
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
+    published->starts_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - starts_began)
+                               .count();
   }
   ready_index_.return_queue(std::move(snapshot.queue));
   if (int64_t wake = ready_index_.next_wake_ms()) arm_wake(wake);

@@ -148,6 +148,11 @@ TEST_F(ApiCodes, HealthSaysThePassAndThatTheStoreTakesWrites) {
   EXPECT_TRUE(health["store_error"].is_null());
   ASSERT_TRUE(health["pass"].is_number_integer());
   EXPECT_GE(health["pass"].get<int64_t>(), 1);
+  // The part of the pass spent starting runs is within the whole pass.
+  ASSERT_TRUE(health["last_pass_us"].is_number_integer());
+  ASSERT_TRUE(health["last_pass_starts_us"].is_number_integer());
+  EXPECT_GE(health["last_pass_starts_us"].get<int64_t>(), 0);
+  EXPECT_LE(health["last_pass_starts_us"].get<int64_t>(), health["last_pass_us"].get<int64_t>());
 }
 
 }  // namespace
