@@ -7,7 +7,14 @@ build="${GPUQ_BUILD_DIR:-build}"
 # Warnings are errors here (and so in CI), also in a build directory first configured by hand,
 # where GPUQ_WERROR defaults to OFF.
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WERROR=ON >/dev/null
+  # ccache, where it is installed (and no launcher was chosen), so that rebuilds in a second
+  # clone or after a clean reuse what was compiled before.
+  launcher=()
+  if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WERROR=ON \
+    "${launcher[@]}" >/dev/null
 else
   cmake -S . -B "$build" -DGPUQ_WERROR=ON >/dev/null
 fi
