@@ -192,14 +192,19 @@ TEST(CgroupCleanup, PeakMemoryFallsBackToMaxUsageAndIsAbsentWithoutTheController
   EXPECT_EQ(b->usage.cpu_usec, 0);
 }
 
-TEST(CgroupCleanup, APopulatedGroupIsKilledAndConfirmedOnceEmpty) {
-  FakeCgroupFiles fs;
+// A run's cgroup /r holding `procs` (a pid a line) that a kill does not empty at once.
+void add_populated_run_group(FakeCgroupFiles& fs, const std::string& procs) {
   fs.add_group("/r");
   fs.files["/r/cgroup.kill"] = "";
-  fs.files["/r/cgroup.procs"] = "77\n78\n";
+  fs.files["/r/cgroup.procs"] = procs;
   fs.files["/r/cgroup.events"] = "populated 1\n";
-  fs.files["/proc/77/cmdline"] = std::string("sleep\0" "100\0", 10);
   fs.stuck = true;  // the kill takes a moment: still populated right after it
+}
+
+TEST(CgroupCleanup, APopulatedGroupIsKilledAndConfirmedOnceEmpty) {
+  FakeCgroupFiles fs;
+  add_populated_run_group(fs, "77\n78\n");
+  fs.files["/proc/77/cmdline"] = std::string("sleep\0" "100\0", 10);
   CgroupCleanup cleanup(fs, CleanupLimits{50, 1000, 5000});
   EXPECT_FALSE(cleanup.add(1, "/r", 0));
   EXPECT_EQ(fs.writes.back(), std::make_pair(std::string("/r/cgroup.kill"), std::string("1")));
@@ -216,11 +221,7 @@ TEST(CgroupCleanup, APopulatedGroupIsKilledAndConfirmedOnceEmpty) {
 
 TEST(CgroupCleanup, AGroupStillPopulatedAtTheLimitIsUnconfirmedNamingItsProcesses) {
   FakeCgroupFiles fs;
-  fs.add_group("/r");
-  fs.files["/r/cgroup.kill"] = "";
-  fs.files["/r/cgroup.procs"] = "90\n";
-  fs.files["/r/cgroup.events"] = "populated 1\n";
-  fs.stuck = true;
+  add_populated_run_group(fs, "90\n");
   CgroupCleanup cleanup(fs, CleanupLimits{50, 1000, 2500});
   EXPECT_FALSE(cleanup.add(1, "/r", 0));
   EXPECT_TRUE(cleanup.check(1000).empty());
