@@ -46,9 +46,12 @@ bool process_alive(int pid) {
 
 Harness::Harness(std::string gpus) : gpus_(std::move(gpus)) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  root_ = (fs::temp_directory_path() /
-           fmt::format("gpuq-it-{}-{}-{}", getpid(), info->test_suite_name(), info->name()))
-              .string();
+  // The pid keeps it unique; the test's name, cut short, says whose it is. Whole names made
+  // the daemon's socket path (root/home/gpuq.sock) longer than a unix socket allows (107
+  // bytes) under a TMPDIR longer than /tmp.
+  std::string name = fmt::format("{}-{}", info->test_suite_name(), info->name());
+  name.resize(std::min<size_t>(name.size(), 40));
+  root_ = (fs::temp_directory_path() / fmt::format("gpuq-it-{}-{}", getpid(), name)).string();
   fs::remove_all(root_);
   home_ = root_ + "/home";
   work_ = root_ + "/work";
