@@ -114,8 +114,9 @@ pct() { sort -n | awk -v p="$1" '{v[NR]=$1} END {i=int(NR*p/100+0.999); if (i<1)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 ms() { awk -v u="$1" 'BEGIN {printf "%.2f ms", u/1000}'; }
 
-# Submits one job through each CLI, printing its id.
-gpuq_submit() { "$gpuq" submit --gpus 1 -- "$@" | sed -n 's/^submitted job \([0-9]*\).*/\1/p'; }
+# Submits one job through each CLI, printing its id (and nothing else, as tsp does), so that each
+# side pays for its own process only: no pipe through sed for one of them.
+gpuq_submit() { "$gpuq" submit --id-only --gpus 1 -- "$@"; }
 tsp_submit() { tsp -N 1 "$@"; }
 # Waits until every job of the queue has finished.
 gpuq_wait_all() { "$gpuq" wait "$@" >/dev/null; }
@@ -162,12 +163,15 @@ part_b() {
 
 # (c) one run of each: from the first submit to the last job's end, into $elapsed. These run in
 # the main shell, not in $(...): a subshell's daemon_pid would be lost, and its daemon left.
+# Both loops run each submit as a plain command (no $(...) around it): gpuq's ids go to a file,
+# for `gpuq wait`, tsp's to /dev/null (its wait needs none).
 loop_gpuq() {
   start_queues 2
-  local s ids=() i
+  local s i ids="$work/ids"
+  : >"$ids"
   s=$(now_us)
-  for ((i = 0; i < loop_jobs; i++)); do ids+=("$(gpuq_submit true)"); done
-  gpuq_wait_all "${ids[@]}"
+  for ((i = 0; i < loop_jobs; i++)); do gpuq_submit true >>"$ids"; done
+  gpuq_wait_all $(<"$ids")
   elapsed=$(( $(now_us) - s ))
 }
 loop_tsp() {

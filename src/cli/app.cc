@@ -218,7 +218,10 @@ void define_commands(CLI::App& app, Parsed& p) {
     submit->add_flag("--clean-env", p.submit.clean_env,
                      "send only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR "
                      "and --env, not the whole environment (which the daemon stores with the job)");
-    submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
+    auto* json = submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
+    submit->add_flag("--id-only", p.submit.id_only,
+                     "print only the job's id, for scripts: id=$(gpuq submit --id-only ...)")
+        ->excludes(json);
     define_scheduling_flags(submit, p.submit);
     submit->add_option("script", p.submit.words,
                        "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");

@@ -250,6 +250,8 @@ Status take_plan_flags(SubmitOptions& options) {
       options.replace = true;
     } else if (word == "--json") {
       options.json = true;
+    } else if (word == "--id-only") {
+      options.id_only = true;
     } else if (word == "--clean-env") {
       options.clean_env = true;
     } else if (word == "--cwd" || word.starts_with("--cwd=")) {
@@ -263,7 +265,7 @@ Status take_plan_flags(SubmitOptions& options) {
     } else if (word.starts_with("-")) {
       return fail(Code::kInvalidArgument,
                   fmt::format("{} with a plan: a plan says that for each of its jobs; with {} "
-                              "only --replace, --json, --cwd, --env and --clean-env apply",
+                              "only --replace, --json, --id-only, --cwd, --env and --clean-env apply",
                               word, path));
     } else {
       return fail(Code::kInvalidArgument,
@@ -278,10 +280,13 @@ Status take_plan_flags(SubmitOptions& options) {
 Outcome<Json> load_plan_request(SubmitOptions& options, const Io& io) {
   const std::string path = options.words.front();
   if (auto st = take_plan_flags(options); !st) return cli_fail(kExitUsage, st.error().message);
+  if (options.json && options.id_only) {
+    return cli_fail(kExitUsage, "--json and --id-only: choose one");
+  }
   if (auto flags = flags_not_for_plans(options); !flags.empty()) {
     return cli_fail(kExitUsage,
                     fmt::format("{} with a plan: a plan says that for each of its jobs; with "
-                                "{} only --replace, --json, --cwd, --env and --clean-env apply",
+                                "{} only --replace, --json, --id-only, --cwd, --env and --clean-env apply",
                                 fmt::join(flags, ", "), path));
   }
   auto dir = working_directory(options.cwd, io.cwd);
@@ -377,7 +382,13 @@ int send_plan(Context& ctx, Json request, const SubmitOptions& options) {
   auto answer = parse_json(response->body);
   if (!answer) return ctx.report(answer.error());
   for (const auto& job : json_array(*answer, "jobs")) {
-    ctx.out() << json_string(job, "result", "submitted") << ' ' << job_label(job) << '\n';
+    if (options.id_only) {
+      auto id = json_int(job, "id");
+      if (!id) return ctx.report(kExitFailed, "the daemon's answer names a job without an id");
+      ctx.out() << *id << '\n';
+    } else {
+      ctx.out() << json_string(job, "result", "submitted") << ' ' << job_label(job) << '\n';
+    }
   }
   return kExitOk;
 }
@@ -399,7 +410,13 @@ int run_submit(Context& ctx, const SubmitOptions& options) {
   }
   auto job = parse_json(response->body);
   if (!job) return ctx.report(job.error());
-  ctx.out() << "submitted " << job_label(*job) << '\n';
+  if (options.id_only) {
+    auto id = json_int(*job, "id");
+    if (!id) return ctx.report(kExitFailed, "the daemon's answer has no job id");
+    ctx.out() << *id << '\n';
+  } else {
+    ctx.out() << "submitted " << job_label(*job) << '\n';
+  }
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@ struct SubmitOptions {
   std::vector<std::string> env;  // KEY=VALUE overrides
   bool clean_env = false;        // send only a minimal environment (cli/submit_env.h)
   bool json = false;
+  bool id_only = false;  // print only the job's id (a plan: each job's, one per line)
   std::vector<std::string> words;  // SCRIPT ARGS..., PLAN.json or, with command_mode, CMD ARGS...
   bool command_mode = false;       // the words came after `--`
 

@@ -90,6 +90,17 @@ TEST_F(Commands, SubmitJsonPrintsTheDaemonsJob) {
   EXPECT_EQ(out(), "{\"id\":8,\"name\":null}\n");
 }
 
+TEST_F(Commands, SubmitIdOnlyPrintsTheIdAlone) {
+  script({{"/v1/jobs", json_answer(201, R"({"id":12,"name":"eval","state":"pending"})")},
+          {"/v1/jobs", json_answer(201, R"({"name":"eval","state":"pending"})")}});
+  EXPECT_EQ(run({"submit", "--id-only", "--", "true"}), 0);
+  EXPECT_EQ(out(), "12\n");
+  EXPECT_EQ(run({"submit", "--id-only", "--", "true"}), kExitFailed);
+  EXPECT_EQ(err(), "gpuq: the daemon's answer has no job id\n");
+  EXPECT_NE(run({"submit", "--id-only", "--json", "--", "true"}), 0);
+  EXPECT_EQ(process_.daemon.requests.size(), 2u);  // the refused command line sent nothing
+}
+
 TEST_F(Commands, DaemonErrorsPrintTheirMessageAndExitOne) {
   script(
       {{"/v1/jobs",

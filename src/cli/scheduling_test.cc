@@ -178,6 +178,17 @@ TEST_F(Scheduling, SendPlanPrintsOneLinePerJob) {
   EXPECT_EQ(sent_body(), Json::parse(R"({"jobs":[{"name":"prep"}],"replace":true})"));
 }
 
+TEST_F(Scheduling, PlanIdOnlyPrintsEachJobsId) {
+  std::string plan = dir_.write("plan.json", R"({"jobs":[{"id":"prep","command":["true"]},)"
+                                             R"({"id":"eval","command":["true"]}]})");
+  script(
+      {{"/v1/plans", json_answer(200, R"({"jobs":[{"name":"prep","id":3,"result":"existing"},)"
+                                      R"({"name":"eval","id":9,"result":"created"}]})")}});
+  EXPECT_EQ(run({"submit", plan, "--id-only"}), 0) << err();
+  EXPECT_EQ(out(), "3\n9\n");
+  expect_usage_error({"submit", plan, "--id-only", "--json"}, "--json and --id-only: choose one");
+}
+
 TEST_F(Scheduling, SendPlanJsonAndRefusal) {
   std::string answer = R"({"jobs":[{"name":"a","id":1,"result":"created"}]})";
   script({{"/v1/plans", json_answer(200, answer)},
