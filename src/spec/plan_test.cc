@@ -1,5 +1,6 @@
 #include "spec/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -402,6 +403,33 @@ TEST(JsonLines, MemoryGrowsWithTheTextNotWithKeyLengthTimesValues) {
   EXPECT_EQ(lines.line(JsonLines::child(JsonLines::child("", key), 99'999)), 2);
   EXPECT_EQ(lines.line("/a~1b~0/x"), 3);
   EXPECT_EQ(lines.line("/a~1b~0/missing/0"), 3);
+}
+
+// A repeated key keeps its first value's line, and nothing inside the repeated value is
+// looked up; an array's element tokens are plain decimal indexes.
+TEST(JsonLines, RepeatedKeysKeepTheirFirstLineAndIndexesAreDecimal) {
+  const std::string text =
+      "{\"a\": {\"x\": 1},\n"
+      " \"a\": {\"y\": 2},\n"
+      " \"list\": [0,\n 1]}\n";
+  JsonLines lines(text);
+  EXPECT_EQ(lines.line("/a"), 1);
+  EXPECT_EQ(lines.line("/a/x"), 1);
+  EXPECT_EQ(lines.line("/a/y"), 1);  // the nearest ancestor: the first "a"
+  EXPECT_EQ(lines.line("/list/1"), 4);
+  EXPECT_EQ(lines.line("/list/01"), 3);
+  EXPECT_EQ(lines.line("/list/-1"), 3);
+  EXPECT_EQ(lines.line("/list/2"), 3);
+}
+
+// An object of many keys is searched, not scanned: each of 20,000 keys is found on its line.
+TEST(JsonLines, FindsEachKeyOfALargeObject) {
+  std::string text = "{";
+  for (int i = 0; i < 20'000; ++i) text += fmt::format("{}\"k{}\": {}", i ? ",\n" : "", i, i);
+  text += "}";
+  JsonLines lines(text);
+  for (int i = 0; i < 20'000; i += 997) EXPECT_EQ(lines.line(fmt::format("/k{}", i)), i + 1);
+  EXPECT_EQ(lines.line("/k20000"), 1);
 }
 
 TEST(JsonLines, FindsTheLineOfEachValue) {
