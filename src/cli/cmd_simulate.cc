@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "base/heap.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "spec/plan.h"
@@ -92,6 +93,8 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   auto config = simulation_config(ctx, options);
   if (!config) return ctx.report(config.error());
   sim::SimMachine machine = machine_of(*options.gpus, *config);
+  // A large plan or trace becomes many small objects at once (base/heap.h).
+  prepare_heap_for_file(options.trace.empty() ? options.plan : options.trace);
   if (!options.trace.empty()) {
     auto jobs = sim::read_trace_csv(options.trace);
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/heap.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -293,6 +294,7 @@ Outcome<Json> load_plan_request(SubmitOptions& options, const Io& io) {
   if (!dir) return tl::unexpected(dir.error());
   auto env = build_env(io.environ, options);
   if (!env) return tl::unexpected(env.error());
+  prepare_heap_for_file(path);  // a large plan becomes many small objects at once
   auto plan = spec::load_plan(path, spec::PlanContext{*dir, *env});
   if (!plan) return cli_fail(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) *io.err << warning.text() << '\n';
