@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "base/listen_address.h"
 #include "base/paths.h"
@@ -45,6 +46,10 @@ struct Parsed {
   // The one command with options defined: the line's command word, "" for all (issue 13: all
   // of them were most of what `gpuq status` cost before it talked to the daemon).
   std::string only_command;
+  // Whether every command must at least be listed: a help was asked for (`gpuq --help`,
+  // `gpuq -h status`), or no command word was given. Otherwise the other commands are not even
+  // created (each is a CLI::App with its own --help: some 100 KiB of heap and its page faults).
+  bool lists_all = true;
 };
 
 // The help of --json on the commands that act on several jobs or GPUs.
@@ -58,6 +63,7 @@ bool defines(const Parsed& p, const std::string& name) {
 // then it is only listed in `gpuq --help` and known as a command.
 CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
                       const std::string& description) {
+  if (!defines(p, name) && !p.lists_all) return nullptr;
   CLI::App* sub = app.add_subcommand(name, description);
   if (!defines(p, name)) return nullptr;
   sub->add_option("--home", p.home, "the daemon's state directory")->type_name("DIR");
@@ -398,7 +404,7 @@ void define_commands(CLI::App& app, Parsed& p) {
   }
 
   define_service_command(app, p);
-  define_fleet_command(app, p.fleet, defines(p, "fleet"));
+  if (defines(p, "fleet") || p.lists_all) define_fleet_command(app, p.fleet, defines(p, "fleet"));
 }
 
 // Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
@@ -518,6 +524,13 @@ std::string command_word(const std::vector<std::string>& args) {
   return "";
 }
 
+// Whether a help is asked for anywhere on the line (after `--` it is the job's, but listing
+// every command then costs only time).
+bool asks_for_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a == "-h" || a == "--help"; });
+}
+
 // The command word when it names no command (CLI11 would only say one is required).
 std::string unknown_command(const CLI::App& app, const std::string& word) {
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -532,6 +545,7 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
   CLI::App app("gpuq: a GPU job queue. Every command talks to the daemon of --home.", "gpuq");
   Parsed parsed;
   parsed.only_command = command_word(args);
+  parsed.lists_all = parsed.only_command.empty() || asks_for_help(args);
   define_commands(app, parsed);
   if (!hooks.version.empty()) app.set_version_flag("--version", hooks.version, "print the version");
   if (args.empty()) {  // a bare `gpuq`: show what it can do
