@@ -141,6 +141,7 @@ class PlanChecker {
     }
     if (jobs.empty() && listed) warning(path_, 1, "the plan has no jobs");
     out_.specs.reserve(jobs.size());  // JobSpec's move may throw: growing would copy them
+    out_.jobs.reserve(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i) build_job(jobs[i], JsonLines::child(jobs_pointer, i));
     check_dependencies();
     check_cycles();
