@@ -6,6 +6,7 @@
 
 #include "model/limits.h"
 #include "model/spec_json.h"
+#include "spec/sweep.h"
 
 namespace gpuq::api {
 namespace {
@@ -118,6 +119,77 @@ Result<JobSpec> decode_submit(std::string_view body) {
   auto parsed = parse_json_body(body);
   if (!parsed) return tl::unexpected(parsed.error());
   return spec_from_json(*parsed);
+}
+
+Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(std::string_view text,
+                                                                size_t max_elements) {
+  constexpr size_t kMaxSweepText = 4096;  // keeps every message that quotes it short
+  constexpr size_t kMaxParams = 32;
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object() || (!body->contains("array") && !body->contains("grid"))) {
+    return std::optional<daemon::SweepRequest>();
+  }
+  if (body->contains("array") && body->contains("grid")) {
+    return invalid("give \"array\" or \"grid\", not both (a grid is an array of parameters)");
+  }
+  auto sweep_field = [&](const std::string& field) -> Result<spec::Sweep> {
+    auto fail_in = [&](const Error& e) { return invalid(fmt::format("field '{}': {}", field, e.message)); };
+    const json& value = (*body)[field];
+    if (field == "array") {
+      if (!value.is_string() || value.get_ref<const std::string&>().size() > kMaxSweepText) {
+        return invalid("field 'array' must be a string such as \"0-99\", \"0-99:2%4\" or \"1,4,9\"");
+      }
+      auto sweep = spec::parse_array(value.get<std::string>(), max_elements);
+      if (!sweep) return fail_in(sweep.error());
+      return sweep;
+    }
+    if (!value.is_array() || value.empty() || value.size() > kMaxParams) {
+      return invalid(fmt::format("field 'grid' must be a list of 1 to {} parameters such as "
+                                 "[\"lr=1e-4,3e-4\", \"seed=0..4\"]",
+                                 kMaxParams));
+    }
+    std::vector<spec::SweepParam> params;
+    for (const json& entry : value) {
+      if (!entry.is_string() || entry.get_ref<const std::string&>().size() > kMaxSweepText) {
+        return invalid("field 'grid': each parameter is a string NAME=VALUES, as \"seed=0..4\"");
+      }
+      auto param = spec::parse_grid_param(entry.get<std::string>(), max_elements);
+      if (!param) return fail_in(param.error());
+      params.push_back(std::move(*param));
+    }
+    auto sweep = spec::make_grid(std::move(params), 0, max_elements);
+    if (!sweep) return fail_in(sweep.error());
+    return sweep;
+  };
+  std::string field = body->contains("array") ? "array" : "grid";
+  auto sweep = sweep_field(field);
+  if (!sweep) return tl::unexpected(sweep.error());
+  if (body->contains("max_running")) {
+    auto cap = json_int64((*body)["max_running"]);
+    if (!cap || *cap < 1 || *cap > 1'000'000) {
+      return invalid("field 'max_running' must be a whole number from 1 (elements run at once)");
+    }
+    if (sweep->max_running != 0 && sweep->max_running != *cap) {
+      return invalid(fmt::format("the array says %{} and 'max_running' {}; give one", sweep->max_running, *cap));
+    }
+    sweep->max_running = static_cast<int>(*cap);
+  }
+  daemon::SweepRequest request;
+  request.sweep = std::move(*sweep);
+  // Stored in one form, so that "0-9%3" and "0-9" with "max_running": 3 are the same array.
+  json sweep_json = {{field, (*body)[field]}};
+  if (field == "array") {
+    const std::string& given = (*body)[field].get_ref<const std::string&>();
+    sweep_json[field] = given.substr(0, given.rfind('%'));
+  }
+  if (request.sweep.max_running > 0) sweep_json["max_running"] = request.sweep.max_running;
+  request.sweep_json = sweep_json.dump();
+  for (const char* key : {"array", "grid", "max_running"}) body->erase(key);
+  auto spec = spec_from_json(*body);
+  if (!spec) return tl::unexpected(spec.error());
+  request.base = std::move(*spec);
+  return std::optional<daemon::SweepRequest>(std::move(request));
 }
 
 Result<MoveBody> decode_move(std::string_view text) {

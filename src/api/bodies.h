@@ -26,6 +26,12 @@ Result<nlohmann::json> parse_json_body(std::string_view body);
 // POST /v1/jobs: a submit request (spec_from_json's rules).
 Result<JobSpec> decode_submit(std::string_view body);
 
+// POST /v1/jobs with "array" ("0-99%4") or "grid" (["lr=1e-4,3e-4", "seed=0..4"]) and an
+// optional "max_running" (docs/sweeps.md): the sweep, refused over `max_elements` elements,
+// and every other field as for one job (the elements' base). nullopt for a body with neither.
+Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(std::string_view body,
+                                                                size_t max_elements);
+
 // POST /v1/jobs/{ref}/move: exactly one of {"before": ref}, {"after": ref}, {"top": true},
 // {"bottom": true}, {"priority": P}.
 struct MoveBody {

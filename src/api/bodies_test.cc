@@ -80,6 +80,53 @@ TEST(DecodeSubmit, NamesTheFieldOfEachError) {
   EXPECT_REFUSED(decode_submit("[1]"), "a job must be a JSON object");
 }
 
+TEST(DecodeSweepSubmit, AnArrayOrAGridAndTheRestAsOneJob) {
+  auto none = decode_sweep_submit(R"({"argv":["x"],"cwd":"/tmp"})", 10'000);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_FALSE(*none) << "a body with neither is a plain submit";
+
+  auto array = decode_sweep_submit(R"({"argv":["x","{i}"],"cwd":"/tmp","name":"a","array":"0-9%3"})", 10'000);
+  ASSERT_TRUE(array && *array) << (array ? "nullopt" : array.error().message);
+  EXPECT_EQ((*array)->sweep.size(), 10u);
+  EXPECT_EQ((*array)->sweep.max_running, 3);
+  EXPECT_EQ((*array)->sweep_json, R"({"array":"0-9","max_running":3})");
+  auto same = decode_sweep_submit(R"({"argv":["x"],"cwd":"/tmp","array":"0-9","max_running":3})", 10'000);
+  ASSERT_TRUE(same && *same);
+  EXPECT_EQ((*same)->sweep_json, (*array)->sweep_json) << "one array, however the cap is written";
+  EXPECT_EQ((*array)->base.name, "a");
+  EXPECT_EQ((*array)->base.argv, (std::vector<std::string>{"x", "{i}"}));
+
+  auto grid = decode_sweep_submit(
+      R"({"argv":["x"],"cwd":"/tmp","grid":["lr=1,2","seed=0..2"],"max_running":2})", 10'000);
+  ASSERT_TRUE(grid && *grid);
+  EXPECT_EQ((*grid)->sweep.size(), 6u);
+  EXPECT_EQ((*grid)->sweep.max_running, 2);
+  EXPECT_EQ((*grid)->sweep_json, R"({"grid":["lr=1,2","seed=0..2"],"max_running":2})");
+}
+
+TEST(DecodeSweepSubmit, EachRefusalNamesTheField) {
+  struct Case { const char* body; const char* message; };
+  for (Case c : {Case{R"({"argv":["x"],"array":"9-0"})", "field 'array': --array range '9-0' ends before it starts"},
+                 Case{R"({"argv":["x"],"array":7})", "field 'array' must be a string"},
+                 Case{R"({"argv":["x"],"array":"1","grid":["a=1"]})", "not both"},
+                 Case{R"({"argv":["x"],"grid":[]})", "field 'grid' must be a list of 1 to 32"},
+                 Case{R"({"argv":["x"],"grid":[3]})", "each parameter is a string"},
+                 Case{R"({"argv":["x"],"grid":["a=1","a=2"]})", "field 'grid': --grid a is given twice"},
+                 Case{R"({"argv":["x"],"array":"0-9%2","max_running":3})", "the array says %2 and 'max_running' 3"},
+                 Case{R"({"argv":["x"],"array":"0-9","max_running":0})", "field 'max_running'"},
+                 Case{R"({"argv":["x"],"array":"0-99"})", "the array has 100 elements, more than [sweeps] max_elements (50)"},
+                 Case{R"({"argv":["x"],"array":"0-9","gpu":1})", "unknown field 'gpu'"}}) {
+    auto decoded = decode_sweep_submit(c.body, 50);
+    ASSERT_FALSE(decoded) << c.body;
+    EXPECT_NE(decoded.error().message.find(c.message), std::string::npos)
+        << c.body << " -> " << decoded.error().message;
+  }
+  std::string long_array = R"({"argv":["x"],"array":")" + std::string(5000, '1') + "\"}";
+  auto clipped = decode_sweep_submit(long_array, 50);
+  ASSERT_FALSE(clipped);
+  EXPECT_LT(clipped.error().message.size(), 200u) << "no message quotes a long body";
+}
+
 TEST(DecodeMove, EachForm) {
   auto before = decode_move(R"({"before":"train"})");
   ASSERT_TRUE(before) << before.error().message;

@@ -406,6 +406,9 @@ Response Server::fleet() {
 }
 
 awaitable<Response> Server::submit(const Request& request, std::string user) {
+  auto sweep = decode_sweep_submit(request.body(), context_.max_sweep_elements);
+  if (!sweep) co_return error_response(sweep.error());
+  if (*sweep) co_return co_await submit_sweep(std::move(**sweep), std::move(user));
   auto spec = decode_submit(request.body());
   if (!spec) co_return error_response(spec.error());
   spec->user = std::move(user);  // who sent it, never the body's say
@@ -421,6 +424,26 @@ awaitable<Response> Server::submit(const Request& request, std::string user) {
   if (!submitted) co_return error_response(submitted.error());
   co_return json_response(submitted->existing ? http::status::ok : http::status::created,
                           job_to_json(submitted->job));
+}
+
+awaitable<Response> Server::submit_sweep(daemon::SweepRequest sweep, std::string user) {
+  sweep.base.user = std::move(user);
+  std::vector<DirToCheck> cwd(1);
+  cwd[0].path = sweep.base.cwd;
+  auto dir = co_await dirs_.check(std::move(cwd), kDirCheckDeadline);
+  if (!dir) co_return error_response(dir.error());
+  daemon::Queue* queue = &context_.queue;
+  auto shared = std::make_shared<daemon::SweepRequest>(std::move(sweep));
+  auto work = [queue, shared] { return queue->submit_sweep(std::move(*shared)); };
+  auto submitted = co_await on_actor<Result<daemon::SweepSubmitted>>(context_.actor_ioc, work);
+  if (!submitted) co_return error_response(submitted.error());
+  const JobArray& array = submitted->array;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (size_t k = 0; k < submitted->element_ids.size(); ++k) {
+    jobs.push_back({{"id", submitted->element_ids[k]}, {"name", submitted->element_names[k]}});
+  }
+  nlohmann::json body = {{"array", array_to_json(array)}, {"jobs", std::move(jobs)}};
+  co_return json_response(submitted->existing ? http::status::ok : http::status::created, body);
 }
 
 awaitable<Response> Server::release_gpu(const std::string& gpu, const Request& request) {

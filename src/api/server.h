@@ -49,6 +49,8 @@ struct ServerContext {
   // How runs are contained (runner/cgroup.h), for GET /v1/health and /v1/gpus:
   // {"kind": "cgroup"|"marker", "root": dir or null, "reason": why}. Null: not told.
   nlohmann::json containment = nullptr;
+  // The most elements a sweep may have ([sweeps] max_elements, docs/sweeps.md).
+  size_t max_sweep_elements = spec::kDefaultMaxSweepElements;
 };
 
 // The listener's limits that tests may lower; the defaults are model/limits.h's.
@@ -124,6 +126,7 @@ class Server {
   boost::asio::awaitable<Response> answer(const Request& request, std::string user);
 
   boost::asio::awaitable<Response> submit(const Request& request, std::string user);
+  boost::asio::awaitable<Response> submit_sweep(daemon::SweepRequest sweep, std::string user);
   boost::asio::awaitable<Response> cancel(const std::string& ref);
   boost::asio::awaitable<Response> control(const std::string& ref, const std::string& verb,
                                            const Request& request);

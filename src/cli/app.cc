@@ -125,6 +125,16 @@ void define_scheduling_flags(CLI::App* submit, SubmitOptions& o) {
        "DUR");
   submit->add_flag("--replace", o.replace,
                    "with a plan: replace pending jobs whose spec changed");
+  submit->add_option("--array", o.array,
+                     "queue an array: elements NAME[i] for indexes 0-99, 0-99:STEP, 1,4,9; %MAX "
+                     "caps how many run at once; {i} in arguments is the index (docs/sweeps.md)")
+      ->type_name("INDEXES");
+  list("--grid", o.grid,
+       "queue a grid: one parameter NAME=V1,V2 or NAME=A..B (repeatable; the elements are the "
+       "product); {NAME} in arguments is its value",
+       "NAME=VALUES");
+  submit->add_option("--max-running", o.max_running, "with --array or --grid: at most N elements run at once")
+      ->type_name("N");
 }
 
 // `gpuq service install|uninstall`: the daemon as a systemd unit. `--home` is the one of

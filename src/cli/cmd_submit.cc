@@ -17,6 +17,7 @@
 #include "spec/headers.h"
 #include "spec/plan.h"
 #include "spec/script.h"
+#include "spec/sweep.h"
 
 namespace gpuq::cli {
 namespace {
@@ -96,6 +97,25 @@ Status check_flags(const SubmitOptions& options) {
   if (auto st = check_duration("--requires-warn", options.requires_warn); !st) return st;
   if (auto st = check_duration("--quiet", options.quiet); !st) return st;
   if (auto st = check_duration("--warn-after", options.warn_after); !st) return st;
+  if (options.array && !options.grid.empty()) {
+    return bad("--array and --grid: give one (a grid's elements are numbered as an array's)");
+  }
+  if (options.array) {
+    if (auto sweep = spec::parse_array(*options.array); !sweep) return bad(sweep.error().message);
+  }
+  if (!options.grid.empty()) {
+    std::vector<spec::SweepParam> params;
+    for (const auto& text : options.grid) {
+      auto param = spec::parse_grid_param(text);
+      if (!param) return bad(param.error().message);
+      params.push_back(std::move(*param));
+    }
+    if (auto sweep = spec::make_grid(std::move(params)); !sweep) return bad(sweep.error().message);
+  }
+  if (options.max_running && (*options.max_running < 1 || (!options.array && options.grid.empty()))) {
+    return bad(*options.max_running < 1 ? "--max-running must be 1 or more"
+                                        : "--max-running caps an array or a grid: give --array or --grid");
+  }
   if (options.preempt) {
     if (auto mode = parse_preempt_mode(*options.preempt); !mode) {
       return bad(fmt::format("--preempt: {}", mode.error().message));
@@ -229,6 +249,9 @@ std::vector<std::string> flags_not_for_plans(const SubmitOptions& o) {
   add(o.requires_warn.has_value(), "--requires-warn");
   add(o.quiet.has_value(), "--quiet");
   add(o.warn_after.has_value(), "--warn-after");
+  add(o.array.has_value(), "--array");
+  add(!o.grid.empty(), "--grid");
+  add(o.max_running.has_value(), "--max-running");
   return given;
 }
 
@@ -363,6 +386,9 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   request["env"] = Json(*env);
   request[options.command_mode ? "argv" : "script"] = std::move(what);
   for (auto& [key, value] : header.items()) request[key] = std::move(value);
+  if (options.array) request["array"] = *options.array;
+  if (!options.grid.empty()) request["grid"] = options.grid;
+  if (options.max_running) request["max_running"] = *options.max_running;
   if (auto st = apply_scheduling_flags(options, now_ms, request); !st) {
     return cli_fail(kExitUsage, st.error().message);
   }
@@ -371,6 +397,30 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   }
   return request;
 }
+
+namespace {
+
+// A queued sweep: its elements' ids with --id-only, else one line for the array.
+int print_sweep(Context& ctx, const Json& answer, const SubmitOptions& options) {
+  const Json& jobs = json_array(answer, "jobs");
+  if (options.id_only) {
+    for (const auto& job : jobs) {
+      auto id = json_int(job, "id");
+      if (!id) return ctx.report(kExitFailed, "the daemon's answer names a job without an id");
+      ctx.out() << *id << '\n';
+    }
+    return kExitOk;
+  }
+  const Json& array = answer["array"];
+  auto first = jobs.empty() ? std::nullopt : json_int(jobs.front(), "id");
+  auto last = jobs.empty() ? std::nullopt : json_int(jobs.back(), "id");
+  ctx.out() << fmt::format("submitted array {} ({}, {} element{}{})\n", json_int(array, "id").value_or(0),
+                           json_string(array, "name"), jobs.size(), jobs.size() == 1 ? "" : "s",
+                           first && last ? fmt::format(": jobs {}-{}", *first, *last) : "");
+  return kExitOk;
+}
+
+}  // namespace
 
 bool is_plan_submit(const SubmitOptions& options) {
   return !options.command_mode && !options.words.empty() && options.words.front().ends_with(".json");
@@ -412,6 +462,8 @@ int run_submit(Context& ctx, const SubmitOptions& options) {
   }
   auto job = parse_json(response->body);
   if (!job) return ctx.report(job.error());
+  // A sweep's answer is {"array": {...}, "jobs": [...]}; a job's own "array" is an id or null.
+  if (job->contains("jobs") && (*job)["array"].is_object()) return print_sweep(ctx, *job, options);
   if (options.id_only) {
     auto id = json_int(*job, "id");
     if (!id) return ctx.report(kExitFailed, "the daemon's answer has no job id");

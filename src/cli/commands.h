@@ -51,6 +51,10 @@ struct SubmitOptions {
   std::optional<std::string> quiet;
   std::optional<std::string> warn_after;
   bool replace = false;                    // plans only: replace changed pending jobs
+  // Sweeps (docs/sweeps.md): an array's indexes, or a grid's parameters, and a cap.
+  std::optional<std::string> array;        // "0-99:2%4", "1,4,9"
+  std::vector<std::string> grid;           // "lr=1e-4,3e-4", "seed=0..4"
+  std::optional<int> max_running;
 };
 // The submit request of docs/api.md, or a usage error (exit 2) saying what is wrong.
 // `environ` holds "KEY=VALUE" strings; `cwd` is the absolute current directory; `now_ms` (the

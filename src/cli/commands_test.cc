@@ -91,7 +91,7 @@ TEST_F(Commands, SubmitJsonPrintsTheDaemonsJob) {
 }
 
 TEST_F(Commands, SubmitIdOnlyPrintsTheIdAlone) {
-  script({{"/v1/jobs", json_answer(201, R"({"id":12,"name":"eval","state":"pending"})")},
+  script({{"/v1/jobs", json_answer(201, R"({"id":12,"name":"eval","state":"pending","array":null})")},
           {"/v1/jobs", json_answer(201, R"({"name":"eval","state":"pending"})")}});
   EXPECT_EQ(run({"submit", "--id-only", "--", "true"}), 0);
   EXPECT_EQ(out(), "12\n");

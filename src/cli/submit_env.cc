@@ -32,7 +32,7 @@ Result<std::map<std::string, std::string>> job_environment(const std::vector<std
     std::string key = entry.substr(0, eq);
     // Variables gpuq sets itself for every run (docs/jobs.md): a submitted value would be a
     // lie. Other GPUQ_* settings (GPUQ_HOME) pass through, so a job can drive its own daemon.
-    if (is_run_variable(key) || is_session_variable(key)) continue;
+    if (is_run_variable(key) || is_element_variable(key) || is_session_variable(key)) continue;
     if (clean && !is_clean_variable(key)) continue;
     env[key] = entry.substr(eq + 1);
   }

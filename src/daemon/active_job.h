@@ -27,7 +27,8 @@ struct ActiveJob {
   int priority = 0;
   int64_t queue_order = 0;
   int gpus = 0;
-  std::vector<int> lanes;          // indices into the daemon's lane table
+  std::vector<int> lanes;          // indices into the daemon's lane table (an array's cap too)
+  int64_t array_id = 0;            // the array it is an element of; 0 for a job alone
   int64_t gpu_mem_mib = 0;
   bool share = false;
   int64_t estimate_ms = 0;

@@ -49,6 +49,7 @@
 #include "gpu/probe.h"
 #include "model/job.h"
 #include "sched/scheduler.h"
+#include "spec/sweep.h"
 #include "store/store.h"
 
 namespace gpuq::daemon {
@@ -101,6 +102,23 @@ struct PlanRequest {
   std::vector<JobSpec> jobs;  // each has a name
   std::vector<PlanReservation> reservations;
   bool replace = false;
+};
+
+// A job array or parameter grid to queue as one unit (docs/sweeps.md): `base` is what every
+// element runs (its name is the array's; "" names it array-ID), `sweep` its elements and
+// `sweep_json` the sweep as the request gave it, kept with the array and compared when the same
+// array is submitted again.
+struct SweepRequest {
+  JobSpec base;
+  spec::Sweep sweep;
+  std::string sweep_json;
+};
+
+struct SweepSubmitted {
+  JobArray array;
+  std::vector<int64_t> element_ids;  // in the sweep's order
+  std::vector<std::string> element_names;  // likewise
+  bool existing = false;             // the same array was queued already: nothing was added
 };
 
 struct PlanOutcome {
@@ -196,6 +214,7 @@ class Queue {
 
   Result<Submitted> submit(JobSpec spec);
   Result<PlanOutcome> submit_plan(PlanRequest plan);
+  Result<SweepSubmitted> submit_sweep(SweepRequest request);
   Result<Cancelled> cancel(int64_t job_id);
   Result<Job> hold(int64_t job_id);
   Result<Job> release(int64_t job_id);
@@ -380,6 +399,20 @@ private:
   void hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   void free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   std::vector<int> lanes_of(const JobSpec& spec) const;
+  // Job arrays (queue_sweep.cc). An array with a cap (%MAX) holds a lane of its own, after
+  // config.toml's lanes, while any of its elements is tracked: the scheduler then keeps its
+  // running elements within the cap as it does any lane's units.
+  struct ArrayLane {
+    int64_t array_id = 0;  // 0: free
+    std::string name;
+    int capacity = 0;
+    int tracked = 0;       // its elements in active_
+  };
+  // The lane of the array's cap, taken when its first element is tracked; nullopt for an
+  // array without a cap. Refused when every lane the scheduler can count is in use.
+  Result<std::optional<int>> array_lane(int64_t array_id);
+  void untrack_array_element(int64_t array_id);
+  std::vector<ArrayLane> array_lanes_;
   RetryPolicy retry_policy() const;
 
   // Cleanup after every run (queue_cleanup.cc).

@@ -84,6 +84,13 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     lane.excludes = config_.lanes[i].excludes;
     snapshot.lanes.push_back(std::move(lane));
   }
+  for (size_t k = 0; k < array_lanes_.size(); ++k) {  // the caps of arrays (queue_sweep.cc)
+    sched::Lane lane;
+    lane.name = array_lanes_[k].name;
+    lane.capacity = std::max(1, array_lanes_[k].capacity);
+    lane.used = lane_used_[config_.lanes.size() + k];
+    snapshot.lanes.push_back(std::move(lane));
+  }
   for (const auto& [id, live] : running_) {
     auto it = active_.find(id);
     if (it == active_.end() || live.settling || live.ended) continue;

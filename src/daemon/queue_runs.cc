@@ -118,6 +118,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   context.job_id = job_id;
   context.job_dir = options_.layout.job_dir(job_id);
   context.resume = p.resume;
+  context.array_id = p.job.array_id;
   for (int slot : slots) {
     const Resource& r = inventory_.resources[slot];
     context.held.push_back(&r);

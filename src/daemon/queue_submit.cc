@@ -128,6 +128,12 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.queue_order = job.queue_order;
   a.gpus = spec.gpus;
   a.lanes = lanes_of(spec);
+  a.array_id = job.array_id;
+  if (job.array_id != 0) {
+    auto lane = array_lane(job.array_id);
+    if (!lane) return tl::unexpected(lane.error());
+    if (*lane) a.lanes.push_back(**lane);
+  }
   a.gpu_mem_mib = spec.gpu_mem_mib;
   if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty()) {
     if (auto learned = learned_gpu_mem(spec.name)) {
@@ -171,12 +177,18 @@ Status Queue::make_job_dir(const Job& job) {
 
 void Queue::track(ActiveJob job) {
   int64_t id = job.id;
+  if (job.array_id != 0 && !active_.count(id)) {
+    for (auto& lane : array_lanes_) lane.tracked += lane.array_id == job.array_id;
+  }
   ready_index_.add(job);
   active_[id] = std::move(job);
   finished_.erase(id);
 }
 
 void Queue::untrack(int64_t job_id) {
+  if (auto it = active_.find(job_id); it != active_.end() && it->second.array_id != 0) {
+    untrack_array_element(it->second.array_id);
+  }
   active_.erase(job_id);
   ready_index_.remove(job_id);
   condition_texts_.erase(job_id);

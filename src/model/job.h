@@ -172,7 +172,20 @@ struct Job {
   int64_t retry_at_ms = 0;         // a retry waits until then
   int retry_base = 0;              // runs up to this number do not count against `retries`
   int64_t conditions_false_since_ms = 0;  // pending: its REQUIRES/file conditions false since
+  int64_t array_id = 0;            // the array (JobArray) it is an element of; 0 for a job alone
   std::vector<Run> runs;
+};
+
+// A job array or parameter grid submitted as one unit (docs/sweeps.md): its elements are
+// ordinary jobs named NAME[3] or NAME[lr=3e-4,seed=2] whose Job::array_id is this id.
+struct JobArray {
+  int64_t id = 0;
+  std::string name;           // unique among arrays, and no job has it as its name
+  std::string sweep;          // the sweep as submitted (JSON text: {"array": "0-9%2"}, ...)
+  int max_running = 0;        // at most this many elements run at once; 0: no cap
+  int size = 0;               // how many elements it has
+  int64_t submitted_at_ms = 0;
+  bool operator==(const JobArray&) const = default;
 };
 
 // A GPU (with a device index) or the exclusive stand-in lane `gpu0` on a machine without one.

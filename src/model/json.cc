@@ -92,6 +92,7 @@ nlohmann::json job_to_json(const Job& job) {
       {"reason", job.reason},
       {"submitted_at", time_or_null(job.submitted_at_ms)},
       {"submitted_at_ms", job.submitted_at_ms},
+      {"array", job.array_id ? nlohmann::json(job.array_id) : nlohmann::json(nullptr)},
       {"finished_at", time_or_null(job.finished_at_ms)},
       {"command", command_line(job.spec)},
       {"cwd", job.spec.cwd},
@@ -113,6 +114,18 @@ nlohmann::json job_to_json(const Job& job) {
                                                           : nlohmann::json(nullptr)},
       {"quiet_ms", job.spec.quiet_ms >= 0 ? nlohmann::json(job.spec.quiet_ms) : nlohmann::json(nullptr)},
       {"warn_after_ms", job.spec.warn_after_ms ? nlohmann::json(job.spec.warn_after_ms) : nlohmann::json(nullptr)},
+  };
+}
+
+nlohmann::json array_to_json(const JobArray& array) {
+  nlohmann::json sweep = nlohmann::json::parse(array.sweep, nullptr, false);
+  return {
+      {"id", array.id},
+      {"name", array.name},
+      {"size", array.size},
+      {"max_running", array.max_running > 0 ? nlohmann::json(array.max_running) : nlohmann::json()},
+      {"sweep", sweep.is_discarded() ? nlohmann::json(array.sweep) : sweep},
+      {"submitted_at", time_or_null(array.submitted_at_ms)},
   };
 }
 

@@ -17,10 +17,16 @@ namespace gpuq {
 nlohmann::json run_to_json(const Run& run);
 
 // {"id","name","user","state","priority","gpus_requested","reason","submitted_at","finished_at",
-//  "command","cwd","runs":[...],...,"preempt","restart_within_ms"}; `name` is null when the
+//  "array","command","cwd","runs":[...],...,"preempt","restart_within_ms"}; `array` is the id of
+//  the array the job is an element of, null for a job alone; `name` is null when the
 //  job has none, `user` for jobs of daemons older than it; `preempt` is "never", "yield" or
 //  "restart"; `restart_within_ms` is null when unset. The API may add fields it alone knows,
 //  such as "gpu_mem_learned".
 nlohmann::json job_to_json(const Job& job);
+
+// {"id","name","size","max_running","sweep","submitted_at"} (docs/sweeps.md): `sweep` is what
+// was submitted ({"array": "0-9%2"} or {"grid": [...], "max_running": N}); `max_running` is
+// null when the array has no cap.
+nlohmann::json array_to_json(const JobArray& array);
 
 }  // namespace gpuq

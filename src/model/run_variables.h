@@ -10,16 +10,24 @@
 
 namespace gpuq {
 
-inline constexpr std::array<std::string_view, 11> kRunVariables = {
+inline constexpr std::array<std::string_view, 12> kRunVariables = {
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPUQ_JOB_ID",    "GPUQ_JOB_NAME",
     "GPUQ_RUN_NUMBER",      "GPUQ_JOB_DIR",      "GPUQ_RUN_DIR",   "GPUQ_RESUME",
-    "GPUQ_YIELD_FILE",      "GPUQ_GPUS",         "GPUQ_RUN_ID"};
+    "GPUQ_YIELD_FILE",      "GPUQ_GPUS",         "GPUQ_RUN_ID",    "GPUQ_ARRAY_ID"};
 
 inline bool is_run_variable(std::string_view name) {
   for (std::string_view v : kRunVariables) {
     if (v == name) return true;
   }
   return false;
+}
+
+// The variables of an element of an array or grid (docs/sweeps.md): GPUQ_ARRAY_INDEX and
+// GPUQ_PARAM_<NAME>. The daemon sets them in each element's environment when it queues the
+// array; the CLI does not copy them from the submitter's shell (a job submitted from inside an
+// element is not an element).
+inline bool is_element_variable(std::string_view name) {
+  return name == "GPUQ_ARRAY_INDEX" || name.starts_with("GPUQ_PARAM_");
 }
 
 }  // namespace gpuq

@@ -329,7 +329,16 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   }
   JobSpec spec;
   GPUQ_TRY(r.string("name", spec.name));
-  if (spec.name.find_first_of(" /\t\n:,") != std::string::npos ||
+  // An element of an array or grid is BASE[...] (docs/sweeps.md): its brackets may hold the
+  // ',' and '=' of NAME[lr=3e-4,seed=2]; the base follows the rule of every name.
+  std::string_view base = spec.name, suffix;
+  if (size_t open = spec.name.find('['); open != std::string::npos && spec.name.back() == ']') {
+    base = std::string_view(spec.name).substr(0, open);
+    suffix = std::string_view(spec.name).substr(open + 1, spec.name.size() - open - 2);
+  }
+  bool bad_suffix = spec.name.find('[') != std::string::npos &&
+                    (suffix.empty() || suffix.find_first_of(" /\t\n:[]") != std::string_view::npos);
+  if (base.find_first_of(" /\t\n:,]") != std::string_view::npos || bad_suffix ||
       (!spec.name.empty() && spec.name.find_first_not_of("0123456789") == std::string::npos)) {
     return r.error(fmt::format("bad job name '{}': use letters, digits, '-', '_' or '.', not only "
                                "digits (numbers are job ids)",

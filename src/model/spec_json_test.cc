@@ -27,6 +27,22 @@ TEST(SpecJson, ParsesAScript) {
   EXPECT_EQ(spec->script_args, (std::vector<std::string>{"a"}));
 }
 
+// Element names (docs/sweeps.md) hold ',' and '=' inside their brackets; the base of a name,
+// and what is inside the brackets otherwise, keep the rule of every name.
+TEST(SpecJson, ElementNamesMayHoldCommasInTheirBrackets) {
+  for (const char* good : {"grid[lr=3e-4,seed=2]", "shards[7]", "a.b-c_d[x=1]"}) {
+    auto spec = spec_from_json(json{{"argv", {"x"}}, {"name", good}});
+    ASSERT_TRUE(spec) << good << ": " << spec.error().message;
+    EXPECT_EQ(spec->name, good);
+  }
+  for (const char* bad : {"a,b", "a,b[1]", "x[]", "x[a/b]", "x[a:b]", "x[1]]", "x[[1]", "x[1", "x]",
+                          "x[a b]"}) {
+    auto spec = spec_from_json(json{{"argv", {"x"}}, {"name", bad}});
+    ASSERT_FALSE(spec) << bad;
+    EXPECT_NE(spec.error().message.find("bad job name"), std::string::npos) << bad;
+  }
+}
+
 TEST(SpecJson, RefusesWhatItDoesNotUnderstand) {
   struct Case { const char* body; const char* message; };
   for (Case c : {Case{R"({"argv":["x"],"gpu":1})", "unknown field 'gpu'"},

@@ -40,6 +40,7 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
   env["GPUQ_RESUME"] = std::string(c.resume ? "1" : "0");
   env["GPUQ_YIELD_FILE"] = c.run_dir + "/yield";
   env["GPUQ_RUN_ID"] = c.run_id;
+  if (c.array_id != 0) env["GPUQ_ARRAY_ID"] = std::to_string(c.array_id);
   return env;
 }
 

@@ -20,6 +20,7 @@ struct RunContext {
   std::string run_id;                   // the cleanup marker, unique per run
   std::vector<const Resource*> held;    // resources the run holds
   bool resume = false;                  // a later run of a preempted job
+  int64_t array_id = 0;                 // the job's array (GPUQ_ARRAY_ID); 0 for a job alone
 };
 
 // The job's submitted environment plus the run variables.

@@ -94,7 +94,7 @@ size_t Sweep::size() const {
 }
 
 std::string SweepElement::suffix() const {
-  if (params.empty()) return fmt::format("[{}]", index);
+  if (params.empty() || !named_by_values) return fmt::format("[{}]", index);
   std::string out = "[";
   for (size_t k = 0; k < params.size(); ++k) {
     if (k > 0) out += ',';
@@ -252,12 +252,17 @@ std::vector<SweepElement> sweep_elements(const Sweep& sweep) {
   std::vector<SweepElement> out;
   out.reserve(sweep.size());
   if (!sweep.is_grid()) {
-    for (int64_t index : sweep.indexes) out.push_back(SweepElement{index, {}});
+    for (int64_t index : sweep.indexes) out.push_back(SweepElement{index, {}, true});
     return out;
   }
+  bool by_values = std::none_of(sweep.params.begin(), sweep.params.end(), [](const SweepParam& p) {
+    return std::any_of(p.values.begin(), p.values.end(), [](const std::string& v) {
+      return v.find_first_of(" /\t\n:") != std::string::npos;
+    });
+  });
   std::vector<size_t> at(sweep.params.size(), 0);  // an odometer over the parameters' values
   for (size_t n = 0; n < sweep.size(); ++n) {
-    SweepElement element{static_cast<int64_t>(n), {}};
+    SweepElement element{static_cast<int64_t>(n), {}, by_values};
     for (size_t k = 0; k < at.size(); ++k) {
       element.params.emplace_back(sweep.params[k].name, sweep.params[k].values[at[k]]);
     }

@@ -43,6 +43,9 @@ struct Sweep {
 struct SweepElement {
   int64_t index = 0;
   std::vector<std::pair<std::string, std::string>> params;
+  // Whether its name shows its values: false for every element of a grid with a value that a
+  // job name cannot hold (a space, '/' or ':', as in a path): those are named by index.
+  bool named_by_values = true;
   // What follows the sweep's name in the element's name: "[3]", or "[lr=3e-4,seed=2]".
   std::string suffix() const;
   bool operator==(const SweepElement&) const = default;
@@ -67,7 +70,7 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running = 0,
 Result<int> parse_max_running(std::string_view text);
 
 // Every element of the sweep, in order (indexes as given; a grid's product, last parameter
-// fastest).
+// fastest). A grid with a value a job name cannot hold names every element by its index.
 std::vector<SweepElement> sweep_elements(const Sweep& sweep);
 
 // `arg` with `{i}` replaced by the element's index and `{NAME}` by its value of parameter NAME;

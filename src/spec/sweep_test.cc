@@ -143,9 +143,20 @@ TEST(SweepGrid, TooManyElementsIsRefusedWithTheCount) {
 TEST(SweepElements, ArrayElementsAreTheirIndexes) {
   auto elements = sweep_elements(*parse_array("3,5-7"));
   ASSERT_EQ(elements.size(), 4u);
-  EXPECT_EQ(elements[0], (SweepElement{3, {}}));
+  EXPECT_EQ(elements[0], (SweepElement{3, {}, true}));
   EXPECT_EQ(elements[3].index, 7);
   EXPECT_EQ(elements[3].suffix(), "[7]");
+}
+
+TEST(SweepElements, AGridWithAValueANameCannotHoldIsNamedByIndex) {
+  auto data = parse_grid_param("data=/data/a,/data/b");
+  auto seed = parse_grid_param("seed=0..1");
+  ASSERT_TRUE(data && seed);
+  auto elements = sweep_elements(*make_grid({*data, *seed}));
+  ASSERT_EQ(elements.size(), 4u);
+  EXPECT_EQ(elements[2].suffix(), "[2]");
+  EXPECT_EQ(elements[2].params[0].second, "/data/b") << "its values are all still there";
+  EXPECT_EQ(substitute_element("--data {data}", elements[2]), "--data /data/b");
 }
 
 TEST(SweepElements, SubstitutionReplacesOnlyWhatTheElementNames) {

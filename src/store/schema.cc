@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 10> kMigrations = {
+constexpr std::array<const char*, 11> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -203,6 +203,26 @@ CREATE INDEX jobs_pending_order ON jobs(priority, queue_order, id) WHERE state =
     R"sql(
 ALTER TABLE runs ADD COLUMN cpu_usec INTEGER CHECK (cpu_usec IS NULL OR cpu_usec >= 0);
 ALTER TABLE runs ADD COLUMN peak_memory_bytes INTEGER CHECK (peak_memory_bytes IS NULL OR peak_memory_bytes >= 0);
+)sql",
+    // 11: job arrays and grids (docs/sweeps.md): an array is submitted as one unit and its
+    // elements are ordinary jobs that name it in jobs.array_id (NULL for a job alone).
+    // - arrays: AUTOINCREMENT for the reason of migration 8 (a pruned array's id never names
+    //   a new one); deleted with its last element (store_prune.cc), so the reference holds.
+    // - jobs.array_id by ALTER TABLE: migration 8's rebuild copies the columns of version 6
+    //   only, and runs before this one.
+    // - jobs_by_array: an array's elements (and "is any element left?" when pruning) are one
+    //   range of it; partial, as most jobs are alone.
+    R"sql(
+CREATE TABLE arrays (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL UNIQUE,
+  sweep TEXT NOT NULL,
+  max_running INTEGER NOT NULL DEFAULT 0 CHECK (max_running >= 0),
+  size INTEGER NOT NULL CHECK (size >= 1),
+  submitted_at INTEGER NOT NULL
+);
+ALTER TABLE jobs ADD COLUMN array_id INTEGER REFERENCES arrays(id);
+CREATE INDEX jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;
 )sql",
 };
 

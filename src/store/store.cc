@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count, retry_at, retry_base, conditions_false_since, user";
+    "lost_count, retry_at, retry_base, conditions_false_since, user, array_id";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
@@ -40,6 +40,7 @@ Result<Job> job_from_row(const Statement& row) {
   job.retry_base = static_cast<int>(row.int64(12));
   job.conditions_false_since_ms = row.int64(13);
   job.spec.user = row.text(14);
+  job.array_id = row.is_null(15) ? 0 : row.int64(15);
   return job;
 }
 
@@ -115,11 +116,12 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_on
 Status Store::transaction(const std::function<Status()>& fn) { return in_transaction(*db_, fn); }
 
 // finished_at is written when the job has one: a history imported as it was (the daemon
-// inserts pending or held jobs only).
+// inserts pending or held jobs only). array_id 0 (a job alone) is written as NULL; an id that
+// names no array is refused by the foreign key: insert_array() first, in the same transaction.
 Result<int64_t> Store::insert_job(const Job& job) {
   auto stmt = db_->prepare(
       "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
-      "lost_count, finished_at, user) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "lost_count, finished_at, user, array_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   if (job.spec.name.empty()) {
     stmt->bind_null(1);
@@ -135,7 +137,8 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(8, job.submitted_at_ms)
       .bind(9, job.lost_count)
       .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt)
-      .bind(11, job.spec.user);
+      .bind(11, job.spec.user)
+      .bind(12, job.array_id ? std::optional<int64_t>(job.array_id) : std::nullopt);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }

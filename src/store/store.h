@@ -130,7 +130,8 @@ class Store {
   Result<PruneSelection> select_prunable(int64_t cutoff_ms, const std::unordered_set<int64_t>& keep,
                                          size_t limit);
   // Deletes these jobs and every row that refers to them: runs (and their samples), events,
-  // the watchers' open episodes. Run directories are the caller's. Inside the caller's transaction().
+  // the watchers' open episodes; and the arrays left without an element. Run directories are
+  // the caller's. Inside the caller's transaction().
   Status prune_jobs(const std::vector<int64_t>& ids);
   // The newest event of these jobs (0 when they have none): pruning them must wait while a hook
   // has not delivered it.
@@ -199,6 +200,19 @@ class Store {
   // Virtual-machine steps of this store's queries so far (Database::vm_steps), for tests
   // that check a read's cost does not grow with history.
   int64_t vm_steps() const { return db_->vm_steps(); }
+
+  // --- job arrays (store_arrays.cc) ---
+  // Records an array (its id is ignored) and returns its new id; a name another array has is
+  // refused (UNIQUE). Inside transaction(), before its elements' insert_job().
+  Result<int64_t> insert_array(const JobArray& array);
+  Result<std::optional<JobArray>> find_array(int64_t id);
+  Result<std::optional<JobArray>> find_array_by_name(const std::string& name);
+  // The ids of the array's elements (jobs whose array_id is `array_id`), by id.
+  Result<std::vector<int64_t>> array_elements(int64_t array_id);
+  // Arrays with an element pending, held, running or blocked, by id (read at daemon start).
+  Result<std::vector<JobArray>> active_arrays();
+  // The id the next insert_array gives (ids are never reused); for the one writer only.
+  Result<int64_t> next_array_id();
 
   // --- watchers (store_watch.cc): open episodes survive a restart ---
   struct Episode {

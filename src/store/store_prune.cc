@@ -1,6 +1,7 @@
 // Retention: choosing and deleting finished jobs older than `[retention] keep`, with every row
-// that refers to them, and old job-less events. The queue actor calls these in batches, one
-// transaction each, so a prune never holds the store for long.
+// that refers to them and the arrays left without an element, and old job-less events. The
+// queue actor calls these in batches, one transaction each, so a prune never holds the store
+// for long.
 // Lists of ids travel as one JSON array bound to one parameter (json_each), so each step is
 // one statement whatever the batch size.
 #include <fmt/format.h>
@@ -107,6 +108,20 @@ Status Store::prune_jobs(const std::vector<int64_t>& ids) {
                             "confirmed can",
                             refused->int64(0), refused->text(1)));
   }
+  // The arrays these jobs are elements of, read before the jobs go: those left without an
+  // element go after them (jobs.array_id refers to arrays, so not before).
+  auto arrays = db_->prepare(
+      "SELECT DISTINCT array_id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND "
+      "array_id IS NOT NULL");
+  if (!arrays) return tl::unexpected(arrays.error());
+  arrays->bind(1, list);
+  std::vector<int64_t> array_ids;
+  while (true) {
+    auto array_row = arrays->step();
+    if (!array_row) return tl::unexpected(array_row.error());
+    if (!*array_row) break;
+    array_ids.push_back(arrays->int64(0));
+  }
   // Tallies first, so /metrics' all-time counters keep what is deleted next.
   const char* steps[] = {
       "INSERT INTO pruned_counts(family, key, count) SELECT 'event', kind, COUNT(*) FROM events "
@@ -128,7 +143,12 @@ Status Store::prune_jobs(const std::vector<int64_t>& ids) {
   for (const char* sql : steps) {
     if (auto st = run_with_ids(*db_, sql, list); !st) return st;
   }
-  return ok();
+  if (array_ids.empty()) return ok();
+  // An array goes with its last element; "any element left?" is one probe of jobs_by_array.
+  return run_with_ids(*db_,
+                      "DELETE FROM arrays WHERE id IN (SELECT value FROM json_each(?1)) AND "
+                      "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.array_id = arrays.id)",
+                      json_ids(array_ids));
 }
 
 Result<int64_t> Store::prune_events(int64_t cutoff_ms, int64_t max_seq) {

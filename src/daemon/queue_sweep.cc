@@ -1,0 +1,183 @@
+// The Queue's job arrays and grids (docs/sweeps.md): one request queues every element, checked
+// once and written in one transaction, and an array with a cap holds a lane of its own so that
+// the scheduler never runs more of its elements at once.
+#include <fmt/format.h>
+
+#include "daemon/queue.h"
+#include "sched/bits.h"
+
+namespace gpuq::daemon {
+namespace {
+
+// Every element's spec: the base named NAME[...], its arguments substituted and its variables
+// (GPUQ_ARRAY_INDEX, GPUQ_PARAM_*) set. GPUQ_ARRAY_ID comes with each run (runner/run_env.h).
+std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
+                                   const spec::Sweep& sweep) {
+  std::vector<JobSpec> specs;
+  specs.reserve(sweep.size());
+  for (const auto& element : spec::sweep_elements(sweep)) {
+    JobSpec s = base;
+    s.name = name + element.suffix();
+    for (auto& arg : s.argv) arg = spec::substitute_element(arg, element);
+    for (auto& arg : s.script_args) arg = spec::substitute_element(arg, element);
+    for (auto& [key, value] : spec::element_variables(element)) s.env[key] = value;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+}  // namespace
+
+Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
+  if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
+  JobSpec& base = request.base;
+  const spec::Sweep& sweep = request.sweep;
+  if (sweep.size() == 0) return fail(Code::kInvalidArgument, "an array needs at least one element");
+  if (base.name.find_first_of("[]") != std::string::npos) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("array name '{}': an array's name cannot hold [ or ] (its elements are "
+                            "NAME[3], NAME[lr=3e-4])",
+                            base.name));
+  }
+  // The elements differ only in name, arguments and variables: checked once, as their base.
+  if (auto st = check_and_resolve(base, nullptr); !st) return tl::unexpected(st.error());
+  std::string name = base.name;
+  if (name.empty()) {
+    auto next = store_.next_array_id();
+    if (!next) return tl::unexpected(next.error());
+    name = fmt::format("array-{}", *next);
+  }
+  std::vector<JobSpec> specs = element_specs(base, name, sweep);
+  std::vector<std::string> names;
+  names.reserve(specs.size());
+  for (const JobSpec& s : specs) names.push_back(s.name);
+
+  auto existing = store_.find_array_by_name(name);
+  if (!existing) return tl::unexpected(existing.error());
+  if (*existing) {
+    const JobArray& array = **existing;
+    auto ids = store_.array_elements(array.id);
+    if (!ids) return tl::unexpected(ids.error());
+    std::optional<Job> first;
+    if (!ids->empty()) {
+      auto job = store_.find_job(ids->front(), false);
+      if (!job) return tl::unexpected(job.error());
+      first = std::move(*job);
+    }
+    if (array.sweep == request.sweep_json && first && same_work(first->spec, specs.front())) {
+      return SweepSubmitted{array, std::move(*ids), std::move(names), true};
+    }
+    return fail(Code::kConflict,
+                fmt::format("an array named '{}' already exists (array {}, {} elements) with a "
+                            "different sweep or spec; choose another name",
+                            name, array.id, array.size));
+  }
+  auto job_named = store_.find_job_by_name(name, false);
+  if (!job_named) return tl::unexpected(job_named.error());
+  if (*job_named) {
+    return fail(Code::kConflict, fmt::format("a job named '{}' exists (job {}); an array needs a "
+                                             "name that no job has",
+                                             name, (*job_named)->id));
+  }
+  for (const JobSpec& s : specs) {
+    auto taken = store_.find_job_by_name(s.name, false);
+    if (!taken) return tl::unexpected(taken.error());
+    if (*taken) {
+      return fail(Code::kConflict, fmt::format("a job named '{}' exists (job {}); choose another "
+                                               "name for the array",
+                                               s.name, (*taken)->id));
+    }
+  }
+  if (sweep.max_running > 0) {
+    bool free = std::any_of(array_lanes_.begin(), array_lanes_.end(),
+                            [](const ArrayLane& l) { return l.array_id == 0; });
+    if (!free && config_.lanes.size() + array_lanes_.size() >= sched::kMaxLanes) {
+      return fail(Code::kUnavailable,
+                  fmt::format("{} arrays with a cap (%MAX) are unfinished, as many as the "
+                              "scheduler can count beside config.toml's lanes; submit this one "
+                              "without a cap, or when one of them has finished",
+                              array_lanes_.size()));
+    }
+  }
+
+  JobArray array{0, name, request.sweep_json, sweep.max_running, static_cast<int>(sweep.size()),
+                 world_.now_ms()};
+  std::vector<Job> inserted;
+  inserted.reserve(specs.size());
+  int64_t order_before = next_order_;
+  auto committed = commit([&]() -> Status {
+    auto id = store_.insert_array(array);
+    if (!id) return tl::unexpected(id.error());
+    array.id = *id;
+    for (JobSpec& s : specs) {
+      Job job;
+      job.spec = std::move(s);
+      job.array_id = array.id;
+      job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
+      job.submitted_at_ms = array.submitted_at_ms;
+      next_order_ += kOrderStep;
+      job.queue_order = next_order_;
+      auto job_id = store_.insert_job(job);
+      if (!job_id) return tl::unexpected(job_id.error());
+      job.id = *job_id;
+      if (auto st = make_job_dir(job); !st) return st;
+      nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority},
+                             {"name", job.spec.name}, {"array", array.id}};
+      if (job.spec.hold) data["held"] = true;
+      if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
+      inserted.push_back(std::move(job));
+    }
+    nlohmann::json data = {{"array", array.id}, {"name", array.name}, {"size", array.size}};
+    if (array.max_running > 0) data["max_running"] = array.max_running;
+    return add_event("array.submitted", std::nullopt, std::nullopt, data);
+  });
+  if (!committed) {
+    next_order_ = order_before;
+    return tl::unexpected(unavailable(committed.error()));
+  }
+  SweepSubmitted out{array, {}, std::move(names), false};
+  out.element_ids.reserve(inserted.size());
+  for (const Job& job : inserted) {
+    out.element_ids.push_back(job.id);
+    auto active = make_active(job.id, job);
+    if (active) track(std::move(*active));
+  }
+  request_pass();
+  return out;
+}
+
+Result<std::optional<int>> Queue::array_lane(int64_t array_id) {
+  for (size_t k = 0; k < array_lanes_.size(); ++k) {
+    if (array_lanes_[k].array_id == array_id) return static_cast<int>(config_.lanes.size() + k);
+  }
+  auto array = store_.find_array(array_id);
+  if (!array) return tl::unexpected(array.error());
+  if (!*array || (*array)->max_running <= 0) return std::optional<int>();
+  ArrayLane lane{array_id, fmt::format("{}%{}", (*array)->name, (*array)->max_running),
+                 (*array)->max_running, 0};
+  // A free lane whose units are all back (a run in cleanup may still hold one).
+  for (size_t k = 0; k < array_lanes_.size(); ++k) {
+    if (array_lanes_[k].array_id == 0 && lane_used_[config_.lanes.size() + k] == 0) {
+      array_lanes_[k] = std::move(lane);
+      return static_cast<int>(config_.lanes.size() + k);
+    }
+  }
+  if (config_.lanes.size() + array_lanes_.size() >= sched::kMaxLanes) {
+    return fail(Code::kUnavailable,
+                fmt::format("array '{}' needs a lane for its cap, and all {} the scheduler can "
+                            "count are in use",
+                            (*array)->name, sched::kMaxLanes));
+  }
+  array_lanes_.push_back(std::move(lane));
+  lane_used_.resize(config_.lanes.size() + array_lanes_.size(), 0);
+  return static_cast<int>(lane_used_.size() - 1);
+}
+
+void Queue::untrack_array_element(int64_t array_id) {
+  for (auto& lane : array_lanes_) {
+    if (lane.array_id != array_id) continue;
+    if (--lane.tracked <= 0) lane = ArrayLane{};  // every element finished: the lane is free
+  }
+}
+
+}  // namespace gpuq::daemon

@@ -1,0 +1,99 @@
+// Sweeps end to end (docs/sweeps.md): `gpuq submit --array/--grid` through the CLI, the API and
+// a real daemon on fake GPUs, with real processes: what each element runs and sees, the cap on
+// running elements (read from the event log, not from timing), idempotent submits, refusals.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "harness.h"
+
+namespace gpuq::testing {
+namespace {
+
+// The most elements running at once, replayed from the event log's starts and ends.
+int most_running_at_once(const std::vector<nlohmann::json>& events) {
+  int running = 0, most = 0;
+  for (const auto& e : events) {
+    std::string kind = e.value("kind", "");
+    if (kind == "job.started") most = std::max(most, ++running);
+    if (kind == "job.succeeded" || kind == "job.failed") --running;
+  }
+  return most;
+}
+
+TEST(Sweeps, AnArrayCappedAtTwoRunsEveryElementWithItsIndexNeverMoreThanTwoAtOnce) {
+  Harness h("fake:4");
+  h.start();
+  auto submitted = h.gpuq({"submit", "--array", "0-5%2", "--name", "shards", "--gpus", "1", "--",
+                           "sh", "-c", "echo index $GPUQ_ARRAY_INDEX arg {i} array $GPUQ_ARRAY_ID"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  EXPECT_EQ(submitted.out, "submitted array 1 (shards, 6 elements: jobs 1-6)\n");
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) names.push_back("shards[" + std::to_string(i) + "]");
+  std::vector<std::string> wait = {"wait", "--timeout", "60s"};
+  wait.insert(wait.end(), names.begin(), names.end());
+  auto waited = h.gpuq(wait);
+  ASSERT_EQ(waited.status, 0) << waited.err;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(h.gpuq({"logs", names[i]}).out, fmt::format("index {} arg {} array 1\n", i, i));
+  }
+  EXPECT_EQ(most_running_at_once(h.events()), 2);
+  nlohmann::json job = h.gpuq_json({"show", "shards[4]", "--json"});
+  EXPECT_EQ(job["name"], "shards[4]");
+  EXPECT_EQ(job["array"], 1);
+
+  // The same array again is the one queued; --id-only lists its elements.
+  auto again = h.gpuq({"submit", "--id-only", "--array", "0-5%2", "--name", "shards", "--gpus", "1",
+                       "--", "sh", "-c", "echo index $GPUQ_ARRAY_INDEX arg {i} array $GPUQ_ARRAY_ID"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out, "1\n2\n3\n4\n5\n6\n");
+  auto changed = h.gpuq({"submit", "--array", "0-6%2", "--name", "shards", "--", "true"});
+  EXPECT_EQ(changed.status, 1);
+  EXPECT_NE(changed.err.find("an array named 'shards' already exists"), std::string::npos)
+      << changed.err;
+}
+
+TEST(Sweeps, AGridsElementsAreNamedByAndSeeTheirParameters) {
+  Harness h("fake:2");
+  h.start();
+  auto submitted = h.gpuq({"submit", "--grid", "lr=1e-4,3e-4", "--grid", "seed=0..2", "--name",
+                           "g", "--json", "--", "sh", "-c",
+                           "echo lr {lr} $GPUQ_PARAM_LR seed {seed} $GPUQ_PARAM_SEED"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  nlohmann::json answer = nlohmann::json::parse(submitted.out);
+  EXPECT_EQ(answer["array"]["name"], "g");
+  EXPECT_EQ(answer["array"]["size"], 6);
+  EXPECT_EQ(answer["array"]["sweep"], (nlohmann::json{{"grid", {"lr=1e-4,3e-4", "seed=0..2"}}}));
+  ASSERT_EQ(answer["jobs"].size(), 6u);
+  EXPECT_EQ(answer["jobs"][4]["name"], "g[lr=3e-4,seed=1]");
+  ASSERT_EQ(h.gpuq({"wait", "--timeout", "60s", "g[lr=3e-4,seed=1]", "g[lr=1e-4,seed=2]"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", "g[lr=3e-4,seed=1]"}).out, "lr 3e-4 3e-4 seed 1 1\n");
+  EXPECT_EQ(h.gpuq({"logs", "g[lr=1e-4,seed=2]"}).out, "lr 1e-4 1e-4 seed 2 2\n");
+}
+
+TEST(Sweeps, BadSweepsAreUsageErrorsAndQueueNothing) {
+  Harness h("fake:2");
+  h.start();
+  std::map<std::vector<std::string>, std::string> cases = {
+      {{"--array", "9-0"}, "--array range '9-0' ends before it starts; write 0-9"},
+      {{"--array", "0-9%0"}, "%0 would never run an element"},
+      {{"--grid", "lr=1,1"}, "lists 1 twice"},
+      {{"--grid", "a=1", "--grid", "a=2"}, "--grid a is given twice"},
+      {{"--grid", "a=0..200", "--grid", "b=0..200"}, "has 40401 elements, more than [sweeps] max_elements (10000)"},
+      {{"--array", "1", "--grid", "a=1"}, "--array and --grid: give one"},
+      {{"--max-running", "2"}, "--max-running caps an array or a grid"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"submit"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "true"});
+    auto r = h.gpuq(args);
+    EXPECT_EQ(r.status, 2) << flags.front() << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(h.gpuq_json({"status", "--json"})["jobs"].size(), 0u);
+}
+
+}  // namespace
+}  // namespace gpuq::testing
