@@ -13,13 +13,18 @@ Status check_request(const Route& route, const Request& request) {
     return ok();
   };
   switch (route.endpoint) {
-    case Endpoint::kSubmit: return status(decode_submit(body));
+    case Endpoint::kSubmit: {
+      auto sweep = decode_sweep_submit(body, spec::kDefaultMaxSweepElements);
+      if (!sweep || *sweep) return status(sweep);
+      return status(decode_submit(body));
+    }
     case Endpoint::kPlan: return status(decode_plan(body));
     case Endpoint::kReleaseGpu: return status(decode_release(body));
     case Endpoint::kGc: return status(decode_gc(body));
     case Endpoint::kEvents: return status(decode_events_query(route.target));
     case Endpoint::kEventStream: return status(decode_stream_cursor(request, route.target));
     case Endpoint::kShow:
+    case Endpoint::kArray:  // an array's name follows a job name's rules
     case Endpoint::kCancel: return status(parse_job_ref(route.subject));
     case Endpoint::kLog:
       if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());

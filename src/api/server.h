@@ -144,6 +144,8 @@ class Server {
   boost::asio::awaitable<void> stream_events(Socket& socket, const Request& request,
                                              const Target& target);
   Response show(const std::string& ref);
+  // GET /v1/arrays/{name or id} (array_handlers.cc).
+  Response array(const std::string& ref);
   // Adds each run's "samples" (at most 200, downsampled) to a job's JSON (report_handlers.cc).
   void attach_samples(const Job& job, nlohmann::json& out);
   Response status(const Target& target);

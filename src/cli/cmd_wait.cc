@@ -1,4 +1,5 @@
-// `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job has finished, woken
+// `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job (every element of a
+// named array) has finished, woken
 // by the daemon's event log (long-polls), never by polling job states on a timer.
 // Order matters so that no change is missed: read the event log's last seq first, then the
 // jobs' states, then long-poll for events after that seq and re-read the jobs they name.
@@ -43,6 +44,19 @@ class Waiter {
     }
     for (const auto& ref : refs) {
       auto job = ctx_.client().get_json(job_path(ref));
+      if (!job && job.error().code == "not_found") {
+        // An array or grid (docs/sweeps.md): every element.
+        auto array = ctx_.client().get_json("/v1/arrays/" + percent_encode(ref));
+        if (array) {
+          for (const auto& element : json_array(*array, "jobs")) {
+            std::string id = std::to_string(json_int(element, "id").value_or(0));
+            auto one = ctx_.client().get_json(job_path(id));
+            if (!one) return report_job_error(id, one.error());
+            jobs_.push_back({id, std::move(*one)});
+          }
+          continue;
+        }
+      }
       if (!job) return report_job_error(ref, job.error());
       jobs_.push_back({ref, std::move(*job)});
     }

@@ -80,11 +80,18 @@ Status Queue::check_and_resolve(JobSpec& spec,
                              spec.reservation, it->slots.size()));
     }
   }
+  // A dependency on an array (docs/sweeps.md) becomes one on each of its elements, by id.
+  std::vector<Dependency> resolved;
+  resolved.reserve(spec.deps.size());
   for (Dependency& dep : spec.deps) {
-    if (!is_job_dependency(dep)) continue;
+    if (!is_job_dependency(dep)) {
+      resolved.push_back(std::move(dep));
+      continue;
+    }
     if (plan_ids) {
       if (auto it = plan_ids->find(dep.target); it != plan_ids->end()) {
         dep.job_id = it->second;  // 0 until the plan's jobs are inserted
+        resolved.push_back(std::move(dep));
         continue;
       }
     }
@@ -99,13 +106,26 @@ Status Queue::check_and_resolve(JobSpec& spec,
       auto found = store_.find_job_by_name(dep.target, false);
       if (!found) return tl::unexpected(found.error());
       if (!*found) {
-        return bad(fmt::format("dependency on job '{}', which does not exist (no job has that name)",
-                               dep.target));
+        auto array = store_.find_array_by_name(dep.target);
+        if (!array) return tl::unexpected(array.error());
+        if (!*array) {
+          return bad(fmt::format("dependency on job '{}', which does not exist (no job or array "
+                                 "has that name)",
+                                 dep.target));
+        }
+        auto elements = store_.array_elements((*array)->id);
+        if (!elements) return tl::unexpected(elements.error());
+        for (int64_t element : *elements) {
+          resolved.push_back(Dependency{dep.kind, std::to_string(element), element});
+        }
+        continue;
       }
       id = (*found)->id;
     }
     dep.job_id = id;
+    resolved.push_back(std::move(dep));
   }
+  spec.deps = std::move(resolved);
   return ok();
 }
 

@@ -164,5 +164,37 @@ TEST_F(SweepQueueTest, AnArrayWithoutANameIsNamedByItsId) {
             fmt::format("array-{}[4]", submitted->array.id));
 }
 
+TEST_F(SweepQueueTest, AJobAfterAnArrayStartsOnlyOnceEveryElementSucceeded) {
+  start("fake:4");
+  JobSpec base = command("true", 0);
+  base.name = "prep";
+  auto array = submit_sweep(base, *spec::parse_array("0-2"), R"({"array":"0-2"})");
+  ASSERT_TRUE(array) << array.error().message;
+  const auto ids = array->element_ids;
+  JobSpec after = command("true", 0);
+  after.deps = {Dependency{Dependency::Kind::kAfterOk, "prep", 0}};
+  int64_t train = submit(after);
+  ASSERT_NE(train, 0);
+  std::vector<Dependency> deps = job(train).spec.deps;
+  ASSERT_EQ(deps.size(), 3u) << "one dependency per element";
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(deps[k].job_id, ids[k]);
+    EXPECT_EQ(deps[k].target, std::to_string(ids[k]));
+  }
+  end_run(ids[0], 1, exited(0));
+  end_run(ids[2], 1, exited(0));
+  EXPECT_EQ(state(train), JobState::kPending) << "prep[1] is still running";
+  end_run(ids[1], 1, exited(0));
+  EXPECT_EQ(state(train), JobState::kRunning);
+
+  JobSpec unknown = command("true", 0);
+  unknown.deps = {Dependency{Dependency::Kind::kAfterAny, "nothing-by-that-name", 0}};
+  auto refused = queue_->submit(unknown);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "dependency on job 'nothing-by-that-name', which does not exist (no job or array has "
+            "that name)");
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing

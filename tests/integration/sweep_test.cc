@@ -7,6 +7,7 @@
 #include <map>
 
 #include "harness.h"
+#include "unix_http.h"
 
 namespace gpuq::testing {
 namespace {
@@ -93,6 +94,30 @@ TEST(Sweeps, BadSweepsAreUsageErrorsAndQueueNothing) {
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
   EXPECT_EQ(h.gpuq_json({"status", "--json"})["jobs"].size(), 0u);
+}
+
+TEST(Sweeps, WaitOnAnArrayWaitsForEveryElementAndTheArraySaysHowEachEnded) {
+  Harness h("fake:2");
+  h.start();
+  auto submitted = h.gpuq({"submit", "--array", "0-3", "--name", "mixed", "--", "sh", "-c",
+                           "exit $(( {i} == 2 ))"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  auto waited = h.gpuq({"wait", "mixed", "--timeout", "60s"});
+  EXPECT_EQ(waited.status, 1) << "mixed[2] failed: " << waited.out << waited.err;
+  auto answer = unix_get(h.home() + "/gpuq.sock", "/v1/arrays/mixed");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  nlohmann::json body = nlohmann::json::parse(answer.body);
+  EXPECT_EQ(body["array"]["name"], "mixed");
+  EXPECT_EQ(body["counts"], (nlohmann::json{{"failed", 1}, {"succeeded", 3}}));
+  ASSERT_EQ(body["jobs"].size(), 4u);
+  EXPECT_EQ(body["jobs"][2], (nlohmann::json{{"id", 3}, {"name", "mixed[2]"}, {"state", "failed"}}));
+  EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/arrays/1").status, 200) << "by id too";
+  auto missing = unix_get(h.home() + "/gpuq.sock", "/v1/arrays/nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("no array named 'nope'"), std::string::npos) << missing.body;
+  auto unknown = h.gpuq({"wait", "nope"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("no job named 'nope'"), std::string::npos) << unknown.err;
 }
 
 }  // namespace
