@@ -293,9 +293,11 @@ void define_commands(CLI::App& app, Parsed& p) {
     release_what->require_option(1);
     release->add_flag("--json", p.release.json, kJsonEach);
   }
-  if (auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs again")) {
+  if (auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs (or an array's elements) again")) {
     retry->add_option("job", p.retry.refs, "job ids or names")->required();
     retry->add_flag("--json", p.retry.json, kJsonEach);
+    retry->add_flag("--failed", p.retry.failed,
+                    "of an array: only its failed elements (not the cancelled or blocked ones)");
   }
 
   if (auto* move = add_command(app, p, "move", "move a pending job in the queue")) {

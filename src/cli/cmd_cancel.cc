@@ -4,7 +4,8 @@
 namespace gpuq::cli {
 
 int run_cancel(Context& ctx, const CancelOptions& options) {
-  return run_job_action(ctx, options.refs, options.json, "cancel", "cancelled");
+  return run_job_action(ctx, options.refs, options.json, "cancel", "cancelled",
+                        {"pending", "held", "running", "blocked"});
 }
 
 }  // namespace gpuq::cli

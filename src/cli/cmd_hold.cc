@@ -4,7 +4,8 @@
 namespace gpuq::cli {
 
 int run_hold(Context& ctx, const JobRefsOptions& options) {
-  return run_job_action(ctx, options.refs, options.json, "hold", "held");
+  return run_job_action(ctx, options.refs, options.json, "hold", "held",
+                        {"pending"});
 }
 
 }  // namespace gpuq::cli

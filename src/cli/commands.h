@@ -106,6 +106,7 @@ int run_wait(Context& ctx, const WaitOptions& options);
 struct CancelOptions {
   std::vector<std::string> refs;
   bool json = false;
+  bool failed = false;  // retry: of an array, only the failed elements (docs/sweeps.md)
 };
 int run_cancel(Context& ctx, const CancelOptions& options);
 
@@ -129,6 +130,9 @@ struct EachPost {
   std::function<std::string(const std::string& ref)> label;   // "job 8", "gpu1"
   Json body = Json::object();
   std::function<std::string(const Json& answer)> line;  // what a success prints, without --json
+  // For a ref the daemon has no job of (404): the refs to POST instead (an array's elements),
+  // or nullopt when it names nothing else either. Unset: no second look.
+  std::function<std::optional<std::vector<std::string>>(const std::string& ref)> expand = {};
 };
 // POSTs for each ref in turn and prints a line for each success, or with `json` the array of
 // answers (a refused ref's element is error_json's). A failure is reported on stderr and the
@@ -136,8 +140,11 @@ struct EachPost {
 // answers before it, and is left out when there are none).
 int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post);
 // POSTs /v1/jobs/{ref}/<action> for each job and prints "<done> job <id>" (post_each).
+// A ref that names an array (docs/sweeps.md) acts on its elements whose state is one of
+// `states` ("pending", ...): one POST each.
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
-                   std::string_view action, std::string_view done);
+                   std::string_view action, std::string_view done,
+                   std::vector<std::string> states = {});
 
 struct MoveOptions {
   std::string ref;

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "harness.h"
@@ -118,6 +120,36 @@ TEST(Sweeps, WaitOnAnArrayWaitsForEveryElementAndTheArraySaysHowEachEnded) {
   auto unknown = h.gpuq({"wait", "nope"});
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.err.find("no job named 'nope'"), std::string::npos) << unknown.err;
+}
+
+TEST(Sweeps, CancelHoldReleaseAndRetryActOnAnArraysElements) {
+  Harness h("fake:1");
+  h.start();
+  std::ofstream(h.path("gate")) << "";
+  // Element 1 fails; the others wait on a file the test removes, one GPU at a time.
+  auto submitted = h.gpuq({"submit", "--array", "0-3", "--name", "four", "--gpus", "1", "--", "sh",
+                           "-c", "[ {i} = 1 ] && exit 3; while [ -e gate ]; do sleep 0.05; done"});
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  ASSERT_TRUE(h.wait_for(1, [](const nlohmann::json& job) { return job["state"] == "running"; }));
+  auto held = h.gpuq({"hold", "four"});
+  EXPECT_EQ(held.status, 0) << held.err;
+  EXPECT_EQ(held.out, "held job 2\nheld job 3\nheld job 4\n") << "the pending ones; job 1 runs";
+  auto released = h.gpuq({"release", "four"});
+  EXPECT_EQ(released.out, "released job 2\nreleased job 3\nreleased job 4\n") << released.err;
+  std::filesystem::remove(h.path("gate"));
+  ASSERT_EQ(h.gpuq({"wait", "four", "--timeout", "60s"}).status, 1);
+  auto again = h.gpuq({"retry", "four", "--failed"});
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out, "requeued job 2\n");
+  ASSERT_EQ(h.gpuq({"wait", "four[1]", "--timeout", "60s"}).status, 1);
+  auto cancelled = h.gpuq({"cancel", "four"});
+  EXPECT_EQ(cancelled.status, 1) << "every element has finished";
+  EXPECT_NE(cancelled.err.find("cannot cancel array four: it has no element to cancel"),
+            std::string::npos)
+      << cancelled.err;
+  auto nothing = h.gpuq({"cancel", "nope"});
+  EXPECT_EQ(nothing.status, 1);
+  EXPECT_NE(nothing.err.find("no job named 'nope'"), std::string::npos) << nothing.err;
 }
 
 }  // namespace
