@@ -242,6 +242,7 @@ int serve(const cli::DaemonFlags& flags) {
   daemon::HookRunner hooks(config->hooks, actor_ioc, **store, hook_options);
   if (auto loaded = hooks.load(); !loaded) return fail_start(loaded.error().message);
   api::ServerContext server_context{api_ioc, actor_ioc, queue, layout, GPUQ_VERSION};
+  server_context.max_sweep_elements = static_cast<size_t>(config->sweeps_max_elements);
   const runner::Containment& contained = world.containment();
   std::fprintf(stderr, "gpuq daemon: containment: %s%s (%s)\n", contained.kind.c_str(),
                contained.root.empty() ? "" : (" at " + contained.root).c_str(), contained.reason.c_str());

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/heap.h"
+#include "config/config.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -100,17 +101,20 @@ Status check_flags(const SubmitOptions& options) {
   if (options.array && !options.grid.empty()) {
     return bad("--array and --grid: give one (a grid's elements are numbered as an array's)");
   }
+  // The sweep's form is checked here; its size against the daemon's [sweeps] max_elements by
+  // the daemon (config.toml is the daemon's), here only against the most that may allow.
+  const auto most = static_cast<size_t>(config::kMostSweepElements);
   if (options.array) {
-    if (auto sweep = spec::parse_array(*options.array); !sweep) return bad(sweep.error().message);
+    if (auto sweep = spec::parse_array(*options.array, most); !sweep) return bad(sweep.error().message);
   }
   if (!options.grid.empty()) {
     std::vector<spec::SweepParam> params;
     for (const auto& text : options.grid) {
-      auto param = spec::parse_grid_param(text);
+      auto param = spec::parse_grid_param(text, most);
       if (!param) return bad(param.error().message);
       params.push_back(std::move(*param));
     }
-    if (auto sweep = spec::make_grid(std::move(params)); !sweep) return bad(sweep.error().message);
+    if (auto sweep = spec::make_grid(std::move(params), 0, most); !sweep) return bad(sweep.error().message);
   }
   if (options.max_running && (*options.max_running < 1 || (!options.array && options.grid.empty()))) {
     return bad(*options.max_running < 1 ? "--max-running must be 1 or more"

@@ -50,13 +50,14 @@ const std::vector<TableSpec>& table_specs() {
        {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
         "gpu_idle_utilization", "idle_with_work", "empty"}},
       {"http", {"listen", "allowed_hosts", "allow_submit"}}, {"cgroup", {"root"}},
+      {"sweeps", {"max_elements"}},
   };
   return kSpecs;
 }
 
 constexpr std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [http], [cgroup], [[hook]]";
+    "[watch], [fleet], [http], [cgroup], [sweeps], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 
@@ -96,7 +97,7 @@ class ConfigReader {
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
       return tl::unexpected(status.error());
     }
-    for (std::string_view name : {"fleet", "http", "cgroup"}) {
+    for (std::string_view name : {"fleet", "http", "cgroup", "sweeps"}) {
       const toml::table* table = sub_table(root, name);
       if (auto status = table ? check_keys(*table, spec_named(name)) : ok(); !status) return tl::unexpected(status.error());
     }
@@ -105,6 +106,8 @@ class ConfigReader {
     if (auto status = http ? read_cgroup_table(sub_table(root, "cgroup"), path_, config.cgroup_root) : http; !status) {
       return tl::unexpected(status.error());
     }
+    auto sweeps = read_sweeps_table(sub_table(root, "sweeps"), path_, config.sweeps_max_elements);
+    if (!sweeps) return tl::unexpected(sweeps.error());
     return config;
   }
 

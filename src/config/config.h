@@ -48,6 +48,9 @@
 //   [cgroup]                       # containment of runs (docs/containment.md)
 //   root = "/sys/fs/cgroup/gpuq"   # unset: the daemon's own cgroup when delegated; "off"
 //
+//   [sweeps]                       # job arrays and grids (docs/sweeps.md)
+//   max_elements = 10000           # a larger sweep is refused with its count (1..1000000)
+//
 //   [gpu]
 //   probe_interval = "10s"         # how often the GPU probe reads usage and processes
 //   foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
@@ -176,7 +179,11 @@ struct Config {
   // [cgroup] root: "" contains runs in the daemon's own cgroup where systemd delegated it,
   // "off" keeps the marker sweep, a directory uses that cgroup v2 subtree (docs/containment.md).
   std::string cgroup_root;
+  int64_t sweeps_max_elements = 10'000;  // [sweeps] max_elements, 1..kMostSweepElements
 };
+
+// The most elements `[sweeps] max_elements` may allow (the CLI checks a sweep's form with it).
+constexpr int64_t kMostSweepElements = 1'000'000;
 
 // Parses config.toml's text; `name` (usually the file's path) names it in messages. Never
 // throws, whatever the text: anything wrong is Code::kInvalidArgument with a message

@@ -549,6 +549,15 @@ TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
                   {"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}});
 }
 
+TEST(ParseConfigTest, TheSweepsTable) {
+  EXPECT_EQ(parse_config("", kPath)->sweeps_max_elements, 10'000);
+  EXPECT_EQ(parse_config("[sweeps]\nmax_elements = 50\n", kPath)->sweeps_max_elements, 50);
+  expect_refused({{"[sweeps]\nmax_elements = 0\n", "2:16", "sweeps.max_elements must be a whole number from 1 to 1000000"},
+                  {"[sweeps]\nmax_elements = \"10k\"\n", "2:16", "sweeps.max_elements must be"},
+                  {"[sweeps]\nmax_elements = 1000001\n", "2:16", "from 1 to 1000000"},
+                  {"[sweeps]\nmax = 3\n", "2:1", "unknown setting sweeps.max"}});
+}
+
 }  // namespace
 }  // namespace gpuq::config
 

@@ -83,7 +83,6 @@ TEST(Sweeps, BadSweepsAreUsageErrorsAndQueueNothing) {
       {{"--array", "0-9%0"}, "%0 would never run an element"},
       {{"--grid", "lr=1,1"}, "lists 1 twice"},
       {{"--grid", "a=1", "--grid", "a=2"}, "--grid a is given twice"},
-      {{"--grid", "a=0..200", "--grid", "b=0..200"}, "has 40401 elements, more than [sweeps] max_elements (10000)"},
       {{"--array", "1", "--grid", "a=1"}, "--array and --grid: give one"},
       {{"--max-running", "2"}, "--max-running caps an array or a grid"},
   };
@@ -95,7 +94,26 @@ TEST(Sweeps, BadSweepsAreUsageErrorsAndQueueNothing) {
     EXPECT_EQ(r.status, 2) << flags.front() << ": " << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+  // The size is the daemon's to judge: its config.toml may allow more (or fewer).
+  auto big = h.gpuq({"submit", "--grid", "a=0..200", "--grid", "b=0..200", "--", "true"});
+  EXPECT_EQ(big.status, 1) << big.err;
+  EXPECT_NE(big.err.find("field 'grid': the grid (a 201 × b 201) has 40401 elements, more than "
+                         "[sweeps] max_elements (10000)"),
+            std::string::npos)
+      << big.err;
   EXPECT_EQ(h.gpuq_json({"status", "--json"})["jobs"].size(), 0u);
+}
+
+TEST(Sweeps, TheLimitIsTheDaemonsConfig) {
+  Harness h("fake:1");
+  std::ofstream(h.home() + "/config.toml") << "[sweeps]\nmax_elements = 5\n";
+  h.start();
+  auto refused = h.gpuq({"submit", "--array", "0-5", "--", "true"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("the array has 6 elements, more than [sweeps] max_elements (5)"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(h.gpuq({"submit", "--array", "0-4", "--", "true"}).status, 0);
 }
 
 TEST(Sweeps, WaitOnAnArrayWaitsForEveryElementAndTheArraySaysHowEachEnded) {
