@@ -170,7 +170,10 @@ TEST_F(JsonOutput, WaitOnTimeoutPrintsTheCurrentStatesAndExits124) {
 TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
   script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},
           {"/v1/jobs/nope",
-           json_answer(404, R"({"error":{"code":"not_found","message":"no job named 'nope'"}})")}});
+           json_answer(404, R"({"error":{"code":"not_found","message":"no job named 'nope'"}})")},
+          // No job: is it an array (docs/sweeps.md)? No: the job's error is the one to say.
+          {"/v1/arrays/nope",
+           json_answer(404, R"({"error":{"code":"not_found","message":"no array named 'nope'"}})")}});
   EXPECT_EQ(run({"wait", "nope", "--json"}), kExitFailed);
   EXPECT_EQ(out(), "");
   EXPECT_EQ(err(), "gpuq: job nope: no job named 'nope'\n");
