@@ -89,8 +89,12 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     }
   }
   if (sweep.max_running > 0) {
-    bool free = std::any_of(array_lanes_.begin(), array_lanes_.end(),
-                            [](const ArrayLane& l) { return l.array_id == 0; });
+    // As array_lane() will take one once the elements are queued: a free lane whose units are
+    // all back, or room for a new one. Refused here, before anything is written.
+    bool free = false;
+    for (size_t k = 0; k < array_lanes_.size(); ++k) {
+      free = free || (array_lanes_[k].array_id == 0 && lane_used_[config_.lanes.size() + k] == 0);
+    }
     if (!free && config_.lanes.size() + array_lanes_.size() >= sched::kMaxLanes) {
       return fail(Code::kUnavailable,
                   fmt::format("{} arrays with a cap (%MAX) are unfinished, as many as the "
