@@ -18,6 +18,8 @@
 #include "config/config_hooks.h"
 #include "config/config_http.h"
 #include "config/config_cgroup.h"
+#include "config/config_sweeps.h"
+#include "config/config_tables.h"
 #include "config/config_text.h"
 
 namespace gpuq::config {
@@ -28,55 +30,8 @@ namespace {
 constexpr int64_t kMaxDurationMs = 30LL * 24 * 3'600'000;
 constexpr std::string_view kMaxDurationText = "30d";
 
-// The tables the file may hold and the keys of each, in the order the docs show them.
-struct TableSpec {
-  std::string_view name;
-  std::vector<std::string_view> keys;
-};
-
-const std::vector<TableSpec>& table_specs() {
-  static const std::vector<TableSpec> kSpecs = {
-      {"scheduler", {"policy", "backfill_unknown_limit"}},
-      {"retries", {"delay", "backoff", "max_delay"}},
-      {"runs", {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max", "max_log"}},
-      {"retention", {"keep"}},
-      {"preemption", {"gap", "yield_grace"}},
-      {"cleanup", {"poll", "limit"}},
-      {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
-      {"fleet",
-       {"url", "node", "classes", "heartbeat", "poll", "lease", "sync_every", "timeout", "workdir",
-        "data", "endpoint", "region", "access_key_id", "secret_access_key", "session_token"}},
-      {"watch",
-       {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
-        "gpu_idle_utilization", "idle_with_work", "empty"}},
-      {"http", {"listen", "allowed_hosts", "allow_submit"}}, {"cgroup", {"root"}},
-      {"sweeps", {"max_elements"}},
-  };
-  return kSpecs;
-}
-
-constexpr std::string_view kKnownTables =
-    "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [http], [cgroup], [sweeps], [[hook]]";
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
-
-bool contains(const std::vector<std::string_view>& words, std::string_view word) {
-  return std::find(words.begin(), words.end(), word) != words.end();
-}
-
-const TableSpec& spec_named(std::string_view name) {
-  return *std::find_if(table_specs().begin(), table_specs().end(),
-                       [&](const TableSpec& spec) { return spec.name == name; });
-}
-
-// The table that knows `key`, for hints about a setting written in the wrong place.
-const TableSpec* table_with_key(std::string_view key) {
-  for (const TableSpec& spec : table_specs()) {
-    if (contains(spec.keys, key)) return &spec;
-  }
-  return nullptr;
-}
 
 // Reads one parsed document into a Config, checking every table and key. Errors name the
 // position of the offending key or value.

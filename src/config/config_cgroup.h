@@ -1,6 +1,5 @@
 // Internal to the config reader (config.cc): reading the `[cgroup]` table (containment of runs
-// by cgroup v2, docs/containment.md) and the `[sweeps]` table (docs/sweeps.md), kept in their
-// own file so config.cc stays small. The
+// by cgroup v2, docs/containment.md), kept in its own file so config.cc stays small. The
 // table's keys are checked by config.cc; this reads their values. Pure functions of a parsed
 // document; thread-safe. Errors use config.h's form "path:line:column: what is wrong; how to
 // fix it" (Code::kInvalidArgument).
@@ -18,9 +17,5 @@ namespace gpuq::config {
 // Reads `table` (nullptr when the file has no [cgroup]) into `root`: "off", or an absolute
 // directory; left as it is (automatic) when the table or its key is missing.
 Status read_cgroup_table(const toml::table* table, std::string_view path, std::string& root);
-
-// Reads `table` ([sweeps], nullptr when missing) into `max_elements`: a whole number from 1 to
-// kMostSweepElements; left as it is when the table or its key is missing.
-Status read_sweeps_table(const toml::table* table, std::string_view path, int64_t& max_elements);
 
 }  // namespace gpuq::config

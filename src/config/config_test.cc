@@ -1,5 +1,6 @@
 #include "config/config.h"
 #include "config/config_hooks.h"
+#include "config/config_test_support.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -10,25 +11,6 @@
 
 namespace gpuq::config {
 namespace {
-
-constexpr std::string_view kPath = "/home/ann/.gpuq/config.toml";
-
-// A config.toml that must be refused, where (line:column) and with what words.
-struct Mistake {
-  std::string text;
-  std::string where;
-  std::string says;
-};
-
-void expect_refused(std::initializer_list<Mistake> mistakes) {
-  for (const Mistake& m : mistakes) {
-    auto config = parse_config(m.text, kPath);
-    ASSERT_FALSE(config.has_value()) << m.text;
-    EXPECT_NE(config.error().message.find(std::string(kPath) + ":" + m.where), std::string::npos)
-        << config.error().message;
-    EXPECT_NE(config.error().message.find(m.says), std::string::npos) << config.error().message;
-  }
-}
 
 constexpr std::string_view kFullExample = R"([lanes.net]
 capacity = 1
@@ -504,100 +486,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"[[hook]]\nname = \"a\"\nurl = \"http://x\"\n[[hook]]\nname = \"a\"\ncommand = \"b\"\n",
                 "5:8", "hooks 1 and 2 are both named \"a\"; the name keys"}));
 
-TEST(ParseConfigTest, TheFleetTable) {
-  auto config = parse_config(R"([fleet]
-url = "s3://bucket/team"
-node = "gpu-7"
-classes = ["a100", "big"]
-heartbeat = "10s"
-poll = "1s"
-lease = "30s"
-sync_every = "1m"
-timeout = "5s"
-workdir = "/srv/work"
-data = "s3://data-bucket/team"
-endpoint = "https://s3.example.com"
-region = "eu-central-1"
-access_key_id = "AKIA"
-secret_access_key = "secret"
-)", kPath);
-  ASSERT_TRUE(config.has_value()) << config.error().message;
-  const FleetConfig& fleet = config->fleet;
-  EXPECT_EQ(fleet.url, "s3://bucket/team");
-  EXPECT_EQ(fleet.node, "gpu-7");
-  EXPECT_EQ(fleet.classes, (std::vector<std::string>{"a100", "big"}));
-  EXPECT_EQ(fleet.heartbeat_ms, 10'000);
-  EXPECT_EQ(fleet.poll_ms, 1'000);
-  EXPECT_EQ(fleet.lease_ms, 30'000);
-  EXPECT_EQ(fleet.sync_every_ms, 60'000);
-  EXPECT_EQ(fleet.timeout_ms, 5'000);
-  EXPECT_EQ(fleet.workdir, "/srv/work");
-  EXPECT_EQ(fleet.data, "s3://data-bucket/team");
-  EXPECT_EQ(fleet.region, "eu-central-1");
-  EXPECT_EQ(fleet.secret_access_key, "secret");
-  FleetConfig defaults;
-  EXPECT_EQ(defaults.heartbeat_ms, 30'000);
-  EXPECT_EQ(defaults.poll_ms, 2'000);
-  EXPECT_EQ(defaults.lease_ms, 60'000);
-  EXPECT_EQ(defaults.sync_every_ms, 120'000);
-}
-
-TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
-  expect_refused({{"[fleet]\nlease = 60\n", "2:9", "fleet.lease must be a duration in quotes"},
-                  {"[fleet]\nclasses = \"a,b\"\n", "2:11", "fleet.classes must be a list"},
-                  {"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
-                  {"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}});
-}
-
-TEST(ParseConfigTest, TheSweepsTable) {
-  EXPECT_EQ(parse_config("", kPath)->sweeps_max_elements, 10'000);
-  EXPECT_EQ(parse_config("[sweeps]\nmax_elements = 50\n", kPath)->sweeps_max_elements, 50);
-  expect_refused({{"[sweeps]\nmax_elements = 0\n", "2:16", "sweeps.max_elements must be a whole number from 1 to 1000000"},
-                  {"[sweeps]\nmax_elements = \"10k\"\n", "2:16", "sweeps.max_elements must be"},
-                  {"[sweeps]\nmax_elements = 1000001\n", "2:16", "from 1 to 1000000"},
-                  {"[sweeps]\nmax = 3\n", "2:1", "unknown setting sweeps.max"}});
-}
-
 }  // namespace
 }  // namespace gpuq::config
 
 namespace gpuq::config {
 namespace {
-
-TEST(ParseConfigTest, TheHttpTable) {
-  auto config = parse_config("[http]\nlisten = \"0.0.0.0:0\"\nallowed_hosts = [\"box.lan\", \"[fe80::1]\"]\n"
-                             "allow_submit = true\n",
-                             kPath);
-  ASSERT_TRUE(config.has_value()) << config.error().message;
-  EXPECT_EQ(config->http.listen, "0.0.0.0:0");
-  EXPECT_EQ(config->http.allowed_hosts, (std::vector<std::string>{"box.lan", "[fe80::1]"}));
-  EXPECT_TRUE(config->http.allow_submit);
-  HttpConfig defaults;
-  EXPECT_EQ(defaults.listen, "");
-  EXPECT_FALSE(defaults.allow_submit);
-  auto off = parse_config("[http]\nlisten = \"off\"\n", kPath);
-  ASSERT_TRUE(off.has_value());
-  EXPECT_EQ(off->http.listen, "off");
-}
-
-TEST(ParseConfigTest, HttpMistakesNameTheLineAndTheFix) {
-  expect_refused({{"[http]\nlisten = 7878\n", "2:10", "http.listen must be a string"},
-                  {"[http]\nlisten = \"box.lan:7878\"\n", "2:10", "ADDR:PORT"},
-                  {"[http]\nallowed_hosts = \"box.lan\"\n", "2:17", "http.allowed_hosts must be a list"},
-                  {"[http]\nallowed_hosts = [\"box.lan:80\"]\n", "2:18", "without a port"},
-                  {"[http]\nallow_submit = \"yes\"\n", "2:16", "true or false"},
-                  {"[http]\nport = 1\n", "2:1", "unknown setting http.port"}});
-}
-
-TEST(ParseConfigTest, TheCgroupTable) {
-  EXPECT_EQ(parse_config("", kPath)->cgroup_root, "");  // automatic
-  EXPECT_EQ(parse_config("[cgroup]\nroot = \"off\"\n", kPath)->cgroup_root, "off");
-  EXPECT_EQ(parse_config("[cgroup]\nroot = \"/sys/fs/cgroup/gpuq\"\n", kPath)->cgroup_root,
-            "/sys/fs/cgroup/gpuq");
-  expect_refused({{"[cgroup]\nroot = \"gpuq\"\n", "2:8", "cgroup.root must be \"off\" or an absolute"},
-                  {"[cgroup]\nroot = 1\n", "2:8", "cgroup.root must be"},
-                  {"[cgroup]\nparent = \"/x\"\n", "2:", "parent"}});
-}
 
 }  // namespace
 }  // namespace gpuq::config
