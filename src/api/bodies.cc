@@ -123,10 +123,15 @@ Result<JobSpec> decode_submit(std::string_view body) {
 
 Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(std::string_view text,
                                                                 size_t max_elements) {
-  constexpr size_t kMaxSweepText = 4096;  // keeps every message that quotes it short
-  constexpr size_t kMaxParams = 32;
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
+  return decode_sweep_submit(*body, max_elements);
+}
+
+Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(json& parsed, size_t max_elements) {
+  constexpr size_t kMaxSweepText = 4096;  // keeps every message that quotes it short
+  constexpr size_t kMaxParams = 32;
+  json* body = &parsed;
   if (!body->is_object() || (!body->contains("array") && !body->contains("grid"))) {
     return std::optional<daemon::SweepRequest>();
   }

@@ -31,6 +31,10 @@ Result<JobSpec> decode_submit(std::string_view body);
 // and every other field as for one job (the elements' base). nullopt for a body with neither.
 Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(std::string_view body,
                                                                 size_t max_elements);
+// The same over a body parse_json_body has read; its sweep fields are taken out of `body` when
+// it is a sweep, and it is left as it is otherwise (for spec_from_json: one parse per submit).
+Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(nlohmann::json& body,
+                                                                size_t max_elements);
 
 // POST /v1/jobs/{ref}/move: exactly one of {"before": ref}, {"after": ref}, {"top": true},
 // {"bottom": true}, {"priority": P}.

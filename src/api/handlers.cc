@@ -15,6 +15,7 @@
 #include "api/server.h"
 #include "model/event.h"
 #include "model/json.h"
+#include "model/spec_json.h"
 #include "base/time.h"
 
 namespace gpuq::api {
@@ -407,10 +408,12 @@ Response Server::fleet() {
 }
 
 awaitable<Response> Server::submit(const Request& request, std::string user) {
-  auto sweep = decode_sweep_submit(request.body(), context_.max_sweep_elements);
+  auto body = parse_json_body(request.body());
+  if (!body) co_return error_response(body.error());
+  auto sweep = decode_sweep_submit(*body, context_.max_sweep_elements);
   if (!sweep) co_return error_response(sweep.error());
   if (*sweep) co_return co_await submit_sweep(std::move(**sweep), std::move(user));
-  auto spec = decode_submit(request.body());
+  Result<JobSpec> spec = spec_from_json(*body);
   if (!spec) co_return error_response(spec.error());
   spec->user = std::move(user);  // who sent it, never the body's say
   // Before the actor sees it, which must never wait on a file system (docs/architecture.md).

@@ -3,6 +3,7 @@
 #include <boost/beast/core.hpp>
 
 #include "api/bodies.h"
+#include "model/spec_json.h"
 
 namespace gpuq::api {
 
@@ -13,10 +14,12 @@ Status check_request(const Route& route, const Request& request) {
     return ok();
   };
   switch (route.endpoint) {
-    case Endpoint::kSubmit: {
-      auto sweep = decode_sweep_submit(body, spec::kDefaultMaxSweepElements);
+    case Endpoint::kSubmit: {  // as Server::submit: one parse, a sweep or one job
+      auto parsed = parse_json_body(body);
+      if (!parsed) return tl::unexpected(parsed.error());
+      auto sweep = decode_sweep_submit(*parsed, spec::kDefaultMaxSweepElements);
       if (!sweep || *sweep) return status(sweep);
-      return status(decode_submit(body));
+      return status(spec_from_json(*parsed));
     }
     case Endpoint::kPlan: return status(decode_plan(body));
     case Endpoint::kReleaseGpu: return status(decode_release(body));
