@@ -18,10 +18,14 @@
 //               --status-calls calls), GET /v1/status alone, and the daemon's RSS, against the
 //               same with an empty store.
 //               Run directories are not created: status reads none.
+//   sweep       with --array-elements N: one array of N elements (each with this process's
+//               environment) queued by one request to a drained daemon: the request's time,
+//               the daemon's memory, `gpuq status` after a change and again, GET /v1/arrays.
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR] [--cgroup-root DIR]
-//        [--queued-jobs N [--bulk-jobs 1000]] [--finished-jobs N [--status-calls 20]]; 0 jobs skips a part.
+//        [--queued-jobs N [--bulk-jobs 1000]] [--finished-jobs N [--status-calls 20]]
+//        [--array-elements N]; 0 jobs skips a part.
 // Prints a table; timings are for comparison between builds on one machine, not assertions.
 #include <algorithm>
 #include <chrono>
@@ -350,6 +354,72 @@ void print_queued(const QueuedCost& cost, int count, int bulk) {
   std::printf("%-44s %12.2f\n", "  of which starting its runs (ms)", cost.undrain_starts_ms);
 }
 
+// The sweep part: one array of `count` elements queued by one request to a drained fake:8
+// daemon, each element with this process's environment (as the CLI sends its own), and what
+// it costs: the request, the daemon's memory, `gpuq status` (one line for the array) right
+// after a change to the queue and when nothing changed, and GET /v1/arrays/NAME.
+struct SweepCost {
+  double submit_ms = 0, rss_before = 0, rss_after = 0, array_ms = 0;
+  std::vector<double> status_after_change_ms, status_ms;
+};
+
+double run_status(Daemon& d) {
+  auto t0 = Clock::now();
+  auto r = gpuq::os::run_command({d.binary, "--home", d.home, "status"}, gpuq::Millis(120'000));
+  double ms = ms_since(t0);
+  if (!r || r->exit_code != 0) {
+    std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());
+    std::exit(1);
+  }
+  return ms;
+}
+
+SweepCost measure_sweep(const std::string& binary, const std::string& dir, int count, int calls) {
+  using gpuq::cli::Method;
+  SweepCost cost;
+  Daemon d(binary, "fake:8", dir);
+  d.call(Method::kPost, "/v1/drain");  // every element stays queued
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int pid = d.pid();
+  cost.rss_before = rss_mib(pid);
+  json env = json::object();
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    auto eq = entry.find('=');
+    if (eq != std::string::npos && entry.rfind("GPUQ_", 0) != 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  json request = {{"name", "sweep"}, {"argv", {"python", "train.py", "--shard", "{i}"}},
+                  {"cwd", "/tmp"}, {"env", env}, {"gpus", 1}, {"est_ms", 600'000},
+                  {"array", fmt::format("0-{}", count - 1)}};
+  auto t0 = Clock::now();
+  d.call(Method::kPost, "/v1/jobs", request.dump(), 120'000);
+  cost.submit_ms = ms_since(t0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cost.rss_after = rss_mib(pid);
+  for (int i = 0; i < calls; ++i) {
+    // A change the status must show: each call after it starts from a changed queue.
+    d.call(Method::kPost, i % 2 ? "/v1/jobs/1/release" : "/v1/jobs/1/hold");
+    cost.status_after_change_ms.push_back(run_status(d));
+    cost.status_ms.push_back(run_status(d));
+  }
+  auto t1 = Clock::now();
+  d.call(Method::kGet, "/v1/arrays/sweep", "", 120'000);
+  cost.array_ms = ms_since(t1);
+  return cost;
+}
+
+void print_sweep(const SweepCost& cost, int count) {
+  std::printf("%-44s %12d\n", "array elements (one request, drained fake:8)", count);
+  std::printf("%-44s %12.1f\n", "  queued by one POST /v1/jobs (ms)", cost.submit_ms);
+  std::printf("%-44s %12.1f\n", "  daemon RSS before (MiB)", cost.rss_before);
+  std::printf("%-44s %12.1f\n", "  daemon RSS with them queued (MiB)", cost.rss_after);
+  std::printf("%-44s %12.1f\n", "  difference (MiB)", cost.rss_after - cost.rss_before);
+  std::printf("%-44s %12.1f\n", "  gpuq status after a change, p50 (ms)", percentile(cost.status_after_change_ms, 0.5));
+  std::printf("%-44s %12.1f\n", "  gpuq status after a change, max (ms)", percentile(cost.status_after_change_ms, 1.0));
+  std::printf("%-44s %12.1f\n", "  gpuq status again, p50 (ms)", percentile(cost.status_ms, 0.5));
+  std::printf("%-44s %12.1f\n", "  GET /v1/arrays/NAME (ms)", cost.array_ms);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -376,6 +446,11 @@ int main(int argc, char** argv) {
   app.add_option("--bulk-jobs", bulk_jobs,
                  "with --queued-jobs: held jobs released one by one, and jobs a cancelled job "
                  "makes ready at once")
+      ->check(CLI::NonNegativeNumber);
+  int array_elements = 0;
+  app.add_option("--array-elements", array_elements,
+                 "also queue one array of this many elements with one request (e.g. 10000) and "
+                 "report the request's time, the daemon's memory and `gpuq status` with it queued")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--dir", dir, "where the daemons' state directories go")->check(CLI::ExistingDirectory);
   std::string cgroup_root;
@@ -491,5 +566,6 @@ int main(int argc, char** argv) {
     std::printf("%-44s %12.1f\n", "  difference (MiB)", history.rss_after - empty.rss_after);
   }
   if (queued_jobs > 0) print_queued(queued, queued_jobs, bulk_jobs);
+  if (array_elements > 0) print_sweep(measure_sweep(binary, dir, array_elements, status_calls), array_elements);
   return 0;
 }

@@ -13,12 +13,13 @@ bool EtaCache::fresh(int64_t now_ms, int64_t seq) const {
   return !stale && !changed;
 }
 
-const EtaCache::Etas& EtaCache::none(std::string note, int64_t now_ms, int64_t seq) {
+const EtaCache::Etas& EtaCache::none(std::string note, int64_t now_ms, int64_t seq, bool until_change) {
   cached_ = Etas{};
   cached_.note = std::move(note);
   computed_at_ms_ = now_ms;
   computed_seq_ = seq;
-  cost_ms_ = kSlowMs;  // kept for kMaxAgeMs even across changes, as a slow simulation is
+  // Else kept for kMaxAgeMs even across changes, as a slow simulation is.
+  cost_ms_ = until_change ? 0 : kSlowMs;
   return cached_;
 }
 

@@ -43,7 +43,9 @@ class EtaCache {
   bool fresh(int64_t now_ms, int64_t seq) const;
   // Caches "no ETAs" with `note` as if computed now: for a queue too big to load (more than
   // kMaxJobs unfinished jobs), which a page of the queue need not load at all.
-  const Etas& none(std::string note, int64_t now_ms, int64_t seq);
+  // `until_change`: kept only until the queue changes (a cheap finding, as "job 3 has no
+  // estimate"), not for kMaxAgeMs.
+  const Etas& none(std::string note, int64_t now_ms, int64_t seq, bool until_change = false);
 
   static constexpr int64_t kMaxAgeMs = 5'000;
   static constexpr int64_t kSlowMs = 200;

@@ -12,6 +12,7 @@
 #include "api/bodies.h"
 #include "api/gpu_view.h"
 #include "api/metrics.h"
+#include "api/on_actor.h"
 #include "api/server.h"
 #include "model/event.h"
 #include "model/json.h"
@@ -25,58 +26,6 @@ using asio::awaitable;
 using asio::use_awaitable;
 
 namespace {
-
-// Runs `fn` on the queue actor's thread; the awaiting coroutine resumes on its own executor
-// with the result. Deliberately not a coroutine itself: GCC 12 mishandles lambdas with
-// captures that live in coroutine frames, so the work travels in plain handlers.
-// An exception thrown by `fn` (a bug) must not unwind the actor's io_context, which would end
-// the daemon: it travels back and is rethrown in the awaiting coroutine, whose request then
-// answers 500 (answer_or_internal_error).
-template <class R, class Fn>
-auto on_actor(asio::io_context& actor, Fn fn) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, R)>(
-      [&actor](auto handler, Fn work) {
-        asio::post(actor, [handler = std::move(handler), work = std::move(work)]() mutable {
-          std::exception_ptr error;
-          R result{};
-          try {
-            result = work();
-          } catch (...) {
-            error = std::current_exception();
-          }
-          auto executor = asio::get_associated_executor(handler);
-          asio::post(executor, [handler = std::move(handler), error, result = std::move(result)]() mutable {
-            std::move(handler)(error, std::move(result));
-          });
-        });
-      },
-      use_awaitable, std::move(fn));
-}
-
-// Like on_actor, for work that answers later: `fn(done)` runs on the actor's thread and calls
-// `done(result)` there, once, when the work has finished (a prune that removes directories
-// off the actor's thread first).
-template <class R, class Fn>
-auto on_actor_later(asio::io_context& actor, Fn fn) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, R)>(
-      [&actor](auto handler, Fn work) {
-        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-        asio::post(actor, [shared, work = std::move(work)]() mutable {
-          auto answer = [shared](std::exception_ptr error, R result) {
-            auto executor = asio::get_associated_executor(*shared);
-            asio::post(executor, [shared, error, result = std::move(result)]() mutable {
-              std::move (*shared)(error, std::move(result));
-            });
-          };
-          try {
-            work([answer](R result) { answer(nullptr, std::move(result)); });
-          } catch (...) {
-            answer(std::current_exception(), R{});
-          }
-        });
-      },
-      use_awaitable, std::move(fn));
-}
 
 Response not_found(const std::string& what) {
   return error_response({Code::kNotFound, what});
@@ -118,6 +67,7 @@ awaitable<Response> Server::handle(const Request& request, std::string user) {
     case Endpoint::kSubmit: co_return co_await submit(request, std::move(user));
     case Endpoint::kShow: co_return show(r.subject);
     case Endpoint::kArray: co_return array(r.subject);
+    case Endpoint::kArrayControl: co_return co_await move_array(r.subject, request);
     case Endpoint::kCancel: co_return co_await cancel(r.subject);
     case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
     case Endpoint::kPlan: co_return co_await submit_plan(request, std::move(user));
@@ -294,7 +244,8 @@ Response Server::status(const Target& target) {
                          {"watch", open_episodes(now)},
                          {"resources", resource_objects(inventory.resources)},
                          {"jobs", std::move(list->jobs)},
-                         {"finished_total", list->finished_total}};
+                         {"finished_total", list->finished_total},
+                         {"arrays", std::move(list->arrays)}};
   if (list->pending_total) body["pending_total"] = *list->pending_total;
   return json_response(http::status::ok, body);
 }
@@ -459,6 +410,18 @@ awaitable<Response> Server::release_gpu(const std::string& gpu, const Request& r
   co_return json_response(http::status::ok, *released);
 }
 
+Result<daemon::MoveRequest> Server::move_request(const Request& request) {
+  auto body = decode_move(request.body());
+  if (!body) return tl::unexpected(body.error());
+  daemon::MoveRequest move{body->where, 0, body->priority};
+  if (!body->other.empty()) {
+    auto other_id = resolve(body->other);
+    if (!other_id) return tl::unexpected(other_id.error());
+    move.other = *other_id;
+  }
+  return move;
+}
+
 awaitable<Response> Server::control(const std::string& ref, const std::string& verb,
                                     const Request& request) {
   auto id = resolve(ref);
@@ -466,14 +429,9 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
   daemon::Queue* queue = &context_.queue;
   int64_t job_id = *id;
   if (verb == "move") {
-    auto body = decode_move(request.body());
-    if (!body) co_return error_response(body.error());
-    daemon::MoveRequest move{body->where, 0, body->priority};
-    if (!body->other.empty()) {
-      auto other_id = resolve(body->other);
-      if (!other_id) co_return error_response(other_id.error());
-      move.other = *other_id;
-    }
+    auto decoded = move_request(request);
+    if (!decoded) co_return error_response(decoded.error());
+    daemon::MoveRequest move = *decoded;
     auto work = [queue, job_id, move] { return queue->move(job_id, move); };
     auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
     if (!job) co_return error_response(job.error());

@@ -175,6 +175,9 @@ Route route(http::verb method, std::string_view target) {
   if (s.size() == 3 && s[1] == "events" && s[2] == "stream" && get) return to(Endpoint::kEventStream);
   if (s.size() == 3 && s[1] == "jobs" && get) return to(Endpoint::kShow, s[2]);
   if (s.size() == 3 && s[1] == "arrays" && get) return to(Endpoint::kArray, s[2]);
+  if (s.size() == 4 && s[1] == "arrays" && s[3] == "move" && post) {
+    return to(Endpoint::kArrayControl, s[2], s[3]);
+  }
   if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) return to(Endpoint::kReleaseGpu, s[2]);
   if (s.size() == 4 && s[1] == "jobs" && s[3] == "log" && get) return to(Endpoint::kLog, s[2]);
   if (s.size() == 4 && s[1] == "jobs" && s[3] == "cancel" && post) return to(Endpoint::kCancel, s[2]);

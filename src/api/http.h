@@ -53,7 +53,7 @@ std::optional<Response> parse_error_response(const boost::system::error_code& ec
 enum class Endpoint {
   kNone,  // no such endpoint: 404
   kMetrics, kHealth, kStatus, kGpus, kHooks, kReleaseGpu, kEvents, kEventStream, kSubmit, kShow,
-  kCancel, kControl, kPlan, kDrain, kLog, kGc, kFleet, kTimeline, kReport, kArray,
+  kCancel, kControl, kPlan, kDrain, kLog, kGc, kFleet, kTimeline, kReport, kArray, kArrayControl,
 };
 struct Route {
   Endpoint endpoint = Endpoint::kNone;

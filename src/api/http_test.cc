@@ -61,6 +61,11 @@ TEST(Route, PathsAndMethods) {
   EXPECT_EQ(move.endpoint, Endpoint::kControl);
   EXPECT_EQ(move.subject, "train");
   EXPECT_EQ(move.verb, "move");
+  Route array_move = route(http::verb::post, "/v1/arrays/shards/move");
+  EXPECT_EQ(array_move.endpoint, Endpoint::kArrayControl);
+  EXPECT_EQ(array_move.subject, "shards");
+  EXPECT_EQ(route(http::verb::get, "/v1/arrays/shards/move").endpoint, Endpoint::kNone);  // POST only
+  EXPECT_EQ(route(http::verb::post, "/v1/arrays/shards/hold").endpoint, Endpoint::kNone);
   Route release = route(http::verb::post, "/v1/gpus/gpu1/release");
   EXPECT_EQ(release.endpoint, Endpoint::kReleaseGpu);
   EXPECT_EQ(release.subject, "gpu1");

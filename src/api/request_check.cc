@@ -33,6 +33,7 @@ Status check_request(const Route& route, const Request& request) {
       if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());
       return status(decode_log_query(route.target));
     case Endpoint::kControl:
+    case Endpoint::kArrayControl:
       if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());
       if (route.verb == "move") return status(decode_move(body));
       return ok();

@@ -146,6 +146,12 @@ class Server {
   Response show(const std::string& ref);
   // GET /v1/arrays/{name or id} (array_handlers.cc).
   Response array(const std::string& ref);
+  // POST /v1/arrays/{ref}/move: every waiting element, as one block, in one request.
+  boost::asio::awaitable<Response> move_array(const std::string& ref, const Request& request);
+  // A move's body (POST .../move), its before/after job resolved to an id.
+  Result<daemon::MoveRequest> move_request(const Request& request);
+  // The array `ref` names (its name or id), or a 404 that says so.
+  Result<JobArray> find_array(const std::string& ref);
   // Adds each run's "samples" (at most 200, downsampled) to a job's JSON (report_handlers.cc).
   void attach_samples(const Job& job, nlohmann::json& out);
   Response status(const Target& target);
@@ -157,6 +163,7 @@ class Server {
     std::string eta_note;
     int64_t finished_total = 0;
     std::optional<int64_t> pending_total;  // set for a page
+    nlohmann::json arrays;                 // the arrays with an unfinished element
   };
   Result<StatusList> status_list(const Target& target, std::optional<size_t> finished);
   // The ETAs of the waiting jobs (etas_), loading the unfinished jobs only when the cache

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <iterator>
 #include <limits>
+#include <malloc.h>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -63,6 +64,18 @@ bool serves_before(const Job& a, const Job& b, bool fifo) {
   return a.queue_order != b.queue_order ? a.queue_order < b.queue_order : a.id < b.id;
 }
 
+// An unfinished array in GET /v1/status: the Array, its counts by state and the range of its
+// elements' ids.
+nlohmann::json array_summary_json(const store::Store::ArraySummary& summary) {
+  nlohmann::json j = array_to_json(summary.array);
+  nlohmann::json counts = nlohmann::json::object();
+  for (const auto& [state, n] : summary.counts) counts[std::string(to_string(state))] = n;
+  j["counts"] = std::move(counts);
+  j["first_job"] = summary.first_job;
+  j["last_job"] = summary.last_job;
+  return j;
+}
+
 }  // namespace
 
 Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
@@ -76,9 +89,25 @@ Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   if (*active > static_cast<int64_t>(EtaCache::kMaxJobs)) {
     return &etas_.none(fmt::format("no ETAs: more than {} active jobs", EtaCache::kMaxJobs), now_ms, *seq);
   }
-  auto jobs = store_->status_jobs(0);
-  if (!jobs) return tl::unexpected(jobs.error());
-  return &etas_.get(jobs->active, inventory, context_.queue.config(), now_ms, *seq);
+  // A waiting job without an estimate or a timeout means no ETAs (EtaCache::compute): found
+  // in the specs' text, without loading every unfinished job.
+  auto unbounded = store_->unbounded_job();
+  if (!unbounded) return tl::unexpected(unbounded.error());
+  if (*unbounded) {
+    return &etas_.none(fmt::format("no ETAs: job {} has no estimate (--est) or timeout", **unbounded),
+                       now_ms, *seq, true);
+  }
+  const EtaCache::Etas* etas = nullptr;
+  size_t loaded = 0;
+  {
+    auto jobs = store_->status_jobs(0);
+    if (!jobs) return tl::unexpected(jobs.error());
+    loaded = jobs->active.size();
+    etas = &etas_.get(jobs->active, inventory, context_.queue.config(), now_ms, *seq);
+  }
+  // Thousands of loaded jobs leave megabytes of freed specs in malloc's arenas: give them back.
+  if (loaded > 1000) ::malloc_trim(0);
+  return etas;
 }
 
 Result<Server::StatusList> Server::status_list(const Target& target, std::optional<size_t> finished) {
@@ -87,6 +116,10 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   bool fifo = daemon::policy_of(context_.queue.config()) == sched::Policy::kFifo;
   int64_t now = wall_now_ms();
   StatusList out;
+  auto summaries = store_->active_array_summaries();
+  if (!summaries) return tl::unexpected(summaries.error());
+  out.arrays = nlohmann::json::array();
+  for (const auto& summary : *summaries) out.arrays.push_back(array_summary_json(summary));
   std::vector<Job> listed;
   std::unordered_map<int64_t, int64_t> positions;  // pending job → serving position
   const EtaCache::Etas* etas = nullptr;
@@ -109,18 +142,31 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     std::move(q->pending.begin(), q->pending.end(), std::back_inserter(listed));
     std::move(q->finished.begin(), q->finished.end(), std::back_inserter(listed));
   } else {
-    auto jobs = store_->status_jobs(finished);
+    // ?arrays=collapse: an unfinished array's elements are left out (its summary in "arrays"
+    // stands for them), so a sweep of 10,000 costs a status what one job does.
+    std::vector<int64_t> collapsed;
+    for (const auto& summary : *summaries) collapsed.push_back(summary.array.id);
+    bool collapse = target.param("arrays") == "collapse";
+    auto jobs = store_->status_jobs(finished, collapse ? &collapsed : nullptr);
     if (!jobs) return tl::unexpected(jobs.error());
     attach_reasons(jobs->active);
-    std::vector<const Job*> pending;
-    for (const Job& job : jobs->active) {
-      if (job.state == JobState::kPending) pending.push_back(&job);
+    if (collapse && !collapsed.empty()) {
+      // The ETAs and serving positions of the jobs shown depend on the elements left out: the
+      // ETAs come from the whole queue, and positions are not given.
+      auto current = current_etas(now);
+      if (!current) return tl::unexpected(current.error());
+      etas = *current;
+    } else {
+      std::vector<const Job*> pending;
+      for (const Job& job : jobs->active) {
+        if (job.state == JobState::kPending) pending.push_back(&job);
+      }
+      std::sort(pending.begin(), pending.end(),
+                [fifo](const Job* a, const Job* b) { return serves_before(*a, *b, fifo); });
+      for (size_t i = 0; i < pending.size(); ++i) positions[pending[i]->id] = static_cast<int64_t>(i + 1);
+      auto seq = store_->last_seq();
+      etas = &etas_.get(jobs->active, context_.queue.inventory(), context_.queue.config(), now, seq ? *seq : 0);
     }
-    std::sort(pending.begin(), pending.end(),
-              [fifo](const Job* a, const Job* b) { return serves_before(*a, *b, fifo); });
-    for (size_t i = 0; i < pending.size(); ++i) positions[pending[i]->id] = static_cast<int64_t>(i + 1);
-    auto seq = store_->last_seq();
-    etas = &etas_.get(jobs->active, context_.queue.inventory(), context_.queue.config(), now, seq ? *seq : 0);
     out.finished_total = jobs->finished_total;
     listed.reserve(jobs->active.size() + jobs->finished.size());
     std::merge(std::make_move_iterator(jobs->active.begin()), std::make_move_iterator(jobs->active.end()),

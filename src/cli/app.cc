@@ -248,6 +248,8 @@ void define_commands(CLI::App& app, Parsed& p) {
   if (auto* status = add_command(app, p, "status", "show GPUs and jobs")) {
     status->add_flag("--json", p.status.json, "print the daemon's answer as JSON");
     status->add_flag("--all", p.status.all, "show every finished job");
+    status->add_flag("--expand", p.status.expand,
+                     "list each element of an unfinished array (default: one line per array)");
   }
 
   if (auto* show = add_command(app, p, "show", "show one job and its runs")) {

@@ -1,5 +1,6 @@
 // `gpuq show ID|NAME`: one job in full, with a table of its runs: how each ended (and which
 // job preempted it), the most GPU memory it was seen to use, and why its log may lack output.
+// For an array's name: the array's summary (counts, when it ran, GPU-hours, failed elements).
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -141,10 +142,81 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
   return table.render(color) + learned_memory_text(job) + "\n" + render_runs(job, now_ms, color);
 }
 
+// A sweep's definition as given: "array 0-9%2", "grid lr=1e-4,3e-4 seed=0..4 (at most 2 at once)".
+std::string sweep_text(const Json& array) {
+  const Json& sweep = array.contains("sweep") ? array["sweep"] : Json::object();
+  std::string text;
+  if (sweep.is_object() && sweep.contains("array")) text = "array " + json_string(sweep, "array");
+  if (sweep.is_object() && sweep.contains("grid")) {
+    text = "grid";
+    for (const auto& param : json_array(sweep, "grid")) text += " " + (param.is_string() ? param.get<std::string>() : param.dump());
+  }
+  if (text.empty()) text = sweep.dump();
+  if (auto cap = json_int(array, "max_running")) text += fmt::format(" (at most {} at once)", *cap);
+  return text;
+}
+
+// An element's end: its exit code, or the signal that ended it.
+std::string element_exit(const Json& element) {
+  if (auto code = json_int(element, "exit_code")) return std::to_string(*code);
+  if (auto signal = json_int(element, "signal")) return fmt::format("signal {}", *signal);
+  return "-";
+}
+
+// `gpuq show NAME` for an array or grid: counts by state, when it ran, GPU-hours, and the
+// elements that failed with their exit codes.
+std::string render_array(const Json& answer, bool color) {
+  const Json& array = answer.contains("array") ? answer["array"] : Json::object();
+  const Json& counts = answer.contains("counts") ? answer["counts"] : Json::object();
+  const Json& usage = answer.contains("usage") ? answer["usage"] : Json::object();
+  std::vector<std::string> by_state;
+  for (const char* state : {"running", "pending", "held", "blocked", "succeeded", "failed",
+                            "cancelled", "skipped"}) {
+    if (auto n = json_int(counts, state); n && *n > 0) by_state.push_back(fmt::format("{} {}", *n, state));
+  }
+  std::string ran = "not yet";
+  if (!json_string(usage, "first_start").empty()) {
+    bool running = json_int(usage, "running").value_or(0) > 0;
+    ran = fmt::format("from {} {}, {}", json_string(usage, "first_start"),
+                      running ? "(running now)" : "to " + json_string(usage, "last_end"),
+                      format_duration(Millis(json_int(usage, "wall_ms").value_or(0))));
+  }
+  double gpu_hours = usage.contains("gpu_hours") && usage["gpu_hours"].is_number() ? usage["gpu_hours"].get<double>() : 0.0;
+  Table table({});
+  table.add_row({"array:", fmt::format("{} (array {})", field_text(array, "name"), field_text(array, "id"))});
+  table.add_row({"sweep:", sweep_text(array)});
+  table.add_row({"elements:", fmt::format("{}: {}", field_text(array, "size"), fmt::join(by_state, ", "))});
+  table.add_row({"submitted:", field_text(array, "submitted_at")});
+  table.add_row({"ran:", ran});
+  table.add_row({"gpu-hours:", fmt::format("{:.2f}", gpu_hours)});
+  std::string out = table.render(color);
+  Table failed({"ID", "NAME", "EXIT", "RUNS"});
+  bool any = false;
+  for (const auto& element : json_array(answer, "jobs")) {
+    if (json_string(element, "state") != "failed") continue;
+    failed.add_row({field_text(element, "id"), field_text(element, "name"), element_exit(element),
+                    field_text(element, "runs")});
+    any = true;
+  }
+  if (any) out += "\nfailed elements (gpuq retry " + field_text(array, "name") + " --failed):\n" + failed.render(color);
+  return out;
+}
+
 }  // namespace
 
 int run_show(Context& ctx, const ShowOptions& options) {
   auto response = ctx.client().get(job_path(options.ref));
+  if (!response && response.error().code == "not_found") {
+    // An array or grid (docs/sweeps.md): its summary.
+    auto array = ctx.client().get("/v1/arrays/" + percent_encode(options.ref));
+    if (array) {
+      if (options.json) return print_body(ctx, array->body);
+      auto answer = parse_json(array->body);
+      if (!answer) return ctx.report(answer.error());
+      ctx.out() << render_array(*answer, ctx.color());
+      return kExitOk;
+    }
+  }
   if (!response) return ctx.report(response.error());
   if (options.json) return print_body(ctx, response->body);
   auto job = parse_json(response->body);

@@ -130,16 +130,62 @@ bool has_etas(const std::vector<const Json*>& jobs) {
                      [](const Json* job) { return job->is_object() && job->contains("eta"); });
 }
 
-std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color) {
+// An unfinished array's line: its counts by state ("2 running, 5 pending, 3 succeeded") and
+// its cap.
+std::string array_counts_text(const Json& array) {
+  std::vector<std::string> parts;
+  const Json& counts = array.contains("counts") ? array["counts"] : Json::object();
+  // The states in the order a person reads a sweep's progress.
+  for (const char* state : {"running", "pending", "held", "blocked", "succeeded", "failed",
+                            "cancelled", "skipped"}) {
+    if (auto n = json_int(counts, state); n && *n > 0) parts.push_back(fmt::format("{} {}", *n, state));
+  }
+  std::string text = fmt::format("{} element{}: {}", field_text(array, "size"),
+                                 json_int(array, "size").value_or(0) == 1 ? "" : "s",
+                                 fmt::join(parts, ", "));
+  if (auto cap = json_int(array, "max_running")) text += fmt::format("; at most {} at once", *cap);
+  return text;
+}
+
+// The array's state in one word: running while an element runs, else pending while one waits,
+// else held or blocked.
+std::string array_state(const Json& array) {
+  const Json& counts = array.contains("counts") ? array["counts"] : Json::object();
+  for (const char* state : {"running", "pending", "held", "blocked"}) {
+    if (json_int(counts, state).value_or(0) > 0) return state;
+  }
+  return "finished";
+}
+
+std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t now_ms, bool color) {
   auto [shown, hidden] = select_jobs(answer, all);
-  if (shown.empty() && hidden == 0) return "no jobs\n";
+  // The arrays whose elements the daemon left out (?arrays=collapse): one line each, placed by
+  // their first element's id.
+  std::vector<const Json*> arrays;
+  if (collapsed) {
+    for (const auto& array : json_array(answer, "arrays")) arrays.push_back(&array);
+  }
+  if (shown.empty() && hidden == 0 && arrays.empty()) return "no jobs\n";
   // An older daemon says nothing of ETAs; then the column would only hold dashes.
   bool etas = has_etas(shown);
   std::vector<std::string> headers = {"ID", "NAME", "STATE", "PRI", "GPUS", "TIME"};
   if (etas) headers.emplace_back("ETA");
   headers.emplace_back("REASON/COMMAND");
   Table table(headers);
+  auto array_row = [&](const Json& array) {
+    std::string state = array_state(array);
+    std::vector<Cell> row = {fmt::format("{}-{}", field_text(array, "first_job"), field_text(array, "last_job")),
+                             field_text(array, "name"), Cell(state, state_style(state)), "-", "-", "-"};
+    if (etas) row.emplace_back("");
+    row.emplace_back(truncate(array_counts_text(array), kCommandColumns));
+    table.add_row(std::move(row));
+  };
+  size_t next_array = 0;
   for (const Json* job : shown) {
+    int64_t id = json_int(*job, "id").value_or(0);
+    for (; next_array < arrays.size() && json_int(*arrays[next_array], "first_job").value_or(0) < id; ++next_array) {
+      array_row(*arrays[next_array]);
+    }
     std::string state = json_string(*job, "state");
     std::vector<Cell> row = {field_text(*job, "id"), name_or_dash(*job),
                              Cell(state, state_style(state)), field_text(*job, "priority"),
@@ -148,6 +194,7 @@ std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color
     row.emplace_back(truncate(reason_or_command(*job), kCommandColumns));
     table.add_row(std::move(row));
   }
+  for (; next_array < arrays.size(); ++next_array) array_row(*arrays[next_array]);
   std::string out = table.render(color);
   if (hidden > 0) {
     out +=
@@ -161,7 +208,11 @@ std::string render_jobs(const Json& answer, bool all, int64_t now_ms, bool color
 
 int run_status(Context& ctx, const StatusOptions& options) {
   // Without a parameter the daemon lists as many finished jobs as this shows (kFinishedShown).
-  auto response = ctx.client().get(options.all ? "/v1/status?finished=all" : "/v1/status");
+  // The table shows an unfinished array as one line unless --expand; --json lists every job.
+  bool collapse = !options.json && !options.expand;
+  std::string target = options.all ? "/v1/status?finished=all" : "/v1/status";
+  if (collapse) target += options.all ? "&arrays=collapse" : "?arrays=collapse";
+  auto response = ctx.client().get(target);
   if (!response) return ctx.report(response.error());
   if (options.json) {
     return print_body(ctx, response->body);
@@ -175,7 +226,7 @@ int run_status(Context& ctx, const StatusOptions& options) {
   ctx.out() << render_gpus(*answer, ctx.color()) << '\n';
   if (std::string lanes = render_lanes(*answer); !lanes.empty()) ctx.out() << lanes << '\n';
   if (std::string watch = render_watch(*answer, ctx.color()); !watch.empty()) ctx.out() << watch << '\n';
-  ctx.out() << render_jobs(*answer, options.all, ctx.io().wall_ms(), ctx.color());
+  ctx.out() << render_jobs(*answer, options.all, collapse, ctx.io().wall_ms(), ctx.color());
   return kExitOk;
 }
 

@@ -73,6 +73,7 @@ int run_submit(Context& ctx, const SubmitOptions& options);
 struct StatusOptions {
   bool json = false;
   bool all = false;  // every finished job, not only the last kFinishedShown
+  bool expand = false;  // each element of an unfinished array, not one line for the array
 };
 // The daemon's GET /v1/status lists as many finished jobs by default (api/handlers.cc).
 constexpr size_t kFinishedShown = 10;

@@ -197,7 +197,10 @@ Status Queue::set_state(int64_t job_id, JobState from, JobState to, const std::s
   ready_index_.mark(job_id);
   std::optional<int64_t> finished;
   if (is_terminal(to)) finished = world_.now_ms();
-  return store_.set_job_state(job_id, to, reason, finished);
+  if (auto st = store_.set_job_state(job_id, to, reason, finished); !st || !finished) return st;
+  auto active = active_.find(job_id);
+  if (active == active_.end() || active->second.array_id == 0) return ok();
+  return note_element_finished(active->second.array_id);
 }
 
 Error Queue::unavailable(const Error& error) const {

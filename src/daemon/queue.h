@@ -220,6 +220,10 @@ class Queue {
   Result<Job> release(int64_t job_id);
   Result<Job> retry(int64_t job_id);
   Result<Job> move(int64_t job_id, const MoveRequest& request);
+  // Moves every waiting element of the array as one block (queue_array_move.cc): to the top or
+  // bottom, before or after a waiting job that is not one of them, or to a priority. Their
+  // order among themselves is kept. Answers the ids moved, in their new order.
+  Result<std::vector<int64_t>> move_array(int64_t array_id, const MoveRequest& request);
   Result<bool> set_draining(bool draining);
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").
@@ -412,6 +416,12 @@ private:
   // array without a cap. Refused when every lane the scheduler can count is in use.
   Result<std::optional<int>> array_lane(int64_t array_id);
   void untrack_array_element(int64_t array_id);
+  // Inside the transaction that finished one of the array's elements: array.finished, with
+  // the counts by state, when none of its elements is left unfinished.
+  Status note_element_finished(int64_t array_id);
+  // Whether an array already queued does the work of `base` (its elements' first: `first`).
+  Result<bool> same_array_work(const JobArray& array, const std::vector<int64_t>& ids,
+                               const JobSpec& base, const JobSpec& first);
   std::vector<ArrayLane> array_lanes_;
   RetryPolicy retry_policy() const;
 

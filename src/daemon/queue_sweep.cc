@@ -2,8 +2,13 @@
 // once and written in one transaction, and an array with a cap holds a lane of its own so that
 // the scheduler never runs more of its elements at once.
 #include <fmt/format.h>
+#include <malloc.h>
+
+#include <string_view>
+#include <unordered_set>
 
 #include "daemon/queue.h"
+#include "model/spec_json.h"
 #include "sched/bits.h"
 
 namespace gpuq::daemon {
@@ -27,6 +32,19 @@ std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
 }
 
 }  // namespace
+
+Result<bool> Queue::same_array_work(const JobArray& array, const std::vector<int64_t>& ids,
+                                    const JobSpec& base, const JobSpec& first_element) {
+  if (!array.base.empty()) {
+    auto stored = spec_from_json(nlohmann::json::parse(array.base, nullptr, false), SpecOrigin::kStore);
+    return stored && same_work(*stored, base);
+  }
+  // An array of schema 11 kept no base: its first element stands for it, while it is kept.
+  if (ids.empty()) return false;
+  auto job = store_.find_job(ids.front(), false);
+  if (!job) return tl::unexpected(job.error());
+  return *job && same_work((*job)->spec, first_element);
+}
 
 Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
@@ -52,19 +70,16 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   names.reserve(specs.size());
   for (const JobSpec& s : specs) names.push_back(s.name);
 
+  base.name = name;
   auto existing = store_.find_array_by_name(name);
   if (!existing) return tl::unexpected(existing.error());
   if (*existing) {
     const JobArray& array = **existing;
     auto ids = store_.array_elements(array.id);
     if (!ids) return tl::unexpected(ids.error());
-    std::optional<Job> first;
-    if (!ids->empty()) {
-      auto job = store_.find_job(ids->front(), false);
-      if (!job) return tl::unexpected(job.error());
-      first = std::move(*job);
-    }
-    if (array.sweep == request.sweep_json && first && same_work(first->spec, specs.front())) {
+    auto same = same_array_work(array, *ids, base, specs.front());
+    if (!same) return tl::unexpected(same.error());
+    if (array.sweep == request.sweep_json && *same) {
       return SweepSubmitted{array, std::move(*ids), std::move(names), true};
     }
     return fail(Code::kConflict,
@@ -79,13 +94,16 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
                                              "name that no job has",
                                              name, (*job_named)->id));
   }
-  for (const JobSpec& s : specs) {
-    auto taken = store_.find_job_by_name(s.name, false);
-    if (!taken) return tl::unexpected(taken.error());
-    if (*taken) {
+  // Every name an element would take, in one read of the names that start with "NAME[".
+  auto taken = store_.jobs_named_with_prefix(name + "[");
+  if (!taken) return tl::unexpected(taken.error());
+  if (!taken->empty()) {
+    std::unordered_set<std::string_view> wanted(names.begin(), names.end());
+    for (const auto& [id, taken_name] : *taken) {
+      if (!wanted.count(taken_name)) continue;
       return fail(Code::kConflict, fmt::format("a job named '{}' exists (job {}); choose another "
                                                "name for the array",
-                                               s.name, (*taken)->id));
+                                               taken_name, id));
     }
   }
   if (sweep.max_running > 0) {
@@ -105,7 +123,7 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   }
 
   JobArray array{0, name, request.sweep_json, sweep.max_running, static_cast<int>(sweep.size()),
-                 world_.now_ms()};
+                 world_.now_ms(), spec_to_json(base).dump()};
   std::vector<Job> inserted;
   inserted.reserve(specs.size());
   int64_t order_before = next_order_;
@@ -129,6 +147,12 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
                              {"name", job.spec.name}, {"array", array.id}};
       if (job.spec.hold) data["held"] = true;
       if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
+      // What make_active() reads stays; what each run reads again from the store goes, so a
+      // sweep of 10,000 does not hold 10,000 environments until it is tracked.
+      job.spec.env = {};
+      job.spec.argv = {};
+      job.spec.script_args = {};
+      job.spec.script_text = {};
       inserted.push_back(std::move(job));
     }
     nlohmann::json data = {{"array", array.id}, {"name", array.name}, {"size", array.size}};
@@ -146,6 +170,10 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     auto active = make_active(job.id, job);
     if (active) track(std::move(*active));
   }
+  specs = {};
+  inserted = {};
+  // A big sweep leaves megabytes of freed specs and JSON in malloc's arenas: give them back.
+  if (out.element_ids.size() > 1000) ::malloc_trim(0);
   request_pass();
   return out;
 }
@@ -175,6 +203,22 @@ Result<std::optional<int>> Queue::array_lane(int64_t array_id) {
   array_lanes_.push_back(std::move(lane));
   lane_used_.resize(config_.lanes.size() + array_lanes_.size(), 0);
   return static_cast<int>(lane_used_.size() - 1);
+}
+
+Status Queue::note_element_finished(int64_t array_id) {
+  auto unfinished = store_.array_unfinished(array_id);
+  if (!unfinished) return tl::unexpected(unfinished.error());
+  if (*unfinished) return ok();
+  auto array = store_.find_array(array_id);
+  if (!array) return tl::unexpected(array.error());
+  if (!*array) return ok();
+  auto counts = store_.array_counts(array_id);
+  if (!counts) return tl::unexpected(counts.error());
+  nlohmann::json by_state = nlohmann::json::object();
+  for (const auto& [state, n] : *counts) by_state[std::string(to_string(state))] = n;
+  return add_event("array.finished", std::nullopt, std::nullopt,
+                   {{"array", array_id}, {"name", (*array)->name}, {"size", (*array)->size},
+                    {"counts", by_state}});
 }
 
 void Queue::untrack_array_element(int64_t array_id) {

@@ -185,6 +185,7 @@ struct JobArray {
   int max_running = 0;        // at most this many elements run at once; 0: no cap
   int size = 0;               // how many elements it has
   int64_t submitted_at_ms = 0;
+  std::string base;  // the spec its elements were made from (JSON text); "" if not known
   bool operator==(const JobArray&) const = default;
 };
 

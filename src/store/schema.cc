@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 11> kMigrations = {
+constexpr std::array<const char*, 12> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -223,6 +223,15 @@ CREATE TABLE arrays (
 );
 ALTER TABLE jobs ADD COLUMN array_id INTEGER REFERENCES arrays(id);
 CREATE INDEX jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;
+)sql",
+    // 12: an array's counts by state (`gpuq status`, array.finished) are one range of
+    // jobs_by_array, now covering the state too; arrays.base is the spec every element was
+    // made from (JSON, as jobs.spec), compared when the same array is submitted again (NULL
+    // for an array of schema 11: its first element is compared instead).
+    R"sql(
+DROP INDEX jobs_by_array;
+CREATE INDEX jobs_by_array ON jobs(array_id, state) WHERE array_id IS NOT NULL;
+ALTER TABLE arrays ADD COLUMN base TEXT;
 )sql",
 };
 

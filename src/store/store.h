@@ -150,7 +150,9 @@ class Store {
   // What GET /v1/status shows, with runs: every unfinished job and the latest
   // `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
   // number of finished jobs beyond those returned.
-  Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit);
+  // With `left_out_arrays` (ids), the elements of those arrays are left out, finished or not.
+  Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit,
+                                 const std::vector<int64_t>* left_out_arrays = nullptr);
 
   // A page of the queue: every unfinished job that is not pending, the pending ones in
   // serving order (`fifo`: queue_order alone, else priority then queue_order; then id),
@@ -166,6 +168,9 @@ class Store {
   };
   // How many jobs are unfinished (pending, held, running, blocked): an index count.
   Result<int64_t> active_count();
+  // A pending or running job with neither an estimate nor a timeout (no ETA can be given while
+  // one is queued), read from the specs without decoding them; nullopt when there is none.
+  Result<std::optional<int64_t>> unbounded_job();
   Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
@@ -213,6 +218,43 @@ class Store {
   Result<std::vector<JobArray>> active_arrays();
   // The id the next insert_array gives (ids are never reused); for the one writer only.
   Result<int64_t> next_array_id();
+  // The jobs whose names start with `prefix` (ids and names), in one range of the names'
+  // index: the names an array's elements would take ("NAME[").
+  Result<std::vector<std::pair<int64_t, std::string>>> jobs_named_with_prefix(const std::string& prefix);
+  // How many of the array's elements are in each state, by state name (one range of
+  // jobs_by_array, which covers the state).
+  using StateCounts = std::vector<std::pair<JobState, int64_t>>;
+  Result<StateCounts> array_counts(int64_t array_id);
+  // Whether an element of the array is pending, held, running or blocked.
+  Result<bool> array_unfinished(int64_t array_id);
+  // Each element in one query, by id: what `gpuq show NAME` lists of it.
+  struct ArrayElement {
+    int64_t id = 0;
+    std::string name;
+    JobState state = JobState::kPending;
+    int runs = 0;                    // runs so far
+    std::optional<int> exit_code;    // of its latest run that ended with one
+    std::optional<int> signal;       // of its latest run, when a signal ended it
+  };
+  Result<std::vector<ArrayElement>> array_element_rows(int64_t array_id);
+  // The runs of the array's elements: the first start and last end (0: none), how many run
+  // now, and GPU-time (each run's length times its GPUs; a running one counts up to `now_ms`).
+  struct ArrayUsage {
+    int64_t first_start_ms = 0;
+    int64_t last_end_ms = 0;
+    int64_t running = 0;
+    int64_t gpu_ms = 0;
+  };
+  Result<ArrayUsage> array_usage(int64_t array_id, int64_t now_ms);
+  // The arrays with an unfinished element, by id, with their counts and the range of their
+  // elements' ids: one line each in `gpuq status`.
+  struct ArraySummary {
+    JobArray array;
+    StateCounts counts;
+    int64_t first_job = 0;
+    int64_t last_job = 0;
+  };
+  Result<std::vector<ArraySummary>> active_array_summaries();
 
   // --- watchers (store_watch.cc): open episodes survive a restart ---
   struct Episode {

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "store/schema.h"
 #include "store/store.h"
 #include "store/store_fixture.h"
@@ -329,6 +331,93 @@ TEST_F(ArrayStoreTest, AVersionTenStoreKeepsItsJobsAloneWhenMigrated) {
   EXPECT_EQ(element, 3);
   EXPECT_EQ(*store.array_elements(array_id), (Ids{3}));
   EXPECT_EQ(count_rows("SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+}
+
+TEST_F(ArrayStoreTest, CountsElementRowsUsageAndSummariesComeFromOneQueryEach) {
+  JobArray with_base = sample_array("sweep", 4);
+  with_base.base = R"({"argv":["true"]})";
+  int64_t sweep = add_array(with_base);
+  int64_t done = add_array(sample_array("done", 1));
+  int64_t s0 = add_job("sweep[0]", sweep, JobState::kSucceeded, 2000);
+  int64_t s1 = add_job("sweep[1]", sweep, JobState::kFailed, 3000);
+  int64_t s2 = add_job("sweep[2]", sweep, JobState::kRunning);
+  int64_t s3 = add_job("sweep[3]", sweep);
+  int64_t d0 = add_job("done[0]", done, JobState::kSucceeded, 2500);
+  EXPECT_EQ((*store_->find_array(sweep))->base, with_base.base);
+  EXPECT_EQ((*store_->find_array(done))->base, "");
+  // Runs: s1 twice (the second exits 7) on two GPUs, s2 still running on one, s0 once.
+  auto add_run = [&](int64_t job, int number, std::vector<std::string> gpus, int64_t start,
+                     int64_t end, std::optional<int> code, std::optional<int> signal) {
+    gpuq::Run run;
+    run.job_id = job;
+    run.number = number;
+    run.gpus = std::move(gpus);
+    run.started_at_ms = start;
+    run.run_dir = fmt::format("/tmp/r{}-{}", job, number);
+    ASSERT_TRUE(store_->transaction([&]() -> Status {
+      auto id = store_->insert_run(run);
+      if (!id) return tl::unexpected(id.error());
+      if (end == 0) return ok();
+      return store_->finish_run(*id, end, code, signal, code == 0 ? RunOutcome::kSucceeded : RunOutcome::kFailed);
+    }));
+  };
+  add_run(s0, 1, {"gpu0"}, 1000, 2000, 0, std::nullopt);
+  add_run(s1, 1, {"gpu0", "gpu1"}, 1000, 1500, std::nullopt, 9);
+  add_run(s1, 2, {"gpu0", "gpu1"}, 2000, 3000, 7, std::nullopt);
+  add_run(s2, 1, {"gpu2"}, 2500, 0, std::nullopt, std::nullopt);
+
+  auto counts = store_->array_counts(sweep);
+  ASSERT_TRUE(counts) << counts.error().message;
+  EXPECT_EQ(*counts, (Store::StateCounts{{JobState::kFailed, 1}, {JobState::kPending, 1},
+                                         {JobState::kRunning, 1}, {JobState::kSucceeded, 1}}));
+  EXPECT_EQ(*store_->array_unfinished(sweep), true);
+  EXPECT_EQ(*store_->array_unfinished(done), false);
+
+  auto rows = store_->array_element_rows(sweep);
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 4u);
+  EXPECT_EQ((*rows)[1].id, s1);
+  EXPECT_EQ((*rows)[1].name, "sweep[1]");
+  EXPECT_EQ((*rows)[1].state, JobState::kFailed);
+  EXPECT_EQ((*rows)[1].runs, 2);
+  EXPECT_EQ((*rows)[1].exit_code, 7) << "the latest run's, not the first's signal";
+  EXPECT_EQ((*rows)[1].signal, std::nullopt);
+  EXPECT_EQ((*rows)[2].runs, 1);
+  EXPECT_EQ((*rows)[2].exit_code, std::nullopt);
+  EXPECT_EQ((*rows)[3].id, s3);
+  EXPECT_EQ((*rows)[3].runs, 0);
+
+  auto usage = store_->array_usage(sweep, 4000);
+  ASSERT_TRUE(usage) << usage.error().message;
+  EXPECT_EQ(usage->first_start_ms, 1000);
+  EXPECT_EQ(usage->last_end_ms, 3000);
+  EXPECT_EQ(usage->running, 1);
+  // 1000 ms on 1 GPU + 500 and 1000 ms on 2 GPUs + 1500 ms so far on 1 GPU.
+  EXPECT_EQ(usage->gpu_ms, 1000 + 2 * 500 + 2 * 1000 + 1500);
+
+  auto summaries = store_->active_array_summaries();
+  ASSERT_TRUE(summaries) << summaries.error().message;
+  ASSERT_EQ(summaries->size(), 1u) << "'done' has no unfinished element";
+  EXPECT_EQ((*summaries)[0].array.id, sweep);
+  EXPECT_EQ((*summaries)[0].counts, *counts);
+  EXPECT_EQ((*summaries)[0].first_job, s0);
+  EXPECT_EQ((*summaries)[0].last_job, s3);
+
+  // Status without the unfinished array's elements: its finished ones go too; a finished
+  // array's elements stay, as any finished job.
+  int64_t alone = add_job("alone", 0);
+  Ids left_out = {sweep};
+  auto status = store_->status_jobs(10, &left_out);
+  ASSERT_TRUE(status) << status.error().message;
+  Ids active, finished;
+  for (const Job& job : status->active) active.push_back(job.id);
+  for (const Job& job : status->finished) finished.push_back(job.id);
+  EXPECT_EQ(active, Ids{alone});
+  EXPECT_EQ(finished, Ids{d0});
+  auto everything = store_->status_jobs(10);
+  ASSERT_TRUE(everything);
+  EXPECT_EQ(everything->active.size(), 3u);
+  EXPECT_EQ(everything->finished.size(), 3u);
 }
 
 }  // namespace

@@ -22,6 +22,13 @@ constexpr const char* kLatestFinished =
     "state IN ('succeeded','failed','cancelled','skipped') "
     "ORDER BY finished_at DESC, id DESC LIMIT ?";
 
+// The same, less the elements of the arrays listed in ?2 (a JSON list of ids).
+constexpr const char* kLatestFinishedOutsideArrays =
+    "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
+    "state IN ('succeeded','failed','cancelled','skipped') AND "
+    "(array_id IS NULL OR array_id NOT IN (SELECT value FROM json_each(?2))) "
+    "ORDER BY finished_at DESC, id DESC LIMIT ?1";
+
 // Every job is active or finished: all jobs (which SQLite counts page by page in its smallest
 // index, without decoding rows) less the active ones (an index range).
 const std::string kFinishedTotal =
@@ -37,19 +44,38 @@ Result<int64_t> single_int(Database& db, const std::string& sql) {
 
 }  // namespace
 
-Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limit) {
+Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limit,
+                                             const std::vector<int64_t>* left_out_arrays) {
   StatusJobs out;
   // LIMIT -1 is SQLite's "no limit".
   int64_t limit = finished_limit ? static_cast<int64_t>(*finished_limit) : -1;
-  auto jobs = query_jobs(
-      fmt::format("WHERE {} OR id IN ({})", kActive, kLatestFinished),
-      [limit](Statement& s) { s.bind(1, limit); }, true);
+  auto jobs = left_out_arrays
+                  ? query_jobs(fmt::format("WHERE ({} AND array_id IS NULL) OR id IN ({})", kActive,
+                                           kLatestFinishedOutsideArrays),
+                               [limit, list = fmt::format("[{}]", fmt::join(*left_out_arrays, ","))](
+                                   Statement& s) { s.bind(1, limit).bind(2, list); },
+                               true)
+                  : query_jobs(fmt::format("WHERE {} OR id IN ({})", kActive, kLatestFinished),
+                               [limit](Statement& s) { s.bind(1, limit); }, true);
   if (!jobs) return tl::unexpected(jobs.error());
   for (Job& job : *jobs) (is_terminal(job.state) ? out.finished : out.active).push_back(std::move(job));
   auto finished_total = single_int(*db_, kFinishedTotal);
   if (!finished_total) return tl::unexpected(finished_total.error());
   out.finished_total = *finished_total;
   return out;
+}
+
+Result<std::optional<int64_t>> Store::unbounded_job() {
+  // spec_to_json() writes est_ms and timeout_ms only when they are set.
+  auto stmt = db_->prepare(
+      "SELECT id FROM jobs WHERE state IN ('pending','running') AND "
+      "json_extract(spec, '$.est_ms') IS NULL AND json_extract(spec, '$.timeout_ms') IS NULL "
+      "LIMIT 1");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>(stmt->int64(0));
 }
 
 Result<int64_t> Store::active_count() {

@@ -130,7 +130,8 @@ TEST(Sweeps, WaitOnAnArrayWaitsForEveryElementAndTheArraySaysHowEachEnded) {
   EXPECT_EQ(body["array"]["name"], "mixed");
   EXPECT_EQ(body["counts"], (nlohmann::json{{"failed", 1}, {"succeeded", 3}}));
   ASSERT_EQ(body["jobs"].size(), 4u);
-  EXPECT_EQ(body["jobs"][2], (nlohmann::json{{"id", 3}, {"name", "mixed[2]"}, {"state", "failed"}}));
+  EXPECT_EQ(body["jobs"][2], (nlohmann::json{{"id", 3}, {"name", "mixed[2]"}, {"state", "failed"},
+                                             {"runs", 1}, {"exit_code", 1}, {"signal", nullptr}}));
   EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/arrays/1").status, 200) << "by id too";
   auto missing = unix_get(h.home() + "/gpuq.sock", "/v1/arrays/nope");
   EXPECT_EQ(missing.status, 404);
