@@ -1,0 +1,20 @@
+#include "spec/sweep_specs.h"
+
+namespace gpuq::spec {
+
+std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
+                                   const Sweep& sweep) {
+  std::vector<JobSpec> specs;
+  specs.reserve(sweep.size());
+  for (const auto& element : sweep_elements(sweep)) {
+    JobSpec s = base;
+    s.name = name + element.suffix();
+    for (auto& arg : s.argv) arg = substitute_element(arg, element);
+    for (auto& arg : s.script_args) arg = substitute_element(arg, element);
+    for (auto& [key, value] : element_variables(element)) s.env[key] = value;
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+}  // namespace gpuq::spec
