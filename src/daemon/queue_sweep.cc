@@ -5,28 +5,9 @@
 
 #include "daemon/queue.h"
 #include "sched/bits.h"
+#include "spec/sweep_specs.h"
 
 namespace gpuq::daemon {
-namespace {
-
-// Every element's spec: the base named NAME[...], its arguments substituted and its variables
-// (GPUQ_ARRAY_INDEX, GPUQ_PARAM_*) set. GPUQ_ARRAY_ID comes with each run (runner/run_env.h).
-std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
-                                   const spec::Sweep& sweep) {
-  std::vector<JobSpec> specs;
-  specs.reserve(sweep.size());
-  for (const auto& element : spec::sweep_elements(sweep)) {
-    JobSpec s = base;
-    s.name = name + element.suffix();
-    for (auto& arg : s.argv) arg = spec::substitute_element(arg, element);
-    for (auto& arg : s.script_args) arg = spec::substitute_element(arg, element);
-    for (auto& [key, value] : spec::element_variables(element)) s.env[key] = value;
-    specs.push_back(std::move(s));
-  }
-  return specs;
-}
-
-}  // namespace
 
 Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   if (stopping_) return fail(Code::kUnavailable, "the daemon is shutting down; submit again later");
@@ -47,25 +28,17 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     if (!next) return tl::unexpected(next.error());
     name = fmt::format("array-{}", *next);
   }
-  std::vector<JobSpec> specs = element_specs(base, name, sweep);
+  std::vector<JobSpec> specs = spec::element_specs(base, name, sweep);
   std::vector<std::string> names;
   names.reserve(specs.size());
   for (const JobSpec& s : specs) names.push_back(s.name);
 
-  auto existing = store_.find_array_by_name(name);
+  auto existing = queued_array(name, request.sweep_json, specs.front());
   if (!existing) return tl::unexpected(existing.error());
   if (*existing) {
-    const JobArray& array = **existing;
-    auto ids = store_.array_elements(array.id);
-    if (!ids) return tl::unexpected(ids.error());
-    std::optional<Job> first;
-    if (!ids->empty()) {
-      auto job = store_.find_job(ids->front(), false);
-      if (!job) return tl::unexpected(job.error());
-      first = std::move(*job);
-    }
-    if (array.sweep == request.sweep_json && first && same_work(first->spec, specs.front())) {
-      return SweepSubmitted{array, std::move(*ids), std::move(names), true};
+    const JobArray& array = (*existing)->array;
+    if ((*existing)->same) {
+      return SweepSubmitted{array, std::move((*existing)->element_ids), std::move(names), true};
     }
     return fail(Code::kConflict,
                 fmt::format("an array named '{}' already exists (array {}, {} elements) with a "
