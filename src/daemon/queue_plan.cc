@@ -178,6 +178,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   std::map<size_t, PlanArrayJob> array_jobs;  // by index in plan.jobs
   std::vector<size_t> unchanged_arrays;
   size_t capped_arrays = 0;
+  size_t array_conflicts = 0;  // of `conflicts`: --replace does not help with these
   for (size_t i = 0; i < plan.jobs.size(); ++i) {
     JobSpec& spec = plan.jobs[i];
     if (auto st = check_and_resolve(spec, &plan_ids); !st) {
@@ -188,10 +189,12 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       // The elements differ only in name, arguments and variables: checked once, as their base.
       PlanArrayJob& array = array_jobs[i];
       array.elements = spec::element_specs(spec, spec.name, plan.sweeps[i]->sweep);
+      size_t conflicts_before = conflicts.size();
       if (auto st = find_plan_array(spec.name, *plan.sweeps[i], array, conflicts); !st) {
         reservations_ = saved_reservations;
         return tl::unexpected(st.error());
       }
+      array_conflicts += conflicts.size() - conflicts_before;
       if (array.existing) {
         unchanged_arrays.push_back(i);
       } else {
@@ -275,6 +278,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
           fmt::format("{} (array {}: a job it depends on changes; a plan does not "
                       "replace an array)",
                       base.name, array.array.id));
+      ++array_conflicts;
     }
     for (size_t k = 0; k < array.element_ids.size(); ++k) {
       plan_ids[array.elements[k].name] = array.element_ids[k];
@@ -286,10 +290,12 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
     std::string list;
     for (const auto& c : conflicts) list += (list.empty() ? "" : ", ") + c;
     return fail(Code::kConflict,
-                fmt::format("{} job{} of the plan already exist{} with a different spec: {}; "
-                            "submit with --replace to replace waiting ones",
+                fmt::format("{} job{} of the plan already exist{} with a different spec: {}; {}",
                             conflicts.size(), conflicts.size() == 1 ? "" : "s",
-                            conflicts.size() == 1 ? "s" : "", list));
+                            conflicts.size() == 1 ? "s" : "", list,
+                            array_conflicts == conflicts.size()
+                                ? "give a changed array another id"
+                                : "submit with --replace to replace waiting ones"));
   }
   if (auto st = check_array_lanes(capped_arrays); !st) {
     reservations_ = saved_reservations;

@@ -125,6 +125,7 @@ TEST_F(PlanSweepQueueTest, AChangedArrayIsAConflictEvenWithReplaceAndNothingIsQu
   EXPECT_THAT(refused.error().message,
               ::testing::HasSubstr("shards (array 1 has another sweep or spec; a plan does not "
                                    "replace an array: give this one another id)"));
+  EXPECT_THAT(refused.error().message, ::testing::EndsWith("; give a changed array another id"));
   EXPECT_EQ(count("job.submitted"), submitted);
 }
 
