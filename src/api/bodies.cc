@@ -270,7 +270,7 @@ Result<GcBody> decode_gc(std::string_view text) {
   return out;
 }
 
-Result<daemon::PlanRequest> decode_plan(std::string_view text) {
+Result<daemon::PlanRequest> decode_plan(std::string_view text, size_t max_sweep_elements) {
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
   if (!body->is_object()) return invalid("a plan must be a JSON object {\"jobs\", \"reservations\", \"replace\"}");
@@ -288,14 +288,24 @@ Result<daemon::PlanRequest> decode_plan(std::string_view text) {
     return invalid("a plan needs a non-empty 'jobs' list");
   }
   size_t index = 0;
-  for (const json& entry : (*body)["jobs"]) {
-    auto spec = spec_from_json(entry);
-    if (!spec) {
-      // A job with a `source` is named by it already; one without, by its place in the list.
-      bool named = entry.is_object() && entry.contains("source") && entry["source"].is_string();
-      return invalid(named ? spec.error().message
-                           : fmt::format("jobs[{}]: {}", index, spec.error().message));
+  for (json& entry : (*body)["jobs"]) {
+    // A job with a `source` is named by it already; one without, by its place in the list.
+    bool named = entry.is_object() && entry.contains("source") && entry["source"].is_string();
+    auto located = [&](const Error& error) {
+      return invalid(named ? error.message : fmt::format("jobs[{}]: {}", index, error.message));
+    };
+    auto sweep = decode_sweep_submit(entry, max_sweep_elements);
+    if (!sweep) return located(sweep.error());
+    if (*sweep) {
+      plan.jobs.push_back(std::move((*sweep)->base));
+      plan.sweeps.resize(index);
+      plan.sweeps.push_back(
+          daemon::PlanSweep{std::move((*sweep)->sweep), std::move((*sweep)->sweep_json)});
+      ++index;
+      continue;
     }
+    auto spec = spec_from_json(entry);
+    if (!spec) return located(spec.error());
     plan.jobs.push_back(std::move(*spec));
     ++index;
   }

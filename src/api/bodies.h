@@ -58,8 +58,10 @@ struct GcBody {
 Result<GcBody> decode_gc(std::string_view body);
 
 // POST /v1/plans: {"jobs": [submit request], "reservations": [{"name", "gpus", "jobs"}],
-// "replace": bool}.
-Result<daemon::PlanRequest> decode_plan(std::string_view body);
+// "replace": bool}. A job with "array" or "grid" (and "max_running") is a job array, read as
+// decode_sweep_submit reads one, refused over `max_sweep_elements` elements.
+Result<daemon::PlanRequest> decode_plan(std::string_view body,
+                                        size_t max_sweep_elements = spec::kDefaultMaxSweepElements);
 
 // GET /v1/events?after=SEQ&limit=N&wait_ms=T. `limit` and `wait_ms` above their caps
 // (limits::kMaxEventsPerPage, kMaxEventWaitMs) are taken as the cap, as docs/api.md says.

@@ -194,6 +194,30 @@ TEST(DecodePlan, JobsReservationsAndReplace) {
   EXPECT_EQ(plan->reservations[1].jobs, std::vector<std::string>{"b"});
 }
 
+TEST(DecodePlan, AJobWithArrayOrGridIsAJobArray) {
+  auto plan = decode_plan(R"({"jobs":[{"name":"a","argv":["true"]},
+      {"name":"s","argv":["x","{i}"],"array":"0-9%2"},
+      {"name":"g","argv":["x"],"grid":["lr=1,2","seed=0..2"],"max_running":3}]})",
+                          100);
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->jobs.size(), 3u);
+  ASSERT_EQ(plan->sweeps.size(), 3u);
+  EXPECT_FALSE(plan->sweeps[0]);
+  ASSERT_TRUE(plan->sweeps[1] && plan->sweeps[2]);
+  EXPECT_EQ(plan->jobs[1].name, "s");
+  EXPECT_EQ(plan->sweeps[1]->sweep.size(), 10u);
+  EXPECT_EQ(plan->sweeps[1]->sweep_json, R"({"array":"0-9","max_running":2})");
+  EXPECT_EQ(plan->sweeps[2]->sweep.size(), 6u);
+  EXPECT_EQ(plan->sweeps[2]->sweep.max_running, 3);
+  EXPECT_REFUSED(
+      decode_plan(R"({"jobs":[{"name":"s","argv":["x"],"array":"0-99"}]})", 50),
+      "jobs[0]: field 'array': the array has 100 elements, more than [sweeps] max_elements (50)");
+  EXPECT_REFUSED(
+      decode_plan(
+          R"({"jobs":[{"name":"s","argv":["x"],"source":"p.json:3","array":"0-1","grid":["a=1"]}]})"),
+      "give \"array\" or \"grid\", not both");
+}
+
 TEST(DecodePlan, Refusals) {
   std::string job = R"({"name":"a","argv":["true"]})";
   EXPECT_REFUSED(decode_plan("[]"), "a plan must be a JSON object");

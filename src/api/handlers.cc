@@ -469,7 +469,7 @@ awaitable<Response> Server::gc(const Request& request) {
 }
 
 awaitable<Response> Server::submit_plan(const Request& request, std::string user) {
-  auto decoded = decode_plan(request.body());
+  auto decoded = decode_plan(request.body(), context_.max_sweep_elements);
   if (!decoded) co_return error_response(decoded.error());
   for (JobSpec& job : decoded->jobs) job.user = user;
   std::vector<DirToCheck> cwds;
@@ -490,7 +490,18 @@ awaitable<Response> Server::submit_plan(const Request& request, std::string user
   auto outcome = co_await on_actor<Result<daemon::PlanOutcome>>(context_.actor_ioc, work);
   if (!outcome) co_return error_response(outcome.error());
   nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& e : outcome->jobs) jobs.push_back({{"name", e.name}, {"id", e.id}, {"result", e.result}});
+  for (const auto& e : outcome->jobs) {
+    nlohmann::json entry = {{"name", e.name}, {"id", e.id}, {"result", e.result}};
+    if (e.array) {  // a job array: "id" is the array's, and its elements follow (docs/api.md)
+      entry["array"] = array_to_json(*e.array);
+      nlohmann::json elements = nlohmann::json::array();
+      for (size_t k = 0; k < e.element_ids.size(); ++k) {
+        elements.push_back({{"id", e.element_ids[k]}, {"name", e.element_names[k]}});
+      }
+      entry["jobs"] = std::move(elements);
+    }
+    jobs.push_back(std::move(entry));
+  }
   co_return json_response(http::status::ok, {{"jobs", std::move(jobs)}});
 }
 

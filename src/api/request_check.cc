@@ -21,7 +21,7 @@ Status check_request(const Route& route, const Request& request) {
       if (!sweep || *sweep) return status(sweep);
       return status(spec_from_json(*parsed));
     }
-    case Endpoint::kPlan: return status(decode_plan(body));
+    case Endpoint::kPlan: return status(decode_plan(body, spec::kDefaultMaxSweepElements));
     case Endpoint::kReleaseGpu: return status(decode_release(body));
     case Endpoint::kGc: return status(decode_gc(body));
     case Endpoint::kEvents: return status(decode_events_query(route.target));

@@ -169,6 +169,9 @@ class Server {
   // The ETAs of the waiting jobs (etas_), loading the unfinished jobs only when the cache
   // cannot answer.
   Result<const EtaCache::Etas*> current_etas(int64_t now_ms);
+  // The config an ETA simulates: config.toml's lanes and a lane for each capped array's cap,
+  // added to its elements in `jobs` (as the daemon's scheduler counts them).
+  Result<daemon::Config> eta_config(std::vector<Job>& jobs);
   // GET /v1/timeline and GET /v1/report (report_handlers.cc; docs/api.md).
   Response timeline(const Target& target);
   Response report(const Target& target);

@@ -76,7 +76,32 @@ nlohmann::json array_summary_json(const store::Store::ArraySummary& summary) {
   return j;
 }
 
+// The caps of arrays (docs/sweeps.md) as the daemon applies them: a lane of each capped array's
+// own ("NAME%MAX"), which each of its elements holds. Returns `base` with those lanes added.
+daemon::Config with_array_caps(const daemon::Config& base, std::vector<Job>& jobs,
+                               const std::vector<JobArray>& arrays) {
+  daemon::Config config = base;
+  std::unordered_map<int64_t, std::string> lane_of;
+  for (const JobArray& array : arrays) {
+    if (array.max_running <= 0) continue;
+    std::string lane = fmt::format("{}%{}", array.name, array.max_running);
+    config.lanes.push_back({lane, array.max_running, {}});
+    lane_of[array.id] = std::move(lane);
+  }
+  if (lane_of.empty()) return config;
+  for (Job& job : jobs) {
+    if (auto it = lane_of.find(job.array_id); it != lane_of.end()) job.spec.lanes.push_back(it->second);
+  }
+  return config;
+}
+
 }  // namespace
+
+Result<daemon::Config> Server::eta_config(std::vector<Job>& jobs) {
+  auto arrays = store_->active_arrays();
+  if (!arrays) return tl::unexpected(arrays.error());
+  return with_array_caps(context_.queue.config(), jobs, *arrays);
+}
 
 Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   auto seq = store_->last_seq();
@@ -100,10 +125,12 @@ Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   const EtaCache::Etas* etas = nullptr;
   size_t loaded = 0;
   {
-    auto jobs = store_->status_jobs(0);
+    auto jobs = store_->eta_jobs();
     if (!jobs) return tl::unexpected(jobs.error());
-    loaded = jobs->active.size();
-    etas = &etas_.get(jobs->active, inventory, context_.queue.config(), now_ms, *seq);
+    loaded = jobs->size();
+    auto config = eta_config(*jobs);
+    if (!config) return tl::unexpected(config.error());
+    etas = &etas_.get(*jobs, inventory, *config, now_ms, *seq);
   }
   // Thousands of loaded jobs leave megabytes of freed specs in malloc's arenas: give them back.
   if (loaded > 1000) ::malloc_trim(0);
@@ -165,7 +192,16 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
                 [fifo](const Job* a, const Job* b) { return serves_before(*a, *b, fifo); });
       for (size_t i = 0; i < pending.size(); ++i) positions[pending[i]->id] = static_cast<int64_t>(i + 1);
       auto seq = store_->last_seq();
-      etas = &etas_.get(jobs->active, context_.queue.inventory(), context_.queue.config(), now, seq ? *seq : 0);
+      auto config = eta_config(jobs->active);
+      if (!config) return tl::unexpected(config.error());
+      etas = &etas_.get(jobs->active, context_.queue.inventory(), *config, now, seq ? *seq : 0);
+      // The jobs listed show the lanes they asked for, not their arrays' caps.
+      for (Job& job : jobs->active) {
+        if (job.array_id != 0 && !job.spec.lanes.empty() &&
+            job.spec.lanes.back().find('%') != std::string::npos) {
+          job.spec.lanes.pop_back();
+        }
+      }
     }
     out.finished_total = jobs->finished_total;
     listed.reserve(jobs->active.size() + jobs->finished.size());

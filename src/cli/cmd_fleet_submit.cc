@@ -1,7 +1,8 @@
 // `gpuq fleet submit`: each script read as `gpuq submit` reads one (its `#gpuq` headers, then
 // the flags; build_submit_request), turned into a fleet job: only --env travels, no working
 // directory, job dependencies become the fleet's `after`, and the job goes to a class queue or
-// is pinned to a node. With --chain, each job is after the one before it.
+// is pinned to a node. With --chain, each job is after the one before it. A sweep (--array,
+// --grid or the script's `#gpuq array=`/`grid=`) becomes one fleet job per element, NAME.INDEX.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include "cli/format.h"
 #include "fleet/client.h"
 #include "model/spec_json.h"
+#include "spec/sweep.h"
+#include "spec/sweep_specs.h"
 
 namespace gpuq::cli {
 namespace {
@@ -66,6 +69,72 @@ Outcome<fleet::FleetJob> fleet_job(const std::string& file, const Json& request,
   return job;
 }
 
+// Takes the sweep out of a submit request ("array" or "grid"; nullopt when it has none). The
+// fleet has no arrays: a cap (%MAX, max-running=) is refused, since nothing would count an
+// array's running elements across nodes, and so is more than the default [sweeps] max_elements
+// (each element is a job of its own in the bucket).
+Outcome<std::optional<spec::Sweep>> take_fleet_sweep(const std::string& file, Json& request) {
+  Json array = request.contains("array") ? request["array"] : Json();
+  Json grid = request.contains("grid") ? request["grid"] : Json();
+  bool capped = request.contains("max_running");
+  for (const char* key : {"array", "grid", "max_running"}) request.erase(key);
+  if (array.is_null() && grid.is_null()) return std::optional<spec::Sweep>();
+  auto bad = [&](const std::string& why) {
+    return cli_fail(kExitUsage, fmt::format("{}: {}", file, why));
+  };
+  Result<spec::Sweep> sweep = spec::Sweep{};
+  if (!array.is_null()) {
+    sweep = spec::parse_array(array.get<std::string>(), spec::kMostSweepElements);
+  } else {
+    std::vector<spec::SweepParam> params;
+    for (const auto& text : grid) {
+      auto param = spec::parse_grid_param(text.get<std::string>(), spec::kMostSweepElements);
+      if (!param) return bad(param.error().message);
+      params.push_back(std::move(*param));
+    }
+    sweep = spec::make_grid(std::move(params), 0, spec::kMostSweepElements);
+  }
+  if (!sweep) return bad(sweep.error().message);
+  if (capped || sweep->max_running > 0) {
+    return bad(
+        "a sweep in the fleet has no cap (%MAX, --max-running, max-running=): nothing "
+        "counts its running elements across the nodes; leave the cap out");
+  }
+  if (sweep->size() > spec::kDefaultMaxSweepElements) {
+    return bad(
+        fmt::format("the sweep has {} elements, more than {}: each is a job of its own in "
+                    "the fleet's store; split it",
+                    sweep->size(), spec::kDefaultMaxSweepElements));
+  }
+  return std::optional<spec::Sweep>(std::move(*sweep));
+}
+
+// The fleet jobs of a sweep's elements: `base` once per element, named NAME.INDEX (a fleet
+// name holds no brackets), with its arguments substituted and GPUQ_ARRAY_INDEX/GPUQ_PARAM_* set.
+Outcome<std::vector<fleet::FleetJob>> element_jobs(const std::string& file,
+                                                   const fleet::FleetJob& base,
+                                                   const spec::Sweep& sweep, int64_t now_ms) {
+  if (base.name.empty()) {
+    return cli_fail(kExitUsage,
+                    fmt::format("{}: a sweep in the fleet needs a name (--name, or "
+                                "name= in the header): its jobs are NAME.0, NAME.1, ...",
+                                file));
+  }
+  std::vector<spec::SweepElement> elements = spec::sweep_elements(sweep);
+  std::vector<JobSpec> specs = spec::element_specs(base.spec, base.name, sweep);
+  std::vector<fleet::FleetJob> jobs;
+  jobs.reserve(specs.size());
+  for (size_t k = 0; k < specs.size(); ++k) {
+    fleet::FleetJob job = base;
+    job.id = fleet::new_job_id(now_ms);
+    job.name = fmt::format("{}.{}", base.name, elements[k].index);
+    job.spec = std::move(specs[k]);
+    job.spec.name = job.name;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
 std::string queue_text(const fleet::FleetJob& job) {
   return job.node.empty() ? "class " + job.klass : "node " + job.node;
 }
@@ -102,18 +171,32 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
         submit.after.emplace_back(text.starts_with("afterok:") ? text.substr(8) : text);
       }
     }
+    submit.array = options.array;
+    submit.grid = options.grid;
     submit.words = {options.files[i]};
     // No environ: only --env travels. The cwd is checked, then dropped (fleet_job).
     auto request = build_submit_request(submit, {}, io.cwd, now_ms);
     if (!request) return tl::unexpected(request.error());
+    auto sweep = take_fleet_sweep(options.files[i], *request);
+    if (!sweep) return tl::unexpected(sweep.error());
     auto job = fleet_job(options.files[i], *request, options, now_ms, io.environ);
     if (!job) return tl::unexpected(job.error());
-    if (!job->name.empty()) {
-      if (auto st = fleet::check_name("name", job->name); !st) {
-        return cli_fail(kExitUsage, fmt::format("{}: {}", options.files[i], st.error().message));
-      }
+    std::vector<fleet::FleetJob> made;
+    if (*sweep) {
+      auto elements = element_jobs(options.files[i], *job, **sweep, now_ms);
+      if (!elements) return tl::unexpected(elements.error());
+      made = std::move(*elements);
+    } else {
+      made.push_back(std::move(*job));
     }
-    jobs.push_back(std::move(*job));
+    for (auto& one : made) {
+      if (!one.name.empty()) {
+        if (auto st = fleet::check_name("name", one.name); !st) {
+          return cli_fail(kExitUsage, fmt::format("{}: {}", options.files[i], st.error().message));
+        }
+      }
+      jobs.push_back(std::move(one));
+    }
   }
   return jobs;
 }

@@ -10,11 +10,12 @@
 #include "base/heap.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "spec/plan.h"
 #include "sim/plan_jobs.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
+#include "sim/sweep_jobs.h"
 #include "sim/trace.h"
+#include "spec/plan.h"
 
 namespace gpuq::cli {
 namespace {
@@ -105,7 +106,10 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   auto plan = spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, {}});
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
-  auto jobs = sim::jobs_from_specs(plan->specs);
+  auto bases = sim::jobs_from_specs(plan->specs);
+  if (!bases) return ctx.report(kExitUsage, bases.error().message);
+  // Job arrays run as their elements, a capped one's on a lane of its own (sim/sweep_jobs.h).
+  auto jobs = sim::expand_sweeps(std::move(*bases), plan->sweeps, machine);
   if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
   for (auto& reservation : plan->reservations) {
     machine.reservations.push_back(

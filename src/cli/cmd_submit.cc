@@ -116,7 +116,9 @@ Status check_flags(const SubmitOptions& options) {
     }
     if (auto sweep = spec::make_grid(std::move(params), 0, most); !sweep) return bad(sweep.error().message);
   }
-  if (options.max_running && (*options.max_running < 1 || (!options.array && options.grid.empty()))) {
+  // A script's header may give the sweep that --max-running caps (build_submit_request checks).
+  const bool no_sweep = !options.array && options.grid.empty() && options.command_mode;
+  if (options.max_running && (*options.max_running < 1 || no_sweep)) {
     return bad(*options.max_running < 1 ? "--max-running must be 1 or more"
                                         : "--max-running caps an array or a grid: give --array or --grid");
   }
@@ -200,6 +202,29 @@ Status apply_scheduling_flags(const SubmitOptions& options, int64_t now_ms, Json
   set_duration("requires_warn", options.requires_warn);
   set_duration("quiet", options.quiet);
   set_duration("warn_after", options.warn_after);
+  return ok();
+}
+
+// The sweep of the flags, replacing the header's (`#gpuq array=`, `grid=`, `max-running=`):
+// --array or --grid replaces all three, --max-running the cap alone (array='s %MAX with it).
+Status apply_sweep_flags(const SubmitOptions& options, Json& request) {
+  if (options.array || !options.grid.empty()) {
+    for (const char* key : {"array", "grid", "max_running"}) request.erase(key);
+  }
+  if (options.array) request["array"] = *options.array;
+  if (!options.grid.empty()) request["grid"] = options.grid;
+  if (options.max_running) {
+    request["max_running"] = *options.max_running;
+    if (request.contains("array") && request["array"].is_string()) {
+      std::string array = request["array"].get<std::string>();
+      request["array"] = array.substr(0, array.rfind('%'));
+    }
+  }
+  if (request.contains("max_running") && !request.contains("array") && !request.contains("grid")) {
+    return fail(Code::kInvalidArgument,
+                "--max-running caps an array or a grid: give --array or --grid (or array= or "
+                "grid= in the script's #gpuq header)");
+  }
   return ok();
 }
 
@@ -390,9 +415,8 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   request["env"] = Json(*env);
   request[options.command_mode ? "argv" : "script"] = std::move(what);
   for (auto& [key, value] : header.items()) request[key] = std::move(value);
-  if (options.array) request["array"] = *options.array;
-  if (!options.grid.empty()) request["grid"] = options.grid;
-  if (options.max_running) request["max_running"] = *options.max_running;
+  if (auto st = apply_sweep_flags(options, request); !st)
+    return cli_fail(kExitUsage, st.error().message);
   if (auto st = apply_scheduling_flags(options, now_ms, request); !st) {
     return cli_fail(kExitUsage, st.error().message);
   }
@@ -404,8 +428,11 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
 
 namespace {
 
-// A queued sweep: its elements' ids with --id-only, else one line for the array.
-int print_sweep(Context& ctx, const Json& answer, const SubmitOptions& options) {
+// A queued sweep (`answer` holds its "array" and "jobs", as POST /v1/jobs and each array job of
+// POST /v1/plans answer): its elements' ids, one a line, with --id-only, else one line for the
+// array after `verb` ("submitted", "created", "existing").
+int print_sweep(Context& ctx, const Json& answer, const SubmitOptions& options,
+                std::string_view verb = "submitted") {
   const Json& jobs = json_array(answer, "jobs");
   if (options.id_only) {
     for (const auto& job : jobs) {
@@ -418,8 +445,9 @@ int print_sweep(Context& ctx, const Json& answer, const SubmitOptions& options) 
   const Json& array = answer["array"];
   auto first = jobs.empty() ? std::nullopt : json_int(jobs.front(), "id");
   auto last = jobs.empty() ? std::nullopt : json_int(jobs.back(), "id");
-  ctx.out() << fmt::format("submitted array {} ({}, {} element{}{})\n", json_int(array, "id").value_or(0),
-                           json_string(array, "name"), jobs.size(), jobs.size() == 1 ? "" : "s",
+  ctx.out() << fmt::format("{} array {} ({}, {} element{}{})\n", verb,
+                           json_int(array, "id").value_or(0), json_string(array, "name"),
+                           jobs.size(), jobs.size() == 1 ? "" : "s",
                            first && last ? fmt::format(": jobs {}-{}", *first, *last) : "");
   return kExitOk;
 }
@@ -438,7 +466,12 @@ int send_plan(Context& ctx, Json request, const SubmitOptions& options) {
   auto answer = parse_json(response->body);
   if (!answer) return ctx.report(answer.error());
   for (const auto& job : json_array(*answer, "jobs")) {
-    if (options.id_only) {
+    if (job.contains("array") && job["array"].is_object()) {  // a job array of the plan
+      if (int status = print_sweep(ctx, job, options, json_string(job, "result", "submitted"));
+          status != kExitOk) {
+        return status;
+      }
+    } else if (options.id_only) {
       auto id = json_int(job, "id");
       if (!id) return ctx.report(kExitFailed, "the daemon's answer names a job without an id");
       ctx.out() << *id << '\n';

@@ -46,6 +46,17 @@ void define_fleet_submit(CLI::App& fleet, FleetParsed& p) {
                      "travels")
       ->type_name("K=V")
       ->allow_extra_args(false);
+  submit
+      ->add_option_function<std::string>(
+          "--array", [&o](const std::string& text) { o.array = text; },
+          "one job per index (0-99, 0-99:STEP, 1,4,9), named NAME.INDEX; no %MAX in a fleet")
+      ->type_name("INDEXES");
+  submit
+      ->add_option("--grid", o.grid,
+                   "one job per combination of parameters NAME=V1,V2 or NAME=A..B (repeatable), "
+                   "named NAME.INDEX")
+      ->type_name("NAME=VALUES")
+      ->allow_extra_args(false);
   submit->add_option("file", o.files, "job scripts")->required();
 }
 

@@ -133,6 +133,31 @@ TEST_F(FleetCli, SubmitReadsTheScriptsHeadersAndSendsOnlyEnv) {
   EXPECT_NE(err().find("other work"), std::string::npos) << err();
 }
 
+TEST_F(FleetCli, ASweepIsOneFleetJobPerElementNamedByItsIndexAndHasNoCap) {
+  std::string shard = dir_.write("shard.sh",
+                                 "#!/bin/bash\n#gpuq grid=lr=1e-4,3e-4\n"
+                                 "echo $GPUQ_ARRAY_INDEX $GPUQ_PARAM_LR\n");
+  ASSERT_EQ(fleet({"submit", "--name", "sh", "--array", "0-2", shard}), kExitOk) << err();
+  std::string printed = out();
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 3) << printed;
+  auto third = stored("sh.2");
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->spec.name, "sh.2");
+  EXPECT_EQ(third->spec.env.at("GPUQ_ARRAY_INDEX"), "2");
+  EXPECT_FALSE(third->spec.env.count("GPUQ_PARAM_LR")) << "--array replaces the header's grid";
+  ASSERT_EQ(fleet({"submit", "--name", "lr", shard}), kExitOk) << err();
+  auto second = stored("lr.1");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->spec.env.at("GPUQ_PARAM_LR"), "3e-4");
+  EXPECT_FALSE(stored("lr.2"));
+
+  EXPECT_EQ(fleet({"submit", "--name", "c", "--array", "0-2%2", shard}), kExitUsage);
+  EXPECT_NE(err().find("a sweep in the fleet has no cap"), std::string::npos) << err();
+  EXPECT_EQ(fleet({"submit", "--array", "0-1", shard}), kExitUsage);
+  EXPECT_NE(err().find("a sweep in the fleet needs a name"), std::string::npos) << err();
+  EXPECT_FALSE(stored("c.0"));
+}
+
 TEST_F(FleetCli, ChainPinsEachFileAfterTheOneBefore) {
   std::vector<std::string> args = {"submit", "--node", "n1", "--chain", "--name", "step", "--json"};
   for (const char* name : {"a.sh", "b.sh", "c.sh"}) {

@@ -34,6 +34,10 @@ struct FleetSubmitOptions {
   bool chain = false;               // with --node: each file after the one before
   std::vector<std::string> env;     // KEY=VALUE: the only environment that travels
   std::vector<std::string> files;   // scripts
+  // A sweep (docs/sweeps.md), replacing the scripts' `#gpuq array=`/`grid=`: one fleet job per
+  // element, NAME.INDEX; no %MAX (nothing counts an array's running elements across nodes).
+  std::optional<std::string> array;
+  std::vector<std::string> grid;
 };
 
 struct FleetLogsOptions {

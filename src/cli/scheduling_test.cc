@@ -97,6 +97,35 @@ TEST(SubmitRequest, NotBeforeFromNowIsAnAbsoluteTime) {
   EXPECT_EQ((*request)["not_before"], "2026-11-29T22:00:00.000Z");
 }
 
+TEST(SubmitRequest, AScriptsSweepHeadersAreSentAndTheFlagsReplaceThem) {
+  TempDir dir;
+  SubmitOptions options;
+  options.words = {dir.write("shard.sh", "#!/bin/bash\n#gpuq array=0-9%2\necho {i}\n")};
+  auto request = build_submit_request(options, {}, "/tmp", 0);
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ((*request)["array"], "0-9%2");
+  options.max_running = 3;  // the cap alone: the header's %2 gives way
+  request = build_submit_request(options, {}, "/tmp", 0);
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ((*request)["array"], "0-9");
+  EXPECT_EQ((*request)["max_running"], 3);
+  options.max_running.reset();
+  options.grid = {"lr=1,2"};  // a sweep flag replaces the header's sweep
+  request = build_submit_request(options, {}, "/tmp", 0);
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_FALSE(request->contains("array"));
+  EXPECT_EQ((*request)["grid"], Json::parse(R"(["lr=1,2"])"));
+
+  SubmitOptions plain;
+  plain.words = {dir.write("plain.sh", "#!/bin/bash\necho\n")};
+  plain.max_running = 2;
+  auto refused = build_submit_request(plain, {}, "/tmp", 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "--max-running caps an array or a grid: give --array or --grid (or array= or grid= "
+            "in the script's #gpuq header)");
+}
+
 TEST_F(Scheduling, BadSchedulingFlagsAreUsageErrors) {
   expect_usage_error({"submit", "--timeout", "5 parsecs", "--", "true"}, "--timeout: bad duration");
   expect_usage_error({"submit", "--est", "3x", "--", "true"}, "--est: bad duration '3x'");

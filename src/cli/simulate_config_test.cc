@@ -115,5 +115,19 @@ TEST_F(SimulateConfig, ABadHomeConfigIsAnError) {
                      file + ":2:10: scheduler.policy must be one of");
 }
 
+// A plan's capped array runs as its elements, at most its cap at once, and beside config.toml's
+// lanes (sim/sweep_jobs.h): six one-hour elements, two at a time, take 3h on four GPUs, and the
+// job after the array 1h more.
+TEST_F(SimulateConfig, APlansArrayRunsAsItsElementsWithinItsCap) {
+  std::string plan = dir_.write(
+      "plan.json",
+      R"({"jobs":[{"id":"shards","gpus":1,"command":["true"],"est_hours":1,"array":"0-5%2"},)"
+      R"({"id":"after","gpus":1,"command":["true"],"est_hours":1,"deps":["shards"]}]})");
+  EXPECT_EQ(makespan_s({"simulate", plan, "--gpus", "4"}), 4 * 3600);
+  process_.out.str("");
+  ASSERT_EQ(run({"simulate", plan, "--gpus", "4"}), kExitOk) << err();
+  EXPECT_NE(out().find("shards[5]"), std::string::npos) << out();
+}
+
 }  // namespace
 }  // namespace gpuq::cli

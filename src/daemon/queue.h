@@ -98,8 +98,17 @@ struct PlanReservation {
   std::vector<std::string> jobs;
 };
 
+// A plan job that is a job array or grid (docs/sweeps.md): its elements and the sweep as the
+// request gave it, as in SweepRequest; the job's spec is the elements' base.
+struct PlanSweep {
+  spec::Sweep sweep;
+  std::string sweep_json;
+};
+
 struct PlanRequest {
   std::vector<JobSpec> jobs;  // each has a name
+  // Empty, or one per job: the sweep of each job that is an array (named as the job).
+  std::vector<std::optional<PlanSweep>> sweeps;
   std::vector<PlanReservation> reservations;
   bool replace = false;
 };
@@ -126,6 +135,10 @@ struct PlanOutcome {
     std::string name;
     int64_t id = 0;
     std::string result;  // "created", "existing", "replaced"
+    // A job array: the array (`id` is its id), and its elements in the sweep's order.
+    std::optional<JobArray> array;
+    std::vector<int64_t> element_ids;
+    std::vector<std::string> element_names;
   };
   std::vector<Entry> jobs;
 };
@@ -422,6 +435,35 @@ private:
   // Whether an array already queued does the work of `base` (its elements' first: `first`).
   Result<bool> same_array_work(const JobArray& array, const std::vector<int64_t>& ids,
                                const JobSpec& base, const JobSpec& first);
+  // The array queued under a name, and whether it is the same as one being submitted (its
+  // sweep as given, and the same work: same_array_work): queue_plan_arrays.cc.
+  struct QueuedArray {
+    JobArray array;
+    std::vector<int64_t> element_ids;
+    bool same = false;
+  };
+  Result<std::optional<QueuedArray>> queued_array(const std::string& name,
+                                                  const std::string& sweep_json,
+                                                  const JobSpec& base, const JobSpec& first);
+  // A plan's job arrays (queue_plan_arrays.cc). One array job of a plan: its elements' specs,
+  // and the array once it is queued (or was queued already: `existing`).
+  struct PlanArrayJob {
+    JobSpec base;  // what its elements were made from
+    std::vector<JobSpec> elements;
+    JobArray array;
+    std::vector<int64_t> element_ids;
+    bool existing = false;
+  };
+  // Whether the store has the array already: the same (sets `existing`), none, or another
+  // (a conflict, appended to `conflicts`: a plan does not replace an array).
+  Status find_plan_array(const std::string& name, const PlanSweep& sweep, PlanArrayJob& job,
+                         std::vector<std::string>& conflicts);
+  // Inside a commit: the array's row and its elements' jobs, into `inserted` (their events
+  // follow once the plan's dependencies are resolved).
+  Status insert_plan_array(const std::string& name, const PlanSweep& sweep, PlanArrayJob& job,
+                           std::vector<Job>& inserted);
+  // Refused when `capped` more arrays with a cap could not each take a lane of their own.
+  Status check_array_lanes(size_t capped) const;
   std::vector<ArrayLane> array_lanes_;
   RetryPolicy retry_policy() const;
 

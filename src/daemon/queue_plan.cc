@@ -1,32 +1,99 @@
 // The Queue's plan submission: all jobs of a plan, their reservations and their dependencies on
 // each other, checked first and then written in one transaction — nothing is half-submitted.
-#include <filesystem>
+// A plan's job arrays (docs/sweeps.md) are queued as arrays in that transaction; their elements
+// are jobs of the plan, and a dependency on an array's name waits for every element.
 #include <fmt/format.h>
-#include <map>
 #include <malloc.h>
+
+#include <filesystem>
+#include <map>
 #include <set>
 
 #include "base/time.h"
 #include "daemon/queue.h"
 #include "model/spec_json.h"
 #include "spec/dependency_graph.h"
+#include "spec/sweep_specs.h"
 
 namespace gpuq::daemon {
 namespace {
 
-// Names a dependency cycle among the plan's jobs ("a -> b -> a"), or "" when there is none.
-// The same iterative search as `gpuq lint` (spec/dependency_graph.h): a plan sent over the API
-// with a chain of 100,000 links must not overflow the actor's stack.
-std::string find_cycle(const std::vector<JobSpec>& jobs) {
+bool is_job_dependency(const Dependency& d) {
+  return d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
+         d.kind == Dependency::Kind::kAfterNotOk;
+}
+
+// The names of each array job's elements, by the array's name.
+using ArrayElements = std::unordered_map<std::string, std::vector<std::string>>;
+
+// The plan's array jobs' element names, each added to `plan_ids` (so that "shards[3]" is a job
+// of the plan); refused when an element has the name of another job of the plan.
+Result<ArrayElements> plan_array_elements(const PlanRequest& plan,
+                                          std::unordered_map<std::string, int64_t>& plan_ids) {
+  ArrayElements arrays;
+  for (size_t i = 0; i < plan.sweeps.size(); ++i) {
+    if (!plan.sweeps[i]) continue;
+    const JobSpec& job = plan.jobs[i];
+    if (job.name.find_first_of("[]") != std::string::npos) {
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{}: array '{}': an array's name cannot hold [ or ] (its elements "
+                              "are NAME[3], NAME[lr=3e-4])",
+                              job.source, job.name));
+    }
+    if (plan.sweeps[i]->sweep.size() == 0) {
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{}: array '{}' has no elements", job.source, job.name));
+    }
+    std::vector<std::string>& names = arrays[job.name];
+    for (const auto& element : spec::sweep_elements(plan.sweeps[i]->sweep)) {
+      names.push_back(job.name + element.suffix());
+      if (!plan_ids.emplace(names.back(), 0).second) {
+        return fail(Code::kInvalidArgument,
+                    fmt::format("{}: job '{}' of the plan has the name of an element of array "
+                                "'{}'; rename it",
+                                job.source, names.back(), job.name));
+      }
+    }
+  }
+  return arrays;
+}
+
+// A dependency on an array of the plan becomes one on each of its elements, by name.
+void expand_array_dependencies(std::vector<JobSpec>& jobs, const ArrayElements& arrays) {
+  if (arrays.empty()) return;
+  for (JobSpec& job : jobs) {
+    std::vector<Dependency> deps;
+    deps.reserve(job.deps.size());
+    for (Dependency& d : job.deps) {
+      auto array = is_job_dependency(d) ? arrays.find(d.target) : arrays.end();
+      if (array == arrays.end()) {
+        deps.push_back(std::move(d));
+        continue;
+      }
+      for (const std::string& element : array->second)
+        deps.push_back(Dependency{d.kind, element, 0});
+    }
+    job.deps = std::move(deps);
+  }
+}
+
+// Names a dependency cycle among the plan's jobs ("a -> b -> a"), or "" when there is none; an
+// array's elements count as the array. The same iterative search as `gpuq lint`
+// (spec/dependency_graph.h): a plan sent over the API with a chain of 100,000 links must not
+// overflow the actor's stack.
+std::string find_cycle(const std::vector<JobSpec>& jobs, const ArrayElements& arrays) {
+  std::unordered_map<std::string, std::string> array_of;
+  for (const auto& [array, elements] : arrays) {
+    for (const auto& element : elements) array_of.emplace(element, array);
+  }
   std::vector<std::string> nodes;
   std::map<std::string, std::vector<std::string>> edges;
   for (const auto& j : jobs) {
     nodes.push_back(j.name);
     for (const auto& d : j.deps) {
-      if (d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
-          d.kind == Dependency::Kind::kAfterNotOk) {
-        edges[j.name].push_back(d.target);
-      }
+      if (!is_job_dependency(d)) continue;
+      auto array = array_of.find(d.target);
+      edges[j.name].push_back(array == array_of.end() ? d.target : array->second);
     }
   }
   auto cycles = spec::find_cycles(nodes, edges);
@@ -34,6 +101,22 @@ std::string find_cycle(const std::vector<JobSpec>& jobs) {
   std::string text;
   for (const auto& node : cycles.front()) text += (text.empty() ? "" : " -> ") + node;
   return text;
+}
+
+// The data of an array's `array.submitted` event, as submit_sweep writes it.
+nlohmann::json array_submitted_data(const JobArray& array) {
+  nlohmann::json data = {{"array", array.id}, {"name", array.name}, {"size", array.size}};
+  if (array.max_running > 0) data["max_running"] = array.max_running;
+  return data;
+}
+
+// The plan's answer for an array job: the array, and its elements' ids and names.
+PlanOutcome::Entry array_entry(const JobArray& array, const std::vector<int64_t>& element_ids,
+                               const std::vector<JobSpec>& elements, const std::string& result) {
+  PlanOutcome::Entry entry{array.name, array.id, result, array, element_ids, {}};
+  entry.element_names.reserve(elements.size());
+  for (const JobSpec& element : elements) entry.element_names.push_back(element.name);
+  return entry;
 }
 
 }  // namespace
@@ -47,7 +130,11 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       return fail(Code::kInvalidArgument, fmt::format("{}: job '{}' appears twice in the plan", job.source, job.name));
     }
   }
-  if (std::string cycle = find_cycle(plan.jobs); !cycle.empty()) {
+  plan.sweeps.resize(plan.jobs.size());
+  auto arrays = plan_array_elements(plan, plan_ids);
+  if (!arrays) return tl::unexpected(arrays.error());
+  expand_array_dependencies(plan.jobs, *arrays);
+  if (std::string cycle = find_cycle(plan.jobs, *arrays); !cycle.empty()) {
     return fail(Code::kInvalidArgument, "the plan's dependencies form a cycle: " + cycle);
   }
   // Reservations: GPU indices must exist; a job may belong to one.
@@ -88,11 +175,34 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   std::vector<std::pair<size_t, Job>> to_replace;
   std::vector<std::pair<size_t, Job>> unchanged;
   std::vector<std::string> conflicts;
+  std::map<size_t, PlanArrayJob> array_jobs;  // by index in plan.jobs
+  std::vector<size_t> unchanged_arrays;
+  size_t capped_arrays = 0;
+  size_t array_conflicts = 0;  // of `conflicts`: --replace does not help with these
   for (size_t i = 0; i < plan.jobs.size(); ++i) {
     JobSpec& spec = plan.jobs[i];
     if (auto st = check_and_resolve(spec, &plan_ids); !st) {
       reservations_ = saved_reservations;
       return tl::unexpected(st.error());
+    }
+    if (plan.sweeps[i]) {
+      // The elements differ only in name, arguments and variables: checked once, as their base.
+      PlanArrayJob& array = array_jobs[i];
+      array.base = spec;
+      array.elements = spec::element_specs(spec, spec.name, plan.sweeps[i]->sweep);
+      size_t conflicts_before = conflicts.size();
+      if (auto st = find_plan_array(spec.name, *plan.sweeps[i], array, conflicts); !st) {
+        reservations_ = saved_reservations;
+        return tl::unexpected(st.error());
+      }
+      array_conflicts += conflicts.size() - conflicts_before;
+      if (array.existing) {
+        unchanged_arrays.push_back(i);
+      } else {
+        to_insert.push_back(i);
+        capped_arrays += plan.sweeps[i]->sweep.max_running > 0;
+      }
+      continue;
     }
     auto existing = store_.find_job_by_name(spec.name, false);
     if (!existing) {
@@ -120,7 +230,12 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   // A job whose own spec is unchanged still changes when a job it depends on is new or
   // replaced: it must wait for the new one, not the old (and cancelled) one.
   std::set<std::string> changed;
-  for (size_t index : to_insert) changed.insert(plan.jobs[index].name);
+  for (size_t index : to_insert) {
+    changed.insert(plan.jobs[index].name);
+    if (auto array = array_jobs.find(index); array != array_jobs.end()) {
+      for (const JobSpec& element : array->second.elements) changed.insert(element.name);
+    }
+  }
   for (bool grew = true; grew;) {
     grew = false;
     for (auto it = unchanged.begin(); it != unchanged.end();) {
@@ -149,18 +264,43 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   }
   std::sort(to_insert.begin(), to_insert.end());  // queue order follows the plan's order
   for (auto& [index, old] : unchanged) {
-    outcome.jobs.push_back({plan.jobs[index].name, old.id, "existing"});
+    outcome.jobs.push_back({plan.jobs[index].name, old.id, "existing", {}, {}, {}});
     plan_ids[plan.jobs[index].name] = old.id;
+  }
+  // An array queued already stays as it is; one whose dependencies change is a conflict.
+  for (size_t index : unchanged_arrays) {
+    const JobSpec& base = plan.jobs[index];
+    PlanArrayJob& array = array_jobs[index];
+    bool touches = std::any_of(base.deps.begin(), base.deps.end(), [&](const Dependency& d) {
+      return is_job_dependency(d) && changed.count(d.target);
+    });
+    if (touches) {
+      conflicts.push_back(
+          fmt::format("{} (array {}: a job it depends on changes; a plan does not "
+                      "replace an array)",
+                      base.name, array.array.id));
+      ++array_conflicts;
+    }
+    for (size_t k = 0; k < array.element_ids.size(); ++k) {
+      plan_ids[array.elements[k].name] = array.element_ids[k];
+    }
+    outcome.jobs.push_back(array_entry(array.array, array.element_ids, array.elements, "existing"));
   }
   if (!conflicts.empty()) {
     reservations_ = saved_reservations;
     std::string list;
     for (const auto& c : conflicts) list += (list.empty() ? "" : ", ") + c;
     return fail(Code::kConflict,
-                fmt::format("{} job{} of the plan already exist{} with a different spec: {}; "
-                            "submit with --replace to replace waiting ones",
+                fmt::format("{} job{} of the plan already exist{} with a different spec: {}; {}",
                             conflicts.size(), conflicts.size() == 1 ? "" : "s",
-                            conflicts.size() == 1 ? "s" : "", list));
+                            conflicts.size() == 1 ? "s" : "", list,
+                            array_conflicts == conflicts.size()
+                                ? "give a changed array another id"
+                                : "submit with --replace to replace waiting ones"));
+  }
+  if (auto st = check_array_lanes(capped_arrays); !st) {
+    reservations_ = saved_reservations;
+    return tl::unexpected(st.error());
   }
   std::vector<Job> inserted;
   int64_t order_before = next_order_;
@@ -176,6 +316,15 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       }
     }
     for (size_t index : to_insert) {
+      if (auto array = array_jobs.find(index); array != array_jobs.end()) {
+        size_t first = inserted.size();
+        auto st =
+            insert_plan_array(plan.jobs[index].name, *plan.sweeps[index], array->second, inserted);
+        if (!st) return st;
+        for (size_t k = first; k < inserted.size(); ++k)
+          plan_ids[inserted[k].spec.name] = inserted[k].id;
+        continue;
+      }
       Job job;
       job.spec = plan.jobs[index];
       job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
@@ -197,7 +346,18 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
       if (auto st = make_job_dir(job); !st) return st;
       nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority},
                              {"name", job.spec.name}, {"plan", true}};
+      if (job.array_id != 0) data["array"] = job.array_id;
+      if (job.spec.hold) data["held"] = true;
       if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
+    }
+    for (size_t index : to_insert) {
+      auto array = array_jobs.find(index);
+      if (array == array_jobs.end()) continue;
+      if (auto st = add_event("array.submitted", std::nullopt, std::nullopt,
+                              array_submitted_data(array->second.array));
+          !st) {
+        return st;
+      }
     }
     return ok();
   });
@@ -214,8 +374,24 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   for (Job& job : inserted) {
     auto active = make_active(job.id, job);
     if (active) track(std::move(*active));
-    outcome.jobs.push_back({job.spec.name, job.id, replaced.count(job.spec.name) ? "replaced" : "created"});
   }
+  for (size_t index : to_insert) {
+    const std::string& name = plan.jobs[index].name;
+    if (auto array = array_jobs.find(index); array != array_jobs.end()) {
+      const PlanArrayJob& queued = array->second;
+      outcome.jobs.push_back(
+          array_entry(queued.array, queued.element_ids, queued.elements, "created"));
+    } else {
+      outcome.jobs.push_back(
+          {name, plan_ids.at(name), replaced.count(name) ? "replaced" : "created", {}, {}, {}});
+    }
+  }
+  // The answer in the plan's order, whether each job was queued now or before.
+  std::unordered_map<std::string, size_t> plan_order;
+  for (size_t i = 0; i < plan.jobs.size(); ++i) plan_order.emplace(plan.jobs[i].name, i);
+  std::stable_sort(outcome.jobs.begin(), outcome.jobs.end(), [&](const auto& a, const auto& b) {
+    return plan_order[a.name] < plan_order[b.name];
+  });
   request_pass();
   // A big plan leaves megabytes of freed request JSON in malloc's arenas: give them back.
   if (plan.jobs.size() > 1000) ::malloc_trim(0);

@@ -10,28 +10,9 @@
 #include "daemon/queue.h"
 #include "model/spec_json.h"
 #include "sched/bits.h"
+#include "spec/sweep_specs.h"
 
 namespace gpuq::daemon {
-namespace {
-
-// Every element's spec: the base named NAME[...], its arguments substituted and its variables
-// (GPUQ_ARRAY_INDEX, GPUQ_PARAM_*) set. GPUQ_ARRAY_ID comes with each run (runner/run_env.h).
-std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
-                                   const spec::Sweep& sweep) {
-  std::vector<JobSpec> specs;
-  specs.reserve(sweep.size());
-  for (const auto& element : spec::sweep_elements(sweep)) {
-    JobSpec s = base;
-    s.name = name + element.suffix();
-    for (auto& arg : s.argv) arg = spec::substitute_element(arg, element);
-    for (auto& arg : s.script_args) arg = spec::substitute_element(arg, element);
-    for (auto& [key, value] : spec::element_variables(element)) s.env[key] = value;
-    specs.push_back(std::move(s));
-  }
-  return specs;
-}
-
-}  // namespace
 
 Result<bool> Queue::same_array_work(const JobArray& array, const std::vector<int64_t>& ids,
                                     const JobSpec& base, const JobSpec& first_element) {
@@ -65,22 +46,20 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     if (!next) return tl::unexpected(next.error());
     name = fmt::format("array-{}", *next);
   }
-  std::vector<JobSpec> specs = element_specs(base, name, sweep);
+  // Each element's spec is made as it is written: a sweep of 10,000 never holds 10,000
+  // environments at once.
+  std::vector<spec::SweepElement> elements = spec::sweep_elements(sweep);
   std::vector<std::string> names;
-  names.reserve(specs.size());
-  for (const JobSpec& s : specs) names.push_back(s.name);
+  names.reserve(elements.size());
+  for (const auto& element : elements) names.push_back(name + element.suffix());
 
   base.name = name;
-  auto existing = store_.find_array_by_name(name);
+  auto existing = queued_array(name, request.sweep_json, base, spec::element_spec(base, name, elements.front()));
   if (!existing) return tl::unexpected(existing.error());
   if (*existing) {
-    const JobArray& array = **existing;
-    auto ids = store_.array_elements(array.id);
-    if (!ids) return tl::unexpected(ids.error());
-    auto same = same_array_work(array, *ids, base, specs.front());
-    if (!same) return tl::unexpected(same.error());
-    if (array.sweep == request.sweep_json && *same) {
-      return SweepSubmitted{array, std::move(*ids), std::move(names), true};
+    const JobArray& array = (*existing)->array;
+    if ((*existing)->same) {
+      return SweepSubmitted{array, std::move((*existing)->element_ids), std::move(names), true};
     }
     return fail(Code::kConflict,
                 fmt::format("an array named '{}' already exists (array {}, {} elements) with a "
@@ -125,15 +104,16 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   JobArray array{0, name, request.sweep_json, sweep.max_running, static_cast<int>(sweep.size()),
                  world_.now_ms(), spec_to_json(base).dump()};
   std::vector<Job> inserted;
-  inserted.reserve(specs.size());
+  inserted.reserve(elements.size());
   int64_t order_before = next_order_;
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_array(array);
     if (!id) return tl::unexpected(id.error());
     array.id = *id;
-    for (JobSpec& s : specs) {
+    inserted.clear();
+    for (const auto& element : elements) {
       Job job;
-      job.spec = std::move(s);
+      job.spec = spec::element_spec(base, name, element);
       job.array_id = array.id;
       job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
       job.submitted_at_ms = array.submitted_at_ms;
@@ -170,7 +150,6 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     auto active = make_active(job.id, job);
     if (active) track(std::move(*active));
   }
-  specs = {};
   inserted = {};
   // A big sweep leaves megabytes of freed specs and JSON in malloc's arenas: give them back.
   if (out.element_ids.size() > 1000) ::malloc_trim(0);

@@ -1,4 +1,5 @@
 #include "model/job.h"
+#include "model/dependency_kind.h"
 
 #include <charconv>
 #include <fmt/format.h>
@@ -124,6 +125,14 @@ std::string_view to_string(Dependency::Kind kind) {
     case Dependency::Kind::kRequires: return "requires";
   }
   return "afterok";
+}
+
+std::optional<Dependency::Kind> parse_dependency_kind(std::string_view text) {
+  for (auto k : {Dependency::Kind::kAfterOk, Dependency::Kind::kAfterAny, Dependency::Kind::kAfterNotOk,
+                 Dependency::Kind::kFile, Dependency::Kind::kRequires}) {
+    if (to_string(k) == text) return k;
+  }
+  return std::nullopt;
 }
 
 bool same_work(const JobSpec& a, const JobSpec& b) {

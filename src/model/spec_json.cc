@@ -1,10 +1,13 @@
 #include "model/spec_json.h"
 
+#include "model/dependency_kind.h"
+
 #include <fmt/format.h>
 #include <set>
 
 #include "base/duration.h"
 #include "base/time.h"
+#include "model/dependency_kind.h"
 #include "model/limits.h"
 
 namespace gpuq {
@@ -155,15 +158,9 @@ Status read_deps(const Reader& r, const json& body, JobSpec& spec) {
     }
     Dependency dep;
     std::string kind = d["kind"].get<std::string>();
-    bool known = false;
-    for (auto k : {Dependency::Kind::kAfterOk, Dependency::Kind::kAfterAny, Dependency::Kind::kAfterNotOk,
-                   Dependency::Kind::kFile, Dependency::Kind::kRequires}) {
-      if (to_string(k) == kind) {
-        dep.kind = k;
-        known = true;
-      }
-    }
-    if (!known) {
+    auto parsed = parse_dependency_kind(kind);
+    if (parsed) dep.kind = *parsed;
+    if (!parsed) {
       return r.error(fmt::format("unknown dependency kind '{}'; use afterok, afterany, afternotok, "
                                  "file or requires",
                                  clip_for_message(kind)));

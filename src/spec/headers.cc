@@ -12,6 +12,7 @@
 #include "model/job.h"
 #include "model/spec_json.h"
 #include "spec/script.h"
+#include "spec/sweep.h"
 
 namespace gpuq::spec {
 namespace {
@@ -28,6 +29,8 @@ enum class Kind {
   kBool,         // bare key = true
   kTime,         // RFC 3339 (kept as a string) or epoch milliseconds
   kPreempt,      // yield | restart | never
+  kArray,        // a job array's indexes, as `gpuq submit --array` (spec/sweep.h)
+  kGridParam,    // repeatable; one grid parameter NAME=VALUES per line, as `--grid`
   kUnsupported,  // a key of the design that this gpuq cannot honour yet
 };
 
@@ -64,6 +67,9 @@ const std::vector<Key>& keys() {
       {"requires-warn", "requires_warn", Kind::kDuration},
       {"quiet", "quiet", Kind::kDuration},
       {"warn-after", "warn_after", Kind::kDuration},
+      {"array", "array", Kind::kArray},
+      {"grid", "grid", Kind::kGridParam},
+      {"max-running", "max_running", Kind::kInteger, 1, 1'000'000},
   };
   return table;
 }
@@ -199,7 +205,8 @@ class HeaderReader {
   void set(const Key& key, bool bare, const std::string& value, int line, std::string_view form) {
     json& fields = scan_.headers.fields;
     auto& lines = scan_.headers.lines;
-    bool is_list = key.kind == Kind::kList || key.kind == Kind::kCommaList;
+    bool is_list =
+        key.kind == Kind::kList || key.kind == Kind::kCommaList || key.kind == Kind::kGridParam;
     if (key.kind == Kind::kUnsupported) {
       return error(
           line, fmt::format("{}= is not supported by this gpuq yet; remove it (the job would run "
@@ -252,6 +259,10 @@ class HeaderReader {
         return "not-before=2026-11-29T10:00:00Z";
       case Kind::kPreempt:
         return "preempt=yield (or restart, or never)";
+      case Kind::kArray:
+        return "array=0-9 (or 0-99:2%4, or 1,4,9)";
+      case Kind::kGridParam:
+        return "grid=lr=1e-4,3e-4 (one parameter per line)";
       case Kind::kList:
       case Kind::kCommaList:
       case Kind::kString:
@@ -321,6 +332,14 @@ class HeaderReader {
         if (auto mode = parse_preempt_mode(value); !mode)
           return bad(fmt::format("{}{}: {}", form, value, mode.error().message));
         return json(value);
+      case Kind::kArray:  // its size is the daemon's to judge ([sweeps] max_elements)
+        if (auto sweep = parse_array(value, kMostSweepElements); !sweep)
+          return bad(fmt::format("{}{}: {}", form, value, sweep.error().message));
+        return json(value);
+      case Kind::kGridParam:
+        if (auto param = parse_grid_param(value, kMostSweepElements); !param)
+          return bad(fmt::format("{}{}: {}", form, value, param.error().message));
+        return json::array({value});
       case Kind::kUnsupported:
         break;
     }
@@ -434,6 +453,47 @@ void check_preemption(HeaderReader& reader, const HeaderScan& scan) {
                            mode));
 }
 
+// A sweep's headers together: array= or grid=, max-running= only with one of them and agreeing
+// with array='s %MAX, and the grid's parameters distinct; the sweep into `scan.sweep`.
+void read_sweep(HeaderReader& reader, HeaderScan& scan) {
+  const json& fields = scan.headers.fields;
+  const auto& lines = scan.headers.lines;
+  if (reader.rejected("array") || reader.rejected("grid")) return;
+  if (fields.contains("array") && fields.contains("grid")) {
+    return reader.error(
+        std::max(lines.at("array"), lines.at("grid")),
+        "array= and grid=: give one (a grid's elements are numbered as an array's)");
+  }
+  if (fields.contains("max_running") && !fields.contains("array") && !fields.contains("grid")) {
+    return reader.error(lines.at("max_running"),
+                        "max-running= caps how many elements of a job array or grid run at once; "
+                        "add array= or grid=, or remove it");
+  }
+  Result<Sweep> sweep = Sweep{};
+  if (fields.contains("array"))
+    sweep = parse_array(fields["array"].get<std::string>(), kMostSweepElements);
+  if (fields.contains("grid")) {
+    std::vector<SweepParam> params;
+    for (const auto& text : fields["grid"]) {
+      params.push_back(*parse_grid_param(text.get<std::string>(), kMostSweepElements));  // checked
+    }
+    sweep = make_grid(std::move(params), 0, kMostSweepElements);
+    if (!sweep)
+      return reader.error(lines.at("grid"), fmt::format("grid=: {}", sweep.error().message));
+  }
+  if (!fields.contains("array") && !fields.contains("grid")) return;
+  if (fields.contains("max_running")) {
+    int max_running = fields["max_running"].get<int>();
+    if (sweep->max_running != 0 && max_running != sweep->max_running) {
+      return reader.error(lines.at("max_running"),
+                          fmt::format("array= says %{} and max-running= {}; give one",
+                                      sweep->max_running, max_running));
+    }
+    sweep->max_running = max_running;
+  }
+  scan.sweep = std::move(*sweep);
+}
+
 }  // namespace
 
 std::string known_header_keys() {
@@ -504,6 +564,7 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
     }
   }
   check_preemption(reader, scan);
+  read_sweep(reader, scan);
   return scan;
 }
 

@@ -9,12 +9,14 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "spec/diagnostic.h"
+#include "spec/sweep.h"
 
 namespace gpuq::spec {
 
@@ -34,6 +36,8 @@ struct HeaderFields {
 struct HeaderScan {
   HeaderFields headers;            // what the valid directives set
   std::vector<Diagnostic> errors;  // each an "error" naming file_name and a line
+  // The job array or grid that `array=` or `grid=` (with `max-running=`) make, when valid.
+  std::optional<Sweep> sweep;
 };
 HeaderScan scan_script_headers(std::string_view file_name, std::string_view text);
 

@@ -135,7 +135,7 @@ TEST(Headers, Errors) {
             "after, after-any, after-notok, requires, done-if, wait-file, lane, retries, "
             "retry-delay, timeout, "
             "est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, quiet, "
-            "warn-after");
+            "warn-after, array, grid, max-running");
   EXPECT_EQ(error_of("#gpuq gpus=two\n"),
             "job.sh:1: gpus=two is not a whole number; write it as gpus=2");
   EXPECT_EQ(error_of("#gpuq gpus=-1\n"),
@@ -259,6 +259,53 @@ TEST(Headers, ScanReportsEveryErrorAndKeepsTheGoodFields) {
                        "job.sh:1: error: unknown direc", "job.sh:1: error: retries=x is ",
                        "job.sh:2: error: #gpuq line: u", "job.sh:5: error: gpuq directiv"}));
   EXPECT_EQ(scan.headers.fields, json::parse(R"({"gpus": 1, "lanes": ["cpu"]})"));
+}
+
+}  // namespace
+}  // namespace gpuq::spec
+
+namespace gpuq::spec {
+namespace {
+
+TEST(HeaderSweeps, ArrayGridAndMaxRunningMakeTheScriptsSweep) {
+  auto array = scan_script_headers("job.sh", "#!/bin/bash\n#gpuq array=0-9%2\necho {i}\n");
+  EXPECT_TRUE(array.errors.empty()) << array.errors.front().text();
+  EXPECT_EQ(array.headers.fields, json::parse(R"({"array": "0-9%2"})"));
+  ASSERT_TRUE(array.sweep);
+  EXPECT_EQ(array.sweep->size(), 10u);
+  EXPECT_EQ(array.sweep->max_running, 2);
+
+  auto grid = scan_script_headers(
+      "job.sh", "#!/bin/bash\n#gpuq grid=lr=1e-4,3e-4\n#gpuq grid=seed=0..4 max_running=4\necho\n");
+  EXPECT_TRUE(grid.errors.empty()) << grid.errors.front().text();
+  EXPECT_EQ(grid.headers.fields,
+            json::parse(R"({"grid": ["lr=1e-4,3e-4", "seed=0..4"], "max_running": 4})"));
+  EXPECT_EQ(grid.headers.item_lines.at("grid"), (std::vector<int>{2, 3}));
+  ASSERT_TRUE(grid.sweep);
+  EXPECT_EQ(grid.sweep->size(), 10u);
+  EXPECT_EQ(grid.sweep->max_running, 4);
+
+  EXPECT_FALSE(scan_script_headers("job.sh", "#!/bin/bash\n#gpuq gpus=1\necho\n").sweep);
+}
+
+TEST(HeaderSweeps, EveryBadSweepHeaderIsAnErrorAtItsLine) {
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq array=9-0\necho\n"),
+            "job.sh:2: array=9-0: --array range '9-0' ends before it starts; write 0-9");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq grid=lr\necho\n").substr(0, 21), "job.sh:2: grid=lr: --");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq array=0-3\n#gpuq grid=lr=1,2\necho\n"),
+            "job.sh:3: array= and grid=: give one (a grid's elements are numbered as an array's)");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq max-running=2\necho\n"),
+            "job.sh:2: max-running= caps how many elements of a job array or grid run at once; "
+            "add array= or grid=, or remove it");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq array=0-3%2\n#gpuq max_running=3\necho\n"),
+            "job.sh:3: array= says %2 and max-running= 3; give one");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq grid=lr=1,2\n#gpuq grid=lr=3\necho\n"),
+            "job.sh:2: grid=: --grid lr is given twice; give each parameter once, with all its "
+            "values");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq max-running=0 array=0-3\necho\n"),
+            "job.sh:2: max-running=0 is out of range; it must be between 1 and 1000000");
+  EXPECT_EQ(error_of("#!/bin/bash\n#gpuq array=0-3\n#gpuq array=0-4\necho\n"),
+            "job.sh:3: 'array' is already set at line 2; set it once");
 }
 
 }  // namespace

@@ -237,6 +237,12 @@ std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& 
     check_gpus(path, scan.headers.lines["gpus"], "the script", fields["gpus"].get<int>(), options,
                out);
   }
+  if (scan.sweep) {
+    if (std::string too_large = sweep_size_warning(*scan.sweep); !too_large.empty()) {
+      const char* key = scan.sweep->is_grid() ? "grid" : "array";
+      out.push_back(warning_at(path, scan.headers.lines[key], too_large));
+    }
+  }
   if (is_shell_script(*text)) check_shell_syntax(path, out);
   return out;
 }

@@ -70,6 +70,29 @@ TEST_F(LintFiles, BashSyntaxErrorsNameTheLine) {
                 "open.sh:4: error: shell syntax: syntax error: unexpected end of file"}));
 }
 
+TEST_F(LintFiles, SweepsInPlansAndHeadersAreCheckedWithTheirLinesAndCounts) {
+  write("shard.sh", "#!/bin/bash\n#gpuq array=0-9%2\necho {i}\n");
+  write("big.sh", "#!/bin/bash\n#gpuq gpus=1\n#gpuq grid=a=0..199 grid=b=0..99\necho\n");
+  write("bad.sh", "#!/bin/bash\n#gpuq grid=lr=1,2\n#gpuq array=0-1\necho\n");
+  write("plan.json", R"({"jobs": [
+  {"id": "shards", "script": "shard.sh", "gpus": 1},
+  {"id": "one", "command": ["x"], "deps": ["shards[9]"]},
+  {"id": "report", "command": ["y"], "deps": ["shards", "shards[10]"]},
+  {"id": "wide", "command": ["z"], "array": "0-1-2"}
+]})");
+  EXPECT_EQ(lint({"plan.json", "big.sh", "bad.sh"}),
+            (std::vector<std::string>{
+                "bad.sh:3: error: array= and grid=: give one (a grid's elements are numbered as "
+                "an array's)",
+                "big.sh:3: warning: the grid has 20000 elements, more than the default [sweeps] "
+                "max_elements (10000): the daemon refuses it unless its config.toml allows that "
+                "many",
+                "plan.json:4: error: job 'report': dep 'shards[10]': array 'shards' (line 2) has "
+                "no such element; its 10 elements are shards[0] to shards[9]",
+                "plan.json:5: error: job 'wide': \"array\": --array range '0-1-2': a range is two "
+                "whole numbers from 0 and an optional step, as in 0-9 or 0-9:3"}));
+}
+
 TEST_F(LintFiles, OtherInterpretersAreNotCheckedWithBash) {
   write("x.py", "#!/usr/bin/env python3\n#gpuq gpus=1\nif True:\n    print('fi )')\n");
   EXPECT_EQ(lint({"x.py"}), std::vector<std::string>{});
@@ -80,26 +103,27 @@ TEST_F(LintFiles, OtherInterpretersAreNotCheckedWithBash) {
 TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
   write("h.sh", "#!/bin/bash\n#gpuq gpus=4 gpu=1\necho\n#gpuq hold\n");
   write("empty.sh", "");
-  EXPECT_EQ(lint({"h.sh", "empty.sh", "missing.sh"}, LintOptions{2}),
-            (std::vector<std::string>{
-                "empty.sh: error: script is empty; an empty job would 'succeed' without doing "
-                "anything, so gpuq "
-                "refuses it",
-                "h.sh:2: error: unknown directive 'gpu' in #gpuq line; did you mean 'gpus'? known: "
-                "name, gpus, "
-                "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
-                "retries, retry-delay, "
-                "timeout, est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, "
-          "quiet, warn-after",
-                "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
-                "h.sh:4: error: gpuq directive below the header block (the first command is at "
-                "line 3); gpuq reads "
-                "directives only from the comment lines at the top of the script: move this line "
-                "above line 3",
-                "missing.sh: error: no such script; check the path (relative paths are taken from "
-                "the current "
-                "directory)",
-            }));
+  EXPECT_EQ(
+      lint({"h.sh", "empty.sh", "missing.sh"}, LintOptions{2}),
+      (std::vector<std::string>{
+          "empty.sh: error: script is empty; an empty job would 'succeed' without doing "
+          "anything, so gpuq "
+          "refuses it",
+          "h.sh:2: error: unknown directive 'gpu' in #gpuq line; did you mean 'gpus'? known: "
+          "name, gpus, "
+          "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
+          "retries, retry-delay, "
+          "timeout, est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, "
+          "quiet, warn-after, array, grid, max-running",
+          "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
+          "h.sh:4: error: gpuq directive below the header block (the first command is at "
+          "line 3); gpuq reads "
+          "directives only from the comment lines at the top of the script: move this line "
+          "above line 3",
+          "missing.sh: error: no such script; check the path (relative paths are taken from "
+          "the current "
+          "directory)",
+      }));
 }
 
 TEST_F(LintFiles, PreemptionKeys) {

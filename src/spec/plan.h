@@ -5,7 +5,10 @@
 //              ...any submit-request field}],
 //    "reservations": [{"name"?, "gpus": [indices], "jobs": [ids]}]}
 // or a bare list of jobs. Each script is read and snapshotted, and its `#gpuq` headers apply;
-// fields in the plan entry override header fields of the same key.
+// fields in the plan entry override header fields of the same key. A job with "array" ("0-9%2")
+// or "grid" (["lr=1e-4,3e-4", "seed=0..4"]) and an optional "max_running" is a job array whose
+// id is the array's name (docs/sweeps.md); "deps": ["shards"] waits for all its elements,
+// "shards[3]" for one.
 // Validation happens here, before anything is sent: every finding names file:line, the first
 // error is what load_plan returns, and check_plan returns all of them (for `gpuq lint`).
 // Reads the plan and the scripts it names (check_plan_text: only the scripts, through the
@@ -15,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +26,7 @@
 #include "base/status.h"
 #include "model/job.h"
 #include "spec/diagnostic.h"
+#include "spec/sweep.h"
 
 namespace gpuq::spec {
 
@@ -46,6 +51,9 @@ struct Plan {
   // reading or copying the request's JSON again.
   std::vector<JobSpec> specs;
   std::vector<PlanReservation> reservations;
+  // One per spec: the job's sweep when it is a job array or grid (docs/sweeps.md), whose
+  // elements `gpuq simulate` runs; its request keeps "array"/"grid"/"max_running" as written.
+  std::vector<std::optional<Sweep>> sweeps;
 };
 
 // Loads and validates a plan; the error is the first finding, as "<file>:<line>: <message>".
@@ -73,6 +81,7 @@ struct PlanJob {
 struct PlanCheck {
   nlohmann::json request;               // as in Plan; meaningful only without errors
   std::vector<JobSpec> specs;           // as in Plan, one per entry of `jobs`; likewise
+  std::vector<std::optional<Sweep>> sweeps;  // as in Plan, one per spec; likewise
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in the order found
   std::vector<PlanJob> jobs;            // the jobs that could be read
   std::vector<PlanReservation> reservations;

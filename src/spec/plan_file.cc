@@ -59,6 +59,7 @@ Result<Plan> load_plan(const std::string& path, const PlanContext& context) {
   plan.request = std::move(check.request);
   plan.specs = std::move(check.specs);
   plan.reservations = std::move(check.reservations);
+  plan.sweeps = std::move(check.sweeps);
   return plan;
 }
 

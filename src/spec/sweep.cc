@@ -248,6 +248,14 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running, size_t 
   return sweep;
 }
 
+std::string sweep_size_warning(const Sweep& sweep) {
+  if (sweep.size() <= kDefaultMaxSweepElements) return "";
+  return fmt::format(
+      "the {} has {} elements, more than the default [sweeps] max_elements ({}): "
+      "the daemon refuses it unless its config.toml allows that many",
+      sweep.is_grid() ? "grid" : "array", sweep.size(), kDefaultMaxSweepElements);
+}
+
 std::vector<SweepElement> sweep_elements(const Sweep& sweep) {
   std::vector<SweepElement> out;
   out.reserve(sweep.size());

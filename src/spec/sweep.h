@@ -20,6 +20,9 @@ namespace gpuq::spec {
 
 // The elements a sweep may have unless `[sweeps] max_elements` says otherwise.
 constexpr size_t kDefaultMaxSweepElements = 10'000;
+// The most that `[sweeps] max_elements` may allow (config::kMostSweepElements, the same): what a
+// client that does not know the daemon's setting checks a sweep's form against.
+constexpr size_t kMostSweepElements = 1'000'000;
 
 // One parameter of a grid: a name (letters, digits and `_`, not starting with a digit, so that
 // GPUQ_PARAM_<NAME> is a variable) and its values, in the order given, none repeated.
@@ -68,6 +71,11 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running = 0,
 
 // `%MAX` given on its own (a grid's `--grid-max`, a plan's "max_running"): a whole number > 0.
 Result<int> parse_max_running(std::string_view text);
+
+// For a sweep of more than kDefaultMaxSweepElements elements, what a client that does not know
+// the daemon's `[sweeps] max_elements` warns about it (with its count, for `gpuq lint`); "" for
+// a smaller one.
+std::string sweep_size_warning(const Sweep& sweep);
 
 // Every element of the sweep, in order (indexes as given; a grid's product, last parameter
 // fastest). A grid with a value a job name cannot hold names every element by its index.

@@ -168,6 +168,12 @@ class Store {
   };
   // How many jobs are unfinished (pending, held, running, blocked): an index count.
   Result<int64_t> active_count();
+  // Every unfinished job with only what an ETA reads (api/eta.h): its id, name, state,
+  // priority, queue order, GPUs, retry time, array, and of its spec the estimate, timeout,
+  // not-before, dependencies, lanes, GPU memory and share, read from the spec's text by SQLite
+  // without decoding the rest (its environment, command, script); a running job's one running
+  // run. What `gpuq status` loads after each change to a deep queue.
+  Result<std::vector<Job>> eta_jobs();
   // A pending or running job with neither an estimate nor a timeout (no ETA can be given while
   // one is queued), read from the specs without decoding them; nullopt when there is none.
   Result<std::optional<int64_t>> unbounded_job();

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "model/dependency_kind.h"
 #include "store/store.h"
 
 namespace gpuq::store {
@@ -33,6 +36,39 @@ constexpr const char* kLatestFinishedOutsideArrays =
 // index, without decoding rows) less the active ones (an index range).
 const std::string kFinishedTotal =
     fmt::format("SELECT (SELECT COUNT(*) FROM jobs) - (SELECT COUNT(*) FROM jobs WHERE {})", kActive);
+
+// The spec's fields an ETA reads, from eta_jobs()'s list [est_ms, timeout_ms, not_before_ms,
+// deps, lanes, gpu_mem, share] (null where the spec leaves a field out).
+Status read_eta_fields(const std::string& text, Job& job) {
+  nlohmann::json fields = nlohmann::json::parse(text, nullptr, false);
+  if (!fields.is_array() || fields.size() != 7) return fail(Code::kCorruption, "its spec is not a JSON object");
+  auto number = [&](size_t k) { return fields[k].is_number_integer() ? fields[k].get<int64_t>() : 0; };
+  job.spec.estimate_ms = number(0);
+  job.spec.timeout_ms = number(1);
+  job.spec.not_before_ms = number(2);
+  job.spec.gpu_mem_mib = number(5);
+  job.spec.share = fields[6].is_boolean() ? fields[6].get<bool>() : fields[6] == 1;
+  if (fields[4].is_array()) {
+    for (const auto& lane : fields[4]) {
+      if (lane.is_string()) job.spec.lanes.push_back(lane.get<std::string>());
+    }
+  }
+  if (!fields[3].is_array()) return ok();
+  for (const auto& d : fields[3]) {
+    if (!d.is_object() || !d.contains("kind") || !d["kind"].is_string()) {
+      return fail(Code::kCorruption, "a dependency of its spec has no kind");
+    }
+    Dependency dep;
+    std::string kind = d["kind"].get<std::string>();
+    auto parsed = parse_dependency_kind(kind);
+    if (!parsed) return fail(Code::kCorruption, fmt::format("unknown dependency kind '{}'", kind));
+    dep.kind = *parsed;
+    if (d.contains("target") && d["target"].is_string()) dep.target = d["target"].get<std::string>();
+    if (d.contains("job_id") && d["job_id"].is_number_integer()) dep.job_id = d["job_id"].get<int64_t>();
+    job.spec.deps.push_back(std::move(dep));
+  }
+  return ok();
+}
 
 Result<int64_t> single_int(Database& db, const std::string& sql) {
   auto stmt = db.prepare(sql);
@@ -63,6 +99,46 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
   if (!finished_total) return tl::unexpected(finished_total.error());
   out.finished_total = *finished_total;
   return out;
+}
+
+Result<std::vector<Job>> Store::eta_jobs() {
+  // One json_extract with many paths answers a JSON list, in the paths' order, of small values.
+  auto stmt = db_->prepare(fmt::format(
+      "SELECT id, name, state, priority, queue_order, gpus, retry_at, array_id, json_extract(spec, "
+      "'$.est_ms', '$.timeout_ms', '$.not_before_ms', '$.deps', '$.lanes', '$.gpu_mem', '$.share') "
+      "FROM jobs WHERE {} ORDER BY id",
+      kActive));
+  if (!stmt) return tl::unexpected(stmt.error());
+  std::vector<Job> jobs;
+  std::unordered_map<int64_t, size_t> running;
+  while (true) {
+    auto row = stmt->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    Job job;
+    job.id = stmt->int64(0);
+    job.spec.name = stmt->is_null(1) ? "" : stmt->text(1);
+    auto state = parse_job_state(stmt->text(2));
+    if (!state) return tl::unexpected(state.error());
+    job.state = *state;
+    job.spec.priority = static_cast<int>(stmt->int64(3));
+    job.queue_order = stmt->int64(4);
+    job.spec.gpus = static_cast<int>(stmt->int64(5));
+    job.retry_at_ms = stmt->int64(6);
+    job.array_id = stmt->is_null(7) ? 0 : stmt->int64(7);
+    if (auto st = read_eta_fields(stmt->text(8), job); !st) {
+      return fail(Code::kCorruption, fmt::format("job {}: {}", job.id, st.error().message));
+    }
+    if (job.state == JobState::kRunning) running[job.id] = jobs.size();
+    jobs.push_back(std::move(job));
+  }
+  if (running.empty()) return jobs;
+  auto runs = running_runs();
+  if (!runs) return tl::unexpected(runs.error());
+  for (Run& run : *runs) {
+    if (auto it = running.find(run.job_id); it != running.end()) jobs[it->second].runs.push_back(std::move(run));
+  }
+  return jobs;
 }
 
 Result<std::optional<int64_t>> Store::unbounded_job() {

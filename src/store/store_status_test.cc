@@ -53,6 +53,85 @@ TEST_F(StatusJobsTest, EveryActiveJobAndTheLatestFinishedWithTheirRuns) {
   EXPECT_EQ(jobs->finished_total, 4);
 }
 
+// What an ETA reads, without decoding whole specs: the same fields as a full load.
+TEST_F(StatusJobsTest, EtaJobsReadWhatAnEtaNeedsAsAFullLoadDoes) {
+  Job job;
+  job.state = JobState::kPending;
+  job.spec.name = "train";
+  job.spec.cwd = "/tmp";
+  job.spec.argv = {"python", "train.py"};
+  job.spec.env = {{"HOME", "/root"}, {"PATH", "/usr/bin"}};
+  job.spec.gpus = 2;
+  job.spec.priority = 20;
+  job.spec.estimate_ms = 600'000;
+  job.spec.timeout_ms = 900'000;
+  job.spec.not_before_ms = 5'000;
+  job.spec.lanes = {"net", "disk"};
+  job.spec.gpu_mem_mib = 4096;
+  job.spec.share = true;
+  job.spec.deps = {Dependency{Dependency::Kind::kAfterOk, "prep", 0},
+                   Dependency{Dependency::Kind::kRequires, "test -f x", 0}};
+  job.submitted_at_ms = 1;
+  job.queue_order = 7;
+  job.retry_at_ms = 9'000;
+  int64_t prep = seed_job(JobState::kRunning);
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    gpuq::Run run;
+    run.job_id = prep;
+    run.number = 1;
+    run.started_at_ms = 3;
+    run.run_dir = "/runs/prep/1";
+    auto id = store_->insert_run(run);
+    if (!id) return tl::unexpected(id.error());
+    return ok();
+  }));
+  job.spec.deps[0].job_id = prep;
+  int64_t train = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto id = store_->insert_job(job);
+    if (!id) return tl::unexpected(id.error());
+    train = *id;
+    return ok();
+  }));
+  seed_job(JobState::kSucceeded, 100, 1);  // finished: not an ETA's business
+  int64_t bare = seed_job(JobState::kPending);
+
+  auto light = store_->eta_jobs();
+  ASSERT_TRUE(light) << light.error().message;
+  auto full = store_->status_jobs(0);
+  ASSERT_TRUE(full);
+  ASSERT_EQ(ids_of(*light), (Ids{prep, train, bare}));
+  ASSERT_EQ(ids_of(*light), ids_of(full->active));
+  for (size_t k = 0; k < light->size(); ++k) {
+    const Job& a = (*light)[k];
+    const Job& b = full->active[k];
+    EXPECT_EQ(a.state, b.state);
+    EXPECT_EQ(a.spec.name, b.spec.name);
+    EXPECT_EQ(a.spec.gpus, b.spec.gpus);
+    EXPECT_EQ(a.spec.priority, b.spec.priority);
+    EXPECT_EQ(a.queue_order, b.queue_order);
+    EXPECT_EQ(a.retry_at_ms, b.retry_at_ms);
+    EXPECT_EQ(a.spec.estimate_ms, b.spec.estimate_ms);
+    EXPECT_EQ(a.spec.timeout_ms, b.spec.timeout_ms);
+    EXPECT_EQ(a.spec.not_before_ms, b.spec.not_before_ms);
+    EXPECT_EQ(a.spec.lanes, b.spec.lanes);
+    EXPECT_EQ(a.spec.gpu_mem_mib, b.spec.gpu_mem_mib);
+    EXPECT_EQ(a.spec.share, b.spec.share);
+    EXPECT_EQ(a.spec.deps, b.spec.deps);
+    EXPECT_TRUE(a.spec.env.empty()) << "the environment is not read";
+  }
+  ASSERT_EQ((*light)[1].spec.deps.size(), 2u);
+  EXPECT_EQ((*light)[1].spec.deps[0].job_id, prep);
+  EXPECT_EQ((*light)[1].spec.deps[1].kind, Dependency::Kind::kRequires);
+  ASSERT_EQ((*light)[0].runs.size(), 1u) << "a running job's running run";
+  EXPECT_EQ((*light)[0].runs[0].job_id, prep);
+  EXPECT_EQ((*light)[0].runs[0].started_at_ms, 3);
+
+  auto unbounded = store_->unbounded_job();
+  ASSERT_TRUE(unbounded);
+  EXPECT_TRUE(*unbounded == prep || *unbounded == bare) << "neither has an estimate or timeout";
+}
+
 // A history written as it was (queue_bench seeds one) keeps its finish times.
 TEST_F(StatusJobsTest, AJobInsertedFinishedKeepsItsFinishTime) {
   Job job;

@@ -4,7 +4,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <sstream>
+
+#include "base/time.h"
 
 #include "harness.h"
 
@@ -92,6 +96,31 @@ TEST(SweepUnit, StatusShowsAnUnfinishedArrayAsOneLineAndMoveShowAndEventsTreatIt
   EXPECT_EQ(summary["usage"]["running"], 0);
   EXPECT_FALSE(summary["usage"]["first_start"].is_null());
   EXPECT_FALSE(summary["usage"]["last_end"].is_null());
+}
+
+// ETAs count an array's cap as the scheduler does: on four free GPUs, an array of four capped
+// at one runs its elements one after another, so each waits an estimate longer than the last.
+TEST(SweepUnit, EtasOfACappedArraysElementsFollowItsCap) {
+  Harness h("fake:4");
+  h.start();
+  ASSERT_EQ(h.gpuq({"submit", "--array", "0-3%1", "--name", "serial", "--est", "10m", "--", "sh",
+                    "-c", "while [ ! -e go ]; do sleep 0.02; done"})
+                .status,
+            0);
+  ASSERT_TRUE(h.wait_for(1, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  auto status = h.gpuq_json({"status", "--json"});
+  std::map<int64_t, int64_t> eta;
+  for (const auto& j : status["jobs"]) {
+    if (j["state"] == "pending" && j["eta"].is_string()) {
+      eta[j["id"].get<int64_t>()] = gpuq::parse_rfc3339(j["eta"].get<std::string>()).value_or(0);
+    }
+    EXPECT_EQ(j.value("lanes", nlohmann::json::array()), nlohmann::json::array())
+        << "the cap is not a lane the job asked for: " << j.dump();
+  }
+  ASSERT_EQ(eta.size(), 3u) << status.dump();
+  EXPECT_NEAR(eta[3] - eta[2], 10 * 60'000, 1'000);
+  EXPECT_NEAR(eta[4] - eta[3], 10 * 60'000, 1'000);
+  std::ofstream(h.path("go")).close();  // the elements end
 }
 
 }  // namespace
