@@ -177,7 +177,7 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
     std::vector<Cell> row = {fmt::format("{}-{}", field_text(array, "first_job"), field_text(array, "last_job")),
                              field_text(array, "name"), Cell(state, state_style(state)), "-", "-", "-"};
     if (etas) row.emplace_back("");
-    row.emplace_back(truncate(array_counts_text(array), kCommandColumns));
+    row.emplace_back(array_counts_text(array));  // whole: the counts are the line's point
     table.add_row(std::move(row));
   };
   size_t next_array = 0;

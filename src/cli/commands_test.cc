@@ -132,7 +132,7 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   std::string body =
       R"({"gpu_mode":"fake:1","resources":[{"name":"gpu0","index":0,"state":"busy","job":20,"model":"fake"}],"jobs":[)" +
       jobs + "]}";
-  script({{"/v1/status", json_answer(200, body)}});
+  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   EXPECT_NE(text.find("NAME  INDEX  STATE  JOB  MODEL  NOTE\ngpu0  0      busy   20   fake\n"),
@@ -148,7 +148,7 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   EXPECT_TRUE(text.ends_with("3 more finished jobs (gpuq status --all)\n")) << text;
 
   process_.out.str("");
-  script({{"/v1/status?finished=all", json_answer(200, body)}});
+  script({{"/v1/status?finished=all&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status", "--all"}), 0);
   EXPECT_NE(out().find("\n1   -"), std::string::npos) << out();
   EXPECT_EQ(out().find("more finished"), std::string::npos);
@@ -161,7 +161,7 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
     jobs += "," + job_json(id, "failed", R"(,"finished_at":"2026-11-29T10:00:00.000Z")");
   }
   std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"finished_total":1204})";
-  script({{"/v1/status", json_answer(200, body)}});
+  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_NE(out().find("\n3     -     running"), std::string::npos) << out();
   EXPECT_NE(out().find("\n1195  -     failed"), std::string::npos) << out();
@@ -169,9 +169,36 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
 
   process_.out.str("");
   body = R"({"resources":[],"jobs":[],"finished_total":0})";
-  script({{"/v1/status", json_answer(200, body)}});
+  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_TRUE(out().ends_with("no jobs\n")) << out();
+}
+
+// An unfinished array is one line, placed among the jobs by its first element's id; --expand
+// asks the daemon for every element and shows no array line.
+TEST_F(Commands, StatusShowsAnUnfinishedArrayAsOneLineAmongTheJobs) {
+  std::string arrays =
+      R"("arrays":[{"id":2,"name":"shards","size":10,"max_running":2,"first_job":5,"last_job":14,)"
+      R"("counts":{"pending":5,"running":2,"succeeded":2,"failed":1}}])";
+  std::string body = R"({"resources":[],"jobs":[)" + job_json(3, "running") + "," +
+                     job_json(20, "pending") + "]," + arrays + "}";
+  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  std::string text = out();
+  size_t job3 = text.find("\n3     -       running");
+  size_t array = text.find("\n5-14  shards  running  -    -     -     10 elements: 2 running, 5 pending, "
+                           "2 succeeded, 1 failed; at most 2 at once\n");
+  size_t job20 = text.find("\n20    -       pending");
+  ASSERT_NE(job3, std::string::npos) << text;
+  ASSERT_NE(array, std::string::npos) << text;
+  ASSERT_NE(job20, std::string::npos) << text;
+  EXPECT_LT(job3, array);
+  EXPECT_LT(array, job20);
+
+  process_.out.str("");
+  script({{"/v1/status", json_answer(200, body)}});
+  EXPECT_EQ(run({"status", "--expand"}), 0);
+  EXPECT_EQ(out().find("shards"), std::string::npos) << out();
 }
 
 TEST_F(Commands, StatusJsonIsTheDaemonsAnswer) {

@@ -28,17 +28,17 @@ int most_running_at_once(const std::vector<nlohmann::json>& events) {
 TEST(Sweeps, AnArrayCappedAtTwoRunsEveryElementWithItsIndexNeverMoreThanTwoAtOnce) {
   Harness h("fake:4");
   h.start();
-  auto submitted = h.gpuq({"submit", "--array", "0-5%2", "--name", "shards", "--gpus", "1", "--",
+  auto submitted = h.gpuq({"submit", "--array", "0-19%2", "--name", "shards", "--gpus", "1", "--",
                            "sh", "-c", "echo index $GPUQ_ARRAY_INDEX arg {i} array $GPUQ_ARRAY_ID"});
   ASSERT_EQ(submitted.status, 0) << submitted.err;
-  EXPECT_EQ(submitted.out, "submitted array 1 (shards, 6 elements: jobs 1-6)\n");
+  EXPECT_EQ(submitted.out, "submitted array 1 (shards, 20 elements: jobs 1-20)\n");
   std::vector<std::string> names;
-  for (int i = 0; i < 6; ++i) names.push_back("shards[" + std::to_string(i) + "]");
+  for (int i = 0; i < 20; ++i) names.push_back("shards[" + std::to_string(i) + "]");
   std::vector<std::string> wait = {"wait", "--timeout", "60s"};
   wait.insert(wait.end(), names.begin(), names.end());
   auto waited = h.gpuq(wait);
   ASSERT_EQ(waited.status, 0) << waited.err;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(h.gpuq({"logs", names[i]}).out, fmt::format("index {} arg {} array 1\n", i, i));
   }
   EXPECT_EQ(most_running_at_once(h.events()), 2);
@@ -47,11 +47,13 @@ TEST(Sweeps, AnArrayCappedAtTwoRunsEveryElementWithItsIndexNeverMoreThanTwoAtOnc
   EXPECT_EQ(job["array"], 1);
 
   // The same array again is the one queued; --id-only lists its elements.
-  auto again = h.gpuq({"submit", "--id-only", "--array", "0-5%2", "--name", "shards", "--gpus", "1",
+  auto again = h.gpuq({"submit", "--id-only", "--array", "0-19%2", "--name", "shards", "--gpus", "1",
                        "--", "sh", "-c", "echo index $GPUQ_ARRAY_INDEX arg {i} array $GPUQ_ARRAY_ID"});
   ASSERT_EQ(again.status, 0) << again.err;
-  EXPECT_EQ(again.out, "1\n2\n3\n4\n5\n6\n");
-  auto changed = h.gpuq({"submit", "--array", "0-6%2", "--name", "shards", "--", "true"});
+  std::string ids;
+  for (int i = 1; i <= 20; ++i) ids += std::to_string(i) + "\n";
+  EXPECT_EQ(again.out, ids);
+  auto changed = h.gpuq({"submit", "--array", "0-20%2", "--name", "shards", "--", "true"});
   EXPECT_EQ(changed.status, 1);
   EXPECT_NE(changed.err.find("an array named 'shards' already exists"), std::string::npos)
       << changed.err;
