@@ -269,8 +269,11 @@ void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
 }
 
 Status RealWorld::write_job_dir(const std::string& job_dir, const std::string& script) {
-  if (auto made = os::make_dirs(job_dir, 0700); !made) return made;
+  // A command has nothing to keep before it runs: its directory comes with its first run
+  // (start_run makes the run directory's parents), which spares a sweep of 10,000 commands
+  // 10,000 mkdirs in its submit.
   if (script.empty()) return ok();
+  if (auto made = os::make_dirs(job_dir, 0700); !made) return made;
   // The snapshot: editing the submitted file later changes nothing.
   std::string path = runner::script_snapshot_path(job_dir);
   if (auto written = os::write_file_atomic(path, script); !written) return written;

@@ -87,7 +87,8 @@ class World {
                              std::function<void(int killed)> done) = 0;
 
   // --- files ---
-  // The job directory and, when `script` is not empty, its script snapshot.
+  // A script job's directory and its script snapshot; nothing for a command (`script` empty),
+  // whose directory is made with its first run.
   virtual Status write_job_dir(const std::string& job_dir, const std::string& script) = 0;
   // The yield request a running job finds at $GPUQ_YIELD_FILE; remove_file() withdraws it.
   virtual Status write_file(const std::string& path, const std::string& content) = 0;
