@@ -177,13 +177,13 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     auto jobs = store_->status_jobs(finished, collapse ? &collapsed : nullptr);
     if (!jobs) return tl::unexpected(jobs.error());
     attach_reasons(jobs->active);
-    if (collapse && !collapsed.empty()) {
-      // The ETAs and serving positions of the jobs shown depend on the elements left out: the
-      // ETAs come from the whole queue, and positions are not given.
-      auto current = current_etas(now);
-      if (!current) return tl::unexpected(current.error());
-      etas = *current;
-    } else {
+    // The ETAs come from the whole queue (current_etas reads only what they need, and counts
+    // arrays' caps), whatever the list shows.
+    auto current = current_etas(now);
+    if (!current) return tl::unexpected(current.error());
+    etas = *current;
+    // Serving positions count the pending jobs listed: none while elements are left out.
+    if (!collapse || collapsed.empty()) {
       std::vector<const Job*> pending;
       for (const Job& job : jobs->active) {
         if (job.state == JobState::kPending) pending.push_back(&job);
@@ -191,17 +191,6 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
       std::sort(pending.begin(), pending.end(),
                 [fifo](const Job* a, const Job* b) { return serves_before(*a, *b, fifo); });
       for (size_t i = 0; i < pending.size(); ++i) positions[pending[i]->id] = static_cast<int64_t>(i + 1);
-      auto seq = store_->last_seq();
-      auto config = eta_config(jobs->active);
-      if (!config) return tl::unexpected(config.error());
-      etas = &etas_.get(jobs->active, context_.queue.inventory(), *config, now, seq ? *seq : 0);
-      // The jobs listed show the lanes they asked for, not their arrays' caps.
-      for (Job& job : jobs->active) {
-        if (job.array_id != 0 && !job.spec.lanes.empty() &&
-            job.spec.lanes.back().find('%') != std::string::npos) {
-          job.spec.lanes.pop_back();
-        }
-      }
     }
     out.finished_total = jobs->finished_total;
     listed.reserve(jobs->active.size() + jobs->finished.size());
