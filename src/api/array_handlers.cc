@@ -1,11 +1,13 @@
 // GET /v1/arrays/{ref} (docs/sweeps.md): an array or grid by name or id, with its elements'
 // states, exit codes and counts and what its runs used, read from the API thread's own store;
-// POST /v1/arrays/{ref}/move, which the queue actor carries out.
+// POST /v1/arrays/{ref}/move|cancel|hold|release|retry, which the queue actor carries out, each
+// in one transaction.
 #include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
 
+#include "api/bodies.h"
 #include "api/on_actor.h"
 #include "api/server.h"
 #include "base/time.h"
@@ -76,6 +78,30 @@ boost::asio::awaitable<Response> Server::move_array(const std::string& ref, cons
   auto moved = co_await on_actor<Result<std::vector<int64_t>>>(context_.actor_ioc, work);
   if (!moved) co_return error_response(moved.error());
   co_return json_response(http::status::ok, {{"array", array_to_json(*found)}, {"moved", *moved}});
+}
+
+boost::asio::awaitable<Response> Server::act_on_array(const std::string& ref, const std::string& verb,
+                                        const Request& request) {
+  auto found = find_array(ref);
+  if (!found) co_return error_response(found.error());
+  auto action = decode_array_action(verb, request.body());
+  if (!action) co_return error_response(action.error());
+  daemon::Queue* queue = &context_.queue;
+  auto work = [queue, id = found->id, action = *action] { return queue->act_on_array(id, action); };
+  auto acted = co_await on_actor<Result<daemon::ArrayActed>>(context_.actor_ioc, work);
+  if (!acted) co_return error_response(acted.error());
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const Job& job : acted->jobs) jobs.push_back(job_to_json(job));
+  nlohmann::json refused = nlohmann::json::array();
+  for (const auto& [id, why] : acted->refused) refused.push_back({{"id", id}, {"error", why}});
+  nlohmann::json body = {{"array", array_to_json(*found)}, {"jobs", std::move(jobs)}, {"refused", std::move(refused)}};
+  if (!acted->recorded) {
+    // As for one job's cancel: it holds, and is recorded once the store can be written (202).
+    body["cancel"] = "requested";
+    body["note"] = "the store cannot be written now; the cancel holds and is recorded once it can be";
+    co_return json_response(http::status::accepted, body);
+  }
+  co_return json_response(http::status::ok, body);
 }
 
 }  // namespace gpuq::api

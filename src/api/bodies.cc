@@ -270,6 +270,28 @@ Result<GcBody> decode_gc(std::string_view text) {
   return out;
 }
 
+Result<daemon::ArrayAction> decode_array_action(std::string_view verb, std::string_view text) {
+  using A = daemon::ArrayAction;
+  bool retry = verb == "retry";
+  if (!retry && verb != "cancel" && verb != "hold" && verb != "release") {
+    return invalid(fmt::format("an array takes move, cancel, hold, release or retry, not '{}'", clip(verb)));
+  }
+  std::string how = retry ? "send {} or {\"failed\": true} (the failed elements only)" : "send {} or no body";
+  A action = verb == "cancel" ? A::kCancel : verb == "hold" ? A::kHold : verb == "release" ? A::kRelease : A::kRetry;
+  if (text.empty()) return action;
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", how));
+  for (const auto& [key, value] : body->items()) {
+    if (!retry || key != "failed") return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
+    if (!value.is_boolean()) {
+      return invalid(fmt::format("field 'failed' must be true or false, not {}; {}", value.type_name(), how));
+    }
+    if (value.get<bool>()) action = A::kRetryFailed;
+  }
+  return action;
+}
+
 Result<daemon::PlanRequest> decode_plan(std::string_view text, size_t max_sweep_elements) {
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());

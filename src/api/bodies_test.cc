@@ -72,6 +72,19 @@ TEST(ParseJsonBody, ANumberTooLargeForADoubleIsInvalid) {
             400);
 }
 
+TEST(DecodeArrayAction, TakesAnEmptyBodyAndRetrysFailedFlagOnly) {
+  using daemon::ArrayAction;
+  EXPECT_EQ(decode_array_action("cancel", ""), ArrayAction::kCancel);
+  EXPECT_EQ(decode_array_action("hold", "{}"), ArrayAction::kHold);
+  EXPECT_EQ(decode_array_action("release", ""), ArrayAction::kRelease);
+  EXPECT_EQ(decode_array_action("retry", R"({"failed": false})"), ArrayAction::kRetry);
+  EXPECT_EQ(decode_array_action("retry", R"({"failed": true})"), ArrayAction::kRetryFailed);
+  EXPECT_REFUSED(decode_array_action("hold", R"({"failed": true})"), "unknown field 'failed'; send {} or no body");
+  EXPECT_REFUSED(decode_array_action("retry", R"({"failed": "yes"})"), "field 'failed' must be true or false, not string");
+  EXPECT_REFUSED(decode_array_action("retry", "[]"), "the body must be a JSON object");
+  EXPECT_REFUSED(decode_array_action("start", ""), "an array takes move, cancel, hold, release or retry, not 'start'");
+}
+
 TEST(DecodeSubmit, NamesTheFieldOfEachError) {
   EXPECT_TRUE(decode_submit(R"({"argv":["true"]})"));
   EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"not_before":"2400-01-01T00:00:00Z"})"), "field 'not_before'");

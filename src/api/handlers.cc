@@ -67,7 +67,9 @@ awaitable<Response> Server::handle(const Request& request, std::string user) {
     case Endpoint::kSubmit: co_return co_await submit(request, std::move(user));
     case Endpoint::kShow: co_return show(r.subject);
     case Endpoint::kArray: co_return array(r.subject);
-    case Endpoint::kArrayControl: co_return co_await move_array(r.subject, request);
+    case Endpoint::kArrayControl:
+      if (r.verb == "move") co_return co_await move_array(r.subject, request);
+      co_return co_await act_on_array(r.subject, r.verb, request);
     case Endpoint::kCancel: co_return co_await cancel(r.subject);
     case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
     case Endpoint::kPlan: co_return co_await submit_plan(request, std::move(user));

@@ -175,7 +175,8 @@ Route route(http::verb method, std::string_view target) {
   if (s.size() == 3 && s[1] == "events" && s[2] == "stream" && get) return to(Endpoint::kEventStream);
   if (s.size() == 3 && s[1] == "jobs" && get) return to(Endpoint::kShow, s[2]);
   if (s.size() == 3 && s[1] == "arrays" && get) return to(Endpoint::kArray, s[2]);
-  if (s.size() == 4 && s[1] == "arrays" && s[3] == "move" && post) {
+  if (s.size() == 4 && s[1] == "arrays" && post &&
+      (s[3] == "move" || s[3] == "cancel" || s[3] == "hold" || s[3] == "release" || s[3] == "retry")) {
     return to(Endpoint::kArrayControl, s[2], s[3]);
   }
   if (s.size() == 4 && s[1] == "gpus" && s[3] == "release" && post) return to(Endpoint::kReleaseGpu, s[2]);

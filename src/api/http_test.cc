@@ -1,5 +1,6 @@
 #include "api/http.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdexcept>
 #include <sys/socket.h>
@@ -65,7 +66,12 @@ TEST(Route, PathsAndMethods) {
   EXPECT_EQ(array_move.endpoint, Endpoint::kArrayControl);
   EXPECT_EQ(array_move.subject, "shards");
   EXPECT_EQ(route(http::verb::get, "/v1/arrays/shards/move").endpoint, Endpoint::kNone);  // POST only
-  EXPECT_EQ(route(http::verb::post, "/v1/arrays/shards/hold").endpoint, Endpoint::kNone);
+  for (const char* verb : {"cancel", "hold", "release", "retry"}) {
+    Route action = route(http::verb::post, fmt::format("/v1/arrays/shards/{}", verb));
+    EXPECT_EQ(action.endpoint, Endpoint::kArrayControl) << verb;
+    EXPECT_EQ(action.verb, verb);
+  }
+  EXPECT_EQ(route(http::verb::post, "/v1/arrays/shards/start").endpoint, Endpoint::kNone);
   Route release = route(http::verb::post, "/v1/gpus/gpu1/release");
   EXPECT_EQ(release.endpoint, Endpoint::kReleaseGpu);
   EXPECT_EQ(release.subject, "gpu1");

@@ -36,6 +36,7 @@ Status check_request(const Route& route, const Request& request) {
     case Endpoint::kArrayControl:
       if (auto ref = parse_job_ref(route.subject); !ref) return tl::unexpected(ref.error());
       if (route.verb == "move") return status(decode_move(body));
+      if (route.endpoint == Endpoint::kArrayControl) return status(decode_array_action(route.verb, body));
       return ok();
     case Endpoint::kNone:
     case Endpoint::kMetrics:

@@ -148,6 +148,10 @@ class Server {
   Response array(const std::string& ref);
   // POST /v1/arrays/{ref}/move: every waiting element, as one block, in one request.
   boost::asio::awaitable<Response> move_array(const std::string& ref, const Request& request);
+  // POST /v1/arrays/{ref}/cancel|hold|release|retry: every element the action applies to, in
+  // one request and one transaction (array_actions.cc).
+  boost::asio::awaitable<Response> act_on_array(const std::string& ref, const std::string& verb,
+                                                const Request& request);
   // A move's body (POST .../move), its before/after job resolved to an id.
   Result<daemon::MoveRequest> move_request(const Request& request);
   // The array `ref` names (its name or id), or a 404 that says so.

@@ -4,8 +4,7 @@
 namespace gpuq::cli {
 
 int run_cancel(Context& ctx, const CancelOptions& options) {
-  return run_job_action(ctx, options.refs, options.json, "cancel", "cancelled",
-                        {"pending", "held", "running", "blocked"});
+  return run_job_action(ctx, options.refs, options.json, "cancel", "cancelled");
 }
 
 }  // namespace gpuq::cli

@@ -4,8 +4,7 @@
 namespace gpuq::cli {
 
 int run_hold(Context& ctx, const JobRefsOptions& options) {
-  return run_job_action(ctx, options.refs, options.json, "hold", "held",
-                        {"pending"});
+  return run_job_action(ctx, options.refs, options.json, "hold", "held");
 }
 
 }  // namespace gpuq::cli

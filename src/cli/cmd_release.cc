@@ -9,7 +9,7 @@ namespace gpuq::cli {
 
 int run_release(Context& ctx, const ReleaseOptions& options) {
   if (options.attention.empty()) {
-    return run_job_action(ctx, options.refs, options.json, "release", "released", {"held"});
+    return run_job_action(ctx, options.refs, options.json, "release", "released");
   }
   EachPost post;
   post.verb = "release";

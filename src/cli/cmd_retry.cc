@@ -6,9 +6,8 @@ namespace gpuq::cli {
 
 int run_retry(Context& ctx, const JobRefsOptions& options) {
   // An array's failed, cancelled and blocked elements; with --failed, its failed ones only.
-  std::vector<std::string> states = {"failed"};
-  if (!options.failed) states.insert(states.end(), {"cancelled", "blocked"});
-  return run_job_action(ctx, options.refs, options.json, "retry", "requeued", states);
+  Json array_body = options.failed ? Json{{"failed", true}} : Json::object();
+  return run_job_action(ctx, options.refs, options.json, "retry", "requeued", array_body);
 }
 
 }  // namespace gpuq::cli

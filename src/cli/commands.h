@@ -131,9 +131,11 @@ struct EachPost {
   std::function<std::string(const std::string& ref)> label;   // "job 8", "gpu1"
   Json body = Json::object();
   std::function<std::string(const Json& answer)> line;  // what a success prints, without --json
-  // For a ref the daemon has no job of (404): the refs to POST instead (an array's elements),
-  // or nullopt when it names nothing else either. Unset: no second look.
-  std::function<std::optional<std::vector<std::string>>(const std::string& ref)> expand = {};
+  // For a ref the daemon has no job of (404): the path to POST instead, which acts on the
+  // array of that name as one (its answer's "jobs" are each printed with `line`, and its
+  // "refused" reported); unset, or a 404 there too: the job's 404 stands.
+  std::function<std::string(const std::string& ref)> array_target = {};
+  Json array_body = Json::object();
 };
 // POSTs for each ref in turn and prints a line for each success, or with `json` the array of
 // answers (a refused ref's element is error_json's). A failure is reported on stderr and the
@@ -141,11 +143,10 @@ struct EachPost {
 // answers before it, and is left out when there are none).
 int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post);
 // POSTs /v1/jobs/{ref}/<action> for each job and prints "<done> job <id>" (post_each).
-// A ref that names an array (docs/sweeps.md) acts on its elements whose state is one of
-// `states` ("pending", ...): one POST each.
+// A ref that names an array (docs/sweeps.md) is acted on as one, in one request
+// (POST /v1/arrays/{ref}/<action> with `array_body`).
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
-                   std::string_view action, std::string_view done,
-                   std::vector<std::string> states = {});
+                   std::string_view action, std::string_view done, Json array_body = Json::object());
 
 struct MoveOptions {
   std::string ref;

@@ -1,74 +1,88 @@
 // What `cancel`, `hold`, `release` and `retry` share: one POST per job (or, for `release
 // --attention`, per GPU), in the order given; one failure does not stop the rest, but a missing
-// daemon stops all. With --json the daemon's answers are printed together as one array, so a
-// script reads one document whatever the number of jobs (docs/api.md, "The CLI's --json").
+// daemon stops all. A name no job has may name an array: it is acted on as one, in one request.
+// With --json the daemon's answers are printed together as one array (an array's elements
+// each in it), so a script reads one document whatever the number of jobs (docs/api.md, "The
+// CLI's --json").
 #include <fmt/format.h>
-
-#include <algorithm>
 
 #include "cli/commands.h"
 #include "cli/format.h"
 
 namespace gpuq::cli {
+namespace {
+
+// What post_each has done so far.
+struct Answers {
+  Json list = Json::array();
+  int status = kExitOk;
+};
+
+// An array's answer (POST /v1/arrays/{ref}/<verb>): each element acted on as if alone, then
+// each it refused.
+void take_array_answer(Context& ctx, bool json, const EachPost& post, const Json& acted, Answers& out) {
+  bool requested = json_string(acted, "cancel") == "requested";
+  for (Json job : json_array(acted, "jobs")) {
+    if (requested) {
+      job["cancel"] = "requested";
+      job["note"] = acted.value("note", "");
+    }
+    if (!json) ctx.out() << post.line(job) << '\n';
+    out.list.push_back(std::move(job));
+  }
+  for (const Json& refused : json_array(acted, "refused")) {
+    std::string id = field_text(refused, "id");
+    CliError error{kExitFailed, json_string(refused, "error"), "conflict"};
+    ctx.report(kExitFailed, fmt::format("cannot {} job {}: {}", post.verb, id, error.message));
+    out.list.push_back(error_json(id, error));
+    out.status = kExitFailed;
+  }
+}
+
+}  // namespace
 
 int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post) {
-  int status = kExitOk;
-  Json answers = Json::array();
-  std::vector<std::string> todo(refs.rbegin(), refs.rend());  // a stack, in the given order
-  while (!todo.empty()) {
-    std::string ref = std::move(todo.back());
-    todo.pop_back();
+  Answers out;
+  for (const std::string& ref : refs) {
+    std::string label = post.label(ref);
     auto answer = ctx.client().post_json(post.target(ref), post.body);
-    if (!answer && answer.error().code == "not_found" && post.expand) {
-      if (auto elements = post.expand(ref)) {
-        if (elements->empty()) {
-          CliError none{kExitFailed, fmt::format("array {} has no element to {}", ref, post.verb), "conflict"};
-          ctx.report(kExitFailed, fmt::format("cannot {} array {}: it has no element to {}", post.verb,
-                                              ref, post.verb));
-          answers.push_back(error_json(ref, none));
-          status = kExitFailed;
-          continue;
-        }
-        todo.insert(todo.end(), elements->rbegin(), elements->rend());
+    if (!answer && answer.error().code == "not_found" && post.array_target) {
+      auto acted = ctx.client().post_json(post.array_target(ref), post.array_body);
+      if (acted) {
+        take_array_answer(ctx, json, post, *acted, out);
         continue;
+      }
+      if (acted.error().code != "not_found") {
+        answer = std::move(acted);  // an array of that name, which refused: its error stands
+        label = "array " + ref;
       }
     }
     if (!answer) {
       if (answer.error().exit_code == kExitNoDaemon) {
-        if (json && !answers.empty()) print_json(ctx, answers);  // what was done before
+        if (json && !out.list.empty()) print_json(ctx, out.list);  // what was done before
         return ctx.report(answer.error());
       }
-      ctx.report(kExitFailed, fmt::format("cannot {} {}: {}", post.verb, post.label(ref),
-                                          answer.error().message));
-      answers.push_back(error_json(ref, answer.error()));
-      status = kExitFailed;
+      ctx.report(kExitFailed, fmt::format("cannot {} {}: {}", post.verb, label, answer.error().message));
+      out.list.push_back(error_json(ref, answer.error()));
+      out.status = kExitFailed;
       continue;
     }
     if (!json) ctx.out() << post.line(*answer) << '\n';
-    answers.push_back(std::move(*answer));
+    out.list.push_back(std::move(*answer));
   }
-  if (json) print_json(ctx, answers);
-  return status;
+  if (json) print_json(ctx, out.list);
+  return out.status;
 }
 
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
-                   std::string_view action, std::string_view done, std::vector<std::string> states) {
+                   std::string_view action, std::string_view done, Json array_body) {
   EachPost post;
-  if (!states.empty()) {
-    post.expand = [&ctx, states](const std::string& ref) -> std::optional<std::vector<std::string>> {
-      auto array = ctx.client().get_json("/v1/arrays/" + percent_encode(ref));
-      if (!array) return std::nullopt;
-      std::vector<std::string> elements;
-      for (const auto& element : json_array(*array, "jobs")) {
-        std::string state = json_string(element, "state");
-        if (std::find(states.begin(), states.end(), state) == states.end()) continue;
-        elements.push_back(std::to_string(json_int(element, "id").value_or(0)));
-      }
-      return elements;
-    };
-  }
   post.verb = action;
   post.target = [&](const std::string& ref) { return fmt::format("{}/{}", job_path(ref), action); };
+  post.array_target = [&](const std::string& ref) {
+    return fmt::format("/v1/arrays/{}/{}", percent_encode(ref), action);
+  };
+  post.array_body = std::move(array_body);
   post.label = [](const std::string& ref) { return "job " + ref; };
   post.line = [&](const Json& job) {
     if (json_string(job, "cancel") == "requested") {

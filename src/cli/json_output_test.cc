@@ -166,6 +166,39 @@ TEST_F(JsonOutput, WaitOnTimeoutPrintsTheCurrentStatesAndExits124) {
   EXPECT_EQ(err(), "gpuq: timed out after 5s; still unfinished: job 7 pending\n");
 }
 
+// A name no job has that names an array is acted on as one request; its elements are each an
+// answer, as if named one by one, and an element it refused is an error in the same list.
+TEST_F(JsonOutput, RetryOfAnArrayIsOneRequestAndListsEachElement) {
+  constexpr std::string_view kNoJob = R"({"error":{"code":"not_found","message":"no job named 'four'"}})";
+  std::string acted = fmt::format(
+      R"({{"array":{{"id":1,"name":"four"}},"jobs":[{},{}],)"
+      R"("refused":[{{"id":4,"error":"job 4 stays blocked: job 9 failed"}}]}})",
+      job(2, "pending"), job(3, "pending"));
+  script({{"/v1/jobs/four/retry", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/retry", json_answer(200, acted)}});
+  EXPECT_EQ(run({"retry", "four", "--failed", "--json"}), kExitFailed);
+  EXPECT_EQ(sent_body(1), Json({{"failed", true}})) << "--failed: the failed elements only";
+  EXPECT_EQ(printed(), array_of({job(2, "pending"), job(3, "pending"),
+                                 R"({"ref":"4","error":{"code":"conflict",)"
+                                 R"("message":"job 4 stays blocked: job 9 failed"}})"}));
+  EXPECT_EQ(err(), "gpuq: cannot retry job 4: job 4 stays blocked: job 9 failed\n");
+
+  // Without --json: a line per element; an array that refuses says so by its name.
+  process_.out.str("");
+  process_.err.str("");
+  constexpr std::string_view kNone =
+      R"({"error":{"code":"conflict","message":"array four has no element to hold: none is pending"}})";
+  script({{"/v1/jobs/four/hold", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/hold", json_answer(409, std::string(kNone))},
+          {"/v1/jobs/four/hold", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/hold", json_answer(200, acted)}});
+  EXPECT_EQ(run({"hold", "four", "four"}), kExitFailed);
+  EXPECT_EQ(out(), "held job 2\nheld job 3\n");
+  EXPECT_EQ(err(),
+            "gpuq: cannot hold array four: array four has no element to hold: none is pending\n"
+            "gpuq: cannot hold job 4: job 4 stays blocked: job 9 failed\n");
+}
+
 // A job the daemon does not know ends the wait at once: there is no state to print.
 TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
   script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},

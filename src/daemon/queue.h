@@ -86,6 +86,17 @@ struct Cancelled {
   bool recorded = true;
 };
 
+// `gpuq cancel|hold|release|retry NAME` on a whole array (Queue::act_on_array); kRetryFailed
+// is `retry --failed`.
+enum class ArrayAction { kCancel, kHold, kRelease, kRetry, kRetryFailed };
+// What an action on an array did: the elements it acted on (as they are now), those it could
+// not act on (id and why), and whether the store has recorded it (see Cancelled).
+struct ArrayActed {
+  std::vector<Job> jobs;
+  std::vector<std::pair<int64_t, std::string>> refused;
+  bool recorded = true;
+};
+
 // What a submit produced: the job, and whether it already existed (same name, same spec).
 struct Submitted {
   Job job;
@@ -237,6 +248,11 @@ class Queue {
   // bottom, before or after a waiting job that is not one of them, or to a priority. Their
   // order among themselves is kept. Answers the ids moved, in their new order.
   Result<std::vector<int64_t>> move_array(int64_t array_id, const MoveRequest& request);
+  // The action on every element it applies to, in one transaction (queue_array_actions.cc):
+  // a cancel stops the running elements and ends the waiting ones; hold and release take the
+  // pending or held ones; retry the failed (and, but for kRetryFailed, cancelled and blocked)
+  // ones. kConflict when it applies to none.
+  Result<ArrayActed> act_on_array(int64_t array_id, ArrayAction action);
   Result<bool> set_draining(bool draining);
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").

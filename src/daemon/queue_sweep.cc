@@ -106,6 +106,10 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   std::vector<Job> inserted;
   inserted.reserve(elements.size());
   int64_t order_before = next_order_;
+  // Each element's row keeps only its own variables; the environment they share is the array's
+  // (arrays.base), put back under them whenever an element is read (Store::find_job ...).
+  JobSpec shared = base;
+  shared.env = {};
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_array(array);
     if (!id) return tl::unexpected(id.error());
@@ -113,7 +117,7 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     inserted.clear();
     for (const auto& element : elements) {
       Job job;
-      job.spec = spec::element_spec(base, name, element);
+      job.spec = spec::element_spec(shared, name, element);
       job.array_id = array.id;
       job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
       job.submitted_at_ms = array.submitted_at_ms;

@@ -90,6 +90,35 @@ TEST_F(SweepQueueTest, GridElementsSeeTheirParametersInArgumentsAndVariables) {
   EXPECT_EQ(spec.env.at("GPUQ_ARRAY_INDEX"), "2");
 }
 
+// The environment every element shares is kept once, with the array: an element's row holds
+// only its own variables, and every read of the element (its runs, show) has the whole.
+TEST_F(SweepQueueTest, TheSharedEnvironmentIsKeptOnceAndEveryElementRunsWithIt) {
+  start("fake:4");
+  JobSpec base = command("true");
+  base.name = "envs";
+  base.env = {{"SHARED", "yes"}, {"GPUQ_ARRAY_INDEX", "from a parent array"}};
+  auto sweep = spec::parse_array("0-2");
+  ASSERT_TRUE(sweep);
+  auto submitted = submit_sweep(base, *sweep, R"({"array":"0-2"})");
+  ASSERT_TRUE(submitted) << submitted.error().message;
+  int64_t second = submitted->element_ids[1];
+  auto stored = store::Database::open((dir_ / "gpuq.db").string(), true);
+  ASSERT_TRUE(stored);
+  auto row = (*stored)->prepare("SELECT spec FROM jobs WHERE id = ?");
+  ASSERT_TRUE(row);
+  row->bind(1, second);
+  auto found = row->step();
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ(row->text(0).find("SHARED"), std::string::npos) << row->text(0);
+  EXPECT_NE(row->text(0).find("GPUQ_ARRAY_INDEX"), std::string::npos) << "its own variables stay";
+
+  EXPECT_EQ(job(second).spec.env,
+            (std::map<std::string, std::string>{{"SHARED", "yes"}, {"GPUQ_ARRAY_INDEX", "1"}}))
+      << "the element's own variables win over the shared ones";
+  EXPECT_EQ(run_spec(second).env.at("SHARED"), "yes");
+  EXPECT_EQ(run_spec(second).env.at("GPUQ_ARRAY_INDEX"), "1");
+}
+
 TEST_F(SweepQueueTest, TheCapHoldsAcrossARestartAndItsLaneIsFreedWhenTheArrayEnds) {
   start("fake:4");
   JobSpec base = command("true");

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 12> kMigrations = {
+constexpr std::array<const char*, 13> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -232,6 +232,18 @@ CREATE INDEX jobs_by_array ON jobs(array_id) WHERE array_id IS NOT NULL;
 DROP INDEX jobs_by_array;
 CREATE INDEX jobs_by_array ON jobs(array_id, state) WHERE array_id IS NOT NULL;
 ALTER TABLE arrays ADD COLUMN base TEXT;
+)sql",
+    // 13: what an ETA reads of a job's spec (est_ms, timeout_ms, not_before_ms, deps, lanes,
+    // gpu_mem, share: a JSON list, null where the spec leaves a field out), kept beside the
+    // spec by every write of it, and jobs_eta, an index of the unfinished jobs that covers what
+    // an ETA reads: `gpuq status` with 10,000 elements queued reads a small index instead of
+    // every element's spec (each holding its environment).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN eta TEXT;
+UPDATE jobs SET eta = json_extract(spec, '$.est_ms', '$.timeout_ms', '$.not_before_ms', '$.deps',
+                                   '$.lanes', '$.gpu_mem', '$.share');
+CREATE INDEX jobs_eta ON jobs(id, state, name, priority, queue_order, gpus, retry_at, array_id, eta)
+  WHERE state IN ('pending','held','running','blocked');
 )sql",
 };
 

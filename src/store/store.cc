@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unordered_map>
 
+#include "model/spec_json.h"
 #include "store/codec.h"
 #include "store/schema.h"
 #include "base/time.h"
@@ -12,12 +13,32 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count, retry_at, retry_base, conditions_false_since, user, array_id";
+    "lost_count, retry_at, retry_base, conditions_false_since, user, array_id, "
+    // An element of an array keeps only its own variables (docs/sweeps.md): the environment
+    // every element shares is its array's, kept once in arrays.base.
+    "(SELECT json_extract(base, '$.env') FROM arrays WHERE arrays.id = jobs.array_id)";
 constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
     "preempted_by, preempt_deadline, boot_id, log_note, seen_gpus, seen_gpu_indices, cpu_usec, "
     "peak_memory_bytes";
+
+// The stored spec and, beside it, the fields of it an ETA reads (jobs.eta, schema 13): the list
+// json_extract(spec, '$.est_ms', '$.timeout_ms', '$.not_before_ms', '$.deps', '$.lanes',
+// '$.gpu_mem', '$.share') answers, made from the same JSON without parsing it again.
+struct EncodedSpec {
+  std::string spec;
+  std::string eta;
+};
+EncodedSpec encode_spec_with_eta(const JobSpec& spec) {
+  nlohmann::json j = spec_to_json(spec);
+  nlohmann::json eta = nlohmann::json::array();
+  for (const char* key : {"est_ms", "timeout_ms", "not_before_ms", "deps", "lanes", "gpu_mem", "share"}) {
+    auto it = j.find(key);
+    eta.push_back(it == j.end() ? nlohmann::json(nullptr) : *it);
+  }
+  return {j.dump(), eta.dump()};
+}
 
 Result<Job> job_from_row(const Statement& row) {
   Job job;
@@ -41,6 +62,14 @@ Result<Job> job_from_row(const Statement& row) {
   job.conditions_false_since_ms = row.int64(13);
   job.spec.user = row.text(14);
   job.array_id = row.is_null(15) ? 0 : row.int64(15);
+  if (!row.is_null(16)) {
+    // The array's shared environment under the element's own variables (which win).
+    nlohmann::json shared = nlohmann::json::parse(row.text(16), nullptr, false);
+    if (!shared.is_object()) return fail(Code::kCorruption, "an array's stored environment is not a JSON object");
+    for (const auto& [key, value] : shared.items()) {
+      if (value.is_string()) job.spec.env.emplace(key, value.get<std::string>());
+    }
+  }
   return job;
 }
 
@@ -121,24 +150,26 @@ Status Store::transaction(const std::function<Status()>& fn) { return in_transac
 Result<int64_t> Store::insert_job(const Job& job) {
   auto stmt = db_->prepare(
       "INSERT INTO jobs(name, state, priority, queue_order, gpus, spec, reason, submitted_at, "
-      "lost_count, finished_at, user, array_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "lost_count, finished_at, user, array_id, eta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   if (job.spec.name.empty()) {
     stmt->bind_null(1);
   } else {
     stmt->bind(1, job.spec.name);
   }
+  EncodedSpec encoded = encode_spec_with_eta(job.spec);
   stmt->bind(2, to_string(job.state))
       .bind(3, job.spec.priority)
       .bind(4, job.queue_order)
       .bind(5, job.spec.gpus)
-      .bind(6, encode_spec(job.spec))
+      .bind(6, encoded.spec)
       .bind(7, job.reason)
       .bind(8, job.submitted_at_ms)
       .bind(9, job.lost_count)
       .bind(10, job.finished_at_ms ? std::optional<int64_t>(job.finished_at_ms) : std::nullopt)
       .bind(11, job.spec.user)
-      .bind(12, job.array_id ? std::optional<int64_t>(job.array_id) : std::nullopt);
+      .bind(12, job.array_id ? std::optional<int64_t>(job.array_id) : std::nullopt)
+      .bind(13, encoded.eta);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
 }
@@ -209,9 +240,10 @@ Status Store::set_conditions_false_since(int64_t job_id, int64_t since_ms) {
 }
 
 Status Store::set_spec(int64_t job_id, const JobSpec& spec) {
-  auto stmt = db_->prepare("UPDATE jobs SET spec = ? WHERE id = ?");
+  auto stmt = db_->prepare("UPDATE jobs SET spec = ?, eta = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
-  return stmt->bind(1, encode_spec(spec)).bind(2, job_id).run();
+  EncodedSpec encoded = encode_spec_with_eta(spec);
+  return stmt->bind(1, encoded.spec).bind(2, encoded.eta).bind(3, job_id).run();
 }
 
 Status Store::set_queue_position(int64_t job_id, int priority, int64_t queue_order) {

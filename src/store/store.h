@@ -220,6 +220,10 @@ class Store {
   Result<std::optional<JobArray>> find_array_by_name(const std::string& name);
   // The ids of the array's elements (jobs whose array_id is `array_id`), by id.
   Result<std::vector<int64_t>> array_elements(int64_t array_id);
+  // The array's elements in one of `states` (every element when it is empty), by id, in one
+  // query (with their runs in a second).
+  Result<std::vector<Job>> array_jobs(int64_t array_id, const std::vector<JobState>& states,
+                                      bool with_runs);
   // Arrays with an element pending, held, running or blocked, by id (read at daemon start).
   Result<std::vector<JobArray>> active_arrays();
   // The id the next insert_array gives (ids are never reused); for the one writer only.

@@ -102,12 +102,22 @@ Result<std::vector<int64_t>> Store::array_elements(int64_t array_id) {
   return ids;
 }
 
+Result<std::vector<Job>> Store::array_jobs(int64_t array_id, const std::vector<JobState>& states,
+                                           bool with_runs) {
+  std::string in;
+  for (JobState state : states) in += fmt::format("{}'{}'", in.empty() ? "" : ",", to_string(state));
+  std::string where = in.empty() ? "WHERE array_id = ?" : fmt::format("WHERE array_id = ? AND state IN ({})", in);
+  return query_jobs(where,
+                    [array_id](Statement& s) { s.bind(1, array_id); }, with_runs);
+}
+
 Result<std::vector<JobArray>> Store::active_arrays() {
-  // The unfinished jobs (jobs_active) that are elements, then their arrays by primary key.
+  // Each array, and whether it has an unfinished element: a few probes of jobs_by_array per
+  // array (arrays go with their last element), not a pass over the unfinished jobs' rows.
   auto stmt = db_->prepare(fmt::format(
-      "SELECT {} FROM arrays WHERE id IN (SELECT array_id FROM jobs WHERE "
-      "state IN ('pending','held','running','blocked') AND array_id IS NOT NULL) ORDER BY id",
-      kArrayColumns));
+      "SELECT {} FROM arrays WHERE EXISTS (SELECT 1 FROM jobs WHERE jobs.array_id = arrays.id "
+      "AND jobs.{}) ORDER BY id",
+      kArrayColumns, kUnfinished));
   if (!stmt) return tl::unexpected(stmt.error());
   return collect_arrays(*stmt);
 }

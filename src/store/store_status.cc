@@ -37,24 +37,26 @@ constexpr const char* kLatestFinishedOutsideArrays =
 const std::string kFinishedTotal =
     fmt::format("SELECT (SELECT COUNT(*) FROM jobs) - (SELECT COUNT(*) FROM jobs WHERE {})", kActive);
 
-// The spec's fields an ETA reads, from eta_jobs()'s list [est_ms, timeout_ms, not_before_ms,
-// deps, lanes, gpu_mem, share] (null where the spec leaves a field out).
-Status read_eta_fields(const std::string& text, Job& job) {
-  nlohmann::json fields = nlohmann::json::parse(text, nullptr, false);
-  if (!fields.is_array() || fields.size() != 7) return fail(Code::kCorruption, "its spec is not a JSON object");
-  auto number = [&](size_t k) { return fields[k].is_number_integer() ? fields[k].get<int64_t>() : 0; };
+// The spec's fields an ETA reads, from eta_jobs()'s columns `first`...: est_ms, timeout_ms,
+// not_before_ms, deps (JSON text), lanes (JSON text), gpu_mem, share; each NULL where the spec
+// leaves it out. Only deps and lanes, which most jobs leave out, are parsed.
+Status read_eta_fields(const Statement& row, int first, Job& job) {
+  auto number = [&](int k) { return row.is_null(first + k) ? 0 : row.int64(first + k); };
   job.spec.estimate_ms = number(0);
   job.spec.timeout_ms = number(1);
   job.spec.not_before_ms = number(2);
   job.spec.gpu_mem_mib = number(5);
-  job.spec.share = fields[6].is_boolean() ? fields[6].get<bool>() : fields[6] == 1;
-  if (fields[4].is_array()) {
-    for (const auto& lane : fields[4]) {
-      if (lane.is_string()) job.spec.lanes.push_back(lane.get<std::string>());
-    }
+  job.spec.share = number(6) != 0;
+  auto list = [&](int k) {
+    return row.is_null(first + k) ? nlohmann::json::array() : nlohmann::json::parse(row.text(first + k), nullptr, false);
+  };
+  nlohmann::json lanes = list(4);
+  nlohmann::json deps = list(3);
+  if (!lanes.is_array() || !deps.is_array()) return fail(Code::kCorruption, "its lanes or deps are not a JSON list");
+  for (const auto& lane : lanes) {
+    if (lane.is_string()) job.spec.lanes.push_back(lane.get<std::string>());
   }
-  if (!fields[3].is_array()) return ok();
-  for (const auto& d : fields[3]) {
+  for (const auto& d : deps) {
     if (!d.is_object() || !d.contains("kind") || !d["kind"].is_string()) {
       return fail(Code::kCorruption, "a dependency of its spec has no kind");
     }
@@ -86,8 +88,11 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
   // LIMIT -1 is SQLite's "no limit".
   int64_t limit = finished_limit ? static_cast<int64_t>(*finished_limit) : -1;
   auto jobs = left_out_arrays
-                  ? query_jobs(fmt::format("WHERE ({} AND array_id IS NULL) OR id IN ({})", kActive,
-                                           kLatestFinishedOutsideArrays),
+                  // The unfinished jobs alone found in jobs_eta, which covers array_id: the
+                  // elements' rows are not read.
+                  ? query_jobs(fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_eta WHERE {} "
+                                           "AND array_id IS NULL) OR id IN ({})",
+                                           kActive, kLatestFinishedOutsideArrays),
                                [limit, list = fmt::format("[{}]", fmt::join(*left_out_arrays, ","))](
                                    Statement& s) { s.bind(1, limit).bind(2, list); },
                                true)
@@ -102,14 +107,19 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
 }
 
 Result<std::vector<Job>> Store::eta_jobs() {
-  // One json_extract with many paths answers a JSON list, in the paths' order, of small values.
+  // Only jobs_eta is read (it covers every column here), not one spec; SQLite takes each
+  // jobs.eta list apart once (json_extract keeps the latest parse).
+  auto count = active_count();
+  if (!count) return tl::unexpected(count.error());
   auto stmt = db_->prepare(fmt::format(
-      "SELECT id, name, state, priority, queue_order, gpus, retry_at, array_id, json_extract(spec, "
-      "'$.est_ms', '$.timeout_ms', '$.not_before_ms', '$.deps', '$.lanes', '$.gpu_mem', '$.share') "
-      "FROM jobs WHERE {} ORDER BY id",
+      "SELECT id, name, state, priority, queue_order, gpus, retry_at, array_id, "
+      "json_extract(eta, '$[0]'), json_extract(eta, '$[1]'), json_extract(eta, '$[2]'), "
+      "json_extract(eta, '$[3]'), json_extract(eta, '$[4]'), json_extract(eta, '$[5]'), "
+      "json_extract(eta, '$[6]') FROM jobs INDEXED BY jobs_eta WHERE {} ORDER BY id",
       kActive));
   if (!stmt) return tl::unexpected(stmt.error());
   std::vector<Job> jobs;
+  jobs.reserve(static_cast<size_t>(*count));
   std::unordered_map<int64_t, size_t> running;
   while (true) {
     auto row = stmt->step();
@@ -126,7 +136,7 @@ Result<std::vector<Job>> Store::eta_jobs() {
     job.spec.gpus = static_cast<int>(stmt->int64(5));
     job.retry_at_ms = stmt->int64(6);
     job.array_id = stmt->is_null(7) ? 0 : stmt->int64(7);
-    if (auto st = read_eta_fields(stmt->text(8), job); !st) {
+    if (auto st = read_eta_fields(*stmt, 8, job); !st) {
       return fail(Code::kCorruption, fmt::format("job {}: {}", job.id, st.error().message));
     }
     if (job.state == JobState::kRunning) running[job.id] = jobs.size();
@@ -142,11 +152,12 @@ Result<std::vector<Job>> Store::eta_jobs() {
 }
 
 Result<std::optional<int64_t>> Store::unbounded_job() {
-  // spec_to_json() writes est_ms and timeout_ms only when they are set.
-  auto stmt = db_->prepare(
-      "SELECT id FROM jobs WHERE state IN ('pending','running') AND "
-      "json_extract(spec, '$.est_ms') IS NULL AND json_extract(spec, '$.timeout_ms') IS NULL "
-      "LIMIT 1");
+  // spec_to_json() writes est_ms and timeout_ms only when they are set; jobs.eta lists them
+  // first. Only jobs_eta is read.
+  auto stmt = db_->prepare(fmt::format(
+      "SELECT id FROM jobs INDEXED BY jobs_eta WHERE {} AND state IN ('pending','running') AND "
+      "json_extract(eta, '$[0]') IS NULL AND json_extract(eta, '$[1]') IS NULL LIMIT 1",
+      kActive));
   if (!stmt) return tl::unexpected(stmt.error());
   auto row = stmt->step();
   if (!row) return tl::unexpected(row.error());

@@ -2,6 +2,9 @@
 // runs, and a cost that does not follow the number of finished jobs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "store/schema.h"
 #include "store/store.h"
 #include "store/store_fixture.h"
 
@@ -130,6 +133,47 @@ TEST_F(StatusJobsTest, EtaJobsReadWhatAnEtaNeedsAsAFullLoadDoes) {
   auto unbounded = store_->unbounded_job();
   ASSERT_TRUE(unbounded);
   EXPECT_TRUE(*unbounded == prep || *unbounded == bare) << "neither has an estimate or timeout";
+}
+
+// Schema 13 keeps what an ETA reads beside each spec (jobs.eta): filled for the jobs of an
+// older store when it is migrated, and written again with a changed spec.
+TEST_F(StatusJobsTest, TheEtaFieldsOfAnOlderStoreAreFilledWhenMigratedAndFollowTheSpec) {
+  store_.reset();
+  std::filesystem::remove(path_);
+  {
+    auto db = Database::open(path_, false);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(migrate(**db, 12));
+    ASSERT_TRUE((*db)->exec(
+        "INSERT INTO jobs(id, name, state, priority, queue_order, gpus, spec, submitted_at) VALUES "
+        "(1, 'a', 'pending', 50, 1, 1, '{\"cwd\":\"/\",\"argv\":[\"true\"],\"est_ms\":60000,"
+        "\"lanes\":[\"net\"],\"deps\":[{\"kind\":\"afterok\",\"target\":\"b\",\"job_id\":2}]}', 5), "
+        "(2, 'b', 'running', 50, 2, 1, '{\"cwd\":\"/\",\"argv\":[\"true\"],\"timeout_ms\":9000}', 6), "
+        "(3, 'c', 'held', 50, 3, 1, '{\"cwd\":\"/\",\"argv\":[\"true\"]}', 7);"));
+  }
+  auto reopened = Store::open(path_, false);
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  store_ = std::move(*reopened);
+  auto light = store_->eta_jobs();
+  ASSERT_TRUE(light) << light.error().message;
+  ASSERT_EQ(ids_of(*light), (Ids{1, 2, 3}));
+  EXPECT_EQ((*light)[0].spec.estimate_ms, 60'000);
+  EXPECT_EQ((*light)[0].spec.lanes, (std::vector<std::string>{"net"}));
+  ASSERT_EQ((*light)[0].spec.deps.size(), 1u);
+  EXPECT_EQ((*light)[0].spec.deps[0].job_id, 2);
+  EXPECT_EQ((*light)[1].spec.timeout_ms, 9'000);
+  auto unbounded = store_->unbounded_job();
+  ASSERT_TRUE(unbounded);
+  EXPECT_FALSE(*unbounded) << "job 3 has no bound, but it is held: it does not hold others up";
+
+  auto a = store_->find_job(1);
+  ASSERT_TRUE(a && *a);
+  JobSpec changed = (**a).spec;
+  changed.estimate_ms = 0;
+  ASSERT_TRUE(store_->transaction([&] { return store_->set_spec(1, changed); }));
+  unbounded = store_->unbounded_job();
+  ASSERT_TRUE(unbounded);
+  EXPECT_EQ(*unbounded, std::optional<int64_t>(1)) << "its estimate is gone with its new spec";
 }
 
 // A history written as it was (queue_bench seeds one) keeps its finish times.

@@ -165,7 +165,7 @@ TEST(Sweeps, CancelHoldReleaseAndRetryActOnAnArraysElements) {
   ASSERT_EQ(h.gpuq({"wait", "four[1]", "--timeout", "60s"}).status, 1);
   auto cancelled = h.gpuq({"cancel", "four"});
   EXPECT_EQ(cancelled.status, 1) << "every element has finished";
-  EXPECT_NE(cancelled.err.find("cannot cancel array four: it has no element to cancel"),
+  EXPECT_NE(cancelled.err.find("cannot cancel array four: array four has no element to cancel"),
             std::string::npos)
       << cancelled.err;
   auto nothing = h.gpuq({"cancel", "nope"});

@@ -196,7 +196,13 @@ TEST(Watch, CheckStoppedAndHung) {
   ::kill(pid, SIGCONT);
   EXPECT_EQ(hung.status, 3) << hung.out << hung.err;
   EXPECT_EQ(hung.out.rfind("daemon unreachable: ", 0), 0u) << hung.out;
-  EXPECT_EQ(h.gpuq({"check"}).status, 0);
+  // Resumed, it is healthy again once its queue has run: until its next heartbeat, check says
+  // truly that the heartbeat is stale (2 s old).
+  CliResult resumed;
+  EXPECT_TRUE(wait_until([&] {
+    resumed = h.gpuq({"check"});
+    return resumed.status == 0;
+  })) << resumed.out << resumed.err;
 
   h.stop();
   CliResult stopped = h.gpuq({"check", "--json"}, 20'000);

@@ -1,0 +1,181 @@
+// `gpuq cancel|hold|release|retry NAME` for an array or grid: the action on every element it
+// applies to, in one transaction, so that the array changes at once or not at all
+// (docs/sweeps.md, "One unit"). A cancel also signals the running elements, each recorded as a
+// single cancel of a running job is.
+#include <csignal>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "daemon/queue.h"
+#include "daemon/readiness.h"
+
+namespace gpuq::daemon {
+namespace {
+
+std::string_view verb_of(ArrayAction action) {
+  switch (action) {
+    case ArrayAction::kCancel: return "cancel";
+    case ArrayAction::kHold: return "hold";
+    case ArrayAction::kRelease: return "release";
+    case ArrayAction::kRetry:
+    case ArrayAction::kRetryFailed: return "retry";
+  }
+  return "";
+}
+
+// The states of the elements an action applies to.
+std::vector<JobState> states_for(ArrayAction action) {
+  using S = JobState;
+  switch (action) {
+    case ArrayAction::kCancel: return {S::kPending, S::kHeld, S::kRunning, S::kBlocked};
+    case ArrayAction::kHold: return {S::kPending};
+    case ArrayAction::kRelease: return {S::kHeld};
+    case ArrayAction::kRetry: return {S::kFailed, S::kCancelled, S::kBlocked};
+    case ArrayAction::kRetryFailed: return {S::kFailed};
+  }
+  return {};
+}
+
+// "pending", "pending or held", "pending, held or running".
+std::string either(const std::vector<JobState>& states) {
+  std::string text;
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (i > 0) text += i + 1 == states.size() ? " or " : ", ";
+    text += to_string(states[i]);
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
+  auto array = store_.find_array(array_id);
+  if (!array) return tl::unexpected(array.error());
+  if (!*array) return fail(Code::kNotFound, fmt::format("no array {}", array_id));
+  std::vector<JobState> states = states_for(action);
+  bool retry = action == ArrayAction::kRetry || action == ArrayAction::kRetryFailed;
+  auto targets = store_.array_jobs(array_id, states, retry);  // a retry reads their runs
+  if (!targets) return tl::unexpected(targets.error());
+  // An element the store has in one state but memory in another (a cancel not yet recorded)
+  // is not acted on: memory is what the scheduler follows.
+  auto live = [&](const Job& job) -> ActiveJob* {
+    auto it = active_.find(job.id);
+    return it == active_.end() || it->second.cancel_requested ? nullptr : &it->second;
+  };
+  ArrayActed acted;
+  std::vector<int64_t> ids;     // acted on, in this transaction
+  std::vector<int64_t> others;  // acted on outside it (running elements asked to stop)
+  if (action == ArrayAction::kCancel) {
+    for (const Job& job : *targets) {
+      ActiveJob* a = live(job);
+      if (!a) continue;
+      (a->state == JobState::kRunning ? others : ids).push_back(job.id);
+    }
+  } else if (!retry) {
+    JobState from = action == ArrayAction::kHold ? JobState::kPending : JobState::kHeld;
+    for (const Job& job : *targets) {
+      if (ActiveJob* a = live(job); a && a->state == from) ids.push_back(job.id);
+    }
+  } else {
+    for (const Job& job : *targets) {
+      if (job.state == JobState::kBlocked) {
+        ActiveJob* a = live(job);
+        if (!a) continue;
+        auto verdict = evaluate_job_dependencies(*a, [this](int64_t id) { return state_of(id); });
+        if (verdict.kind == DependencyVerdict::Kind::kImpossible) {
+          acted.refused.push_back({job.id, fmt::format("job {} stays blocked: {}", job.id, verdict.text())});
+          continue;
+        }
+      }
+      ids.push_back(job.id);
+    }
+  }
+  if (ids.empty() && others.empty()) {
+    if (!acted.refused.empty()) {
+      return fail(Code::kConflict, fmt::format("no element of array {} can be retried: {}", (*array)->name,
+                                               acted.refused.front().second));
+    }
+    return fail(Code::kConflict, fmt::format("array {} has no element to {}: none is {}", (*array)->name,
+                                             verb_of(action), either(states)));
+  }
+  nlohmann::json tag = {{"array", array_id}};
+  std::unordered_map<int64_t, const Job*> by_id;
+  for (const Job& job : *targets) by_id[job.id] = &job;
+  auto committed = commit([&]() -> Status {
+    for (int64_t id : ids) {
+      JobState from = by_id.at(id)->state;
+      if (action == ArrayAction::kCancel) {
+        if (auto st = set_state(id, active_.at(id).state, JobState::kCancelled, "cancelled by request"); !st) return st;
+        if (auto st = add_event("job.cancelled", id, std::nullopt, tag); !st) return st;
+      } else if (action == ArrayAction::kHold) {
+        if (auto st = set_state(id, JobState::kPending, JobState::kHeld, "held by request"); !st) return st;
+        if (auto st = add_event("job.held", id, std::nullopt, tag); !st) return st;
+      } else if (action == ArrayAction::kRelease) {
+        if (auto st = set_state(id, JobState::kHeld, JobState::kPending, ""); !st) return st;
+        if (auto st = add_event("job.released", id, std::nullopt, tag); !st) return st;
+      } else {
+        const Job& job = *by_id.at(id);
+        if (auto st = set_state(id, from, JobState::kPending, ""); !st) return st;
+        if (auto st = store_.set_retry_at(id, 0); !st) return st;
+        if (auto st = store_.set_retry_base(id, job.runs.empty() ? 0 : job.runs.back().number); !st) return st;
+        nlohmann::json data = {{"from", to_string(from)}, {"array", array_id}};
+        if (auto st = add_event("job.retried", id, std::nullopt, data); !st) return st;
+      }
+    }
+    return ok();
+  });
+  if (!committed && action != ArrayAction::kCancel) return tl::unexpected(unavailable(committed.error()));
+  for (int64_t id : ids) {
+    switch (action) {
+      case ArrayAction::kCancel:
+        if (committed) {
+          note_finished(id, JobState::kCancelled);
+        } else {
+          // The cancel holds: the element never starts, and is recorded once the store can be.
+          active_.at(id).cancel_requested = true;
+          ready_index_.mark(id);
+          retry_later(fmt::format("cancel:{}", id), [this, id] { record_cancel(id); });
+          acted.recorded = false;
+        }
+        break;
+      case ArrayAction::kHold: active_.at(id).state = JobState::kHeld; break;
+      case ArrayAction::kRelease: active_.at(id).state = JobState::kPending; break;
+      case ArrayAction::kRetry:
+      case ArrayAction::kRetryFailed: {
+        Job job = *by_id.at(id);
+        job.state = JobState::kPending;
+        job.retry_at_ms = 0;
+        job.retry_base = job.runs.empty() ? 0 : job.runs.back().number;  // the budget starts afresh
+        auto active = make_active(id, job);
+        if (!active) return tl::unexpected(active.error());
+        track(std::move(*active));
+        break;
+      }
+    }
+  }
+  // The running elements, as a single cancel stops a running job (Queue::cancel).
+  for (int64_t id : others) {
+    auto run = running_.find(id);
+    if (run == running_.end()) continue;
+    if (run->second.run.stop_reason != StopReason::kCancel) {
+      stop_run(id, StopReason::kCancel, "job.cancel_requested", tag);
+    } else if (run->second.shim) {
+      run->second.shim->signal(SIGTERM);
+    }
+    if (running_.count(id) && !running_.at(id).stop_recorded) acted.recorded = false;
+  }
+  request_pass();
+  // The elements acted on as they are now, in one read.
+  auto now = store_.array_jobs(array_id, {}, true);
+  if (!now) return tl::unexpected(now.error());
+  std::unordered_set<int64_t> wanted(ids.begin(), ids.end());
+  wanted.insert(others.begin(), others.end());
+  for (Job& job : *now) {
+    if (wanted.count(job.id)) acted.jobs.push_back(std::move(job));
+  }
+  return acted;
+}
+
+}  // namespace gpuq::daemon
