@@ -361,6 +361,7 @@ void print_queued(const QueuedCost& cost, int count, int bulk) {
 struct SweepCost {
   double submit_ms = 0, rss_before = 0, rss_after = 0, array_ms = 0;
   std::vector<double> status_after_change_ms, status_ms;
+  std::vector<double> mixed_after_change_ms;  // with one more job waiting behind the array
 };
 
 double run_status(Daemon& d) {
@@ -405,6 +406,14 @@ SweepCost measure_sweep(const std::string& binary, const std::string& dir, int c
   auto t1 = Clock::now();
   d.call(Method::kGet, "/v1/arrays/sweep", "", 120'000);
   cost.array_ms = ms_since(t1);
+  // A job that is not an element shows its ETA: each status after a change simulates the
+  // whole queue, the array's elements ahead of it included.
+  json behind = {{"argv", {"true"}}, {"cwd", "/tmp"}, {"gpus", 1}, {"est_ms", 60'000}};
+  d.call(Method::kPost, "/v1/jobs", behind.dump());
+  for (int i = 0; i < calls; ++i) {
+    d.call(Method::kPost, i % 2 ? "/v1/jobs/1/release" : "/v1/jobs/1/hold");
+    cost.mixed_after_change_ms.push_back(run_status(d));
+  }
   return cost;
 }
 
@@ -418,6 +427,7 @@ void print_sweep(const SweepCost& cost, int count) {
   std::printf("%-44s %12.1f\n", "  gpuq status after a change, max (ms)", percentile(cost.status_after_change_ms, 1.0));
   std::printf("%-44s %12.1f\n", "  gpuq status again, p50 (ms)", percentile(cost.status_ms, 0.5));
   std::printf("%-44s %12.1f\n", "  GET /v1/arrays/NAME (ms)", cost.array_ms);
+  std::printf("%-44s %12.1f\n", "  ... and a job behind it: status p50 (ms)", percentile(cost.mixed_after_change_ms, 0.5));
 }
 
 }  // namespace

@@ -41,49 +41,69 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
   std::vector<sim::SimJob> waiting;
   std::vector<sim::SimRunning> running;
   auto bound = [](const JobSpec& s) { return s.estimate_ms ? s.estimate_ms : s.timeout_ms; };
-  std::unordered_map<int64_t, bool> in_sim;
-  for (const Job& job : jobs) {
+  // Each job's place in `jobs`, and which of them the simulation takes (flags by place).
+  std::unordered_map<int64_t, size_t> place;
+  place.reserve(jobs.size());
+  for (size_t k = 0; k < jobs.size(); ++k) place.emplace(jobs[k].id, k);
+  std::vector<char> taken(jobs.size(), 0);
+  size_t taken_count = 0;
+  auto is_taken = [&](int64_t id) {
+    auto it = place.find(id);
+    return it != place.end() && taken[it->second];
+  };
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const Job& job = jobs[k];
     if (job.state != JobState::kRunning && job.state != JobState::kPending) continue;
     if (bound(job.spec) == 0) {
       etas.note = fmt::format("no ETAs: job {} has no estimate (--est) or timeout", job.id);
       return etas;
     }
-    in_sim[job.id] = true;
+    taken[k] = 1;
+    ++taken_count;
   }
   // A job waiting on a file or a REQUIRES test starts when that holds, which no estimate
   // predicts: it gets no ETA, and neither does any job that waits on it.
-  for (const Job& job : jobs) {
-    if (job.state != JobState::kPending) continue;
-    for (const auto& d : job.spec.deps) {
-      if (d.kind == Dependency::Kind::kFile || d.kind == Dependency::Kind::kRequires) in_sim.erase(job.id);
+  auto drop = [&](size_t k) {
+    taken[k] = 0;
+    --taken_count;
+  };
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    if (jobs[k].state != JobState::kPending || !taken[k]) continue;
+    for (const auto& d : jobs[k].spec.deps) {
+      if (d.kind == Dependency::Kind::kFile || d.kind == Dependency::Kind::kRequires) {
+        drop(k);
+        break;
+      }
     }
   }
-  std::unordered_map<int64_t, bool> active;
-  for (const Job& job : jobs) {
-    if (job.state == JobState::kRunning || job.state == JobState::kPending || job.state == JobState::kHeld ||
-        job.state == JobState::kBlocked) {
-      active[job.id] = true;
-    }
-  }
+  auto unfinished = [&](int64_t id) {
+    auto it = place.find(id);
+    if (it == place.end()) return false;
+    JobState state = jobs[it->second].state;
+    return state == JobState::kRunning || state == JobState::kPending || state == JobState::kHeld ||
+           state == JobState::kBlocked;
+  };
   for (bool changed = true; changed;) {
     changed = false;
-    for (const Job& job : jobs) {
-      if (job.state != JobState::kPending || !in_sim.count(job.id)) continue;
-      for (const auto& d : job.spec.deps) {
-        if (d.job_id && active.count(d.job_id) && !in_sim.count(d.job_id)) {
-          in_sim.erase(job.id);
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      if (jobs[k].state != JobState::kPending || !taken[k]) continue;
+      for (const auto& d : jobs[k].spec.deps) {
+        if (d.job_id && unfinished(d.job_id) && !is_taken(d.job_id)) {
+          drop(k);
           changed = true;
           break;
         }
       }
     }
   }
-  if (in_sim.size() > kMaxJobs) {
+  if (taken_count > kMaxJobs) {
     etas.note = fmt::format("no ETAs: more than {} active jobs", kMaxJobs);
     return etas;
   }
-  for (const Job& job : jobs) {
-    if (!in_sim.count(job.id)) continue;
+  waiting.reserve(taken_count);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const Job& job = jobs[k];
+    if (!taken[k]) continue;
     if (job.state == JobState::kRunning) {
       if (job.runs.empty()) continue;
       const Run& run = job.runs.back();
@@ -108,7 +128,7 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     s.estimate_ms = s.duration_ms;
     s.submit_ms = std::max<int64_t>(0, std::max(job.spec.not_before_ms, job.retry_at_ms) - now_ms);
     for (const auto& d : job.spec.deps) {
-      if (!d.job_id || !in_sim.count(d.job_id)) continue;
+      if (!d.job_id || !is_taken(d.job_id)) continue;
       if (d.kind == Dependency::Kind::kAfterOk) s.after.push_back(std::to_string(d.job_id));
       if (d.kind == Dependency::Kind::kAfterAny) s.after_any.push_back(std::to_string(d.job_id));
     }
@@ -134,12 +154,13 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     etas.note = "no ETAs: " + result.error().message;
     return etas;
   }
-  std::unordered_map<int64_t, const Job*> by_id;
-  for (const Job& job : jobs) by_id[job.id] = &job;
+  etas.start_ms.reserve(result->jobs.size());
+  etas.runs.reserve(result->jobs.size());
   for (const auto& row : result->jobs) {
     int64_t id = std::stoll(row.name);
     etas.start_ms[id] = now_ms + row.start_ms;
-    const Job* job = by_id[id];
+    auto at = place.find(id);
+    const Job* job = at == place.end() ? nullptr : &jobs[at->second];
     if (job == nullptr || job->state != JobState::kPending) continue;
     etas.runs[id] = {job->spec.name, job->spec.gpus, now_ms + row.start_ms,
                      now_ms + row.start_ms + bound(job->spec)};

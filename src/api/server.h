@@ -173,6 +173,8 @@ class Server {
   // The ETAs of the waiting jobs (etas_), loading the unfinished jobs only when the cache
   // cannot answer.
   Result<const EtaCache::Etas*> current_etas(int64_t now_ms);
+  // current_etas(), or none when no job of `listed` is pending (none would show one).
+  Result<const EtaCache::Etas*> etas_for(const std::vector<Job>& listed, int64_t now_ms);
   // The config an ETA simulates: config.toml's lanes and a lane for each capped array's cap,
   // added to its elements in `jobs` (as the daemon's scheduler counts them).
   Result<daemon::Config> eta_config(std::vector<Job>& jobs);

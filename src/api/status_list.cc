@@ -137,6 +137,16 @@ Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   return etas;
 }
 
+Result<const EtaCache::Etas*> Server::etas_for(const std::vector<Job>& listed, int64_t now_ms) {
+  // Only a pending job shows an ETA: a list without one (the elements of a sweep left out of
+  // `gpuq status`, and nothing else waiting) is answered without a simulation.
+  static const EtaCache::Etas kNone;
+  bool pending = std::any_of(listed.begin(), listed.end(),
+                             [](const Job& job) { return job.state == JobState::kPending; });
+  if (!pending) return &kNone;
+  return current_etas(now_ms);
+}
+
 Result<Server::StatusList> Server::status_list(const Target& target, std::optional<size_t> finished) {
   auto page = page_param(target);
   if (!page) return tl::unexpected(page.error());
@@ -159,7 +169,7 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     for (size_t i = 0; i < q->pending.size(); ++i) {
       positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
     }
-    auto current = current_etas(now);
+    auto current = etas_for(q->pending, now);
     if (!current) return tl::unexpected(current.error());
     etas = *current;
     out.pending_total = q->pending_total;
@@ -179,7 +189,7 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     attach_reasons(jobs->active);
     // The ETAs come from the whole queue (current_etas reads only what they need, and counts
     // arrays' caps), whatever the list shows.
-    auto current = current_etas(now);
+    auto current = etas_for(jobs->active, now);
     if (!current) return tl::unexpected(current.error());
     etas = *current;
     // Serving positions count the pending jobs listed: none while elements are left out.

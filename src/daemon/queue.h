@@ -379,6 +379,9 @@ private:
   void arm_wake(int64_t at_ms);
   bool block(int64_t job_id, const std::string& why);
   bool unblock(int64_t job_id);
+  // After a retry: every blocked job whose dependencies can be met again is pending before the
+  // retry answers (a cascade included), so `gpuq retry A && gpuq wait C` waits for C to run.
+  void unblock_now();
   sched::Snapshot machine_snapshot(int64_t now) const;
 
   // Runs (queue_runs.cc, queue_settle.cc).

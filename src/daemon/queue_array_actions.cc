@@ -166,6 +166,7 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
     }
     if (running_.count(id) && !running_.at(id).stop_recorded) acted.recorded = false;
   }
+  if (retry) unblock_now();
   request_pass();
   // The elements acted on as they are now, in one read.
   auto now = store_.array_jobs(array_id, {}, true);

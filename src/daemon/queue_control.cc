@@ -3,6 +3,7 @@
 
 #include "base/time.h"
 #include "daemon/queue.h"
+#include "daemon/readiness.h"
 
 namespace gpuq::daemon {
 
@@ -72,8 +73,24 @@ Result<Job> Queue::retry(int64_t job_id) {
   auto active = make_active(job_id, *job);
   if (!active) return tl::unexpected(active.error());
   track(std::move(*active));
-  request_pass();  // jobs blocked by this one are released in the pass
+  unblock_now();
+  request_pass();
   return load_job(job_id, true);
+}
+
+void Queue::unblock_now() {
+  int64_t now = world_.now_ms();
+  auto lookup = [this](int64_t id) { return state_of(id); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<int64_t> ready;
+    for (const auto& [id, job] : active_) {
+      if (job.state != JobState::kBlocked) continue;
+      if (job_readiness(job, now, lookup).kind == Readiness::Kind::kUnblock) ready.push_back(id);
+    }
+    // One that cannot be recorded now is unblocked by a later pass.
+    for (int64_t id : ready) changed = unblock(id) || changed;
+  }
 }
 
 Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {

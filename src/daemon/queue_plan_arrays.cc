@@ -1,6 +1,8 @@
 // The Queue's job arrays inside plans (docs/sweeps.md, queue_plan.cc): whether the store has a
 // plan's array already (the lookup submit_sweep makes too: queued_array), writing an array's row
 // and its elements within the plan's one transaction, and room for the lanes of capped arrays.
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include "daemon/queue.h"
@@ -52,14 +54,16 @@ Status Queue::find_plan_array(const std::string& name, const PlanSweep& sweep, P
                                     name, (*named)->id));
     return ok();
   }
-  for (const JobSpec& element : job.elements) {
-    auto taken = store_.find_job_by_name(element.name, false);
-    if (!taken) return tl::unexpected(taken.error());
-    if (*taken) {
-      conflicts.push_back(
-          fmt::format("{} (job {} is named as its element {})", name, (*taken)->id, element.name));
-      return ok();
-    }
+  // Every name an element would take, in one read of the names that start with "NAME[".
+  auto taken = store_.jobs_named_with_prefix(name + "[");
+  if (!taken) return tl::unexpected(taken.error());
+  if (taken->empty()) return ok();
+  std::unordered_set<std::string_view> wanted;
+  for (const JobSpec& element : job.elements) wanted.insert(element.name);
+  for (const auto& [id, taken_name] : *taken) {
+    if (!wanted.count(taken_name)) continue;
+    conflicts.push_back(fmt::format("{} (job {} is named as its element {})", name, id, taken_name));
+    return ok();
   }
   return ok();
 }
@@ -80,6 +84,13 @@ Status Queue::insert_plan_array(const std::string& name, const PlanSweep& sweep,
   for (const JobSpec& spec : job.elements) {
     Job element;
     element.spec = spec;
+    // Its row keeps only its own variables: the shared environment is the array's (its base),
+    // put back under them whenever the element is read.
+    for (const auto& [key, value] : job.base.env) {
+      if (auto it = element.spec.env.find(key); it != element.spec.env.end() && it->second == value) {
+        element.spec.env.erase(it);
+      }
+    }
     element.array_id = job.array.id;
     element.state = spec.hold ? JobState::kHeld : JobState::kPending;
     element.submitted_at_ms = job.array.submitted_at_ms;

@@ -148,5 +148,26 @@ TEST_F(PlanSweepQueueTest, ACycleThroughAnArrayAndAnElementNamedTwiceAreRefused)
   EXPECT_EQ(count("job.submitted"), 0);
 }
 
+// As for a sweep: an element's row keeps its own variables, the shared environment is the
+// array's, and the element read back has both.
+TEST_F(PlanSweepQueueTest, APlansArrayKeepsItsSharedEnvironmentOnce) {
+  start("fake:4");
+  PlanRequest request = plan();
+  request.jobs[0].env = {{"SHARED", "yes"}};
+  auto outcome = submit_plan(std::move(request));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  int64_t second = outcome->jobs[0].element_ids.at(1);
+  auto db = store::Database::open((dir_ / "gpuq.db").string(), true);
+  ASSERT_TRUE(db);
+  auto row = (*db)->prepare("SELECT spec FROM jobs WHERE id = ?");
+  ASSERT_TRUE(row);
+  row->bind(1, second);
+  auto found = row->step();
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ(row->text(0).find("SHARED"), std::string::npos) << row->text(0);
+  EXPECT_EQ(job(second).spec.env,
+            (std::map<std::string, std::string>{{"SHARED", "yes"}, {"GPUQ_ARRAY_INDEX", "1"}}));
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing

@@ -322,6 +322,27 @@ TEST_F(QueueTest, AFreshConditionCheckStartsTheJobAtOnce) {
   EXPECT_TRUE(world_->condition_calls().empty());
 }
 
+// A retry answers once the jobs it blocked wait again, down a chain: a `gpuq wait` right after
+// it must not find them still blocked (which counts as finished) and return at once.
+TEST_F(QueueTest, ARetryUnblocksTheChainItBlockedBeforeItAnswers) {
+  start("fake:1");
+  int64_t a = submit(command("false"));
+  JobSpec b_spec = command("true");
+  b_spec.deps.push_back({Dependency::Kind::kAfterOk, std::to_string(a), a});
+  int64_t b = submit(b_spec);
+  JobSpec c_spec = command("true");
+  c_spec.deps.push_back({Dependency::Kind::kAfterOk, std::to_string(b), b});
+  int64_t c = submit(c_spec);
+  end_run(a, 1, exited(1));
+  ASSERT_EQ(state(b), JobState::kBlocked);
+  ASSERT_EQ(state(c), JobState::kBlocked);
+  ASSERT_TRUE(queue_->retry(a));
+  EXPECT_EQ(state(b), JobState::kPending) << "before any pass ran";
+  EXPECT_EQ(state(c), JobState::kPending);
+  world_->run();
+  EXPECT_EQ(state(a), JobState::kRunning);
+}
+
 TEST_F(QueueTest, ABlockThatCannotBeRecordedIsNotRetriedInAHotLoop) {
   start();
   int64_t parent = submit(command("false"));
