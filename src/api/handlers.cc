@@ -176,7 +176,8 @@ Response Server::health() {
                          {"home", context_.layout.home},
                          {"gpu_mode", context_.queue.inventory().mode},
                          {"http", http_info()},
-                         {"containment", context_.containment}};
+                         {"containment", context_.containment},
+                         {"max_sweep_elements", context_.max_sweep_elements}};
   // What `gpuq check` judges: the actor's heartbeat (the API thread answering proves nothing
   // about the actor), GPUs a person must look at, lasting episodes, long condition waits.
   auto beat = store_->meta("heartbeat");

@@ -1,7 +1,8 @@
 // `gpuq lint FILE...`: checks job scripts and plans without queueing anything (src/spec).
-// When a daemon answers on the socket, the jobs' GPU counts are checked against its GPUs too;
-// without one that check is skipped, silently. Exit 1 when any finding is an error; warnings
-// alone exit 0.
+// When a daemon answers on the socket, the jobs' GPU counts are checked against its GPUs, and
+// sweeps against its `[sweeps] max_elements`, too; without one the GPU check is skipped,
+// silently, and a sweep over the default limit is a warning. Exit 1 when any finding is an error;
+// warnings alone exit 0.
 #include <algorithm>
 #include <filesystem>
 
@@ -12,11 +13,14 @@
 namespace gpuq::cli {
 namespace {
 
-// The daemon's GPU count, or -1 when no daemon answers (lint works without one).
-int machine_gpus(Context& ctx) {
-  auto answer = ctx.client().get_json("/v1/gpus", kLintGpuQueryTimeout);
-  if (!answer) return -1;
-  return static_cast<int>(json_array(*answer, "resources").size());
+// What the daemon that would run the jobs says of itself: its GPU count and its sweeps' limit;
+// unknown (as the options' defaults say) when no daemon answers: lint works without one.
+void ask_daemon(Context& ctx, spec::LintOptions& options) {
+  auto answer = ctx.client().get_json("/v1/health", kLintGpuQueryTimeout);
+  if (!answer) return;
+  options.machine_gpus = static_cast<int>(json_array(*answer, "gpus").size());
+  options.max_sweep_elements =
+      static_cast<size_t>(json_int(*answer, "max_sweep_elements").value_or(0));
 }
 
 }  // namespace
@@ -30,7 +34,7 @@ int run_lint(Context& ctx, const LintOptions& options) {
   });
   prepare_heap_for_file(*largest);
   spec::LintOptions lint_options;
-  lint_options.machine_gpus = machine_gpus(ctx);
+  ask_daemon(ctx, lint_options);
   auto diagnostics = spec::lint_files(options.files, lint_options);
   bool errors = false;
   Json list = Json::array();

@@ -397,8 +397,10 @@ TEST_F(Scheduling, LintExitsOneOnErrorsOnly) {
 TEST_F(Scheduling, LintJsonListsDiagnostics) {
   std::string empty = dir_.write("empty.sh", "");
   script(
-      {{"/v1/gpus",
-        json_answer(200, R"({"mode":"fake:2","resources":[{"name":"gpu0"},{"name":"gpu1"}]})")}});
+      {{"/v1/health",
+        json_answer(
+            200,
+            R"({"ok":true,"gpus":[{"name":"gpu0"},{"name":"gpu1"}],"max_sweep_elements":100})")}});
   EXPECT_EQ(run({"lint", "--json", empty}), kExitFailed);
   Json list = Json::parse(out(), nullptr, false);
   ASSERT_TRUE(list.is_array()) << out();
@@ -411,7 +413,28 @@ TEST_F(Scheduling, LintJsonListsDiagnostics) {
     error_seen = error_seen || d["severity"] == "error";
   }
   EXPECT_TRUE(error_seen) << out();
-  EXPECT_EQ(process_.daemon.requests.size(), 1u);  // asked the daemon for its GPUs
+  EXPECT_EQ(process_.daemon.requests.size(), 1u);  // asked the daemon for its GPUs and limits
+}
+
+// A daemon that answers says how many GPUs it has and how many elements a sweep may have: lint
+// judges a script against both.
+TEST_F(Scheduling, LintChecksGpusAndSweepsAgainstTheDaemonThatAnswers) {
+  std::string wide =
+      dir_.write("wide.sh", "#!/bin/bash\n#gpuq gpus=4\n#gpuq array=0-149\necho {i}\n");
+  script(
+      {{"/v1/health",
+        json_answer(
+            200,
+            R"({"ok":true,"gpus":[{"name":"gpu0"},{"name":"gpu1"}],"max_sweep_elements":100})")}});
+  EXPECT_EQ(run({"lint", wide}), kExitFailed);
+  EXPECT_NE(out().find("wide.sh:2: error: the script asks for 4 GPUs; this machine has 2"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(
+      out().find("wide.sh:3: error: the array has 150 elements, more than the daemon's [sweeps] "
+                 "max_elements (100): split it, or raise max_elements in its config.toml"),
+      std::string::npos)
+      << out();
 }
 
 // --- simulate ----------------------------------------------------------------------------

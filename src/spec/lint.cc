@@ -183,7 +183,7 @@ void check_declared_outputs(const PlanCheck& plan, const std::string& default_cw
 std::vector<Diagnostic> lint_plan(const std::string& path, const LintOptions& options) {
   std::error_code ec;
   std::string cwd = fs::current_path(ec).string();
-  PlanCheck plan = check_plan(path, PlanContext{cwd, {}});
+  PlanCheck plan = check_plan(path, PlanContext{cwd, {}, options.max_sweep_elements});
   std::vector<Diagnostic> out = std::move(plan.diagnostics);
   std::set<std::string> scripts;
   for (const auto& job : plan.jobs) {
@@ -238,9 +238,12 @@ std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& 
                out);
   }
   if (scan.sweep) {
-    if (std::string too_large = sweep_size_warning(*scan.sweep); !too_large.empty()) {
+    auto size = sweep_size_finding(*scan.sweep, options.max_sweep_elements);
+    if (!size.message.empty()) {
       const char* key = scan.sweep->is_grid() ? "grid" : "array";
-      out.push_back(warning_at(path, scan.headers.lines[key], too_large));
+      int line = scan.headers.lines[key];
+      out.push_back(size.error ? error_at(path, line, size.message)
+                               : warning_at(path, line, size.message));
     }
   }
   if (is_shell_script(*text)) check_shell_syntax(path, out);

@@ -15,6 +15,7 @@ namespace gpuq::spec {
 
 struct LintOptions {
   int machine_gpus = -1;  // GPUs on the machine that will run the jobs; -1 when unknown
+  size_t max_sweep_elements = 0;  // the daemon's [sweeps] max_elements; 0 when unknown
 };
 
 // All findings about `paths`, sorted by file and line; empty when everything is clean.

@@ -93,6 +93,23 @@ TEST_F(LintFiles, SweepsInPlansAndHeadersAreCheckedWithTheirLinesAndCounts) {
                 "whole numbers from 0 and an optional step, as in 0-9 or 0-9:3"}));
 }
 
+// Knowing the daemon's limit (gpuq lint asks it), a sweep over it is an error, in a header and
+// in a plan, and one over the default but within it is fine.
+TEST_F(LintFiles, ASweepIsCheckedAgainstTheDaemonsLimitWhenItIsKnown) {
+  write("big.sh", "#!/bin/bash\n#gpuq grid=a=0..199 grid=b=0..99\necho\n");
+  write("plan.json", R"({"jobs": [{"id": "wide", "command": ["z"], "array": "0-29"}]})");
+  LintOptions options;
+  options.max_sweep_elements = 20;
+  EXPECT_EQ(lint({"plan.json", "big.sh"}, options),
+            (std::vector<std::string>{
+                "big.sh:2: error: the grid has 20000 elements, more than the daemon's [sweeps] "
+                "max_elements (20): split it, or raise max_elements in its config.toml",
+                "plan.json:1: error: job 'wide': the array has 30 elements, more than the daemon's "
+                "[sweeps] max_elements (20): split it, or raise max_elements in its config.toml"}));
+  options.max_sweep_elements = 50'000;
+  EXPECT_EQ(lint({"plan.json", "big.sh"}, options), std::vector<std::string>{});
+}
+
 TEST_F(LintFiles, OtherInterpretersAreNotCheckedWithBash) {
   write("x.py", "#!/usr/bin/env python3\n#gpuq gpus=1\nif True:\n    print('fi )')\n");
   EXPECT_EQ(lint({"x.py"}), std::vector<std::string>{});

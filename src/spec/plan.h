@@ -33,6 +33,9 @@ namespace gpuq::spec {
 struct PlanContext {
   std::string cwd;                         // absolute; each job's cwd unless it names its own
   std::map<std::string, std::string> env;  // each job's environment (an entry's "env" adds to it)
+  // The daemon's [sweeps] max_elements when known (gpuq lint asks it): a larger sweep is an
+  // error. 0: unknown, and a sweep over the default is a warning.
+  size_t max_sweep_elements = 0;
 };
 
 struct PlanReservation {

@@ -123,9 +123,10 @@ std::optional<Sweep> PlanChecker::take_sweep(const json& entry, const std::strin
                    "an array's id cannot hold [ or ]: its elements are named ID[3] or "
                    "ID[lr=3e-4]; choose another id");
   }
-  if (std::string too_large = sweep_size_warning(*sweep); !too_large.empty()) {
+  if (auto size = sweep_size_finding(*sweep, context_.max_sweep_elements); !size.message.empty()) {
+    if (size.error) return fail_at(kind, std::nullopt, size.message);
     auto [file, at] = where(kind, std::nullopt);
-    warning(file, at, fmt::format("job '{}': {}", id, too_large));
+    warning(file, at, fmt::format("job '{}': {}", id, size.message));
   }
   arrays_.emplace(id, PlanArray{*sweep, line(pointer), std::nullopt});
   return std::move(*sweep);

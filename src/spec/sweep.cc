@@ -248,12 +248,20 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running, size_t 
   return sweep;
 }
 
-std::string sweep_size_warning(const Sweep& sweep) {
-  if (sweep.size() <= kDefaultMaxSweepElements) return "";
-  return fmt::format(
-      "the {} has {} elements, more than the default [sweeps] max_elements ({}): "
-      "the daemon refuses it unless its config.toml allows that many",
-      sweep.is_grid() ? "grid" : "array", sweep.size(), kDefaultMaxSweepElements);
+SweepSizeFinding sweep_size_finding(const Sweep& sweep, size_t daemon_max) {
+  const char* what = sweep.is_grid() ? "grid" : "array";
+  if (daemon_max > 0) {
+    if (sweep.size() <= daemon_max) return {};
+    return {true,
+            fmt::format("the {} has {} elements, more than the daemon's [sweeps] max_elements "
+                        "({}): split it, or raise max_elements in its config.toml",
+                        what, sweep.size(), daemon_max)};
+  }
+  if (sweep.size() <= kDefaultMaxSweepElements) return {};
+  return {false,
+          fmt::format("the {} has {} elements, more than the default [sweeps] max_elements ({}): "
+                      "the daemon refuses it unless its config.toml allows that many",
+                      what, sweep.size(), kDefaultMaxSweepElements)};
 }
 
 std::vector<SweepElement> sweep_elements(const Sweep& sweep) {

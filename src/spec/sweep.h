@@ -72,10 +72,15 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running = 0,
 // `%MAX` given on its own (a grid's `--grid-max`, a plan's "max_running"): a whole number > 0.
 Result<int> parse_max_running(std::string_view text);
 
-// For a sweep of more than kDefaultMaxSweepElements elements, what a client that does not know
-// the daemon's `[sweeps] max_elements` warns about it (with its count, for `gpuq lint`); "" for
-// a smaller one.
-std::string sweep_size_warning(const Sweep& sweep);
+// What a check (`gpuq lint`, a plan's) says of a sweep's size, with its count: `daemon_max` is
+// the daemon's `[sweeps] max_elements` when known, and a larger sweep an error; unknown (0), a
+// sweep over kDefaultMaxSweepElements is a warning, since only the daemon's config.toml can
+// allow that many. No message for a sweep within the limit.
+struct SweepSizeFinding {
+  bool error = false;
+  std::string message;  // empty: nothing to say
+};
+SweepSizeFinding sweep_size_finding(const Sweep& sweep, size_t daemon_max = 0);
 
 // Every element of the sweep, in order (indexes as given; a grid's product, last parameter
 // fastest). A grid with a value a job name cannot hold names every element by its index.
