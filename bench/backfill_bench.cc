@@ -1,4 +1,4 @@
-// Schedule quality on wide multi-GPU jobs (issue 13): mean wait and utilisation of gpuq's
+// Schedule quality on wide multi-GPU jobs: mean wait and utilisation of gpuq's
 // `fifo` and `backfill` policies (sched::schedule through the simulator) against the reference
 // FIFO and EASY backfill (tests/reference/easy_reference.h, independent of sched and sim), on
 // generated traces (tests/reference/wide_trace.h: 4-32 GPUs on 256, heavy-tailed runtimes,

@@ -1,23 +1,25 @@
 // The endpoints of docs/api.md: routing, queries on the read-only store, and commands handed to
 // the queue actor.
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
-#include <iterator>
 #include <fstream>
-#include <unistd.h>
+#include <iterator>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "api/bodies.h"
 #include "api/gpu_view.h"
 #include "api/metrics.h"
 #include "api/on_actor.h"
 #include "api/server.h"
+#include "base/api_version.h"
+#include "base/time.h"
 #include "model/event.h"
 #include "model/json.h"
 #include "model/spec_json.h"
-#include "base/time.h"
+#include "store/schema.h"
 
 namespace gpuq::api {
 
@@ -173,6 +175,8 @@ Response Server::health() {
                          {"active_jobs", waits->active_jobs},
                          {"pid", ::getpid()},
                          {"version", context_.version},
+                         {"api_version", kApiVersion},
+                         {"schema_version", store::current_schema_version()},
                          {"home", context_.layout.home},
                          {"gpu_mode", context_.queue.inventory().mode},
                          {"http", http_info()},

@@ -1,8 +1,10 @@
 #include "api/http.h"
 
-#include <cstdio>
 #include <fmt/format.h>
 
+#include <cstdio>
+
+#include "base/api_version.h"
 #include "model/limits.h"
 
 namespace gpuq::api {
@@ -140,6 +142,30 @@ std::optional<Response> parse_error_response(const boost::system::error_code& ec
   }
   return error_response({Code::kInvalidArgument,
                          fmt::format("the request is not valid HTTP/1.1: {}", ec.message())});
+}
+
+std::optional<Response> refuse_other_api_version(const Request& request) {
+  auto field = request.find(kApiVersionHeader);
+  if (field == request.end()) return std::nullopt;
+  std::string_view text(field->value().data(), field->value().size());
+  auto version = parse_api_version(text);
+  if (version == kApiVersion) return std::nullopt;
+  std::string message =
+      version ? fmt::format(
+                    "this gpuq daemon speaks API {} and the client speaks API {}: "
+                    "use the gpuq that matches the daemon (`gpuq --version` prints its "
+                    "API), or restart the daemon with the client's gpuq",
+                    kApiVersion, *version)
+              : fmt::format(
+                    "the request's {} header '{}' is not an API version: send a whole "
+                    "number (this daemon speaks API {}), or no header",
+                    kApiVersionHeader, text.substr(0, 40), kApiVersion);
+  return json_response(http::status::bad_request,
+                       {{"error", {{"code", "api_version"}, {"message", message}}}});
+}
+
+void add_api_version(http::fields& fields) {
+  fields.set(kApiVersionHeader, std::to_string(kApiVersion));
 }
 
 Route route(http::verb method, std::string_view target) {

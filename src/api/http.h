@@ -49,6 +49,13 @@ void limit_parser(RequestParser& parser);
 // when `ec` says the client left (end of stream, reset, cancelled): there is no one to answer.
 std::optional<Response> parse_error_response(const boost::system::error_code& ec);
 
+// The answer to a request that says it speaks another API version (a `Gpuq-Api` header other
+// than kApiVersion, base/api_version.h): 400 with code "api_version", naming both versions and
+// what to do. Null for this version or no header (curl, the dashboard). Every answer the daemon
+// sends carries its own version (add_api_version).
+std::optional<Response> refuse_other_api_version(const Request& request);
+void add_api_version(http::fields& fields);
+
 // Where a request goes (docs/api.md, "Endpoints").
 enum class Endpoint {
   kNone,  // no such endpoint: 404

@@ -264,6 +264,7 @@ awaitable<void> Server::session(Socket socket, ConnectionSlot) {
     Request request = parser.release();
     std::optional<Response> judged;  // a TCP request answered by the policy itself
     if constexpr (kTcp<Socket>) judged = judge_tcp_request(*tcp_policy_, request);
+    if (!judged) judged = refuse_other_api_version(request);
     if (!judged) {
       Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
       if (where.endpoint == Endpoint::kEventStream) {
@@ -278,6 +279,7 @@ awaitable<void> Server::session(Socket socket, ConnectionSlot) {
       response = co_await answer(request, user);
       if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
     }
+    add_api_version(response);
     response.version(request.version());
     response.keep_alive(request.keep_alive());
     response.prepare_payload();

@@ -71,6 +71,7 @@ awaitable<void> Server::stream_events(Socket& socket, const Request& request, co
     Response res = error_response(cursor.error());
     res.version(request.version());
     res.keep_alive(false);
+    add_api_version(res);
     if constexpr (tcp) add_tcp_headers(res, true);
     res.prepare_payload();
     co_await http::async_write(socket, res, asio::redirect_error(use_awaitable, ec));
@@ -83,6 +84,7 @@ awaitable<void> Server::stream_events(Socket& socket, const Request& request, co
   head.set(http::field::cache_control, "no-cache");
   head.keep_alive(false);
   head.chunked(chunked);
+  add_api_version(head);
   if constexpr (tcp) add_tcp_headers(head, true);
   http::response_serializer<http::empty_body> serializer{head};
   co_await http::async_write_header(socket, serializer, asio::redirect_error(use_awaitable, ec));

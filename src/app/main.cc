@@ -1,16 +1,13 @@
 // The gpuq binary: the CLI, the daemon (`gpuq daemon`) and the per-run shim (`gpuq shim`).
+#include "app/build_info.h"
 #include "app/serve.h"
 #include "cli/cli.h"
 #include "runner/shim.h"
-
-#ifndef GPUQ_VERSION
-#define GPUQ_VERSION "0.0.0"
-#endif
 
 int main(int argc, char** argv) {
   gpuq::cli::Hooks hooks;
   hooks.run_daemon = [](const gpuq::cli::DaemonFlags& flags) { return gpuq::app::serve(flags); };
   hooks.run_shim = [](int n, char** args) { return gpuq::runner::shim_main(n, args); };
-  hooks.version = "gpuq " GPUQ_VERSION;
+  hooks.version = gpuq::app::version_text();
   return gpuq::cli::cli_main(argc, argv, hooks);
 }

@@ -1,4 +1,4 @@
-// fmt's compiled part, built into gpuq instead of loaded from libfmt.so (issue 13: every
+// fmt's compiled part, built into gpuq instead of loaded from libfmt.so (every
 // `gpuq` command pays the dynamic loader for each shared library it needs, and libfmt.so also
 // pulls in the shared C++ runtime). The other files include <fmt/format.h> without
 // FMT_HEADER_ONLY, exactly as they did against libfmt.so, so they keep fmt's out-of-line

@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+
+#include "base/random.h"
 
 namespace gpuq {
 namespace {
@@ -42,15 +43,7 @@ Status write_new(const std::string& path, const std::string& token) {
 
 Result<std::string> random_token() {
   std::array<unsigned char, kTokenHexChars / 2> bits{};
-  size_t got = 0;
-  while (got < bits.size()) {
-    ssize_t n = ::getrandom(bits.data() + got, bits.size() - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_error("getrandom");
-    }
-    got += static_cast<size_t>(n);
-  }
+  if (auto st = random_bytes(bits.data(), bits.size()); !st) return tl::unexpected(st.error());
   std::string out;
   for (unsigned char b : bits) out += fmt::format("{:02x}", b);
   return out;

@@ -43,7 +43,7 @@ struct Parsed {
   LintOptions lint;
   SimulateOptions simulate;
   FleetParsed fleet;
-  // The one command with options defined: the line's command word, "" for all (issue 13: all
+  // The one command with options defined: the line's command word, "" for all (all
   // of them were most of what `gpuq status` cost before it talked to the daemon).
   std::string only_command;
   // Whether every command must at least be listed: a help was asked for (`gpuq --help`,

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 
+#include "base/api_version.h"
 #include "base/libcurl.h"
 
 namespace gpuq::cli {
@@ -93,6 +94,8 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
 
   curl_slist* headers = nullptr;
   headers = lib_->slist_append(headers, "Accept: application/json");
+  headers =
+      lib_->slist_append(headers, fmt::format("{}: {}", kApiVersionHeader, kApiVersion).c_str());
   if (tcp) {
     // Host as the URL names it, so that Origin (below) is exactly http:// and Host.
     headers = lib_->slist_append(headers, ("Host: " + url_.authority).c_str());

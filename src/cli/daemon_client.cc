@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/api_version.h"
 #include "base/paths.h"
 #include "cli/exit_codes.h"
 
@@ -59,6 +60,18 @@ std::string DaemonClient::no_daemon_message(const std::string& why) const {
                      home_, why, home_given_ ? " --home " + shell_word(home_) : "");
 }
 
+std::string DaemonClient::other_api_version(const HttpResponse& response) const {
+  std::string text = response.header(kApiVersionHeader);
+  if (text.empty()) return "";  // a daemon from before versions: it speaks the first
+  auto version = parse_api_version(text);
+  if (version == kApiVersion) return "";
+  std::string daemon = url_.empty() ? "the daemon for " + home_ : "the daemon at " + url_;
+  return fmt::format(
+      "{} speaks gpuq API {} and this gpuq speaks API {}: run the gpuq that matches the "
+      "daemon (`gpuq --version` prints its API), or restart the daemon with this gpuq",
+      daemon, version ? std::to_string(*version) : "'" + text.substr(0, 40) + "'", kApiVersion);
+}
+
 Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
   if (!transport_) {
     auto made = factory_(HomeLayout{home_}.socket());
@@ -71,6 +84,9 @@ Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
       return cli_fail(kExitNoDaemon, no_daemon_message(response.error().message));
     }
     return cli_fail(kExitFailed, response.error().message);
+  }
+  if (auto refused = other_api_version(*response); !refused.empty()) {
+    return cli_fail(kExitFailed, refused);
   }
   if (response->status < 200 || response->status >= 300) {
     return tl::unexpected(daemon_error(*response));

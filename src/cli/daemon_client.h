@@ -2,6 +2,8 @@
 // created on first use, with the error handling every command shares:
 //  - a daemon that cannot be reached → "no daemon is running for <home> ..." and exit 3;
 //  - a daemon's JSON error ({"error":{"code","message"}}) → its message and exit 1;
+//  - a daemon that speaks another API version (its `Gpuq-Api` header) → which versions met and
+//    what to do, exit 1;
 //  - anything else that fails on the way → a message and exit 1.
 // Also small helpers to read the daemon's JSON without exceptions.
 // Owns its Transport; one thread at a time.
@@ -58,6 +60,9 @@ class DaemonClient {
  private:
   Outcome<HttpResponse> send(const HttpRequest& request);
   std::string no_daemon_message(const std::string& why) const;
+  // What to tell the user when the daemon's answer says it speaks another API version
+  // (base/api_version.h); "" when it speaks this one.
+  std::string other_api_version(const HttpResponse& response) const;
 
   TransportFactory factory_;
   std::string home_;

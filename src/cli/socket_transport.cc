@@ -14,6 +14,7 @@
 #include <chrono>
 #include <limits>
 
+#include "base/api_version.h"
 #include "base/asio.h"  // first: it fixes an include bug of Boost 1.74's Asio
 
 namespace gpuq::cli {
@@ -105,6 +106,7 @@ Exchange exchange(SocketTransport::Connection& connection, const HttpRequest& re
       request.method == Method::kPost ? http::verb::post : http::verb::get, request.target, 11};
   message.set(http::field::host, "gpuq");
   message.set(http::field::accept, "application/json");
+  message.set(kApiVersionHeader, std::to_string(kApiVersion));
   if (request.method == Method::kPost) {
     message.set(http::field::content_type, "application/json");
     message.body() = request.body;

@@ -151,6 +151,8 @@ TEST_P(TransportTest, GetReturnsStatusHeadersAndBody) {
   const std::string& request = server.requests().at(0);
   EXPECT_TRUE(request.starts_with("GET /v1/jobs/7/log?offset=0 HTTP/1.1\r\n")) << request;
   EXPECT_NE(request.find("Accept: application/json\r\n"), std::string::npos) << request;
+  // Every request says which API version the CLI speaks (base/api_version.h).
+  EXPECT_NE(request.find("Gpuq-Api: 1\r\n"), std::string::npos) << request;
 }
 
 TEST_P(TransportTest, PostSendsAJsonBody) {
@@ -164,6 +166,7 @@ TEST_P(TransportTest, PostSendsAJsonBody) {
   const std::string& request = server.requests().at(0);
   EXPECT_TRUE(request.starts_with("POST /v1/jobs HTTP/1.1\r\n")) << request;
   EXPECT_NE(request.find("Content-Type: application/json\r\n"), std::string::npos);
+  EXPECT_NE(request.find("Gpuq-Api: 1\r\n"), std::string::npos) << request;
   EXPECT_EQ(request.find("Expect:"), std::string::npos);
   EXPECT_TRUE(request.ends_with("\r\n\r\n" + body));
 }

@@ -1,5 +1,5 @@
 // toml++'s compiled part (the parser and printers), built into gpuq instead of loaded from
-// libtomlplusplus.so (issue 13: every `gpuq` command pays the dynamic loader for each shared
+// libtomlplusplus.so (every `gpuq` command pays the dynamic loader for each shared
 // library it needs). The other files include <toml++/toml.h> with TOML_HEADER_ONLY=0, as they
 // did against the shared library; TOML_IMPLEMENTATION makes this file the one that defines
 // toml++'s out-of-line functions.

@@ -2,10 +2,12 @@
 // record before its job may run; their timeouts; stopping them (cancel, timeout, preemption)
 // through the shim's own pidfd; and a start that fails for want of the machine, which leaves
 // the job pending and tries again with backoff.
-#include <csignal>
 #include <fmt/format.h>
+
+#include <csignal>
 #include <random>
 
+#include "base/random.h"
 #include "base/time.h"
 #include "daemon/queue.h"
 #include "runner/run_env.h"
@@ -14,7 +16,7 @@ namespace gpuq::daemon {
 namespace {
 
 std::string new_run_id(int64_t job_id, int run_number) {
-  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mt19937_64 rng{random_seed()};
   return fmt::format("{}-{}-{:016x}", job_id, run_number, rng());
 }
 

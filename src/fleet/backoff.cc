@@ -4,12 +4,14 @@
 #include <chrono>
 #include <thread>
 
+#include "base/random.h"
+
 namespace gpuq::fleet {
 
 Backoff::Backoff(int64_t first_ms, int64_t max_ms)
     : ceiling_ms_(std::clamp<int64_t>(first_ms, 1, std::max<int64_t>(max_ms, 1))),
       max_ms_(std::max<int64_t>(max_ms, 1)),
-      random_(std::random_device{}()) {}
+      random_(random_seed()) {}
 
 int64_t Backoff::next_ms() {
   const int64_t ceiling = ceiling_ms_;

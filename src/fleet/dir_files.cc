@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 
+#include "base/random.h"
 #include "fleet/backoff.h"
 #include "fleet/dir_store.h"
 #include "os/process.h"
@@ -22,7 +23,7 @@ constexpr int kStaleRetries = 3;   // NFS: ESTALE when the file was replaced und
 constexpr int kCreateRetries = 3;  // a folder removed under us, a name already taken
 
 uint64_t random_bits() {
-  thread_local std::mt19937_64 random(std::random_device{}());
+  thread_local std::mt19937_64 random(random_seed());
   return random();
 }
 

@@ -1,10 +1,12 @@
 #include "fleet/layout.h"
 
-#include <charconv>
 #include <fmt/format.h>
+
+#include <charconv>
 #include <random>
 
 #include "base/json_depth.h"
+#include "base/random.h"
 #include "model/spec_json.h"
 
 // Returns the error of a Status-returning expression from the enclosing function.
@@ -33,7 +35,7 @@ bool name_char(char c) {
 }
 
 std::mt19937_64& generator() {
-  thread_local std::mt19937_64 engine{std::random_device{}()};
+  thread_local std::mt19937_64 engine{random_seed()};
   return engine;
 }
 

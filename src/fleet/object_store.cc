@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <random>
 
+#include "base/random.h"
 #include "fleet/dir_store.h"
 #include "fleet/s3_store.h"
 
@@ -225,8 +226,7 @@ Status verify_conditional_writes(ObjectStore& store, const std::string& scratch_
   if (auto st = check_key(scratch_key); !st) return st;
   // A run that stopped half-way may have left the key behind.
   if (auto st = store.remove(scratch_key); !st) return st;
-  std::random_device random;
-  const std::string token = fmt::format("{:08x}{:08x}", random(), random());
+  const std::string token = fmt::format("{:016x}", random_seed());
   Status checked = run_conditional_checks(store, scratch_key, token);
   Status removed = store.remove(scratch_key);
   if (!checked) return checked;

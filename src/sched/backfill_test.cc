@@ -190,7 +190,7 @@ TEST(Backfill, ASharingJobsReservationHoldsItsGpusWhole) {
                 {2, "would delay job 1, which starts in ~1h"}}});
 }
 
-// EASY's rule on named GPUs (issue 13). Four GPUs: 2 and 3 are busy for an hour, 0 and 1
+// EASY's rule on named GPUs. Four GPUs: 2 and 3 are busy for an hour, 0 and 1
 // free. Job 1 needs three; EASY counts one "extra" GPU at its start, which a job running past
 // it may take now. The reservation must name the busy GPUs first (2, 3, then 0), and a job
 // that ends before it must take reserved GPU 0, leaving GPU 1 to the long job.
@@ -211,7 +211,7 @@ TEST(Backfill, TheReservationLeavesEasysExtraGpuFree) {
 
 // Deep in a long queue: 40 waiting jobs of 2 GPUs each, then a 1-GPU job short enough to end
 // before the head's reservation. Past the cap the waiting jobs hold nothing back, so it
-// starts (before issue 13 the 33rd waiting job held back every GPU, and it waited).
+// starts (once the 33rd waiting job held back every GPU, and it waited).
 TEST(Backfill, AShortJobDeepInTheQueueBackfills) {
   Snapshot s = machine(2);
   s.now_ms = kNow;

@@ -70,7 +70,7 @@
 //  Cap: max_reservations >= 1 jobs get a reservation; later waiting jobs hold nothing back.
 //  More than one reservation is conservative backfill for the first few jobs: it protects
 //  them, and on wide multi-GPU jobs it cost mean wait against EASY (2-11% at 2-32
-//  reservations on bench/backfill_bench's traces). Before issue 13 the cap was 32 and every
+//  reservations on bench/backfill_bench's traces). An earlier cap was 32 and every
 //  job past it held back every GPU of its pool, so that nothing deep in a long queue could
 //  backfill: the main reason backfill fell short of EASY on wide jobs (1.09-1.38x EASY's
 //  mean wait on those traces; 1.06-1.11x without the holding back; 1.00 with one

@@ -155,5 +155,28 @@ TEST_F(ApiCodes, HealthSaysThePassAndThatTheStoreTakesWrites) {
   EXPECT_LE(health["last_pass_starts_us"].get<int64_t>(), health["last_pass_us"].get<int64_t>());
 }
 
+// The API version (docs/api.md, "Versions"): every answer says the daemon's, a client that says
+// it speaks another is refused before its request is acted on, and one that says nothing (curl,
+// the dashboard) is served.
+TEST_F(ApiCodes, AClientOfAnotherApiVersionIsRefusedAndEveryAnswerSaysTheDaemons) {
+  const std::string socket = h_.home() + "/gpuq.sock";
+  HttpAnswer plain = get("/v1/health");
+  EXPECT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.api_version, "1");
+  EXPECT_EQ(unix_get(socket, "/v1/health", {"Gpuq-Api: 1"}).status, 200);
+
+  HttpAnswer newer = unix_request(socket, "POST", "/v1/jobs", job("new", "true"), {"Gpuq-Api: 2"});
+  EXPECT_EQ(code(newer), "400 api_version") << newer.body;
+  EXPECT_EQ(newer.api_version, "1");
+  EXPECT_EQ(json::parse(newer.body)["error"]["message"],
+            "this gpuq daemon speaks API 1 and the client speaks API 2: use the gpuq that "
+            "matches the daemon (`gpuq --version` prints its API), or restart the daemon with "
+            "the client's gpuq");
+  HttpAnswer garbled = unix_get(socket, "/v1/status", {"Gpuq-Api: latest"});
+  EXPECT_EQ(code(garbled), "400 api_version") << garbled.body;
+  EXPECT_NE(garbled.body.find("'latest' is not an API version"), std::string::npos) << garbled.body;
+  EXPECT_EQ(h_.gpuq_json({"status", "--json"})["jobs"].size(), 0u);  // "new" was not queued
+}
+
 }  // namespace
 }  // namespace gpuq::testing

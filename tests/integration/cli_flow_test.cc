@@ -1,14 +1,33 @@
 // The CLI's contracts end to end: JSON shapes, logs, wait statuses, events, gpus.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <fstream>
+#include <regex>
 #include <set>
-#include <gtest/gtest.h>
 
 #include "harness.h"
 #include "unix_http.h"
 
 namespace gpuq::testing {
 namespace {
+
+// `gpuq --version`: the version, the commit and day of the build, the API it speaks and the
+// store schema it writes; the daemon's health says the same API and schema.
+TEST(CliFlow, VersionSaysTheBuildTheApiAndTheSchema) {
+  Harness h("fake:1");
+  auto r = h.gpuq({"--version"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      r.out, m,
+      std::regex(R"(gpuq \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), built )"
+                 R"(\d{4}-\d{2}-\d{2}\)\nAPI (\d+), store schema (\d+)\n)")))
+      << r.out;
+  h.start();
+  EXPECT_EQ(h.health()["api_version"], std::stoi(m[3]));
+  EXPECT_EQ(h.health()["schema_version"], std::stoi(m[4]));
+}
 
 TEST(CliFlow, ScriptSubmitRunsTheSnapshotWithTheRunEnvironment) {
   Harness h("fake:2");

@@ -134,6 +134,10 @@ HttpAnswer unix_request(const std::string& socket, const std::string& method, co
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
   answer.curl_code = curl_easy_perform(curl);
   read_status(curl, answer.status, answer.content_type);
+  curl_header* version = nullptr;
+  if (curl_easy_header(curl, "Gpuq-Api", 0, CURLH_HEADER, -1, &version) == CURLHE_OK) {
+    answer.api_version = version->value;
+  }
   curl_easy_cleanup(curl);
   curl_slist_free_all(list);
   return answer;

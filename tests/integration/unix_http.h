@@ -15,6 +15,7 @@ struct HttpAnswer {
   long status = 0;
   std::string content_type;
   std::string body;
+  std::string api_version;  // the answer's Gpuq-Api header (unix_request); "" when it has none
 };
 
 // GET `path` (e.g. "/metrics") on the unix socket at `socket`.

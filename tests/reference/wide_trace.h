@@ -1,5 +1,5 @@
 // Generated traces of wide multi-GPU training jobs, the workload on which backfill matters
-// most and on which gpuq's first backfill gained little (issue 13): jobs of 4-32 GPUs on a
+// most and on which gpuq's first backfill gained little: jobs of 4-32 GPUs on a
 // 256-GPU machine, heavy-tailed runtimes (log-normal, median ~30 min, capped at 5 days),
 // estimates = the runtime rounded up to a power of two minutes (as users round up), and
 // Poisson arrivals at a rate that offers `load` times the machine's capacity (near
