@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sstream>
 #include <filesystem>
@@ -19,6 +20,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The whole of a /proc file, or what could be read of it: a process that exits while it is
+// read makes read(2) fail with ESRCH, which std::ifstream turns into an exception.
+std::string read_proc_file(const std::string& path) {
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  return text;
+}
+
 // The processes whose environment holds `text` (a variable's name, "=", and its value or a prefix).
 std::vector<int> pids_with_env(const std::string& text) {
   std::vector<int> pids;
@@ -26,8 +40,7 @@ std::vector<int> pids_with_env(const std::string& text) {
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string environ = read_proc_file((entry.path() / "environ").string());
     if (environ.find(text) != std::string::npos) pids.push_back(std::stoi(name));
   }
   return pids;
@@ -38,8 +51,7 @@ std::vector<int> pids_with_env(const std::string& text) {
 // A detached daemon's zombie, for one, waits for init to reap it.
 bool process_alive(int pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   size_t close = stat.rfind(')');
   return close == std::string::npos || stat.substr(close + 2, 1) != "Z";
 }
