@@ -29,7 +29,8 @@ constexpr JobState kJobStates[] = {JobState::kPending,   JobState::kHeld,   JobS
                                    JobState::kSucceeded, JobState::kFailed, JobState::kCancelled,
                                    JobState::kBlocked,   JobState::kSkipped};
 constexpr RunOutcome kEndOutcomes[] = {RunOutcome::kSucceeded, RunOutcome::kFailed,    RunOutcome::kTimedOut,
-                                       RunOutcome::kCancelled, RunOutcome::kPreempted, RunOutcome::kLost};
+                                       RunOutcome::kCancelled, RunOutcome::kPreempted, RunOutcome::kLost,
+                                       RunOutcome::kNotStarted};
 
 }  // namespace
 

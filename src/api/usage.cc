@@ -161,7 +161,7 @@ std::map<std::string, double> lost_gpu_hours(const std::vector<UsageRun>& runs, 
                                              int64_t now_ms) {
   std::map<std::string, double> out;
   for (RunOutcome o : {RunOutcome::kFailed, RunOutcome::kTimedOut, RunOutcome::kPreempted,
-                       RunOutcome::kCancelled, RunOutcome::kLost}) {
+                       RunOutcome::kCancelled, RunOutcome::kLost, RunOutcome::kNotStarted}) {
     out[std::string(to_string(o))] = 0;
   }
   for (const UsageRun& run : runs) {

@@ -149,9 +149,11 @@ TEST(Usage, LostHoursByOutcomeListEveryOutcome) {
       run(1, "a", {"gpu0", "gpu1"}, kT0, kT0 + kHour, RunOutcome::kFailed),
       run(2, "a", {"gpu0"}, kT0, kT0 + 3 * kHour, RunOutcome::kPreempted),
       run(3, "a", {"gpu0"}, kT0, kT0 + 3 * kHour, RunOutcome::kSucceeded),
+      run(4, "a", {"gpu1"}, kT0, kT0 + kHour / 2, RunOutcome::kNotStarted),
   };
   auto lost = lost_gpu_hours(runs, kDay, 0);
-  EXPECT_EQ(lost.size(), 5u);
+  EXPECT_EQ(lost.size(), 6u);
+  EXPECT_DOUBLE_EQ(lost["not-started"], 0.5) << "held while its daemon was down";
   EXPECT_DOUBLE_EQ(lost["failed"], 2.0);
   EXPECT_DOUBLE_EQ(lost["preempted"], 3.0);
   EXPECT_DOUBLE_EQ(lost["timed-out"], 0.0);

@@ -428,7 +428,10 @@ private:
   void after_finish(const Finish& finish);
   void settle_exited();  // the exits seen in one turn, their ends in one commit
   void finish_ended_runs(const std::vector<int64_t>& job_ids);
-  void settle_lost_run(int64_t job_id);
+  // A run with no end to judge: its shim vanished without an exit record (lost: requeued
+  // once), or, `released` false, it said the daemon never let it go (not started: the job never
+  // ran, requeued every time).
+  void settle_lost_run(int64_t job_id, bool released = true);
   Status recover();
   Status recover_run(const Run& run);
   std::vector<int> slots_of(const Run& run) const;

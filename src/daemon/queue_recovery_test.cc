@@ -86,6 +86,56 @@ TEST_F(QueueTest, AnEndNotRecordedBeforeAStopIsRecordedAfterTheRestart) {
   EXPECT_EQ(count("job.lost"), 0);
 }
 
+// What a shim writes when its daemon died after recording the start but before letting it go:
+// the job never ran.
+runner::ExitRecord never_released() {
+  runner::ExitRecord r;
+  r.released = false;
+  r.error = "the daemon stopped before it let the run begin";
+  return r;
+}
+
+TEST_F(QueueTest, ARunNeverLetGoBeforeACrashDidNotStartAndIsRequeuedEveryTime) {
+  start();
+  int64_t id = submit(command("true"));
+  // Twice: a lost run is requeued only once, a run that never began as often as it happens.
+  for (int run = 1; run <= 2; ++run) {
+    queue_->stop();
+    queue_.reset();
+    world_->exit_shim(run_dir(id, run), never_released());
+    world_->run();
+    start();
+  }
+  Job now = job(id);
+  ASSERT_EQ(now.runs.size(), 3u);
+  EXPECT_EQ(now.runs[0].outcome, RunOutcome::kNotStarted);
+  EXPECT_EQ(now.runs[1].outcome, RunOutcome::kNotStarted);
+  EXPECT_EQ(now.lost_count, 0);
+  EXPECT_EQ(count("job.lost"), 0);
+  EXPECT_EQ(count("job.not_started", id), 2);
+  EXPECT_EQ(last_data("job.not_started")["requeued"], true);
+  EXPECT_TRUE(world_->swept_sessions().empty()) << "nothing of a run that never began to sweep";
+  EXPECT_EQ(state(id), JobState::kRunning);
+  end_run(id, 3, exited(0));
+  EXPECT_EQ(state(id), JobState::kSucceeded);
+}
+
+TEST_F(QueueTest, ACancelledRunThatNeverBeganEndsTheJobCancelled) {
+  start();
+  int64_t id = submit(command("sleep 100"));
+  ASSERT_TRUE(queue_->cancel(id));
+  world_->run();
+  queue_->stop();
+  queue_.reset();
+  world_->exit_shim(run_dir(id, 1), never_released());
+  world_->run();
+  start();
+  Job now = job(id);
+  ASSERT_EQ(now.runs.size(), 1u);
+  EXPECT_EQ(now.runs[0].outcome, RunOutcome::kNotStarted);
+  EXPECT_EQ(now.state, JobState::kCancelled);
+  EXPECT_EQ(last_data("job.not_started")["requeued"], false);
+}
 
 // Confirms the oldest cleanup asked for (clean: nothing was left of the run).
 void confirm_oldest_cleanup(FakeWorld& world) {

@@ -88,6 +88,14 @@ void Queue::settle_run(int64_t job_id, bool while_down) {
   }
   live.shim.reset();
   if (!record) return settle_lost_run(job_id);
+  if (!record->released) {
+    // Recorded, then the daemon died before the go: the job never ran.
+    RunEnd unstarted;
+    unstarted.outcome = RunOutcome::kNotStarted;
+    unstarted.ended_ms = record->ended_at_ms > 0 ? record->ended_at_ms : world_.now_ms();
+    live.ended = unstarted;
+    return settle_lost_run(job_id, false);
+  }
   RunEnd end = judge_run_end(run, *record, !job->spec.done_if.empty(), world_.now_ms(), while_down);
   if (!end.needs_done_if) {
     live.ended = std::move(end);
@@ -225,14 +233,15 @@ void Queue::after_finish(const Finish& f) {
   request_pass();
 }
 
-void Queue::settle_lost_run(int64_t job_id) {
+void Queue::settle_lost_run(int64_t job_id, bool released) {
   auto it = running_.find(job_id);
   if (it == running_.end()) return;
   LiveRun& live = it->second;
   const Run& run = live.run;
+  auto again = [this, job_id, released] { settle_lost_run(job_id, released); };
   auto job = load_job(job_id, false);
   if (!job) {
-    retry_later(fmt::format("lost:{}", job_id), [this, job_id] { settle_lost_run(job_id); });
+    retry_later(fmt::format("lost:{}", job_id), again);
     return;
   }
   if (!live.ended) {
@@ -245,25 +254,31 @@ void Queue::settle_lost_run(int64_t job_id) {
     lost.ended_ms = world_.now_ms();
     live.ended = lost;
   }
-  LostRun decision = decide_lost_run(run, job->lost_count);
+  RunOutcome outcome = released ? RunOutcome::kLost : RunOutcome::kNotStarted;
+  LostRun decision = released ? decide_lost_run(run, job->lost_count) : decide_unstarted_run(run);
   auto committed = commit([&]() -> Status {
-    auto st = store_.finish_run(run.id, live.ended->ended_ms, std::nullopt, std::nullopt, RunOutcome::kLost);
+    auto st = store_.finish_run(run.id, live.ended->ended_ms, std::nullopt, std::nullopt, outcome);
     if (!st) return st;
     if (!live.stop_recorded) {
       if (st = store_.set_stop_reason(run.id, run.stop_reason); !st) return st;
     }
-    if (st = store_.set_lost_count(job_id, job->lost_count + 1); !st) return st;
+    if (released) {
+      if (st = store_.set_lost_count(job_id, job->lost_count + 1); !st) return st;
+    }
     if (st = set_state(job_id, JobState::kRunning, decision.to, decision.reason); !st) return st;
-    if (st = add_event("job.lost", job_id, run.number, {{"requeued", decision.requeue}}); !st) return st;
-    if (decision.requeue) return add_event("job.requeued", job_id, std::nullopt, {{"after", "lost run"}});
-    return add_event(fmt::format("job.{}", to_string(decision.to)), job_id, run.number, {{"outcome", "lost"}});
+    st = add_event(released ? "job.lost" : "job.not_started", job_id, run.number, {{"requeued", decision.requeue}});
+    if (!st) return st;
+    if (decision.requeue) {
+      return add_event("job.requeued", job_id, std::nullopt, {{"after", released ? "lost run" : "run not started"}});
+    }
+    return add_event(fmt::format("job.{}", to_string(decision.to)), job_id, run.number, {{"outcome", to_string(outcome)}});
   });
   if (!committed) {
-    retry_later(fmt::format("lost:{}", job_id), [this, job_id] { settle_lost_run(job_id); });
+    retry_later(fmt::format("lost:{}", job_id), again);
     return;
   }
   peaks_.erase(run.id);
-  metrics_.run_finished(to_string(RunOutcome::kLost));
+  metrics_.run_finished(to_string(outcome));
   running_.erase(it);
   if (decision.requeue) {
     if (auto a = active_.find(job_id); a != active_.end()) {

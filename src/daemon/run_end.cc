@@ -132,4 +132,16 @@ LostRun decide_lost_run(const Run& run, int earlier_lost_runs) {
   return lost;
 }
 
+LostRun decide_unstarted_run(const Run& run) {
+  LostRun unstarted;
+  unstarted.requeue = run.stop_reason != StopReason::kCancel;
+  unstarted.to = unstarted.requeue ? JobState::kPending : JobState::kCancelled;
+  unstarted.reason =
+      unstarted.requeue
+          ? fmt::format("run {} never began: the daemon stopped before it let the job run; requeued",
+                        run.number)
+          : fmt::format("run {} never began and the job was cancelled", run.number);
+  return unstarted;
+}
+
 }  // namespace gpuq::daemon

@@ -74,5 +74,8 @@ struct LostRun {
   std::string reason;
 };
 LostRun decide_lost_run(const Run& run, int earlier_lost_runs);
+// A run recorded as started whose job never ran (the daemon died before letting its shim go):
+// requeued, however often it happens, unless it was being cancelled.
+LostRun decide_unstarted_run(const Run& run);
 
 }  // namespace gpuq::daemon

@@ -31,6 +31,7 @@ std::string_view to_string(RunOutcome outcome) {
     case RunOutcome::kCancelled: return "cancelled";
     case RunOutcome::kPreempted: return "preempted";
     case RunOutcome::kLost: return "lost";
+    case RunOutcome::kNotStarted: return "not-started";
   }
   return "running";
 }
@@ -69,7 +70,7 @@ Result<JobState> parse_job_state(std::string_view text) {
 Result<RunOutcome> parse_run_outcome(std::string_view text) {
   for (auto o : {RunOutcome::kRunning, RunOutcome::kSucceeded, RunOutcome::kFailed,
                  RunOutcome::kTimedOut, RunOutcome::kCancelled, RunOutcome::kPreempted,
-                 RunOutcome::kLost}) {
+                 RunOutcome::kLost, RunOutcome::kNotStarted}) {
     if (to_string(o) == text) return o;
   }
   return fail(Code::kCorruption, fmt::format("unknown run outcome '{}'", text));

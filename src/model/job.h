@@ -15,7 +15,18 @@ namespace gpuq {
 
 enum class JobState { kPending, kHeld, kRunning, kSucceeded, kFailed, kCancelled, kBlocked, kSkipped };
 
-enum class RunOutcome { kRunning, kSucceeded, kFailed, kTimedOut, kCancelled, kPreempted, kLost };
+// kNotStarted: the run was recorded but its shim never let the job begin (the daemon died in
+// between); kLost: its shim vanished without saying how the job ended.
+enum class RunOutcome {
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kTimedOut,
+  kCancelled,
+  kPreempted,
+  kLost,
+  kNotStarted
+};
 
 enum class ResourceState { kFree, kBusy };
 

@@ -89,7 +89,8 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"job_pid", r.job_pid},
             {"error", r.error},
             {"disk_full", r.disk_full},
-            {"log_dropped_bytes", r.log_dropped_bytes}};
+            {"log_dropped_bytes", r.log_dropped_bytes},
+            {"released", r.released}};
   return os::write_file_atomic(exit_record_path(run_dir), j.dump());
 }
 
@@ -110,6 +111,7 @@ Result<ExitRecord> read_exit_record(const std::string& run_dir) {
     r.error = j.at("error").get<std::string>();
     r.disk_full = j.value("disk_full", false);
     r.log_dropped_bytes = j.value("log_dropped_bytes", int64_t{0});
+    r.released = j.value("released", true);
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, path + ": " + e.what());
   }

@@ -44,6 +44,9 @@ struct ExitRecord {
   // writes to output.log may have failed, so the log may lack output.
   bool disk_full = false;
   int64_t log_dropped_bytes = 0;  // output.log passed max_log_bytes: at least this much dropped
+  // False when the daemon never let the shim go (its go pipe closed unwritten: it died after
+  // recording the start, or it never recorded it): the job never ran, nothing else is set.
+  bool released = true;
 };
 
 std::string run_spec_path(const std::string& run_dir);

@@ -153,7 +153,15 @@ class Shim {
     ::signal(SIGPIPE, SIG_IGN);
     signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC);
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    if (!wait_for_go(go_fd)) return 0;
+    if (!wait_for_go(go_fd)) {
+      // Said once, for a daemon that recorded the start and died before the go: the job did
+      // not run. (Unwritten, the run reads as lost, which is requeued once.)
+      record_.released = false;
+      record_.error = "the daemon stopped before it let the run begin";
+      record_.ended_at_ms = wall_now_ms();
+      (void)write_exit_record(run_dir_, record_);
+      return 0;
+    }
 
     int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));

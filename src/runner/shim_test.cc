@@ -138,10 +138,16 @@ TEST_F(ShimTest, WithoutReleaseNothingRuns) {
   {
     auto shim = start({"sh", "-c", "touch ran"});
     pid = shim.pid();
-  }  // destroyed without release(): the daemon never recorded it
+  }  // destroyed without release(): the daemon died, or never recorded the run
   wait_exit(pid);
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
-  EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_)));
+  EXPECT_FALSE(std::filesystem::exists(log_path(dir_)));
+  // It says so, for a daemon that recorded the start and died before letting it go.
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_FALSE(record->released);
+  EXPECT_FALSE(record->exit_code);
+  EXPECT_EQ(record->job_pid, 0);
 }
 
 // The shim resets only the dispositions an exec keeps (ignored ones) and its own SIGPIPE: a

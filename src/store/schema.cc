@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 13> kMigrations = {
+constexpr std::array<const char*, 14> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -244,6 +244,55 @@ UPDATE jobs SET eta = json_extract(spec, '$.est_ms', '$.timeout_ms', '$.not_befo
                                    '$.lanes', '$.gpu_mem', '$.share');
 CREATE INDEX jobs_eta ON jobs(id, state, name, priority, queue_order, gpus, retry_at, array_id, eta)
   WHERE state IN ('pending','held','running','blocked');
+)sql",
+    // 14: the run outcome 'not-started': recorded, but the daemon died before it let the shim
+    // go, so the job never ran. SQLite cannot change a CHECK in place: `runs` is rebuilt by
+    // its table-rebuild procedure (foreign keys off, checked before the commit; see 8), every
+    // column in the order the migrations before this one left them, then its indexes.
+    R"sql(
+CREATE TABLE runs_new (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id),
+  number INTEGER NOT NULL CHECK (number >= 1),
+  gpus TEXT NOT NULL,
+  gpu_indices TEXT NOT NULL,
+  shim_pid INTEGER NOT NULL,
+  shim_start_ticks INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  exit_code INTEGER,
+  signal INTEGER,
+  outcome TEXT NOT NULL CHECK (outcome IN ('running','succeeded','failed','timed-out',
+                                           'cancelled','preempted','lost','not-started')),
+  run_dir TEXT NOT NULL,
+  stop_reason TEXT NOT NULL DEFAULT '',
+  verified INTEGER CHECK (verified IN (0, 1)),
+  run_id TEXT NOT NULL DEFAULT '',
+  job_name TEXT NOT NULL DEFAULT '',
+  peak_gpu_mem_mib INTEGER CHECK (peak_gpu_mem_mib >= 0),
+  preempted_by INTEGER NOT NULL DEFAULT 0,
+  preempt_deadline INTEGER NOT NULL DEFAULT 0,
+  cleanup TEXT NOT NULL DEFAULT 'done' CHECK (cleanup IN ('pending','done','attention','released')),
+  boot_id TEXT NOT NULL DEFAULT '',
+  log_note TEXT NOT NULL DEFAULT '',
+  seen_gpus TEXT NOT NULL DEFAULT '[]',
+  seen_gpu_indices TEXT NOT NULL DEFAULT '[]',
+  cpu_usec INTEGER CHECK (cpu_usec IS NULL OR cpu_usec >= 0),
+  peak_memory_bytes INTEGER CHECK (peak_memory_bytes IS NULL OR peak_memory_bytes >= 0),
+  UNIQUE (job_id, number),
+  CHECK ((outcome = 'running') = (ended_at IS NULL))
+);
+INSERT INTO runs_new SELECT id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks,
+  started_at, ended_at, exit_code, signal, outcome, run_dir, stop_reason, verified, run_id,
+  job_name, peak_gpu_mem_mib, preempted_by, preempt_deadline, cleanup, boot_id, log_note,
+  seen_gpus, seen_gpu_indices, cpu_usec, peak_memory_bytes FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_new RENAME TO runs;
+CREATE INDEX runs_by_job ON runs(job_id);
+CREATE INDEX runs_running ON runs(outcome) WHERE outcome = 'running';
+CREATE INDEX runs_cleanup ON runs(cleanup) WHERE cleanup IN ('pending','attention');
+CREATE INDEX runs_by_name ON runs(job_name) WHERE job_name != '' AND outcome = 'succeeded';
+CREATE INDEX runs_by_end ON runs(ended_at) WHERE ended_at IS NOT NULL;
 )sql",
 };
 

@@ -206,6 +206,70 @@ TEST_F(StoreTest, AVersionOneStoreIsMigratedKeepingItsJobs) {
   EXPECT_EQ(*schema_version(**db), current_schema_version());
 }
 
+// Schema 14 rebuilds `runs` to allow the outcome not-started: every column of a run of an
+// older store, and its samples, come through.
+TEST_F(StoreTest, AVersionThirteenStoreKeepsEveryColumnOfItsRunsAndTakesNotStarted) {
+  store_.reset();
+  std::filesystem::remove(path_);
+  {
+    auto db = Database::open(path_, false);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(migrate(**db, 13));
+    ASSERT_TRUE((*db)->exec(
+        "INSERT INTO jobs(id, state, priority, queue_order, gpus, spec, submitted_at) VALUES "
+        "(1, 'running', 50, 1, 1, '{\"cwd\":\"/\",\"argv\":[\"true\"]}', 5);"
+        "INSERT INTO runs(id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, "
+        "started_at, ended_at, exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, "
+        "job_name, peak_gpu_mem_mib, preempted_by, preempt_deadline, cleanup, boot_id, log_note, "
+        "seen_gpus, seen_gpu_indices, cpu_usec, peak_memory_bytes) VALUES "
+        "(7, 1, 1, '[\"gpu0\"]', '[0]', 41, 42, 10, 20, 3, NULL, 'failed', '/r/1', 'timeout', 1, "
+        "'1-1-ab', 'train', 900, 4, 30, 'attention', 'boot-a', 'the disk was full', '[\"gpu1\"]', "
+        "'[1]', 5000, 6000),"
+        "(8, 1, 2, '[]', '[]', 43, 44, 21, NULL, NULL, NULL, 'running', '/r/2', '', NULL, '', '', "
+        "NULL, 0, 0, 'done', '', '', '[]', '[]', NULL, NULL);"
+        "INSERT INTO run_samples(run_id, time, util, mem_mib) VALUES (7, 15, 80, 900);"));
+  }
+  auto reopened = Store::open(path_, false);
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  store_ = std::move(*reopened);
+  auto job = store_->find_job(1, true);
+  ASSERT_TRUE(job && *job);
+  ASSERT_EQ((**job).runs.size(), 2u);
+  const gpuq::Run& r = (**job).runs[0];
+  EXPECT_EQ(r.id, 7);
+  EXPECT_EQ(r.gpus, (std::vector<std::string>{"gpu0"}));
+  EXPECT_EQ(r.gpu_indices, (std::vector<int>{0}));
+  EXPECT_EQ(r.shim_pid, 41);
+  EXPECT_EQ(r.shim_start_ticks, 42u);
+  EXPECT_EQ(r.started_at_ms, 10);
+  EXPECT_EQ(r.ended_at_ms, 20);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.outcome, RunOutcome::kFailed);
+  EXPECT_EQ(r.run_dir, "/r/1");
+  EXPECT_EQ(r.stop_reason, StopReason::kTimeout);
+  EXPECT_EQ(r.verified, true);
+  EXPECT_EQ(r.run_id, "1-1-ab");
+  EXPECT_EQ(r.peak_gpu_mem_mib, 900);
+  EXPECT_EQ(r.preempted_by, 4);
+  EXPECT_EQ(r.preempt_deadline_ms, 30);
+  EXPECT_EQ(r.boot_id, "boot-a");
+  EXPECT_EQ(r.log_note, "the disk was full");
+  EXPECT_EQ(r.seen_gpus, (std::vector<std::string>{"gpu1"}));
+  EXPECT_EQ(r.seen_gpu_indices, (std::vector<int>{1}));
+  EXPECT_EQ(r.cpu_usec, 5000);
+  EXPECT_EQ(r.peak_memory_bytes, 6000);
+  auto samples = store_->run_samples({7}, 0, 100);
+  ASSERT_TRUE(samples) << samples.error().message;
+  EXPECT_EQ(samples->at(7).size(), 1u);
+  auto running = store_->running_runs();
+  ASSERT_TRUE(running);
+  ASSERT_EQ(running->size(), 1u) << "runs_running serves again";
+  EXPECT_TRUE(store_->transaction([&] {
+    return store_->finish_run(8, 25, std::nullopt, std::nullopt, RunOutcome::kNotStarted);
+  }));
+  EXPECT_EQ((*store_->find_job(1, true))->runs[1].outcome, RunOutcome::kNotStarted);
+}
+
 TEST_F(StoreTest, RunsKeepTheirMarkerPeakPreemptionAndCleanupState) {
   int64_t job_id = 0, first = 0, second = 0;
   ASSERT_TRUE(store_->transaction([&]() -> Status {

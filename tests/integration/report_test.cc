@@ -128,7 +128,7 @@ TEST(Report, TimelineAndReportOfRealRuns) {
   EXPECT_TRUE(report["idle_held_gpu_hours"].is_number());
   std::set<std::string> lost_keys;
   for (const auto& [k, v] : report["lost_gpu_hours"].items()) lost_keys.insert(k);
-  EXPECT_EQ(lost_keys, (std::set<std::string>{"failed", "timed-out", "preempted", "cancelled", "lost"}));
+  EXPECT_EQ(lost_keys, (std::set<std::string>{"failed", "timed-out", "preempted", "cancelled", "lost", "not-started"}));
   EXPECT_TRUE(report["idle_while_waiting_gpu_hours"].is_number());
 
   nlohmann::json by_outcome = h.gpuq_json({"report", "--since", "1h", "--by", "outcome", "--json"});

@@ -122,7 +122,7 @@ export function TimelinePage({ params }) {
       ${tip && html`<div class="tip" style=${{ left: `${Math.min(tip.x + 12, width - 260)}px`, top: `${tip.y + 14}px` }}>${tip.text}</div>`}
     </div>
     ${data && html`<p class="legend">
-      ${['succeeded', 'failed', 'timed-out', 'cancelled', 'preempted', 'lost', 'running'].map((o) => html`<span class=${`key o-${o}`}>${o}</span>`)}
+      ${['succeeded', 'failed', 'timed-out', 'cancelled', 'preempted', 'lost', 'not-started', 'running'].map((o) => html`<span class=${`key o-${o}`}>${o}</span>`)}
       <span class="key predicted">predicted</span><span class="key idle-wait">idle while jobs waited</span>
       <span class="muted small">${data.runs.length} runs (${finished} finished) in the window${data.fallback ? ' · from /v1/status (this daemon has no /v1/timeline)' : ''}</span></p>`}
   </div>`;
