@@ -6,15 +6,18 @@
 set -euo pipefail
 
 # Build time vs run time: libsqlite3-dev and libpugixml-dev also ship the static archives gpuq
-# links, so the binary needs neither shared library; libcurl4-openssl-dev gives curl.h, and its
+# links, and libstdc++, fmt and toml++ are linked statically or used header-only, so the binary
+# loads only the C library's own (docs/install.md); libcurl4-openssl-dev gives curl.h, and its
 # dependency libcurl4 is the one library a machine that runs gpuq needs for webhooks, S3
-# fleets and `gpuq --url` (loaded when first used, base/libcurl.h); toml++, fmt and libstdc++
-# are loaded at every start.
+# fleets and `gpuq --url` (loaded when first used, base/libcurl.h).
+# Tests and packaging: zsh and fish run the completion scripts, groff checks the man pages,
+# lintian checks the .deb (scripts/release.sh --deb).
 packages=(
   build-essential cmake ninja-build git
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libexpected-dev libtomlplusplus-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  zsh fish groff-base lintian
   "$@"
 )
 # The dashboard (web/) is bundled with Node.js and npm at build time: Debian's packages, unless

@@ -16,4 +16,6 @@ std::string version_text() {
                      kBuildCommit, kBuildDate, kApiVersion, store::current_schema_version());
 }
 
+std::string release_name() { return fmt::format("gpuq {}", GPUQ_VERSION); }
+
 }  // namespace gpuq::app

@@ -13,7 +13,10 @@ extern const char* const kBuildDate;    // "2026-12-02" (UTC)
 
 // Two lines, the first like any program's:
 //   gpuq 0.1.0 (commit 5c7e187a1b2c, built 2026-12-02)
-//   API 1, store schema 13
+//   API 1, store schema 14
 std::string version_text();
+
+// "gpuq 0.1.0": what the man pages and completion scripts say they describe.
+std::string release_name();
 
 }  // namespace gpuq::app

@@ -9,5 +9,7 @@ int main(int argc, char** argv) {
   hooks.run_daemon = [](const gpuq::cli::DaemonFlags& flags) { return gpuq::app::serve(flags); };
   hooks.run_shim = [](int n, char** args) { return gpuq::runner::shim_main(n, args); };
   hooks.version = gpuq::app::version_text();
+  hooks.release = gpuq::app::release_name();
+  hooks.build_date = gpuq::app::kBuildDate;
   return gpuq::cli::cli_main(argc, argv, hooks);
 }

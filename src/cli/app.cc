@@ -8,6 +8,7 @@
 #include "base/listen_address.h"
 #include "base/paths.h"
 #include "base/token_file.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/fleet_commands.h"
 #include "cli/gpu_selection.h"
@@ -43,6 +44,7 @@ struct Parsed {
   LintOptions lint;
   SimulateOptions simulate;
   FleetParsed fleet;
+  DocsOptions docs;
   // The one command with options defined: the line's command word, "" for all (all
   // of them were most of what `gpuq status` cost before it talked to the daemon).
   std::string only_command;
@@ -160,6 +162,8 @@ void define_service_command(CLI::App& app, Parsed& p) {
   common(install);
   install->add_flag("--print", o.print, "print the unit; write nothing");
   install->add_flag("--force", o.force, "replace an existing, different unit file");
+  install->add_option("--executable", o.executable, "the gpuq the unit runs (default: this one; packaging)")
+      ->type_name("PATH");
   install->add_option("--gpus", o.gpus, "the daemon's --gpus: auto, none, fake:N or 0,2,3")
       ->type_name("SPEC");
   auto* run_as = install->add_option(
@@ -174,6 +178,19 @@ void define_service_command(CLI::App& app, Parsed& p) {
   common(uninstall);
   uninstall->add_flag("--force", o.force, "remove it even while it is enabled");
   uninstall->callback([&o] { o.uninstall = true; });
+}
+
+// `gpuq completion SHELL`, and `gpuq manpages --dir DIR`, hidden from help (for packaging).
+void define_docs_commands(CLI::App& app, Parsed& p) {
+  if (auto* completion = add_command(app, p, "completion",
+                                     "print the completion script of bash, zsh or fish "
+                                     "(docs/install.md says where it goes)")) {
+    completion->add_option("shell", p.docs.shell, "bash, zsh or fish")->required()->type_name("SHELL");
+  }
+  if (!defines(p, "manpages")) return;
+  auto* manpages = app.add_subcommand("manpages", "write the man pages gpuq.1 and gpuq-COMMAND.1");
+  manpages->group("");
+  manpages->add_option("--dir", p.docs.dir, "the directory to write them to")->required()->type_name("DIR");
 }
 
 void define_commands(CLI::App& app, Parsed& p) {
@@ -419,6 +436,7 @@ void define_commands(CLI::App& app, Parsed& p) {
 
   define_service_command(app, p);
   if (defines(p, "fleet") || p.lists_all) define_fleet_command(app, p.fleet, defines(p, "fleet"));
+  define_docs_commands(app, p);
 }
 
 // Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
@@ -434,16 +452,6 @@ Status finish_submit(const CLI::App& submit, SubmitOptions& options) {
     return fail(Code::kInvalidArgument, "submit: unexpected argument " + extra);
   }
   return ok();
-}
-
-// A variable of the process's environment, or "" when unset.
-std::string env_value(const Io& io, std::string_view name) {
-  for (const std::string& entry : io.environ) {
-    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
-      return entry.substr(name.size() + 1);
-    }
-  }
-  return "";
 }
 
 // `gpuq --url URL [--token T]` (else $GPUQ_URL, $GPUQ_TOKEN; with a URL and no token, the
@@ -526,33 +534,6 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   return kExitUsage;
 }
 
-// The line's first word that is no option nor the value of one of gpuq's; "" for none.
-std::string command_word(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--home" || args[i] == "--url" || args[i] == "--token") {
-      ++i;  // its value
-    } else if (!args[i].starts_with("-")) {
-      return args[i];
-    }
-  }
-  return "";
-}
-
-// Whether a help is asked for anywhere on the line (after `--` it is the job's, but listing
-// every command then costs only time).
-bool asks_for_help(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(),
-                     [](const std::string& a) { return a == "-h" || a == "--help"; });
-}
-
-// The command word when it names no command (CLI11 would only say one is required).
-std::string unknown_command(const CLI::App& app, const std::string& word) {
-  for (const CLI::App* sub : app.get_subcommands({})) {
-    if (sub->get_name() == word) return "";
-  }
-  return word;
-}
-
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& io) {
@@ -560,6 +541,9 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
   Parsed parsed;
   parsed.only_command = command_word(args);
   parsed.lists_all = parsed.only_command.empty() || asks_for_help(args);
+  if (parsed.only_command == "completion" || parsed.only_command == "manpages") {
+    parsed.only_command.clear();  // they describe every command: all are defined
+  }
   define_commands(app, parsed);
   if (!hooks.version.empty()) app.set_version_flag("--version", hooks.version, "print the version");
   if (args.empty()) {  // a bare `gpuq`: show what it can do
@@ -589,6 +573,10 @@ int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& 
     // No daemon; the home only for the [fleet] table of its config.toml.
     parsed.fleet.home = parsed.home;
     return run_fleet(io, parsed.fleet);
+  }
+  if (command->get_name() == "completion") return run_completion(app, parsed.docs, hooks.release, io);
+  if (command->get_name() == "manpages") {
+    return run_manpages(app, parsed.docs, hooks.release, hooks.build_date, io);
   }
   return dispatch(command->get_name(), parsed, hooks, io);
 }

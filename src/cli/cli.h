@@ -34,6 +34,10 @@ struct Hooks {
   // What `gpuq --version` prints, e.g. "gpuq 0.1.0" (the app knows its version; this library
   // does not). Empty: no --version flag.
   std::string version;
+  // What the generated man pages and completion scripts say they describe: "gpuq 0.1.0", and
+  // the build's day, "2026-12-02". Empty: "gpuq" and no day.
+  std::string release;
+  std::string build_date;
 };
 
 // Returns the process exit status.

@@ -157,10 +157,14 @@ Result<ServiceUnit> unit_from_options(Context& ctx, const ServiceOptions& option
     auto executable = running_executable();
     if (!executable) return tl::unexpected(executable.error());
     unit.executable = *executable;
+    unit.documentation = runbook_uri(unit.executable);
   } else {
+    // Packaging: the binary is not installed yet, so its docs cannot be looked for; they
+    // will be where an install puts them, beside it.
     unit.executable = options.executable;
+    fs::path runbook = fs::path(options.executable).parent_path() / "../share/doc/gpuq/runbook.md";
+    unit.documentation = "file:" + runbook.lexically_normal().string();
   }
-  unit.documentation = runbook_uri(unit.executable);
   if (auto st = check_service_unit(unit); !st) return tl::unexpected(st.error());
   return unit;
 }

@@ -14,6 +14,10 @@
 
 #include "cli/context.h"
 
+namespace CLI {
+class App;
+}
+
 namespace gpuq::cli {
 
 struct SubmitOptions {
@@ -248,7 +252,7 @@ struct ServiceOptions {
   std::string run_as;            // install, system unit: User=; empty: the invoking user
   std::vector<std::string> env;  // install: KEY=VALUE, Environment= of the daemon
   bool home_given = false;       // --home was given: the unit pins the state directory
-  std::string executable;        // empty: this process's binary (/proc/self/exe)
+  std::string executable;        // --executable; empty: this process's binary (/proc/self/exe)
 };
 int run_service_install(Context& ctx, const ServiceOptions& options);
 int run_service_uninstall(Context& ctx, const ServiceOptions& options);
@@ -262,5 +266,18 @@ struct DashboardOptions {
   bool json = false;  // {"url", "listen"}
 };
 int run_dashboard(Context& ctx, const DashboardOptions& options);
+
+// `gpuq completion SHELL` prints the completion script of bash, zsh or fish; the hidden
+// `gpuq manpages --dir DIR` (packaging) writes gpuq.1 and a gpuq-COMMAND.1 per command there,
+// printing each file's path. Both describe `root`, the whole command tree (cli/cli_docs.h);
+// `release` and `build_date` as in Hooks. They contact no daemon.
+struct DocsOptions {
+  std::string shell;  // completion
+  std::string dir;    // manpages
+};
+int run_completion(const CLI::App& root, const DocsOptions& options, const std::string& release,
+                   const Io& io);
+int run_manpages(const CLI::App& root, const DocsOptions& options, const std::string& release,
+                 const std::string& build_date, const Io& io);
 
 }  // namespace gpuq::cli

@@ -203,6 +203,18 @@ TEST_F(ServiceCommand, SystemUnitRunsAsTheGivenUser) {
   EXPECT_EQ(out().find("enable-linger"), std::string::npos) << out();
 }
 
+// A package's unit: the binary it names is not installed yet; its runbook will be beside it.
+TEST_F(ServiceCommand, APackagesUnitNamesTheGivenExecutableAndItsInstalledRunbook) {
+  EXPECT_EQ(run({"service", "install", "--print", "--run-as", "gpuq", "--home", "/var/lib/gpuq",
+                 "--executable", "/usr/bin/gpuq"}),
+            kExitOk)
+      << err();
+  EXPECT_TRUE(has_line(out(), "ExecStart=/usr/bin/gpuq daemon --home /var/lib/gpuq")) << out();
+  EXPECT_TRUE(has_line(out(), "Documentation=file:/usr/share/doc/gpuq/runbook.md")) << out();
+  EXPECT_TRUE(has_line(out(), "User=gpuq")) << out();
+  expect_usage_error({"service", "install", "--print", "--executable", "gpuq"}, "absolute");
+}
+
 TEST_F(ServiceCommand, BadOptionsAreUsageErrors) {
   expect_usage_error({"service", "install", "--user", "--run-as", "ml", "--print"}, "--run-as");
   expect_usage_error({"service", "install", "--user", "--gpus", "two", "--print"}, "--gpus");
