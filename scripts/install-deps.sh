@@ -17,7 +17,7 @@ packages=(
   libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libexpected-dev libtomlplusplus-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  zsh fish groff-base lintian
+  zsh fish groff-base lintian adduser
   "$@"
 )
 # The dashboard (web/) is bundled with Node.js and npm at build time: Debian's packages, unless
