@@ -6,7 +6,7 @@
 #                                            completions, share/gpuq/gpuq.service (a system unit
 #                                            for an unpack into /usr/local)
 #   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug: unpacked over the first, gdb finds it
-#   gpuq_VERSION_amd64.deb                  with --deb (packaging/deb/), checked by lintian
+#   gpuq_VERSION-N_amd64.deb                with --deb (packaging/deb/), checked by lintian
 # VERSION is project()'s in CMakeLists.txt. The binary is the build tree's (default build/, as
 # scripts/build.sh makes it): the target gpuq is built first unless --no-build is given, and
 # refused unless tests/release/portable_binary.sh passes. SOURCE_DATE_EPOCH (default: the
@@ -14,6 +14,7 @@
 # Usage: scripts/release.sh [--deb] [--build-dir DIR] [--out DIR] [--no-build]
 #                           [--deb-revision N]   (the .deb's version VERSION-N; default 1)
 set -euo pipefail
+umask 022  # the archives' modes do not follow the builder's umask
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${GPUQ_BUILD_DIR:-build}"
 out=dist
@@ -89,7 +90,7 @@ unit_for() {
 # A reproducible tar.gz of DIR's contents under the name NAME.
 pack() {
   local dir="$1" name="$2" file="$3"
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mode='u+rwX,go+rX,go-w' --mtime="@$SOURCE_DATE_EPOCH" \
     --transform "s,^\.,$name," -C "$dir" -cf - . | gzip -9n >"$file"
 }
 

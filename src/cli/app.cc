@@ -184,7 +184,7 @@ void define_service_command(CLI::App& app, Parsed& p) {
 void define_docs_commands(CLI::App& app, Parsed& p) {
   if (auto* completion = add_command(app, p, "completion",
                                      "print the completion script of bash, zsh or fish "
-                                     "(docs/install.md says where it goes)")) {
+                                     "(docs/install.md says where each goes)")) {
     completion->add_option("shell", p.docs.shell, "bash, zsh or fish")->required()->type_name("SHELL");
   }
   if (!defines(p, "manpages")) return;

@@ -202,7 +202,9 @@ std::string man_page(const std::vector<CommandDoc>& all, const CommandDoc& c,
     parent.insert(parent.end(), c.words.begin(), c.words.end() - 1);
     see.push_back(".BR " + roff(joined(parent, "-")) + " (1)");
   }
-  see.push_back("The documentation in /usr/share/doc/gpuq, or docs/ beside the source.");
+  see.push_back(
+      "The documentation in share/doc/gpuq of the prefix gpuq is installed in (/usr/share/doc/gpuq "
+      "from the .deb), or docs/ beside the source.");
   text += joined(see, ",\n") + "\n";
   return text;
 }
@@ -347,7 +349,13 @@ std::string zsh_script(const std::vector<CommandDoc>& all, std::string_view sour
       "    _files\n"
       "  fi\n"
       "}\n"
-      "_gpuq \"$@\"\n";
+      // Autoloaded from $fpath, the file's body is the completion function's first call;
+      // sourced (source <(gpuq completion zsh)), it registers the function instead.
+      "if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then\n"
+      "  _gpuq \"$@\"\n"
+      "else\n"
+      "  compdef _gpuq gpuq\n"
+      "fi\n";
   return text;
 }
 

@@ -36,6 +36,9 @@ Result<std::string> running_executable() {
   return path;
 }
 
+// Whether `path` can go into a file: URI of Documentation= as it is (no blank, quote, % or \).
+bool plain_path(const std::string& path) { return path.find_first_of(" \t\"'%\\") == std::string::npos; }
+
 // The runbook as a file: URI, found beside a build (build/bin/gpuq → docs/) or an install
 // (bin/gpuq → share/doc/gpuq/); empty when there is none or its path would need escaping.
 std::string runbook_uri(const std::string& executable) {
@@ -45,7 +48,7 @@ std::string runbook_uri(const std::string& executable) {
     std::error_code ec;
     if (!fs::is_regular_file(candidate, ec)) continue;
     std::string path = fs::weakly_canonical(candidate, ec).string();
-    if (ec || path.find_first_of(" \t\"'%\\") != std::string::npos) continue;
+    if (ec || !plain_path(path)) continue;
     return "file:" + path;
   }
   return "";
@@ -162,8 +165,9 @@ Result<ServiceUnit> unit_from_options(Context& ctx, const ServiceOptions& option
     // Packaging: the binary is not installed yet, so its docs cannot be looked for; they
     // will be where an install puts them, beside it.
     unit.executable = options.executable;
-    fs::path runbook = fs::path(options.executable).parent_path() / "../share/doc/gpuq/runbook.md";
-    unit.documentation = "file:" + runbook.lexically_normal().string();
+    std::string runbook =
+        (fs::path(options.executable).parent_path() / "../share/doc/gpuq/runbook.md").lexically_normal().string();
+    if (plain_path(runbook)) unit.documentation = "file:" + runbook;
   }
   if (auto st = check_service_unit(unit); !st) return tl::unexpected(st.error());
   return unit;

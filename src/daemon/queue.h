@@ -391,7 +391,7 @@ private:
     std::vector<int> slots;
     std::vector<int> lanes;
     Job job;
-    std::optional<Run> last;
+    std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
     bool resume = false;
     Run run;
     std::unique_ptr<ShimProcess> shim;

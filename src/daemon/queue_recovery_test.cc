@@ -120,6 +120,37 @@ TEST_F(QueueTest, ARunNeverLetGoBeforeACrashDidNotStartAndIsRequeuedEveryTime) {
   EXPECT_EQ(state(id), JobState::kSucceeded);
 }
 
+// A job that yielded resumes from its checkpoint even when the run after the yield never
+// began: a not-started run is not the run the next one follows.
+TEST_F(QueueTest, AYieldedJobStillResumesAfterARunThatNeverBegan) {
+  start();
+  JobSpec spec = command("train");
+  spec.preempt = PreemptMode::kYield;
+  int64_t id = submit(spec);
+  queue_->stop();
+  queue_.reset();
+  // Run 1 yielded (as its record says) and the job went back to the queue.
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto st = store_->finish_run(job(id).runs[0].id, 5, 75, std::nullopt, RunOutcome::kPreempted);
+    if (!st) return st;
+    return store_->set_job_state(id, JobState::kPending, "", std::nullopt);
+  }));
+  world_->vanish_shim(run_dir(id, 1));
+  world_->run();
+  start();  // run 2 starts; the daemon dies before letting it go
+  ASSERT_EQ(job(id).runs.size(), 2u);
+  queue_->stop();
+  queue_.reset();
+  world_->exit_shim(run_dir(id, 2), never_released());
+  world_->run();
+  start();
+  Job now = job(id);
+  ASSERT_EQ(now.runs.size(), 3u);
+  EXPECT_EQ(now.runs[1].outcome, RunOutcome::kNotStarted);
+  EXPECT_EQ(world_->run_specs().at(run_dir(id, 3)).env.at("GPUQ_RESUME"), "1");
+  EXPECT_EQ(last_data("job.resumed")["after_run"], 1);
+}
+
 TEST_F(QueueTest, ACancelledRunThatNeverBeganEndsTheJobCancelled) {
   start();
   int64_t id = submit(command("sleep 100"));

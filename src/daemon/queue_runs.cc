@@ -104,9 +104,10 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
     return std::nullopt;
   }
   p.job = std::move(*job);
-  auto last = store_.last_run(job_id);
-  if (!last) {
-    start_failed(job_id, slots, last.error().message);
+  auto last = store_.last_begun_run(job_id);
+  auto last_number = store_.last_run_number(job_id);
+  if (!last || !last_number) {
+    start_failed(job_id, slots, !last ? last.error().message : last_number.error().message);
     return std::nullopt;
   }
   p.last = std::move(*last);
@@ -135,7 +136,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   spec.max_log_bytes = config_.max_log_bytes;
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
-  int number = p.last ? p.last->number + 1 : 1;
+  int number = *last_number + 1;
   Status created = fail(Code::kConflict, "");
   for (int tries = 0; tries < kMaxRunDirTries && !created && created.error().code == Code::kConflict;
        ++tries, ++number) {

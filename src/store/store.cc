@@ -484,9 +484,10 @@ Result<int> Store::last_run_number(int64_t job_id) {
   return static_cast<int>(stmt->int64(0));
 }
 
-Result<std::optional<Run>> Store::last_run(int64_t job_id) {
-  auto stmt = db_->prepare(
-      fmt::format("SELECT {} FROM runs WHERE job_id = ? ORDER BY number DESC LIMIT 1", kRunColumns));
+Result<std::optional<Run>> Store::last_begun_run(int64_t job_id) {
+  auto stmt = db_->prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job_id = ? AND outcome != 'not-started' ORDER BY number DESC LIMIT 1",
+      kRunColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, job_id);
   auto runs = collect<Run>(*stmt, run_from_row);

@@ -102,7 +102,9 @@ class Store {
   Result<std::vector<std::string>> footprint_names();
   Result<std::vector<Run>> runs_of(int64_t job_id);
   Result<int> last_run_number(int64_t job_id);
-  Result<std::optional<Run>> last_run(int64_t job_id);
+  // The newest run that began: a not-started run never ran the job, so the next run follows
+  // the one before it (a yield's resume). nullopt when none did.
+  Result<std::optional<Run>> last_begun_run(int64_t job_id);
   Result<std::vector<Resource>> resources();
   Result<std::vector<Event>> events_after(int64_t seq, int limit);
   Result<int64_t> last_seq();

@@ -68,6 +68,7 @@ case "$what" in
       zsh -fc '
         _describe() { local name=${@[-1]}; local item; for item in ${(P)name}; do print -r -- ${item%%:*}; done }
         _files() { print -r -- "(files)" }
+        compdef() { [[ $1 == _gpuq && $2 == gpuq ]] || print -r -- "compdef $*" }
         source "$1"; shift
         words=("$@"); CURRENT=$#
         _gpuq' _ "$work/_gpuq" "$@"
@@ -76,6 +77,7 @@ case "$what" in
     expect "gpuq <TAB>" "$got" submit status fleet completion
     refuse "gpuq <TAB>" "$got" shim manpages
     expect "gpuq fleet <TAB>" "$(offers gpuq fleet "")" submit status
+    refuse "gpuq fleet <TAB>" "$(offers gpuq fleet "")" daemon completion
     expect "gpuq submit --<TAB>" "$(offers gpuq submit --)" --gpus --gpu-mem --after
     expect "gpuq submit --gpus <TAB>" "$(offers gpuq submit --gpus "")" "(files)"
     ;;

@@ -5,7 +5,7 @@ export const EVENT_KINDS = [
   'job.submitted', 'job.started', 'job.resumed', 'job.succeeded', 'job.failed', 'job.cancelled',
   'job.failed_run', 'job.timed_out', 'job.retrying', 'job.timeout', 'job.start_failed',
   'job.cancel_requested', 'job.held', 'job.released', 'job.retried', 'job.moved', 'job.skipped',
-  'job.blocked', 'job.unblocked', 'job.adopted', 'job.lost', 'job.requeued',
+  'job.blocked', 'job.unblocked', 'job.adopted', 'job.lost', 'job.not_started', 'job.requeued',
   'job.preempt_requested', 'job.preempted', 'job.preemption_withdrawn', 'job.cleanup',
   'job.claimed', 'job.reclaimed', 'job.claim_lost', 'node.stale', 'node.back', 'fleet.stopped',
   'resource.attention', 'resource.released', 'resource.foreign', 'resource.freed',
