@@ -341,6 +341,12 @@ awaitable<Response> Server::events(const Target& target) {
 Response Server::metrics() {
   auto inputs = gather_metrics(*store_, context_.queue, context_.hook_lags);
   if (!inputs) return error_response(inputs.error());
+  for (ConnectionClass cls : {ConnectionClass::kUnix, ConnectionClass::kTcpAnonymous,
+                              ConnectionClass::kTcpAuthenticated, ConnectionClass::kEventStream}) {
+    const auto& counts = pools_.counts(cls);
+    inputs->connections.push_back({std::string(connection_class_name(cls)), counts.open,
+                                   limits_.caps.cap(cls), counts.refused, counts.displaced});
+  }
   Response res = text_response(http::status::ok, render_metrics(*inputs));
   res.set(http::field::content_type, std::string(kMetricsContentType));
   return res;

@@ -69,6 +69,22 @@ Response text_response(http::status status, std::string body) {
   return res;
 }
 
+std::optional<Response> refuse_ambiguous_framing(const Request& head) {
+  size_t encodings = head.count(http::field::transfer_encoding);
+  if (encodings == 0) return std::nullopt;
+  auto it = head.find(http::field::transfer_encoding);
+  std::string_view value(it->value().data(), it->value().size());
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  bool chunked = value.size() == 7 && boost::beast::iequals(boost::beast::string_view(value.data(), value.size()), "chunked");
+  if (encodings == 1 && chunked && head.version() >= 11) return std::nullopt;
+  return error_response({Code::kInvalidArgument,
+                         "the request's Transfer-Encoding is refused: the daemon reads a body "
+                         "framed by one Content-Length, or by Transfer-Encoding: chunked alone "
+                         "(HTTP/1.1), so that no two readers can split the bytes into different "
+                         "requests"});
+}
+
 std::string Target::param(std::string_view key, std::string fallback) const {
   for (const auto& [k, v] : query) {
     if (k == key) return v;

@@ -49,6 +49,12 @@ void limit_parser(RequestParser& parser);
 // when `ec` says the client left (end of stream, reset, cancelled): there is no one to answer.
 std::optional<Response> parse_error_response(const boost::system::error_code& ec);
 
+// The answer to a request head whose body's framing two readers could read differently
+// (request smuggling): a Transfer-Encoding other than exactly `chunked` on HTTP/1.1 (Beast
+// itself refuses Content-Length beside Transfer-Encoding, and Content-Lengths that differ).
+// 400 `invalid_argument`; the connection is then closed. Null when the framing is plain.
+std::optional<Response> refuse_ambiguous_framing(const Request& head);
+
 // The answer to a request that says it speaks another API version (a `Gpuq-Api` header other
 // than kApiVersion, base/api_version.h): 400 with code "api_version", naming both versions and
 // what to do. Null for this version or no header (curl, the dashboard). Every answer the daemon

@@ -89,6 +89,8 @@ Response static_file(const web::Asset& asset, const Request& request) {
 
 // The credentials the request shows: the Bearer token and every gpuq_token cookie.
 bool shows_token(const Request& request, std::string_view token) {
+  // A query string never carries it (?token=... would be kept in browser history, proxies'
+  // and servers' logs, and Referer headers): only the header and the cookie count.
   bool good = false;
   for (auto [f, end] = request.equal_range(http::field::authorization); f != end; ++f) {
     std::string_view value = trim(std::string_view(f->value().data(), f->value().size()));
@@ -134,20 +136,49 @@ TcpPolicy TcpPolicy::make(std::string token, const ListenAddress& listen,
 
 std::string host_part(std::string_view host) {
   host = trim(host);
-  if (host.starts_with("[")) {
-    size_t close = host.find(']');
-    return close == std::string_view::npos ? lower(host) : lower(host.substr(0, close + 1));
+  size_t end = host.starts_with("[") ? host.find(']') : host.find(':');
+  if (host.starts_with("[")) end = end == std::string_view::npos ? host.size() : end + 1;
+  std::string_view name = host.substr(0, end);
+  std::string_view rest = end == std::string_view::npos ? std::string_view() : host.substr(end);
+  // After the name, only a port (":" and at most five digits, as RFC 9110's Host allows).
+  if (!rest.empty()) {
+    std::string_view port = rest.substr(1);
+    bool digits = std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (rest.front() != ':' || port.size() > 5 || !digits) return "";
   }
-  return lower(host.substr(0, host.find(':')));
+  return lower(name);
 }
 
-bool constant_time_equal(std::string_view given, std::string_view expected) {
+namespace {
+
+// Compares every byte of `expected` with the byte of `given` at the same place (0 past its
+// end), with no branch on their values; `compared` counts the bytes compared.
+bool compare_all_bytes(std::string_view given, std::string_view expected, size_t& compared) {
   unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  compared = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
     unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
     diff |= static_cast<unsigned char>(g ^ static_cast<unsigned char>(expected[i]));
+    ++compared;
   }
   return diff == 0;
+}
+
+}  // namespace
+
+bool constant_time_equal(std::string_view given, std::string_view expected) {
+  size_t compared = 0;
+  return compare_all_bytes(given, expected, compared);
+}
+
+size_t constant_time_compared_bytes(std::string_view given, std::string_view expected) {
+  size_t compared = 0;
+  compare_all_bytes(given, expected, compared);
+  return compared;
+}
+
+bool request_shows_token(const TcpPolicy& policy, const Request& request) {
+  return shows_token(request, policy.token);
 }
 
 void add_tcp_headers(http::fields& fields, bool api) {
@@ -160,7 +191,14 @@ void add_tcp_headers(http::fields& fields, bool api) {
 
 std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request& request) {
   // 1. The Host header: a page of another site that a DNS trick points at this address still
-  // carries that site's name here.
+  // carries that site's name here. Exactly one: with two, a proxy and this daemon could each
+  // believe another.
+  if (request.count(http::field::host) != 1) {
+    return refusal(http::status::bad_request, "bad_host",
+                   fmt::format("a request must carry exactly one Host header (this one has {}): "
+                               "send Host: 127.0.0.1:PORT",
+                               request.count(http::field::host)));
+  }
   std::string_view host = field(request, http::field::host);
   std::string name = host_part(host);
   if (name.empty() || std::find(policy.allowed_hosts.begin(), policy.allowed_hosts.end(), name) ==
@@ -171,20 +209,41 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
                                "to [http] allowed_hosts in the daemon's config.toml",
                                clip_for_message(name)));
   }
-  // 2. The dashboard's files: the same bytes in every install, no data in them.
+  // 2. A path, not a URL or an authority: this daemon is no proxy, and a request for
+  // http://other/ must not be answered as if it were for this daemon.
   std::string_view target(request.target().data(), request.target().size());
+  if (!target.starts_with('/')) {
+    return refusal(http::status::bad_request, "bad_target",
+                   fmt::format("the request target '{}' is not a path: this daemon is not a "
+                               "proxy; ask for a path such as /v1/status",
+                               clip_for_message(target)));
+  }
+  // 3. The methods the API and the dashboard use. OPTIONS gets no CORS answer (no other
+  // origin may call this daemon), TRACE would echo the request (cookies included) into a
+  // page, CONNECT would open a tunnel.
+  if (request.method() != http::verb::get && request.method() != http::verb::head &&
+      request.method() != http::verb::post) {
+    Response res = refusal(http::status::method_not_allowed, "method_not_allowed",
+                           fmt::format("the method {} is not served: this daemon answers GET, "
+                                       "HEAD and POST",
+                                       clip_for_message(std::string_view(request.method_string().data(),
+                                                                         request.method_string().size()))));
+    res.set(http::field::allow, "GET, HEAD, POST");
+    return res;
+  }
+  // 4. The dashboard's files: the same bytes in every install, no data in them.
   std::string_view path = target.substr(0, target.find('?'));
   if (is_read(request)) {
     if (const web::Asset* asset = web::find_asset(path)) return static_file(*asset, request);
   }
-  // 3. The token.
+  // 5. The token.
   if (!shows_token(request, policy.token)) {
     return refusal(http::status::unauthorized, "unauthenticated",
                    "this needs the daemon's token: open the link `gpuq dashboard` prints, or send "
                    "the header Authorization: Bearer followed by the contents of the daemon's "
                    "$GPUQ_HOME/token");
   }
-  // 4. A request that changes something comes from the dashboard's own page (or the CLI).
+  // 6. A request that changes something comes from the dashboard's own page (or the CLI).
   if (!is_read(request)) {
     std::string expected = fmt::format("http://{}", trim(host));
     if (field(request, http::field::origin) != expected) {
@@ -198,7 +257,7 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
                      "a request that changes something must carry the header X-Gpuq-Csrf: 1");
     }
   }
-  // 5. Submitting runs commands as the daemon's user: only when the daemon was started so.
+  // 7. Submitting runs commands as the daemon's user: only when the daemon was started so.
   Route where = route(request.method(), target);
   if ((where.endpoint == Endpoint::kSubmit || where.endpoint == Endpoint::kPlan) && !policy.allow_submit) {
     return refusal(http::status::forbidden, "submit_disabled",

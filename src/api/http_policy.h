@@ -1,10 +1,14 @@
-// The TCP listener's security policy (docs/api.md, "HTTP listener and the dashboard"): what a
+// The TCP listener's security policy (docs/api.md, "HTTP listener and the dashboard"; the
+// attacks it stops, one by one, in docs/dashboard.md, "Attacks and what stops them"): what a
 // request that arrives over TCP must show before it reaches the API's handlers, and the headers
-// every TCP answer carries. In order: an allowed Host header (against DNS rebinding); the
-// dashboard's static files, served without a token; the token (a Bearer header or the
-// gpuq_token cookie, compared in constant time); for anything but GET and HEAD, an Origin equal
-// to http://HOST and the header X-Gpuq-Csrf: 1; job and plan submits only when allowed. It also
-// answers POST /v1/session and /v1/session/end (set and clear the cookie).
+// every TCP answer carries. In order: exactly one Host header, and an allowed one (against DNS
+// rebinding); a request target that is a path (this is not a proxy: no absolute-form,
+// authority-form or `*`); the methods GET, HEAD and POST only (no OPTIONS, TRACE or CONNECT);
+// the dashboard's static files, served without a token; the token (a Bearer header or the
+// gpuq_token cookie, compared in constant time, never from a query string); for anything but
+// GET and HEAD, an Origin equal to http://HOST and the header X-Gpuq-Csrf: 1; job and plan
+// submits only when allowed. It also answers POST /v1/session and /v1/session/end (set and
+// clear the cookie). It judges a request's head alone: the server reads no body before it.
 // The unix socket needs none of this: the kernel says who the peer is (SO_PEERCRED).
 // Pure functions of a request (no socket, no clock); thread-safe.
 #pragma once
@@ -35,9 +39,16 @@ std::string host_part(std::string_view host);
 
 // Whether `given` equals `expected`, in time that depends on `expected`'s length only.
 bool constant_time_equal(std::string_view given, std::string_view expected);
+// The bytes constant_time_equal() compares for these arguments: always expected.size(),
+// whatever `given` is (how the tests pin that its time tells nothing about `given`).
+size_t constant_time_compared_bytes(std::string_view given, std::string_view expected);
 
-// What to answer at once to a request that came over TCP: a refusal (403 forbidden_host,
-// 401 unauthenticated, 403 forbidden_origin / csrf_missing / submit_disabled), a static file
+// Whether the request shows the token (a Bearer header or a gpuq_token cookie).
+bool request_shows_token(const TcpPolicy& policy, const Request& request);
+
+// What to answer at once to a request that came over TCP: a refusal (400 bad_host,
+// 403 forbidden_host, 400 bad_target, 405 method_not_allowed, 401 unauthenticated,
+// 403 forbidden_origin / csrf_missing / submit_disabled), a static file
 // (200 or 304), or the session endpoints (204). nullopt: the request may go to the API
 // (Server::handle). An answer returned here already carries the TCP headers.
 std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request& request);

@@ -44,11 +44,79 @@ std::string code_of(const Response& r) {
   return nlohmann::json::parse(r.body())["error"]["code"].get<std::string>();
 }
 
+TEST(HttpPolicy, ExactlyOneHostHeader) {
+  Request none = with_token(request(http::verb::get, "/v1/status", ""));
+  auto refused = judge_tcp_request(policy(), none);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->result(), http::status::bad_request);
+  EXPECT_EQ(code_of(*refused), "bad_host");
+  Request two = with_token(request(http::verb::get, "/v1/status"));
+  two.insert(http::field::host, "evil.example");
+  refused = judge_tcp_request(policy(), two);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(code_of(*refused), "bad_host");
+  EXPECT_FALSE(judge_tcp_request(policy(), with_token(request(http::verb::get, "/v1/status"))));
+}
+
+TEST(HttpPolicy, TheTargetIsAPath) {
+  for (std::string target : {"http://evil.example/v1/status", "http://127.0.0.1:7878/", "evil.example:443", "*"}) {
+    auto refused = judge_tcp_request(policy(), with_token(request(http::verb::get, target)));
+    ASSERT_TRUE(refused) << target;
+    EXPECT_EQ(refused->result(), http::status::bad_request) << target;
+    EXPECT_EQ(code_of(*refused), "bad_target") << target;
+  }
+}
+
+TEST(HttpPolicy, OnlyGetHeadAndPost) {
+  for (http::verb method : {http::verb::options, http::verb::trace, http::verb::put, http::verb::delete_,
+                            http::verb::patch, http::verb::propfind}) {
+    auto refused = judge_tcp_request(policy(), with_token(request(method, "/v1/status")));
+    ASSERT_TRUE(refused) << http::to_string(method);
+    EXPECT_EQ(refused->result(), http::status::method_not_allowed);
+    EXPECT_EQ(code_of(*refused), "method_not_allowed");
+    EXPECT_EQ(hdr(*refused, http::field::allow), "GET, HEAD, POST");
+    EXPECT_EQ(hdr(*refused, http::field::access_control_allow_origin), "");
+  }
+}
+
+TEST(HttpPolicy, TheTokenCountsFromTheHeaderOrTheCookieNeverTheQuery) {
+  EXPECT_TRUE(request_shows_token(policy(), with_token(request(http::verb::get, "/v1/status"))));
+  Request cookie = request(http::verb::get, "/v1/status");
+  cookie.set(http::field::cookie, "other=1; gpuq_token=" + kToken);
+  EXPECT_TRUE(request_shows_token(policy(), cookie));
+  Request query = request(http::verb::get, "/v1/status?token=" + kToken + "&gpuq_token=" + kToken);
+  EXPECT_FALSE(request_shows_token(policy(), query));
+  auto refused = judge_tcp_request(policy(), query);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(code_of(*refused), "unauthenticated");
+  EXPECT_EQ(refused->body().find(kToken), std::string::npos);
+}
+
 TEST(HostPart, StripsThePortAndLowers) {
   EXPECT_EQ(host_part("Box.LAN:7878"), "box.lan");
   EXPECT_EQ(host_part("localhost"), "localhost");
+  EXPECT_EQ(host_part("localhost:"), "localhost");
   EXPECT_EQ(host_part("[::1]:7878"), "[::1]");
   EXPECT_EQ(host_part(""), "");
+  // What follows the name must be a port: else the value names no host this daemon knows.
+  EXPECT_EQ(host_part("127.0.0.1:7878@evil.example"), "");
+  EXPECT_EQ(host_part("127.0.0.1:80:80"), "");
+  EXPECT_EQ(host_part("[::1]evil"), "");
+  EXPECT_EQ(host_part("localhost:123456"), "");
+}
+
+// The defence against timing the token: however long what was sent, and wherever it first
+// differs, every byte of the token is compared (an early return would compare fewer).
+TEST(HttpPolicy, TheTokenComparisonTouchesEveryByteWhateverTheLength) {
+  std::string first_differs = kToken;
+  first_differs[0] = 'b';
+  std::string last_differs = kToken;
+  last_differs[63] = 'b';
+  for (const std::string& given : {std::string(), std::string("a"), kToken.substr(0, 32), kToken,
+                                   first_differs, last_differs, kToken + "a", std::string(10'000, 'a'),
+                                   std::string(64, '\0')}) {
+    EXPECT_EQ(constant_time_compared_bytes(given, kToken), kToken.size()) << given.size();
+  }
 }
 
 TEST(ConstantTimeEqual, ComparesWholeStrings) {
@@ -67,7 +135,8 @@ TEST(TcpPolicy, HostMustBeAllowed) {
                            "box.lan", "BOX.lan:80"}) {
     EXPECT_FALSE(judge_tcp_request(p, with_token(request(http::verb::get, "/v1/status", host)))) << host;
   }
-  for (const char* host : {"evil.example:7878", "127.0.0.1.evil.example", "", "box.lan.evil"}) {
+  for (const char* host : {"evil.example:7878", "127.0.0.1.evil.example", "box.lan.evil",
+                           "127.0.0.1:7878@evil.example", "localhost:http", "[::1]x", "[::1]:7878:1"}) {
     auto refused = judge_tcp_request(p, with_token(request(http::verb::get, "/v1/status", host)));
     ASSERT_TRUE(refused) << host;
     EXPECT_EQ(refused->result(), http::status::forbidden);

@@ -130,3 +130,31 @@ TEST(PeerIsTrusted, OwnUserYesUnreadableCredentialsNo) {
 
 }  // namespace
 }  // namespace gpuq::api
+
+namespace gpuq::api {
+namespace {
+
+Request with_encoding(std::string value, unsigned version = 11) {
+  Request r{http::verb::post, "/v1/gc", version};
+  r.set(http::field::transfer_encoding, value);
+  return r;
+}
+
+TEST(RefuseAmbiguousFraming, OnlyChunkedAloneOnHttp11) {
+  EXPECT_FALSE(refuse_ambiguous_framing(Request{http::verb::post, "/v1/gc", 11}));
+  EXPECT_FALSE(refuse_ambiguous_framing(with_encoding("chunked")));
+  EXPECT_FALSE(refuse_ambiguous_framing(with_encoding("Chunked ")));
+  for (std::string coding : {"chunked, gzip", "gzip, chunked", "gzip", "identity", "", "chunked;q=1"}) {
+    auto refused = refuse_ambiguous_framing(with_encoding(coding));
+    ASSERT_TRUE(refused) << coding;
+    EXPECT_EQ(refused->result(), http::status::bad_request);
+    EXPECT_NE(refused->body().find("Transfer-Encoding"), std::string::npos);
+  }
+  EXPECT_TRUE(refuse_ambiguous_framing(with_encoding("chunked", 10))) << "HTTP/1.0 has no chunks";
+  Request twice = with_encoding("chunked");
+  twice.insert(http::field::transfer_encoding, "chunked");
+  EXPECT_TRUE(refuse_ambiguous_framing(twice));
+}
+
+}  // namespace
+}  // namespace gpuq::api

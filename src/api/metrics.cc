@@ -1,8 +1,11 @@
 #include "api/metrics.h"
 
+
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 
 #include "api/gpu_view.h"
 #include "model/job.h"
@@ -151,6 +154,26 @@ std::string render_metrics(const MetricsInputs& in) {
 
   x.family("gpuq_last_pass_seconds", "gauge", "How long the last scheduling pass took.");
   x.sample("gpuq_last_pass_seconds", {}, in.last_pass_seconds);
+
+  // The listeners' connection classes (docs/api.md, "Connections").
+  using Field = double (*)(const ConnectionClassMetrics&);
+  const std::array<std::tuple<const char*, const char*, const char*, Field>, 4> families = {{
+      {"gpuq_connections_open", "gauge", "Connections open now, by class.",
+       [](const ConnectionClassMetrics& c) { return static_cast<double>(c.open); }},
+      {"gpuq_connections_limit", "gauge", "The most connections a class holds at once.",
+       [](const ConnectionClassMetrics& c) { return static_cast<double>(c.limit); }},
+      {"gpuq_connections_refused_total", "counter",
+       "Connections answered 503 because their class was full and none of it was idle. Since the daemon started.",
+       [](const ConnectionClassMetrics& c) { return static_cast<double>(c.refused); }},
+      {"gpuq_connections_displaced_total", "counter",
+       "Idle connections closed to make room for a newcomer of their class. Since the daemon started.",
+       [](const ConnectionClassMetrics& c) { return static_cast<double>(c.displaced); }},
+  }};
+  for (const auto& [name, type, help, value] : families) {
+    if (in.connections.empty()) break;
+    x.family(name, type, help);
+    for (const ConnectionClassMetrics& c : in.connections) x.sample(name, {{"class", c.name}}, value(c));
+  }
   return x.text();
 }
 

@@ -50,12 +50,22 @@ std::string format_metric_value(double value);
 // Each hook's lag: events in the log after its cursor (set by whoever owns the hooks).
 using HookLags = std::function<std::vector<std::pair<std::string, int64_t>>()>;
 
+// One connection class of the listeners (api/connection_pools.h), as the server counts it.
+struct ConnectionClassMetrics {
+  std::string name;  // connection_class_name()
+  int open = 0;
+  int limit = 0;
+  int64_t refused = 0;
+  int64_t displaced = 0;
+};
+
 struct MetricsInputs {
   store::Store::Counts jobs_by_state;    // states with jobs; the rest are shown as 0
   std::vector<std::string_view> gpus;    // each GPU's state (api/gpu_view.h)
   daemon::MetricsSnapshot counters;
   std::vector<std::pair<std::string, int64_t>> hook_lags;
   double last_pass_seconds = 0;
+  std::vector<ConnectionClassMetrics> connections;  // set by the server: gather_metrics leaves it empty
 };
 
 std::string render_metrics(const MetricsInputs& inputs);

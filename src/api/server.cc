@@ -10,12 +10,14 @@
 #include <boost/beast/core.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <exception>
 #include <malloc.h>
 #include <type_traits>
 #include <map>
 #include <mutex>
 #include <pwd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,7 +57,20 @@ auto log_exception(const char* what) {
 }  // namespace
 
 ServerLimits ServerLimits::from_environment() {
-  ServerLimits limits{limits::kIdleTimeout, limits::kMaxConnections};
+  ConnectionCaps caps;
+  caps.unix_total = limits::kMaxUnixConnections;
+  caps.unix_per_uid = limits::kMaxUnixConnectionsPerUid;
+  caps.tcp_anonymous = limits::kMaxAnonymousTcpConnections;
+  caps.tcp_authenticated = limits::kMaxAuthenticatedTcpConnections;
+  caps.event_streams = limits::kMaxEventStreams;
+  // Under a low RLIMIT_NOFILE (a shell's 1024; the service unit sets 1048576) the caps shrink
+  // so that a full house never runs the daemon out of descriptors, which would stop the unix
+  // socket's accepts too.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    caps = fit_to_descriptors(caps, static_cast<int64_t>(files.rlim_cur), limits::kReservedDescriptors);
+  }
+  ServerLimits limits{limits::kIdleTimeout, limits::kAnonymousHeadTimeout, caps};
   if (const char* idle = std::getenv("GPUQ_TEST_IDLE_TIMEOUT_MS"); idle != nullptr && *idle != 0) {
     long long ms = std::atoll(idle);
     if (ms > 0) limits.idle_timeout = std::chrono::milliseconds(ms);
@@ -63,11 +78,16 @@ ServerLimits ServerLimits::from_environment() {
   return limits;
 }
 
-bool peer_is_trusted(int fd) {
+std::optional<uid_t> peer_uid(int fd) {
   ucred peer{};
   socklen_t len = sizeof peer;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return false;
-  return peer.uid == ::getuid() || peer.uid == 0;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return std::nullopt;
+  return peer.uid;
+}
+
+bool peer_is_trusted(int fd) {
+  auto uid = peer_uid(fd);
+  return uid && (*uid == ::getuid() || *uid == 0);
 }
 
 std::string peer_user_name(int fd) {
@@ -94,6 +114,7 @@ std::string peer_user_name(int fd) {
 Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
     : context_(std::move(context)),
       limits_(ServerLimits::from_environment()),
+      pools_(limits_.caps),
       store_(std::move(read_store)) {}
 
 Server::~Server() = default;
@@ -165,6 +186,7 @@ void Server::close() {
     closed_ = true;
     if (acceptor_) acceptor_->close();
     if (tcp_acceptor_) tcp_acceptor_->close();
+    if (alarm_timer_) alarm_timer_->cancel();
     for (auto* timer : waiters_) timer->cancel();
   });
 }
@@ -185,33 +207,123 @@ awaitable<void> Server::accept_loop(Acceptor& acceptor) {
       continue;
     }
     ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-    if constexpr (kTcp<Socket>) socket.set_option(asio::ip::tcp::no_delay(true), ec);
-    if (connections_ >= limits_.max_connections) {
-      asio::co_spawn(context_.api_ioc, refuse(std::move(socket)), log_exception("refusing a connection"));
-      continue;
+    ConnectionClass cls = ConnectionClass::kTcpAnonymous;
+    uid_t uid = 0;
+    if constexpr (kTcp<Socket>) {
+      socket.set_option(asio::ip::tcp::no_delay(true), ec);
+    } else {
+      // Only the daemon's own user (or root) may drive it, whatever the socket's mode says:
+      // another peer is closed at once and takes no place.
+      auto peer = peer_uid(socket.native_handle());
+      if (!peer || (*peer != ::getuid() && *peer != 0)) continue;
+      cls = ConnectionClass::kUnix;
+      uid = *peer;
     }
-    // Counted here, not when the session starts, so a burst of accepts cannot pass the cap.
-    ConnectionSlot slot(connections_);
-    asio::co_spawn(context_.api_ioc, session(std::move(socket), std::move(slot)),
-                   log_exception("an API connection"));
+    // Placed here, not when the session starts, so a burst of accepts cannot pass a cap.
+    ConnectionPools::Admission admission = pools_.admit(cls, uid);
+    if (admission.displaced) displace(*admission.displaced);
+    if (!admission.admitted()) {
+      refuse(std::move(socket), no_place(cls, uid));
+    } else {
+      asio::co_spawn(context_.api_ioc, session(std::move(socket), admission.id),
+                     log_exception("an API connection"));
+    }
+    if (admission.displaced || !admission.admitted()) sound_alarm();
   }
 }
 
 template <class Socket>
-awaitable<void> Server::refuse(Socket socket) {
+Server::ConnectionLease::ConnectionLease(Server& server, ConnectionPools::Id id, Socket& socket)
+    : server_(server), id_(id) {
+  server_.open_[id] = OpenConnection{[&socket] {
+    boost::system::error_code ignored;
+    socket.cancel(ignored);
+  }};
+}
+
+Server::ConnectionLease::~ConnectionLease() {
+  server_.pools_.release(id_);
+  server_.open_.erase(id_);
+}
+
+bool Server::ConnectionLease::displaced() const {
+  auto it = server_.open_.find(id_);
+  return it == server_.open_.end() || it->second.displaced;
+}
+
+void Server::displace(ConnectionPools::Id id) {
+  auto it = open_.find(id);
+  if (it == open_.end() || it->second.displaced) return;
+  it->second.displaced = true;
+  it->second.cancel();
+}
+
+Error Server::no_place(ConnectionClass cls, uid_t uid) const {
+  std::string name(connection_class_name(cls));
+  int cap = limits_.caps.cap(cls);
+  if (cls == ConnectionClass::kUnix && pools_.open_for_uid(uid) >= limits_.caps.unix_per_uid) {
+    return {Code::kUnavailable,
+            fmt::format("the daemon has too many connections from uid {} ({} open, its share of "
+                        "the unix socket's {}) and none of them is idle: close some (event "
+                        "streams, long-polls, waits) and try again",
+                        uid, pools_.open_for_uid(uid), cap)};
+  }
+  if (cls == ConnectionClass::kEventStream) {
+    return {Code::kUnavailable,
+            fmt::format("the daemon has too many event streams open ({}, the most it serves at "
+                        "once): close some (dashboard tabs, gpuq events --follow) and try again",
+                        cap)};
+  }
+  return {Code::kUnavailable,
+          fmt::format("the daemon has too many connections ({} open of class {}, the most it "
+                      "serves at once) and none of them is idle: close some (long-polls, waits) "
+                      "and try again",
+                      pools_.counts(cls).open, name)};
+}
+
+void Server::sound_alarm() {
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch()).count();
+  RefusalAlarm::Check check = alarm_.check(now, pools_);
+  if (check.event) {
+    daemon::Queue* queue = &context_.queue;
+    asio::post(context_.actor_ioc, [queue, data = std::move(*check.event)]() mutable {
+      Status st = queue->record_event("daemon.connections_refused", std::nullopt, std::move(data));
+      if (!st) std::fprintf(stderr, "gpuq daemon: %s\n", st.error().message.c_str());
+    });
+  }
+  if (!check.next_ms || alarm_armed_ || closed_) return;
+  if (!alarm_timer_) alarm_timer_ = std::make_unique<asio::steady_timer>(context_.api_ioc);
+  alarm_armed_ = true;
+  alarm_timer_->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, *check.next_ms - now)));
+  alarm_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // close(): the server is going away
+    alarm_armed_ = false;
+    sound_alarm();
+  });
+}
+
+template <class Socket>
+void Server::refuse(Socket socket, Error why) {
+  if (lingering_refusals_ >= limits::kMaxLingeringRefusals) return;  // closed by its destructor
   // Built apart from the co_await: GCC 12 destroys a brace-initialised temporary (the Error)
   // of a co_await expression twice, a double free.
-  Response response = error_response(
-      {Code::kUnavailable,
-       fmt::format("the daemon has too many connections ({} open, the most it serves at once): "
-                   "close idle ones (event streams, long-polls) and try again",
-                   connections_)});
+  Response response = error_response(why);
+  asio::co_spawn(context_.api_ioc, answer_refusal(std::move(socket), std::move(response)),
+                 log_exception("refusing a connection"));
+}
+
+template <class Socket>
+awaitable<void> Server::answer_refusal(Socket socket, Response response) {
+  ++lingering_refusals_;
   co_await answer_and_close(socket, std::move(response));
+  --lingering_refusals_;
 }
 
 template <class Socket>
 awaitable<void> Server::answer_and_close(Socket& socket, Response response) {
   if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
+  add_api_version(response);
   response.keep_alive(false);
   response.prepare_payload();
   SocketDeadline deadline(context_.api_ioc, socket);
@@ -237,38 +349,101 @@ awaitable<Response> Server::answer(const Request& request, std::string user) {
 }
 
 template <class Socket>
-awaitable<void> Server::session(Socket socket, ConnectionSlot) {
-  // Only the daemon's own user (or root) may drive it, whatever the socket's mode says. Over
-  // TCP, the policy judges each request instead.
-  std::string user;  // recorded with its submits; over TCP, the daemon's own user
-  if constexpr (!kTcp<Socket>) {
-    if (!peer_is_trusted(socket.native_handle())) co_return;
-    user = peer_user_name(socket.native_handle());
-  }
+awaitable<bool> Server::read_request(Socket& socket, ConnectionLease& lease,
+                                     boost::beast::flat_buffer& buffer, Request& request,
+                                     std::optional<Response>& judged) {
+  const ConnectionPools::Id id = lease.id();
   SocketDeadline deadline(context_.api_ioc, socket);
+  boost::system::error_code ec;
+  RequestParser parser;
+  limit_parser(parser);
+  // The request, from its first byte to its last, must arrive within the idle timeout, and a
+  // TCP connection that has not shown the token must deliver the head within a few seconds. A
+  // long-poll or an event stream is not reading, so its wait is not bounded by these.
+  const auto started = std::chrono::steady_clock::now();
+  const bool anonymous = pools_.class_of(id) == ConnectionClass::kTcpAnonymous;
+  pools_.set_idle(id, true);
+  deadline.arm(anonymous ? std::min(limits_.anonymous_head_timeout, limits_.idle_timeout)
+                         : limits_.idle_timeout);
+  co_await http::async_read_header(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
+  deadline.disarm();
+  if (lease.displaced()) co_return false;  // a newcomer took its place while it was idle
+  pools_.set_idle(id, false);
+  if (!ec) {
+    // The head is judged before a byte of the body is read.
+    const Request& head = parser.get();
+    judged = refuse_ambiguous_framing(head);
+    if (judged) {
+      Response response = std::move(*judged);
+      co_await answer_and_close(socket, std::move(response));
+      co_return false;
+    }
+    if constexpr (kTcp<Socket>) {
+      judged = judge_tcp_request(*tcp_policy_, head);
+      bool shows_token = request_shows_token(*tcp_policy_, head);
+      bool refused = judged && judged->result_int() >= 400;
+      if (shows_token && !refused) {
+        ConnectionPools::Admission moved = pools_.move(id, ConnectionClass::kTcpAuthenticated);
+        if (moved.displaced) displace(*moved.displaced);
+        if (moved.displaced || !moved.admitted()) sound_alarm();
+        if (!moved.admitted()) {
+          Response response = error_response(no_place(ConnectionClass::kTcpAuthenticated, 0));
+          co_await answer_and_close(socket, std::move(response));
+          co_return false;
+        }
+      }
+    }
+    if (!judged) judged = refuse_other_api_version(head);
+    if (judged) {
+      // Answered without its body: a body still on its way ends the connection after the
+      // answer, and so does a refusal on a connection that had shown the token.
+      bool was_authenticated = pools_.class_of(id) == ConnectionClass::kTcpAuthenticated;
+      if (!parser.is_done() || (judged->result_int() >= 400 && was_authenticated)) {
+        Response response = std::move(*judged);
+        co_await answer_and_close(socket, std::move(response));
+        co_return false;
+      }
+      request = parser.release();
+      co_return true;
+    }
+    auto left = limits_.idle_timeout - (std::chrono::steady_clock::now() - started);
+    deadline.arm(std::max<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(1)));
+    co_await http::async_read(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    deadline.disarm();
+  }
+  if (ec) {
+    auto refused = deadline.expired() ? std::nullopt : parse_error_response(ec);
+    if (refused) co_await answer_and_close(socket, std::move(*refused));
+    co_return false;
+  }
+  request = parser.release();
+  co_return true;
+}
+
+template <class Socket>
+awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
+  ConnectionLease lease(*this, id, socket);
+  std::string user;  // recorded with its submits; over TCP, the daemon's own user
+  if constexpr (!kTcp<Socket>) user = peer_user_name(socket.native_handle());
+  SocketDeadline write_deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
   while (true) {
     boost::system::error_code ec;
-    RequestParser parser;
-    limit_parser(parser);
-    // The request, from its first byte to its last, must arrive within the idle timeout; a
-    // long-poll or an event stream is not reading, so its wait is not bounded by this.
-    deadline.arm(limits_.idle_timeout);
-    co_await http::async_read(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
-    deadline.disarm();
-    if (ec) {
-      auto refused = deadline.expired() ? std::nullopt : parse_error_response(ec);
-      if (refused) co_await answer_and_close(socket, std::move(*refused));
-      co_return;
-    }
-    Request request = parser.release();
-    std::optional<Response> judged;  // a TCP request answered by the policy itself
-    if constexpr (kTcp<Socket>) judged = judge_tcp_request(*tcp_policy_, request);
-    if (!judged) judged = refuse_other_api_version(request);
+    Request request;
+    std::optional<Response> judged;  // answered from the head alone (the TCP policy, the version)
+    if (!co_await read_request(socket, lease, buffer, request, judged)) co_return;
     if (!judged) {
       Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
       if (where.endpoint == Endpoint::kEventStream) {
-        co_await stream_events(socket, request, where.target);  // holds the connection until it ends
+        // A stream holds its connection until it ends: it takes a place among the streams.
+        ConnectionPools::Admission moved = pools_.move(id, ConnectionClass::kEventStream);
+        if (!moved.admitted()) {
+          sound_alarm();
+          Response response = error_response(no_place(ConnectionClass::kEventStream, 0));
+          co_await answer_and_close(socket, std::move(response));
+          co_return;
+        }
+        co_await stream_events(socket, request, where.target);
         break;
       }
     }
@@ -289,7 +464,10 @@ awaitable<void> Server::session(Socket socket, ConnectionSlot) {
       response.body().clear();
       if (response.result() != http::status::not_modified) response.content_length(length);
     }
+    // A client that does not take its answer does not keep its place for ever.
+    write_deadline.arm(limits::kWriteTimeout);
     co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
+    write_deadline.disarm();
     if (response.body().size() > (1u << 20)) {
       // A large answer (status of many jobs) leaves its freed memory in malloc's arenas.
       Response().swap(response);

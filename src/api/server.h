@@ -8,9 +8,12 @@
 // Thread rules: construct and listen() on any thread before running the api io_context;
 // notify_events() is thread-safe; everything else runs on the api io_context.
 // The listener's limits (docs/api.md, "Limits"): header and body size, a deadline for each
-// request to arrive, a cap on open connections; past them a client gets a JSON error, and no
-// request, however malformed, ends a connection unanswered or the daemon (a handler that
-// throws answers 500).
+// request to arrive and for each answer to be taken, and the connection classes of
+// api/connection_pools.h (docs/api.md, "Connections"): the unix socket, TCP connections before
+// and after they show the token, and event streams each have places of their own, and a
+// request head is judged (the TCP policy, the API version) before its body is read. Past them
+// a client gets a JSON error, and no request, however malformed, ends a connection unanswered
+// or the daemon (a handler that throws answers 500).
 #pragma once
 
 #include <chrono>
@@ -19,7 +22,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include "api/connection_pools.h"
 #include "api/dir_check.h"
 #include "api/eta.h"
 #include "api/http.h"
@@ -28,6 +35,7 @@
 #include "base/paths.h"
 #include "daemon/hooks.h"
 #include "daemon/queue.h"
+#include "model/limits.h"
 #include "store/store.h"
 
 namespace gpuq::api {
@@ -56,13 +64,16 @@ struct ServerContext {
 // The listener's limits that tests may lower; the defaults are model/limits.h's.
 struct ServerLimits {
   std::chrono::milliseconds idle_timeout;  // a request must arrive within this
-  int max_connections;                     // open at once; one more is answered 503
+  std::chrono::milliseconds anonymous_head_timeout;  // a TCP request head without the token
+  ConnectionCaps caps;
   // The defaults, except that GPUQ_TEST_IDLE_TIMEOUT_MS (for tests only, so that the idle
   // deadline can be driven in milliseconds; read once, when the server is made) replaces the
   // idle timeout.
   static ServerLimits from_environment();
 };
 
+// The uid of the peer on unix socket `fd` (SO_PEERCRED); nullopt when it cannot be read.
+std::optional<uid_t> peer_uid(int fd);
 // Whether the peer on unix socket `fd` is the daemon's own user or root (SO_PEERCRED). A peer
 // whose credentials cannot be read is refused, not let through.
 bool peer_is_trusted(int fd);
@@ -95,28 +106,55 @@ class Server {
   using UnixSocket = boost::asio::local::stream_protocol::socket;
   using TcpSocket = boost::asio::ip::tcp::socket;
 
-  // Counts an open connection for as long as it lives; moved into its session.
-  class ConnectionSlot {
+  // An open connection's place in pools_, for as long as its session lives: the session's
+  // end gives the place back. Also how a newcomer closes it when it is displaced (it was idle):
+  // its pending read is cancelled and the session ends without an answer.
+  class ConnectionLease {
    public:
-    explicit ConnectionSlot(int& open) : open_(&open) { ++*open_; }
-    ConnectionSlot(ConnectionSlot&& other) noexcept : open_(std::exchange(other.open_, nullptr)) {}
-    ConnectionSlot& operator=(ConnectionSlot&&) = delete;
-    ~ConnectionSlot() {
-      if (open_ != nullptr) --*open_;
-    }
+    template <class Socket>
+    ConnectionLease(Server& server, ConnectionPools::Id id, Socket& socket);
+    ConnectionLease(const ConnectionLease&) = delete;
+    ConnectionLease& operator=(const ConnectionLease&) = delete;
+    ~ConnectionLease();
+    ConnectionPools::Id id() const { return id_; }
+    bool displaced() const;
 
    private:
-    int* open_;
+    Server& server_;
+    ConnectionPools::Id id_;
+  };
+  struct OpenConnection {
+    std::function<void()> cancel;  // cancels the socket's pending operations
+    bool displaced = false;
   };
 
   // The session functions are templates over the socket type (UnixSocket or TcpSocket).
   template <class Acceptor>
   boost::asio::awaitable<void> accept_loop(Acceptor& acceptor);
   template <class Socket>
-  boost::asio::awaitable<void> session(Socket socket, ConnectionSlot slot);
-  // Answers 503 to a connection past the cap, then closes it.
+  boost::asio::awaitable<void> session(Socket socket, ConnectionPools::Id id);
+  // Reads one request on `socket` into `request`: the head, judged at once (the TCP policy,
+  // the API version; a TCP connection that shows the token moves to the authenticated
+  // class), then the body. Returns the answer the head earned instead (a refusal, a static
+  // file) in `judged`; false when the session must end (the client left, a deadline passed,
+  // the connection was displaced, or an answer that closes it was sent).
   template <class Socket>
-  boost::asio::awaitable<void> refuse(Socket socket);
+  boost::asio::awaitable<bool> read_request(Socket& socket, ConnectionLease& lease,
+                                            boost::beast::flat_buffer& buffer, Request& request,
+                                            std::optional<Response>& judged);
+  // Answers 503 to a connection its class had no place for, then closes it; past
+  // kMaxLingeringRefusals refusals in flight, closes it without an answer.
+  template <class Socket>
+  void refuse(Socket socket, Error why);
+  template <class Socket>
+  boost::asio::awaitable<void> answer_refusal(Socket socket, Response response);
+  // The 503 of a newcomer that `cls` (for unix, `uid`'s share) had no place for.
+  Error no_place(ConnectionClass cls, uid_t uid) const;
+  // Closes connection `id`, displaced by a newcomer.
+  void displace(ConnectionPools::Id id);
+  // After a refusal or a displacement: records daemon.connections_refused when the alarm says
+  // so (through the queue actor), and sets the timer for the next check.
+  void sound_alarm();
   // Writes `response` (an error that ends the connection), then closes the connection
   // gracefully: reads and drops what the client still sends for a while, so that it reads the
   // answer rather than a reset.
@@ -194,7 +232,12 @@ class Server {
 
   ServerContext context_;
   ServerLimits limits_;
-  int connections_ = 0;  // open sessions (event streams and long-polls included)
+  ConnectionPools pools_;  // every open session (event streams and long-polls included)
+  std::unordered_map<ConnectionPools::Id, OpenConnection> open_;
+  int lingering_refusals_ = 0;
+  RefusalAlarm alarm_{limits::kRefusalEventInterval.count()};
+  std::unique_ptr<boost::asio::steady_timer> alarm_timer_;
+  bool alarm_armed_ = false;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> tcp_acceptor_;

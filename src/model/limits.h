@@ -54,13 +54,34 @@ inline constexpr int64_t kMaxEventWaitMs = 60'000;
 inline constexpr int64_t kDefaultLogChunk = int64_t{4} << 20;
 inline constexpr int64_t kMaxLogChunk = int64_t{16} << 20;
 
-// --- The unix-socket listener -------------------------------------------------------------
+// --- The listeners (docs/api.md, "Connections") -------------------------------------------
 
 // A connection must deliver each request (its first byte to its last) within this long, or
 // it is closed; the event stream and long-polls are exempt while they stream or wait.
 inline constexpr std::chrono::milliseconds kIdleTimeout{30'000};
-// Connections served at once; one more is answered 503 and closed.
-inline constexpr int kMaxConnections = 512;
+// A TCP connection that has not shown the token must deliver each request head (request line
+// and header fields) within this long: a few seconds, so that connections that show nothing
+// cannot sit on the listener.
+inline constexpr std::chrono::milliseconds kAnonymousHeadTimeout{5'000};
+// An answer must be taken by the client within this long, or the connection is closed.
+inline constexpr std::chrono::milliseconds kWriteTimeout{30'000};
+// The connection classes' caps (api/connection_pools.h). Each class has its own: none takes a
+// place from another. Past a cap a newcomer replaces the oldest idle connection of its class
+// (one waiting for a request), and is answered 503 only when none is idle.
+inline constexpr int kMaxUnixConnections = 512;
+inline constexpr int kMaxUnixConnectionsPerUid = 256;  // one peer uid's share of the above
+inline constexpr int kMaxAnonymousTcpConnections = 32;
+inline constexpr int kMaxAuthenticatedTcpConnections = 128;
+inline constexpr int kMaxEventStreams = 64;
+// Descriptors kept for the rest of the daemon (its store, runs' pidfds and logs, hooks) when
+// RLIMIT_NOFILE is too low for every cap above: the caps then shrink to fit the remainder.
+inline constexpr int kReservedDescriptors = 256;
+// Refusals (503) still being answered at once; past this, a refused connection is closed
+// without an answer, so that a flood of refusals holds no more sockets than this.
+inline constexpr int kMaxLingeringRefusals = 64;
+// daemon.connections_refused is recorded at most once in this long, with the counts since
+// the last one.
+inline constexpr std::chrono::milliseconds kRefusalEventInterval{60'000};
 // After an error answer that ends a connection (413, 431, a malformed request, 503), how long
 // the daemon keeps reading and discarding what the client still sends, so that the client
 // reads the answer instead of a reset.

@@ -15,118 +15,11 @@
 #include <map>
 
 #include "harness.h"
+#include "tcp_http.h"
 #include "os/process.h"
 
 namespace gpuq::testing {
 namespace {
-
-struct TcpAnswer {
-  int curl_code = -1;
-  long status = 0;
-  std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;
-  std::string header(const std::string& name) const {
-    auto it = headers.find(name);
-    return it == headers.end() ? "" : it->second;
-  }
-};
-
-struct Transfer {
-  TcpAnswer* answer;
-  bool stop_at_first_frame;
-};
-
-size_t on_body(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  t->answer->body.append(data, size * count);
-  if (t->stop_at_first_frame && t->answer->body.find("\n\n") != std::string::npos) return 0;
-  return size * count;
-}
-
-size_t on_header(char* data, size_t size, size_t count, void* user) {
-  std::string line(data, size * count);
-  size_t colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ')) value.erase(0, 1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) value.pop_back();
-    (*static_cast<std::map<std::string, std::string>*>(user))[name] = value;
-  }
-  return size * count;
-}
-
-// `method` `url` over TCP with `headers`; a POST sends `body`.
-TcpAnswer tcp_request(const std::string& method, const std::string& url,
-                      const std::vector<std::string>& headers = {}, const std::string& body = "",
-                      bool stop_at_first_frame = false) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)initialised;
-  TcpAnswer answer;
-  Transfer transfer{&answer, stop_at_first_frame};
-  CURL* curl = curl_easy_init();
-  curl_slist* list = nullptr;
-  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 30'000L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer.headers);
-  if (method == "POST") {
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, body.c_str());
-  } else if (method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  }
-  answer.curl_code = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
-  curl_slist_free_all(list);
-  curl_easy_cleanup(curl);
-  return answer;
-}
-
-std::string code_of(const TcpAnswer& answer) {
-  auto body = nlohmann::json::parse(answer.body, nullptr, false);
-  if (!body.is_object() || !body.contains("error")) return "";
-  return body["error"].value("code", "");
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
-
-// A daemon with a TCP listener on a free port.
-class TcpDaemon {
- public:
-  explicit TcpDaemon(Harness& h, std::vector<std::string> flags = {}) : h_(h) {
-    flags.insert(flags.begin(), {"--http", "127.0.0.1:0"});
-    h_.start(flags);
-    auto health = h_.health();
-    listen_ = health["http"]["listen"].get<std::string>();
-    token_ = read_text(h_.home() + "/token");
-  }
-  std::string url(const std::string& path) const { return "http://" + listen_ + path; }
-  std::string bearer() const { return "Authorization: Bearer " + token_; }
-  // The headers the dashboard's page sends with a POST.
-  std::vector<std::string> page_post() const {
-    return {bearer(), "Origin: http://" + listen_, "X-Gpuq-Csrf: 1", "Content-Type: application/json"};
-  }
-  const std::string& listen() const { return listen_; }
-  const std::string& token() const { return token_; }
-
- private:
-  Harness& h_;
-  std::string listen_;
-  std::string token_;
-};
 
 TEST(HttpListener, TheTokenIsNeeded) {
   Harness h("fake:1");
