@@ -3,7 +3,9 @@
 // the daemon's limits (16 KiB of request line and header, 8 MiB of body), routes them, and
 // decodes the body, query and job reference with the decoders the handlers use: submit
 // (POST /v1/jobs), plan (POST /v1/plans), move (POST /v1/jobs/ID/move), release
-// (POST /v1/gpus/GPU/release), gc (POST /v1/gc), the events, log and stream queries.
+// (POST /v1/gpus/GPU/release), gc (POST /v1/gc), the events, log and stream queries, and the
+// timeline's and the report's windows (GET /v1/timeline, GET /v1/report), judged at a fixed
+// time so that an input answers the same on every run.
 // Invariants: the answer is 0 (the server would wait for more bytes) or one of the statuses
 // request_check.h documents (200, 400, 404, 413, 431), an HTTP status in 200..599 in any
 // case; it is the same when more bytes follow the request (bytes after the first request are
@@ -14,6 +16,7 @@
 // itself carries the security headers.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "api/http_policy.h"
@@ -24,6 +27,9 @@ namespace {
 
 // What request_check.h says answer_status_for answers.
 constexpr std::array<int, 6> kDocumentedAnswers = {0, 200, 400, 404, 413, 431};
+
+// The wall-clock time the requests are judged at: 2026-11-29T10:55:36.123Z.
+constexpr int64_t kNowMs = 1'795'949'736'123;
 
 // A second request on the same connection, sent after the first.
 constexpr std::string_view kNextRequest = "GET /v1/health HTTP/1.1\r\nHost: gpuq\r\n\r\n";
@@ -37,7 +43,7 @@ bool is_documented(int answer) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view raw = gpuq::fuzz::as_text(data, size);
-  const int answer = gpuq::api::answer_status_for(raw);
+  const int answer = gpuq::api::answer_status_for(raw, kNowMs);
   FUZZ_CHECK(answer == 0 || (answer >= 200 && answer <= 599), "answered {}, no HTTP status",
              answer);
   FUZZ_CHECK(is_documented(answer), "answered {}, which request_check.h does not document", answer);
@@ -58,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   std::string followed = std::string(raw) + std::string(kNextRequest);
-  const int again = gpuq::api::answer_status_for(followed);
+  const int again = gpuq::api::answer_status_for(followed, kNowMs);
   FUZZ_CHECK(again == answer, "answered {} alone and {} with another request after it", answer,
              again);
   return 0;

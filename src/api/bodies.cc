@@ -1,9 +1,12 @@
 #include "api/bodies.h"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <fmt/format.h>
 
+#include "base/duration.h"
+#include "base/time.h"
 #include "model/limits.h"
 #include "model/spec_json.h"
 #include "spec/sweep.h"
@@ -370,6 +373,63 @@ Result<LogQuery> decode_log_query(const Target& target) {
   if (!limit) return tl::unexpected(limit.error());
   query.offset = *offset;
   query.limit = std::min(*limit, limits::kMaxLogChunk);
+  return query;
+}
+
+namespace {
+
+constexpr int64_t kDayMs = 86'400'000;
+
+// A report bound: a duration back from now ("7d", "36h") or an RFC 3339 time; `fallback` when
+// absent. Durations stop at 36500d and RFC 3339 years at 9999, so `now_ms - ago` cannot overflow.
+Result<int64_t> instant_param(const Target& target, std::string_view key, int64_t fallback,
+                              int64_t now_ms) {
+  const std::string* text = target.find(key);
+  if (text == nullptr) return fallback;
+  if (auto ago = parse_duration(*text)) return now_ms - ago->count();
+  if (auto at = parse_rfc3339(*text)) return *at;
+  return invalid(fmt::format("query parameter '{}' must be a duration back from now (7d, 36h; at "
+                             "most 36500d) or an RFC 3339 time (2026-11-01T00:00:00Z), not '{}'",
+                             key, clip(*text)));
+}
+
+// Both ends come from checked ranges, so `to - from` cannot overflow.
+Result<Window> checked_window(int64_t from_ms, int64_t to_ms, std::string_view from,
+                              std::string_view to) {
+  if (to_ms <= from_ms) return invalid(fmt::format("{} must come before {}", from, to));
+  if (to_ms - from_ms > limits::kMaxReportWindowMs) {
+    return invalid(fmt::format("the window from {} to {} is longer than {}, the most one request "
+                               "reads: ask for a shorter one",
+                               from, to, limits::kMaxReportWindowText));
+  }
+  return Window{from_ms, to_ms};
+}
+
+}  // namespace
+
+Result<Window> decode_timeline_query(const Target& target, int64_t now_ms) {
+  auto epoch_ms = [&](std::string_view key, int64_t fallback) {
+    return query_number(target, key, fallback, 0, limits::kEndOfTimeMs);
+  };
+  auto to = epoch_ms("to_ms", now_ms);
+  if (!to) return tl::unexpected(to.error());
+  auto from = epoch_ms("from_ms", *to - kDayMs);
+  if (!from) return tl::unexpected(from.error());
+  return checked_window(*from, *to, "from_ms", "to_ms");
+}
+
+Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms) {
+  auto until = instant_param(target, "until", now_ms, now_ms);
+  if (!until) return tl::unexpected(until.error());
+  auto since = instant_param(target, "since", now_ms - 7 * kDayMs, now_ms);
+  if (!since) return tl::unexpected(since.error());
+  auto window = checked_window(*since, std::min(*until, now_ms), "since", "until");
+  if (!window) return tl::unexpected(window.error());
+  ReportQuery query{*window};
+  if (const std::string* text = target.find("by"); text != nullptr && !parse_group_by(*text, query.by)) {
+    return invalid(fmt::format("query parameter 'by' must be user, name, outcome or gpu, not '{}'",
+                               clip(*text)));
+  }
   return query;
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "api/http.h"
+#include "api/usage.h"
 #include "base/status.h"
 #include "daemon/queue.h"
 #include "model/job.h"
@@ -84,6 +85,21 @@ struct LogQuery {
   int64_t limit = 0;
 };
 Result<LogQuery> decode_log_query(const Target& target);
+
+// GET /v1/timeline?from_ms=A&to_ms=B: epoch milliseconds, each a whole number from 0 to
+// limits::kEndOfTimeMs (so that no arithmetic on them can overflow); default the 24 hours up to
+// `now_ms`; from_ms before to_ms, at most limits::kMaxReportWindowMs apart.
+Result<Window> decode_timeline_query(const Target& target, int64_t now_ms);
+
+// GET /v1/report?since=7d&until=T&by=user: `since` and `until` a duration back from `now_ms`
+// (at most 36500d) or an RFC 3339 time; default the 7 days up to now; `until` is held at now
+// (the future has no usage yet); since before until, at most limits::kMaxReportWindowMs apart.
+// `by`: user (default), name, outcome or gpu.
+struct ReportQuery {
+  Window window;
+  GroupBy by = GroupBy::kUser;
+};
+Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms);
 
 // GET /v1/events/stream: the cursor, from Last-Event-ID (unless empty), else ?after=, else 0.
 Result<int64_t> decode_stream_cursor(const Request& request, const Target& target);

@@ -309,6 +309,96 @@ TEST(DecodeQueries, StreamCursor) {
   EXPECT_EQ(decode_stream_cursor(Request{}, parse_target("/v1/events/stream")), 0);
 }
 
+// 2026-11-29T10:55:36.123Z: the decoders of the timeline and the report judge windows at it.
+constexpr int64_t kNowMs = 1'795'949'736'123;
+constexpr int64_t kHourMs = 3'600'000;
+constexpr int64_t kDayMs = 24 * kHourMs;
+
+Result<Window> timeline(std::string_view query) {
+  return decode_timeline_query(parse_target("/v1/timeline?" + std::string(query)), kNowMs);
+}
+
+Result<ReportQuery> report(std::string_view query) {
+  return decode_report_query(parse_target("/v1/report?" + std::string(query)), kNowMs);
+}
+
+TEST(DecodeTimelineQuery, TheWindowAndItsDefaults) {
+  auto window = timeline("");
+  ASSERT_TRUE(window) << window.error().message;
+  EXPECT_EQ(window->from_ms, kNowMs - kDayMs);
+  EXPECT_EQ(window->to_ms, kNowMs);
+  window = timeline("to_ms=1000000000000");
+  ASSERT_TRUE(window) << window.error().message;
+  EXPECT_EQ(window->from_ms, 1'000'000'000'000 - kDayMs);
+  EXPECT_EQ(window->to_ms, 1'000'000'000'000);
+  window = timeline(fmt::format("from_ms={}&to_ms={}", kNowMs - kHourMs, kNowMs + 3 * kHourMs));
+  ASSERT_TRUE(window) << window.error().message;  // the future: predicted runs
+  EXPECT_EQ(window->from_ms, kNowMs - kHourMs);
+  EXPECT_EQ(window->to_ms, kNowMs + 3 * kHourMs);
+  // 90 days exactly, and at the ends of the range.
+  EXPECT_TRUE(timeline(fmt::format("from_ms={}", kNowMs - limits::kMaxReportWindowMs)));
+  EXPECT_TRUE(timeline("from_ms=0&to_ms=1"));
+  EXPECT_TRUE(timeline(fmt::format("from_ms={}&to_ms={}", limits::kEndOfTimeMs - 1, limits::kEndOfTimeMs)));
+}
+
+TEST(DecodeTimelineQuery, RefusesWhatItCannotReadNamingTheParameterAndTheRange) {
+  EXPECT_REFUSED(timeline("from_ms=yesterday"),
+                 "query parameter 'from_ms' must be a whole number from 0 to 4102444800000, not 'yesterday'");
+  EXPECT_REFUSED(timeline("from_ms="), "query parameter 'from_ms' must be a whole number from 0 to 4102444800000");
+  EXPECT_REFUSED(timeline("from_ms=-1"), "query parameter 'from_ms' must be a whole number from 0 to 4102444800000");
+  EXPECT_REFUSED(timeline("to_ms=1.5"), "query parameter 'to_ms' must be a whole number from 0 to 4102444800000");
+  EXPECT_REFUSED(timeline("to_ms=99999999999999999999"), "query parameter 'to_ms'");
+  EXPECT_REFUSED(timeline("to_ms=4102444800001"), "query parameter 'to_ms' must be a whole number from 0 to 4102444800000");
+  EXPECT_REFUSED(timeline(fmt::format("from_ms={}&to_ms={}", kNowMs, kNowMs)), "from_ms must come before to_ms");
+  EXPECT_REFUSED(timeline(fmt::format("from_ms={}", kNowMs + 1)), "from_ms must come before to_ms");
+  EXPECT_REFUSED(timeline(fmt::format("from_ms={}", kNowMs - limits::kMaxReportWindowMs - 1)),
+                 "the window from from_ms to to_ms is longer than 90 days");
+}
+
+// Found by reading the handler: from_ms and to_ms were any int64, and `to_ms - from_ms` of
+// -9e18 and 9e18 overflowed to a negative length, which passed the 90-day cap (and to_ms=-9e18
+// alone made the default `to_ms - 1 day` overflow). Each end is now within 0..2100-01-01.
+TEST(DecodeTimelineQuery, NoWindowArithmeticOverflows) {
+  EXPECT_REFUSED(timeline("from_ms=-9000000000000000000&to_ms=9000000000000000000"), "query parameter 'to_ms'");
+  EXPECT_REFUSED(timeline("from_ms=-9000000000000000000"), "query parameter 'from_ms'");
+  EXPECT_REFUSED(timeline("to_ms=-9223372036854775808"), "query parameter 'to_ms'");
+  EXPECT_REFUSED(timeline("from_ms=0&to_ms=9223372036854775807"), "query parameter 'to_ms'");
+}
+
+TEST(DecodeReportQuery, TheWindowAndItsDefaults) {
+  auto query = report("");
+  ASSERT_TRUE(query) << query.error().message;
+  EXPECT_EQ(query->window.from_ms, kNowMs - 7 * kDayMs);
+  EXPECT_EQ(query->window.to_ms, kNowMs);
+  EXPECT_EQ(query->by, GroupBy::kUser);
+  query = report("since=36h&until=2h&by=gpu");
+  ASSERT_TRUE(query) << query.error().message;
+  EXPECT_EQ(query->window.from_ms, kNowMs - 36 * kHourMs);
+  EXPECT_EQ(query->window.to_ms, kNowMs - 2 * kHourMs);
+  EXPECT_EQ(query->by, GroupBy::kGpu);
+  // An RFC 3339 time; an `until` in the future is held at now.
+  query = report("since=2026-11-29T00:00:00Z&until=2030-01-01T00:00:00Z&by=outcome");
+  ASSERT_TRUE(query) << query.error().message;
+  EXPECT_EQ(query->window.from_ms, kNowMs - (10 * kHourMs + 55 * 60'000 + 36'123));
+  EXPECT_EQ(query->window.to_ms, kNowMs);
+  EXPECT_EQ(query->by, GroupBy::kOutcome);
+  EXPECT_TRUE(report("since=90d"));
+}
+
+TEST(DecodeReportQuery, RefusesWhatItCannotReadNamingTheParameter) {
+  EXPECT_REFUSED(report("since=yesterday"),
+                 "query parameter 'since' must be a duration back from now (7d, 36h; at most 36500d) or an "
+                 "RFC 3339 time (2026-11-01T00:00:00Z), not 'yesterday'");
+  EXPECT_REFUSED(report("until="), "query parameter 'until' must be a duration back from now");
+  EXPECT_REFUSED(report("since=36501d"), "query parameter 'since' must be a duration back from now (7d, 36h; at most 36500d)");
+  EXPECT_REFUSED(report("since=99999999999999999999"), "query parameter 'since'");
+  EXPECT_REFUSED(report("since=91d"), "the window from since to until is longer than 90 days");
+  EXPECT_REFUSED(report("since=0000-01-01T00:00:00Z"), "the window from since to until is longer than 90 days");
+  EXPECT_REFUSED(report("since=1h&until=2h"), "since must come before until");
+  EXPECT_REFUSED(report("since=2030-01-01T00:00:00Z"), "since must come before until");  // until is now
+  EXPECT_REFUSED(report("by=team"), "query parameter 'by' must be user, name, outcome or gpu, not 'team'");
+}
+
 TEST(ParseJobRef, IdsAndNames) {
   EXPECT_EQ(parse_job_ref("7")->id, 7);
   EXPECT_EQ(parse_job_ref("train-a15")->name, "train-a15");
@@ -345,6 +435,27 @@ TEST(AnswerStatusFor, RawRequestsAreJudgedAsTheServerJudgesThem) {
   EXPECT_EQ(answer_status_for(""), 0);
   EXPECT_EQ(answer_status_for("GET /v1/hea"), 0);
   EXPECT_EQ(answer_status_for("POST /v1/jobs HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"a\""), 0);
+}
+
+std::string get(std::string_view target) { return fmt::format("GET {} HTTP/1.1\r\nHost: gpuq\r\n\r\n", target); }
+
+// The timeline's and the report's queries are judged as their handlers judge them (with the
+// same decoders); before, answer_status_for passed both unchecked.
+TEST(AnswerStatusFor, TimelineAndReportQueries) {
+  EXPECT_EQ(answer_status_for(get("/v1/timeline?from_ms=-9000000000000000000&to_ms=9000000000000000000")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/timeline?from_ms=x")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/timeline?from_ms=1000&to_ms=1000")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/report?by=team")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/report?since=yesterday")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/report?since=2000d")), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/timeline"), kNowMs), 200);
+  EXPECT_EQ(answer_status_for(get(fmt::format("/v1/timeline?from_ms={}&to_ms={}", kNowMs - kHourMs, kNowMs + kHourMs)),
+                              kNowMs),
+            200);
+  EXPECT_EQ(answer_status_for(get(fmt::format("/v1/timeline?from_ms={}", kNowMs + kHourMs)), kNowMs), 400);
+  EXPECT_EQ(answer_status_for(get("/v1/report?since=30d&until=1d&by=name"), kNowMs), 200);
+  EXPECT_EQ(answer_status_for(get("/v1/report?since=2026-11-29T11:00:00Z"), kNowMs), 400);  // after now
+  EXPECT_EQ(answer_status_for(get("/v1/report?since=2026-11-29T10:00:00Z"), kNowMs), 200);
 }
 
 }  // namespace

@@ -4,23 +4,17 @@
 // GET /v1/jobs/{ref} adds to each run. They read the server's read-only store (never the
 // actor) and compute with the pure functions of usage.h.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
-#include <fmt/format.h>
-
+#include "api/bodies.h"
 #include "api/server.h"
 #include "api/usage.h"
-#include "base/duration.h"
 #include "base/time.h"
 
 namespace gpuq::api {
 namespace {
 
-constexpr int64_t kDayMs = 86'400'000;
-// The longest window either endpoint reads (a year of samples is millions of rows).
-constexpr int64_t kMaxWindowMs = 90 * kDayMs;
 // The most samples a run shows on its job's page.
 constexpr size_t kMaxSamplesShown = 200;
 
@@ -30,44 +24,6 @@ nlohmann::json name_or_null(const std::string& text) {
 
 // GPU-hours as shown: to the nearest 0.001 (3.6 GPU-seconds).
 double hours(double value) { return std::round(value * 1000.0) / 1000.0; }
-
-Result<int64_t> epoch_param(const Target& target, std::string_view key, int64_t fallback) {
-  const std::string* text = target.find(key);
-  if (text == nullptr) return fallback;
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (text->empty() || ec != std::errc() || end != text->data() + text->size()) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("{}={}: give milliseconds since the Unix epoch", key, *text));
-  }
-  return value;
-}
-
-// A report bound: a duration back from now ("7d", "36h") or an RFC 3339 time.
-Result<int64_t> instant_param(const Target& target, std::string_view key, int64_t fallback,
-                              int64_t now_ms) {
-  const std::string* text = target.find(key);
-  if (text == nullptr) return fallback;
-  if (auto ago = parse_duration(*text)) return now_ms - ago->count();
-  if (auto at = parse_rfc3339(*text)) return *at;
-  return fail(Code::kInvalidArgument,
-              fmt::format("{}={}: give a duration back from now (7d, 36h) or an RFC 3339 time "
-                          "(2026-11-01T00:00:00Z)",
-                          key, *text));
-}
-
-Status check_window(const Window& window, std::string_view from, std::string_view to) {
-  if (window.to_ms <= window.from_ms) {
-    return fail(Code::kInvalidArgument, fmt::format("{} must come before {}", from, to));
-  }
-  if (window.to_ms - window.from_ms > kMaxWindowMs) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("the window from {} to {} is longer than 90 days, the most one "
-                            "request reads: ask for a shorter one",
-                            from, to));
-  }
-  return ok();
-}
 
 nlohmann::json wait_rows(const std::vector<WaitStats>& rows, const char* key_field, bool numeric) {
   nlohmann::json out = nlohmann::json::array();
@@ -100,12 +56,9 @@ void Server::attach_samples(const Job& job, nlohmann::json& out) {
 
 Response Server::timeline(const Target& target) {
   int64_t now = wall_now_ms();
-  auto to = epoch_param(target, "to_ms", now);
-  if (!to) return error_response(to.error());
-  auto from = epoch_param(target, "from_ms", *to - kDayMs);
-  if (!from) return error_response(from.error());
-  Window window{*from, *to};
-  if (auto st = check_window(window, "from_ms", "to_ms"); !st) return error_response(st.error());
+  auto decoded = decode_timeline_query(target, now);
+  if (!decoded) return error_response(decoded.error());
+  const Window window = *decoded;
 
   auto runs = store_->usage_runs(window.from_ms, window.to_ms);
   if (!runs) return error_response(runs.error());
@@ -160,17 +113,10 @@ Response Server::timeline(const Target& target) {
 
 Response Server::report(const Target& target) {
   int64_t now = wall_now_ms();
-  auto until = instant_param(target, "until", now, now);
-  if (!until) return error_response(until.error());
-  auto since = instant_param(target, "since", now - 7 * kDayMs, now);
-  if (!since) return error_response(since.error());
-  Window window{*since, std::min(*until, now)};  // the future has no usage yet
-  if (auto st = check_window(window, "since", "until"); !st) return error_response(st.error());
-  GroupBy by = GroupBy::kUser;
-  if (const std::string* text = target.find("by"); text != nullptr && !parse_group_by(*text, by)) {
-    return error_response({Code::kInvalidArgument,
-                           fmt::format("by={}: group by user, name, outcome or gpu", *text)});
-  }
+  auto query = decode_report_query(target, now);
+  if (!query) return error_response(query.error());
+  const Window window = query->window;
+  const GroupBy by = query->by;
   const auto& config = context_.queue.config();
   std::vector<std::string> gpu_names;
   for (const auto& r : context_.queue.inventory().resources) gpu_names.push_back(r.name);

@@ -3,11 +3,12 @@
 #include <boost/beast/core.hpp>
 
 #include "api/bodies.h"
+#include "base/time.h"
 #include "model/spec_json.h"
 
 namespace gpuq::api {
 
-Status check_request(const Route& route, const Request& request) {
+Status check_request(const Route& route, const Request& request, int64_t now_ms) {
   std::string_view body = request.body();
   auto status = [](const auto& decoded) -> Status {
     if (!decoded) return tl::unexpected(decoded.error());
@@ -38,12 +39,12 @@ Status check_request(const Route& route, const Request& request) {
       if (route.verb == "move") return status(decode_move(body));
       if (route.endpoint == Endpoint::kArrayControl) return status(decode_array_action(route.verb, body));
       return ok();
+    case Endpoint::kTimeline: return status(decode_timeline_query(route.target, now_ms));
+    case Endpoint::kReport: return status(decode_report_query(route.target, now_ms));
     case Endpoint::kNone:
     case Endpoint::kMetrics:
     case Endpoint::kHealth:
-    case Endpoint::kStatus:  // its queries (finished, pending_*, from_ms, since...) are
-    case Endpoint::kTimeline:  // checked by the handlers only
-    case Endpoint::kReport:
+    case Endpoint::kStatus:  // its queries (finished, pending_*) are checked by its handler only
     case Endpoint::kGpus:
     case Endpoint::kHooks:
     case Endpoint::kFleet:
@@ -89,7 +90,9 @@ std::optional<Request> first_request(std::string_view raw) {
   return parser.release();
 }
 
-int answer_status_for(std::string_view raw) {
+int answer_status_for(std::string_view raw) { return answer_status_for(raw, wall_now_ms()); }
+
+int answer_status_for(std::string_view raw, int64_t now_ms) {
   RequestParser parser;
   boost::system::error_code ec;
   bool incomplete = false;
@@ -102,7 +105,7 @@ int answer_status_for(std::string_view raw) {
   const Request& request = parser.get();
   Route where = route(request.method(), std::string_view(request.target().data(), request.target().size()));
   if (where.endpoint == Endpoint::kNone) return static_cast<int>(http::status::not_found);
-  if (auto checked = check_request(where, request); !checked) return error_response(checked.error()).result_int();
+  if (auto checked = check_request(where, request, now_ms); !checked) return error_response(checked.error()).result_int();
   return static_cast<int>(http::status::ok);
 }
 

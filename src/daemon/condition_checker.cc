@@ -51,8 +51,10 @@ bool ConditionChecker::run_test(const std::string& shell, const std::string& cwd
                                 const std::map<std::string, std::string>& env, Millis timeout,
                                 std::string* why) {
   // env -i gives the test exactly the job's environment, not the daemon's — without any run
-  // variable: a test is not the run, and must never carry a run's cleanup marker.
-  std::vector<std::string> argv = {"env", "-i"};
+  // variable: a test is not the run, and must never carry a run's cleanup marker. "--" ends
+  // env's options: a job's variable named "-S..." is a variable, never env's option that splits
+  // its text into a command and runs it.
+  std::vector<std::string> argv = {"env", "-i", "--"};
   for (const auto& [k, v] : env) {
     if (!is_run_variable(k)) argv.push_back(k + "=" + v);
   }

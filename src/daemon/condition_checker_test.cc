@@ -21,5 +21,18 @@ TEST(ConditionCheckerTest, ATestSeesTheJobsEnvironmentButNoRunVariable) {
       << "a condition test carried a run variable: " << why;
 }
 
+// The job's variables reach the test through `env -i NAME=VALUE...`: a name that looks like one
+// of env's options ("-S...", which splits its text into a command and runs it) must be a
+// variable like any other, never an option. Before the `--` after `-i`, "-Strue =x" made env run
+// `true`, so a REQUIRES `false` held.
+TEST(ConditionCheckerTest, AVariableNameIsNeverAnOptionOfEnv) {
+  std::map<std::string, std::string> env = {{"PATH", "/usr/bin:/bin"}, {"-Strue ", "x"}};
+  std::string why;
+  EXPECT_FALSE(ConditionChecker::run_test("false", "/", env, Millis(10'000), &why));
+  EXPECT_NE(why.find("`false` exited 1"), std::string::npos) << why;
+  EXPECT_TRUE(ConditionChecker::run_test("env | grep -qxF -- '-Strue =x'", "/", env, Millis(10'000), &why))
+      << why;
+}
+
 }  // namespace
 }  // namespace gpuq::daemon

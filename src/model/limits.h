@@ -50,6 +50,10 @@ inline constexpr size_t kMaxHeaderBytes = size_t{16} << 10;
 inline constexpr int64_t kDefaultEventsPerPage = 1000;
 inline constexpr int64_t kMaxEventsPerPage = 10'000;
 inline constexpr int64_t kMaxEventWaitMs = 60'000;
+// GET /v1/timeline and GET /v1/report: the longest window one request reads (a year of
+// utilisation samples is millions of rows).
+inline constexpr int64_t kMaxReportWindowMs = int64_t{90} * 24 * 3600 * 1000;
+inline constexpr const char* kMaxReportWindowText = "90 days";
 // GET /v1/jobs/{ref}/log: `limit` default and cap, in bytes.
 inline constexpr int64_t kDefaultLogChunk = int64_t{4} << 20;
 inline constexpr int64_t kMaxLogChunk = int64_t{16} << 20;

@@ -142,6 +142,29 @@ TEST_F(ApiCodes, GcAnswersWhatItRemovedAndRefusesABadBody) {
   EXPECT_EQ(code(post("/v1/gc", "")), "200");
 }
 
+// The timeline's and the report's windows: a bad one is 400 with a message naming the query
+// parameter. Before, from_ms=-9e18&to_ms=9e18 overflowed `to_ms - from_ms` to a negative
+// length, passed the 90-day cap and was answered 200 over every run in the store.
+TEST_F(ApiCodes, TimelineAndReportRefuseAWindowTheyCannotRead) {
+  auto message = [](const HttpAnswer& a) {
+    json body = json::parse(a.body, nullptr, false);
+    return body.is_object() && body.contains("error") ? body["error"].value("message", "") : a.body;
+  };
+  HttpAnswer huge = get("/v1/timeline?from_ms=-9000000000000000000&to_ms=9000000000000000000");
+  EXPECT_EQ(code(huge), "400 invalid_argument") << huge.body;
+  EXPECT_EQ(message(huge),
+            "query parameter 'to_ms' must be a whole number from 0 to 4102444800000, not "
+            "'9000000000000000000'");
+  HttpAnswer before = get("/v1/timeline?to_ms=-9223372036854775808");
+  EXPECT_EQ(code(before), "400 invalid_argument") << before.body;
+  EXPECT_EQ(code(get("/v1/timeline")), "200");
+  HttpAnswer by = get("/v1/report?by=team");
+  EXPECT_EQ(code(by), "400 invalid_argument") << by.body;
+  EXPECT_EQ(message(by), "query parameter 'by' must be user, name, outcome or gpu, not 'team'");
+  EXPECT_EQ(code(get("/v1/report?since=91d")), "400 invalid_argument");
+  EXPECT_EQ(code(get("/v1/report?since=30d&by=gpu")), "200");
+}
+
 TEST_F(ApiCodes, HealthSaysThePassAndThatTheStoreTakesWrites) {
   json health = json::parse(get("/v1/health").body);
   EXPECT_TRUE(health.contains("store_error"));

@@ -311,6 +311,159 @@ timeout = "5m"
   EXPECT_TRUE(wait_until([&] { return live_processes_with("sleep " + marker) == 0; }, 10'000));
 }
 
+// Text a job carries, full of shell syntax: each piece would create a file named after `tag`
+// in the working directory of a shell that ran it as code. `tag` has no '/'.
+std::string hostile_text(const std::string& tag) {
+  return fmt::format(
+      "a $(touch {0}-dollar) `touch {0}-backtick` ;touch {0}-semicolon; |touch {0}-pipe "
+      "&& touch {0}-and '\"' \"'\" \\ $HOME %s {{}}\n"
+      "line two $(touch {0}-line2)",
+      tag);
+}
+
+// The same for a job name: no space, '/', ':', ',' or line break ($IFS stands for the space).
+std::string hostile_name(const std::string& tag) {
+  return fmt::format("n$(touch${{IFS}}{0}-name-dollar)`touch${{IFS}}{0}-name-backtick`"
+                     ";touch${{IFS}}{0}-name-semicolon;'\"\\&&touch${{IFS}}{0}-name-and|",
+                     tag);
+}
+
+// Every file under `dir` whose name starts with `prefix`.
+std::vector<std::string> files_named(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           dir, std::filesystem::directory_options::skip_permission_denied, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename().string().starts_with(prefix)) found.push_back(it->path().string());
+  }
+  return found;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// docs/hooks.md's promise: event values reach a command hook only as variables and on stdin,
+// never inside its command line, so a command that uses them as the docs show (quoted
+// expansions, values handed on as arguments, the event read from stdin) never runs what a job
+// put in its name, its script's arguments, its environment or the text a REQUIRES test printed.
+// The job carries shell syntax in each; the hook records every event; once it has handled the
+// last one, what it recorded is exactly the events, and no shell anywhere ran the syntax.
+TEST(Hooks, EventTextIsNeverRunAsCode) {
+  Harness h("fake:1");
+  const std::string tag = fmt::format("PWNED{}", ::getpid());
+  const std::string out = h.path("hook-out");
+  std::filesystem::create_directories(out);
+  std::ofstream(out + "/notify.sh") << "printf '%s|%s|%s\\n' \"$1\" \"$2\" \"$3\" >> '" + out +
+                                           "/notify.txt'\n";
+  std::ofstream(h.home() + "/config.toml") << fmt::format(
+      R"([watch]
+interval = "100ms"
+[runs]
+requires_poll = "100ms"
+requires_poll_max = "200ms"
+
+[[hook]]
+name = "shell"
+command = '''
+set -e
+echo "$GPUQ_EVENT_SEQ $GPUQ_EVENT_KIND job=$GPUQ_EVENT_JOB run=$GPUQ_EVENT_RUN" >> '{0}/env.txt'
+printf '%s\n' "$GPUQ_EVENT_DATA" >> '{0}/data.txt'
+sh '{0}/notify.sh' "$GPUQ_EVENT_KIND" "job $GPUQ_EVENT_JOB" "$GPUQ_EVENT_DATA"
+pwd > '{0}/cwd.txt'
+IFS= read -r event
+printf '%s\n' "$event" >> '{0}/stdin.jsonl'
+'''
+)",
+      out);
+  h.start();
+
+  const std::string name = hostile_name(tag);
+  const std::string value = hostile_text(tag + "-env");
+  const std::vector<std::string> args = {hostile_text(tag + "-arg1"), "-x", hostile_text(tag + "-arg3")};
+  std::ofstream(h.path("job.sh")) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > args.out\n"
+                                     "printf '%s' \"$HOSTILE\" > env.out\n"
+                                     "printf '%s' \"$GPUQ_JOB_NAME\" > name.out\n";
+  // The REQUIRES test prints the value to stderr, which job.requires_wait quotes in its "why".
+  std::vector<std::string> submit = {
+      "submit",     "--json", "--name", name, "--env", "HOSTILE=" + value, "--requires",
+      "test -e ready || { printf '%s' \"$HOSTILE\" >&2; exit 1; }", "--requires-warn", "100ms",
+      "job.sh"};
+  submit.insert(submit.end(), args.begin(), args.end());
+  auto submitted = h.gpuq(submit);
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  int64_t id = nlohmann::json::parse(submitted.out)["id"];
+  auto waited_with_value = [&] {
+    for (const auto& e : h.events()) {
+      if (e["kind"] == "job.requires_wait" && e["job"] == id &&
+          e["data"].value("why", "").find("$(touch " + tag + "-env-dollar)") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_until(waited_with_value)) << h.show(id).dump();
+  h.touch("ready");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "60s"}).status, 0) << h.show(id).dump();
+
+  // The job itself got every text as it was given.
+  std::string joined;
+  for (const auto& arg : args) joined += arg + "\n";
+  EXPECT_EQ(file_text(h.path("args.out")), joined);
+  EXPECT_EQ(file_text(h.path("env.out")), value);
+  EXPECT_EQ(file_text(h.path("name.out")), name);
+
+  // The hook has handled every event up to the job's end once its stdin record holds the last
+  // (it writes that record last).
+  std::vector<nlohmann::json> events = h.events();
+  ASSERT_FALSE(events.empty());
+  const int64_t last = events.back()["seq"];
+  ASSERT_TRUE(wait_until([&] {
+    auto lines = read_lines(out + "/stdin.jsonl");
+    return !lines.empty() &&
+           nlohmann::json::parse(lines.back(), nullptr, false).value("seq", int64_t{0}) >= last;
+  })) << file_text(out + "/stdin.jsonl");
+  auto stdin_lines = read_lines(out + "/stdin.jsonl");
+  auto env_lines = read_lines(out + "/env.txt");
+  auto data_lines = read_lines(out + "/data.txt");
+  auto notify_lines = read_lines(out + "/notify.txt");
+  ASSERT_GE(stdin_lines.size(), events.size());
+  ASSERT_GE(env_lines.size(), events.size());
+  ASSERT_GE(data_lines.size(), events.size());
+  ASSERT_GE(notify_lines.size(), events.size());
+  bool saw_name = false;
+  bool saw_value = false;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const nlohmann::json& e = events[i];
+    SCOPED_TRACE(e.dump());
+    std::string job = e["job"].is_number() ? std::to_string(e["job"].get<int64_t>()) : "";
+    std::string run = e["run"].is_number() ? std::to_string(e["run"].get<int64_t>()) : "";
+    EXPECT_EQ(nlohmann::json::parse(stdin_lines[i], nullptr, false), e);
+    EXPECT_EQ(env_lines[i], fmt::format("{} {} job={} run={}", e["seq"].get<int64_t>(),
+                                        e["kind"].get<std::string>(), job, run));
+    EXPECT_EQ(data_lines[i], e["data"].dump());
+    EXPECT_EQ(notify_lines[i],
+              fmt::format("{}|job {}|{}", e["kind"].get<std::string>(), job, e["data"].dump()));
+    saw_name = saw_name || e["data"].value("name", "") == name;
+    saw_value = saw_value || e["data"].value("why", "").find(value.substr(0, 60)) != std::string::npos;
+  }
+  EXPECT_TRUE(saw_name) << "no event carried the job's name";
+  EXPECT_TRUE(saw_value) << "no event carried what the REQUIRES test printed";
+
+  // No shell ran any of it: not the hook's (in its working directory), not the job's, not a
+  // REQUIRES test's; nowhere under the test's directories (the daemon's home among them).
+  std::string hook_cwd = file_text(out + "/cwd.txt");
+  ASSERT_TRUE(hook_cwd.ends_with("\n")) << hook_cwd;
+  hook_cwd.pop_back();
+  const std::vector<std::string> none;
+  EXPECT_EQ(files_named(std::filesystem::path(h.home()).parent_path().string(), tag), none);
+  EXPECT_EQ(files_named(hook_cwd, tag), none);
+  EXPECT_EQ(files_named(h.work(), tag), none);
+  EXPECT_EQ(files_named(h.home(), tag), none);
+}
+
 TEST(Hooks, BadConfig) {
   Harness h("fake:1");
   std::ofstream(h.home() + "/config.toml") << "[[hook]]\ncommand = \"true\"\nurl = \"http://x\"\n";
