@@ -435,6 +435,13 @@ TEST(AnswerStatusFor, RawRequestsAreJudgedAsTheServerJudgesThem) {
   EXPECT_EQ(answer_status_for(""), 0);
   EXPECT_EQ(answer_status_for("GET /v1/hea"), 0);
   EXPECT_EQ(answer_status_for("POST /v1/jobs HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"a\""), 0);
+  // Judged at the head, as the server does, before a byte of the body arrives: a framing two
+  // readers could read differently, another API version.
+  EXPECT_EQ(answer_status_for("POST /v1/gc HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), 400);
+  EXPECT_EQ(answer_status_for("POST /v1/gc HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n2\r\n{}"), 400);
+  EXPECT_EQ(answer_status_for("POST /v1/gc HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{"), 400);
+  EXPECT_EQ(answer_status_for("POST /v1/gc HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{"), 0);
+  EXPECT_EQ(answer_status_for("POST /v1/gc HTTP/1.1\r\nGpuq-Api: 999\r\nContent-Length: 5\r\n\r\n"), 400);
 }
 
 std::string get(std::string_view target) { return fmt::format("GET {} HTTP/1.1\r\nHost: gpuq\r\n\r\n", target); }

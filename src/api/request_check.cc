@@ -97,6 +97,12 @@ int answer_status_for(std::string_view raw, int64_t now_ms) {
   boost::system::error_code ec;
   bool incomplete = false;
   feed(parser, raw, ec, incomplete);
+  // As the server: once the head is in, its framing and API version are judged before the body.
+  if (parser.is_header_done()) {
+    auto judged = refuse_ambiguous_framing(parser.get());
+    if (!judged) judged = refuse_other_api_version(parser.get());
+    if (judged) return static_cast<int>(judged->result_int());
+  }
   if (ec) {
     auto refused = parse_error_response(ec);
     return refused ? static_cast<int>(refused->result_int()) : 0;

@@ -19,7 +19,9 @@ namespace gpuq::api {
 Status check_request(const Route& route, const Request& request, int64_t now_ms);
 
 // The HTTP status the daemon would answer to `raw`, the first request on a connection:
-// 400, 413 or 431 when the parser refuses it; 404 when no endpoint matches; 400 when its
+// 400 as soon as its head is in when the head's framing is ambiguous or it names another API
+// version (refuse_ambiguous_framing, refuse_other_api_version); 400, 413 or 431 when the
+// parser refuses it; 404 when no endpoint matches; 400 when its
 // body, query or job reference does not decode; 200 when it would reach its handler (which
 // may still refuse it for the queue's state: an unknown job, a GPU not in attention); and 0
 // when `raw` ends before the request does (the server would wait for the rest, until the
