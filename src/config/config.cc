@@ -258,6 +258,14 @@ class ConfigReader {
     if (table == nullptr) return ok();
     if (auto status = check_keys(*table, spec_named("runs")); !status) return status;
     if (auto status = read_max_log(*table, config); !status) return status;
+    int64_t max_not_started = config.max_not_started;
+    if (auto status = read_integer(*table, "runs", "max_not_started", 1, kMostNotStarted,
+                                   "how many runs in a row may never begin before the job is held",
+                                   max_not_started);
+        !status) {
+      return status;
+    }
+    config.max_not_started = static_cast<int>(max_not_started);
     for (auto [key, value] : {std::pair{"kill_grace", &config.kill_grace_ms},
                               std::pair{"requires_timeout", &config.requires_timeout_ms},
                               std::pair{"requires_poll", &config.requires_poll_ms},

@@ -32,6 +32,8 @@
 //   requires_poll_max = "5m"       # backoff cap
 //   max_log = "2GiB"               # one run's output.log is cut there, with a line saying so
 //                                  # (KiB/MiB/GiB: powers of 1024; "0": no cap)
+//   max_not_started = 5            # runs in a row that never began (the daemon died before
+//                                  # letting them go) before the job is held (1..1000)
 //
 //   [retention]
 //   keep = "30d"                   # finished jobs older than this are pruned, with their runs,
@@ -164,6 +166,7 @@ struct Config {
   int64_t requires_poll_ms = 5'000;        // > 0
   int64_t requires_poll_max_ms = 300'000;  // >= requires_poll_ms
   int64_t max_log_bytes = int64_t{2} << 30;  // 0: no cap
+  int max_not_started = 5;                   // [runs] max_not_started, 1..kMostNotStarted
   int64_t retention_keep_ms = 30LL * 24 * 3'600'000;  // 0: forever
   int preemption_gap = 40;                 // 1..1000
   int64_t yield_grace_ms = 300'000;        // > 0
@@ -181,6 +184,9 @@ struct Config {
   std::string cgroup_root;
   int64_t sweeps_max_elements = 10'000;  // [sweeps] max_elements, 1..kMostSweepElements
 };
+
+// The largest `[runs] max_not_started`: the rule bounds a loop of daemon deaths; it cannot be off.
+constexpr int kMostNotStarted = 1000;
 
 // The most elements `[sweeps] max_elements` may allow (the CLI checks a sweep's form with it).
 constexpr int64_t kMostSweepElements = 1'000'000;

@@ -8,7 +8,9 @@ const std::vector<TableSpec>& table_specs() {
   static const std::vector<TableSpec> kSpecs = {
       {"scheduler", {"policy", "backfill_unknown_limit"}},
       {"retries", {"delay", "backoff", "max_delay"}},
-      {"runs", {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max", "max_log"}},
+      {"runs",
+       {"kill_grace", "requires_timeout", "requires_poll", "requires_poll_max", "max_log",
+        "max_not_started"}},
       {"retention", {"keep"}},
       {"preemption", {"gap", "yield_grace"}},
       {"cleanup", {"poll", "limit"}},

@@ -32,6 +32,7 @@ kill_grace = "10s"             # SIGTERM to SIGKILL
 requires_timeout = "30s"       # one REQUIRES / DONE_IF check
 requires_poll = "5s"           # first recheck of a false REQUIRES / file dependency
 requires_poll_max = "5m"       # backoff cap
+max_not_started = 5            # runs in a row that never began before the job is held
 
 [preemption]
 gap = 40                       # a job preempts only runs whose priority is worse by this
@@ -58,6 +59,7 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.requires_timeout_ms, 30'000);
   EXPECT_EQ(config.requires_poll_ms, 5'000);
   EXPECT_EQ(config.requires_poll_max_ms, 300'000);
+  EXPECT_EQ(config.max_not_started, 5);
   EXPECT_EQ(config.preemption_gap, 40);
   EXPECT_EQ(config.yield_grace_ms, 300'000);
   EXPECT_EQ(config.cleanup_poll_ms, 10);
@@ -161,6 +163,7 @@ kill_grace = "1m"
 requires_timeout = "250ms"
 requires_poll = "10s"
 requires_poll_max = "10m"
+max_not_started = 12
 [lanes.dl]
 excludes = ["gpu", "io"]
 [lanes.io]
@@ -188,6 +191,7 @@ foreign_memory_mib = 0
   EXPECT_EQ(config->requires_timeout_ms, 250);
   EXPECT_EQ(config->requires_poll_ms, 10'000);
   EXPECT_EQ(config->requires_poll_max_ms, 600'000);
+  EXPECT_EQ(config->max_not_started, 12);
   ASSERT_EQ(config->lanes.size(), 2u);
   EXPECT_EQ(config->lanes[0].name, "dl");
   EXPECT_EQ(config->lanes[0].capacity, 1);
@@ -297,6 +301,17 @@ INSTANTIATE_TEST_SUITE_P(
                 "runs.requires_timeout must be longer than 0s"},
         BadCase{"[runs]\nrequires_poll = \"10m\"\n", "2:17",
                 "runs.requires_poll_max (5m00s) is shorter than runs.requires_poll (10m00s)"},
+        BadCase{"[runs]\nmax_not_started = 0\n", "2:19",
+                "runs.max_not_started must be a whole number from 1 to 1000 (how many runs in a "
+                "row may never begin before the job is held), e.g. max_not_started = 5"},
+        BadCase{"[runs]\nmax_not_started = 1001\n", "2:19",
+                "runs.max_not_started must be a whole number from 1 to 1000"},
+        BadCase{"[runs]\nmax_not_started = \"5\"\n", "2:19",
+                "runs.max_not_started must be a whole number from 1 to 1000"},
+        BadCase{"[runs]\nmax_not_started = 2.5\n", "2:19",
+                "runs.max_not_started must be a whole number from 1 to 1000"},
+        BadCase{"[retries]\nmax_not_started = 3\n", "2:1",
+                "max_not_started is not a setting of [retries]; move it under [runs]"},
         BadCase{"[lanes.net]\ncapacity = 0\n", "2:12",
                 "lanes.net.capacity must be a whole number from 1 to 1000000"},
         BadCase{"[lanes.net]\ncapacity = 1.5\n", "2:12", "lanes.net.capacity must be a whole"},

@@ -21,6 +21,11 @@ enum class ConditionState {
   kTrue,      // all held at the last check: the job may start
 };
 
+// The reason a person's hold records (gpuq hold). A held job with another reason was held by the
+// daemon itself (too many runs in a row never began), and its wait shows that reason, which says
+// what to do (Queue::held_reasons_).
+inline constexpr const char* kHeldByRequest = "held by request";
+
 struct ActiveJob {
   int64_t id = 0;
   JobState state = JobState::kPending;

@@ -315,7 +315,7 @@ std::string JobWait::render(int64_t now_ms) const {
     case Kind::kCondition:
       return fmt::format("{} (for {})", text, format_duration(Millis(now_ms - since_ms)));
     case Kind::kChecking: return "checking its conditions (files, REQUIRES, DONE_IF)";
-    case Kind::kHeld: return "held (gpuq release)";
+    case Kind::kHeld: return text.empty() ? "held (gpuq release)" : text;
     case Kind::kBlocked: return text;
     case Kind::kStartRetry:
       return fmt::format("could not start: {}; trying again in {}", text,

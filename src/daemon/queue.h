@@ -189,7 +189,7 @@ struct JobWait {
   int attempt = 0;
   int retries = 0;
   DependencyVerdict dependency;
-  std::string text;  // conditions: what was false
+  std::string text;  // conditions: what was false; held: why the daemon held it
   int64_t since_ms = 0;
   std::string render(int64_t now_ms) const;
 };
@@ -560,6 +560,7 @@ private:
   std::shared_ptr<WaitList> last_published_;
   std::shared_ptr<WaitList> recycling_;
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
+  std::unordered_map<int64_t, std::string> held_reasons_;     // why the daemon held a job itself
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id
   std::vector<GpuHealth> health_;                       // per GPU slot

@@ -110,7 +110,7 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
         if (auto st = set_state(id, active_.at(id).state, JobState::kCancelled, "cancelled by request"); !st) return st;
         if (auto st = add_event("job.cancelled", id, std::nullopt, tag); !st) return st;
       } else if (action == ArrayAction::kHold) {
-        if (auto st = set_state(id, JobState::kPending, JobState::kHeld, "held by request"); !st) return st;
+        if (auto st = set_state(id, JobState::kPending, JobState::kHeld, kHeldByRequest); !st) return st;
         if (auto st = add_event("job.held", id, std::nullopt, tag); !st) return st;
       } else if (action == ArrayAction::kRelease) {
         if (auto st = set_state(id, JobState::kHeld, JobState::kPending, ""); !st) return st;
@@ -141,7 +141,10 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
         }
         break;
       case ArrayAction::kHold: active_.at(id).state = JobState::kHeld; break;
-      case ArrayAction::kRelease: active_.at(id).state = JobState::kPending; break;
+      case ArrayAction::kRelease:
+        active_.at(id).state = JobState::kPending;
+        held_reasons_.erase(id);
+        break;
       case ArrayAction::kRetry:
       case ArrayAction::kRetryFailed: {
         Job job = *by_id.at(id);

@@ -16,7 +16,7 @@ Result<Job> Queue::hold(int64_t job_id) {
                                              to_string(job->state)));
   }
   auto committed = commit([&]() -> Status {
-    if (auto st = set_state(job_id, JobState::kPending, JobState::kHeld, "held by request"); !st) return st;
+    if (auto st = set_state(job_id, JobState::kPending, JobState::kHeld, kHeldByRequest); !st) return st;
     return add_event("job.held", job_id, std::nullopt);
   });
   if (!committed) return tl::unexpected(unavailable(committed.error()));
@@ -37,6 +37,7 @@ Result<Job> Queue::release(int64_t job_id) {
   });
   if (!committed) return tl::unexpected(unavailable(committed.error()));
   active_[job_id].state = JobState::kPending;
+  held_reasons_.erase(job_id);
   request_pass();
   return load_job(job_id, true);
 }

@@ -154,7 +154,9 @@ void Queue::evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& ac
       actions.to_block.emplace_back(id, r.dependency.text());
       ready_index_.mark(id);
       return;
-    case K::kHeld: break;
+    case K::kHeld:
+      if (auto text = held_reasons_.find(id); text != held_reasons_.end()) w.text = text->second;
+      break;
     case K::kCancelling: w.kind = JobWait::Kind::kCancelling; break;
     case K::kNotBefore:
     case K::kRetryDelay:

@@ -239,7 +239,7 @@ void Queue::settle_lost_run(int64_t job_id, bool released) {
   LiveRun& live = it->second;
   const Run& run = live.run;
   auto again = [this, job_id, released] { settle_lost_run(job_id, released); };
-  auto job = load_job(job_id, false);
+  auto job = load_job(job_id, !released);  // a run that never began counts those before it
   if (!job) {
     retry_later(fmt::format("lost:{}", job_id), again);
     return;
@@ -255,7 +255,19 @@ void Queue::settle_lost_run(int64_t job_id, bool released) {
     live.ended = lost;
   }
   RunOutcome outcome = released ? RunOutcome::kLost : RunOutcome::kNotStarted;
-  LostRun decision = released ? decide_lost_run(run, job->lost_count) : decide_unstarted_run(run);
+  LostRun decision = released ? decide_lost_run(run, job->lost_count)
+                              : decide_unstarted_run(run, not_started_before(job->runs, run.number),
+                                                     config_.max_not_started);
+  nlohmann::json run_data = {{"requeued", decision.requeue}};
+  nlohmann::json end_data = {{"outcome", to_string(outcome)}};
+  if (!released) run_data["in_a_row"] = decision.not_started_in_a_row;
+  if (decision.to == JobState::kHeld) {
+    end_data.update({{"by", "daemon"},
+                     {"not_started_in_a_row", decision.not_started_in_a_row},
+                     {"max_not_started", config_.max_not_started},
+                     {"why", decision.why},
+                     {"fix", decision.fix}});
+  }
   auto committed = commit([&]() -> Status {
     auto st = store_.finish_run(run.id, live.ended->ended_ms, std::nullopt, std::nullopt, outcome);
     if (!st) return st;
@@ -266,12 +278,12 @@ void Queue::settle_lost_run(int64_t job_id, bool released) {
       if (st = store_.set_lost_count(job_id, job->lost_count + 1); !st) return st;
     }
     if (st = set_state(job_id, JobState::kRunning, decision.to, decision.reason); !st) return st;
-    st = add_event(released ? "job.lost" : "job.not_started", job_id, run.number, {{"requeued", decision.requeue}});
+    st = add_event(released ? "job.lost" : "job.not_started", job_id, run.number, run_data);
     if (!st) return st;
     if (decision.requeue) {
       return add_event("job.requeued", job_id, std::nullopt, {{"after", released ? "lost run" : "run not started"}});
     }
-    return add_event(fmt::format("job.{}", to_string(decision.to)), job_id, run.number, {{"outcome", to_string(outcome)}});
+    return add_event(fmt::format("job.{}", to_string(decision.to)), job_id, run.number, end_data);
   });
   if (!committed) {
     retry_later(fmt::format("lost:{}", job_id), again);
@@ -280,11 +292,12 @@ void Queue::settle_lost_run(int64_t job_id, bool released) {
   peaks_.erase(run.id);
   metrics_.run_finished(to_string(outcome));
   running_.erase(it);
-  if (decision.requeue) {
+  if (decision.requeue || decision.to == JobState::kHeld) {
     if (auto a = active_.find(job_id); a != active_.end()) {
-      a->second.state = JobState::kPending;
+      a->second.state = decision.to;
       a->second.conditions = a->second.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
     }
+    if (decision.to == JobState::kHeld) held_reasons_[job_id] = decision.reason;
   } else {
     note_finished(job_id, decision.to);
   }
@@ -307,6 +320,9 @@ Status Queue::recover() {
     auto active = make_active(job.id, job);
     if (!active) return tl::unexpected(active.error());
     track(std::move(*active));
+    if (job.state == JobState::kHeld && !job.reason.empty() && job.reason != kHeldByRequest) {
+      held_reasons_[job.id] = job.reason;
+    }
   }
   auto runs = store_.running_runs();
   if (!runs) return tl::unexpected(runs.error());

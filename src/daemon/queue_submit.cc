@@ -212,6 +212,7 @@ void Queue::untrack(int64_t job_id) {
   active_.erase(job_id);
   ready_index_.remove(job_id);
   condition_texts_.erase(job_id);
+  held_reasons_.erase(job_id);
 }
 
 Result<Submitted> Queue::submit(JobSpec spec) {

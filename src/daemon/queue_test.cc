@@ -73,6 +73,37 @@ TEST_F(QueueTest, AFailedRunIsRetriedExactlyAfterItsDelay) {
   EXPECT_EQ(count("job.retrying", id), 1);
 }
 
+// [retries]: the first delay, then times the backoff after each further failure, up to the cap.
+// A factor of 3 and a cap between two steps pin the formula: the factor applied once too often
+// or too few times, a fixed doubling, or the cap ignored, each give another delay somewhere.
+TEST_F(QueueTest, RetryDelaysGrowByTheBackoffUpToTheCap) {
+  config_.retry_delay_ms = 1'000;
+  config_.retry_backoff = 3.0;
+  config_.retry_max_delay_ms = 20'000;
+  start();
+  JobSpec spec = command("false");
+  spec.retries = 5;
+  int64_t id = submit(spec);
+  const std::vector<int64_t> delays = {1'000, 3'000, 9'000, 20'000, 20'000};  // not 27'000, 81'000
+  for (int failed = 1; failed <= 5; ++failed) {
+    const int64_t delay = delays[failed - 1];
+    end_run(id, failed, exited(1));
+    ASSERT_EQ(state(id), JobState::kPending) << "after failure " << failed;
+    EXPECT_EQ(job(id).retry_at_ms, world_->now() + delay) << "after failure " << failed;
+    nlohmann::json retrying = last_data("job.retrying", id);
+    EXPECT_EQ(retrying["attempt"], failed);
+    EXPECT_EQ(retrying["delay_ms"], delay) << "after failure " << failed;
+    world_->advance(delay - 1);
+    EXPECT_EQ(job(id).runs.size(), static_cast<size_t>(failed))
+        << "a ms early, after failure " << failed;
+    world_->advance(1);
+    ASSERT_EQ(state(id), JobState::kRunning) << "on time, after failure " << failed;
+  }
+  end_run(id, 6, exited(1));
+  EXPECT_EQ(state(id), JobState::kFailed) << "five retries spent";
+  EXPECT_EQ(count("job.retrying", id), 5);
+}
+
 TEST_F(QueueTest, ATimeoutStopsTheRunThroughItsShimAtTheLimit) {
   start();
   JobSpec spec = command("sleep 100");

@@ -100,11 +100,12 @@ class QueueTest : public ::testing::Test {
     for (const auto& k : kinds(job_id)) n += k == kind;
     return n;
   }
-  nlohmann::json last_data(const std::string& kind) {
+  // The data of the latest event of `kind` (of `job_id`'s events only, unless 0).
+  nlohmann::json last_data(const std::string& kind, int64_t job_id = 0) {
     auto events = store_->events_after(0, 100000);
     nlohmann::json data;
     for (const auto& e : *events) {
-      if (e.kind == kind) data = e.data;
+      if (e.kind == kind && (job_id == 0 || e.job == job_id)) data = e.data;
     }
     return data;
   }

@@ -132,15 +132,44 @@ LostRun decide_lost_run(const Run& run, int earlier_lost_runs) {
   return lost;
 }
 
-LostRun decide_unstarted_run(const Run& run) {
+int not_started_before(const std::vector<Run>& runs, int number) {
+  int count = 0;
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+    if (it->number >= number) continue;
+    if (it->outcome != RunOutcome::kNotStarted) break;
+    ++count;
+  }
+  return count;
+}
+
+LostRun decide_unstarted_run(const Run& run, int earlier_not_started, int max_not_started) {
   LostRun unstarted;
-  unstarted.requeue = run.stop_reason != StopReason::kCancel;
-  unstarted.to = unstarted.requeue ? JobState::kPending : JobState::kCancelled;
-  unstarted.reason =
-      unstarted.requeue
-          ? fmt::format("run {} never began: the daemon stopped before it let the job run; requeued",
-                        run.number)
-          : fmt::format("run {} never began and the job was cancelled", run.number);
+  unstarted.not_started_in_a_row = earlier_not_started + 1;
+  if (run.stop_reason == StopReason::kCancel) {
+    unstarted.to = JobState::kCancelled;
+    unstarted.reason = fmt::format("run {} never began and the job was cancelled", run.number);
+    return unstarted;
+  }
+  if (unstarted.not_started_in_a_row < max_not_started) {
+    unstarted.requeue = true;
+    unstarted.to = JobState::kPending;
+    unstarted.reason = fmt::format(
+        "run {} never began: the daemon stopped before it let the job run; requeued", run.number);
+    return unstarted;
+  }
+  int first = run.number - earlier_not_started;
+  unstarted.to = JobState::kHeld;
+  unstarted.why = fmt::format(
+      "{} never began, {} in a row ([runs] max_not_started = {}): each time the daemon stopped "
+      "after recording the start and before letting the job run",
+      first == run.number ? fmt::format("run {}", run.number)
+                          : fmt::format("runs {} to {}", first, run.number),
+      unstarted.not_started_in_a_row, max_not_started);
+  unstarted.fix = fmt::format(
+      "find out why the daemon stops as it starts this job (its log: journalctl --user -u gpuq, "
+      "or $GPUQ_HOME/daemon.log), then: gpuq release {}",
+      run.job_id);
+  unstarted.reason = fmt::format("{}; held — {}", unstarted.why, unstarted.fix);
   return unstarted;
 }
 

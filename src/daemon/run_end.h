@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -71,11 +72,23 @@ AfterRun decide_after_run(RunOutcome outcome, int failed_runs, int retries, int6
 struct LostRun {
   bool requeue = false;
   JobState to = JobState::kPending;
-  std::string reason;
+  std::string reason;  // the job's, for people
+  // Held (decide_unstarted_run): what happened and what a person should do; `reason` says both.
+  std::string why;
+  std::string fix;
+  int not_started_in_a_row = 0;  // decide_unstarted_run: this run and those just before it
 };
 LostRun decide_lost_run(const Run& run, int earlier_lost_runs);
+
+// How many of a job's `runs` (oldest first) just before run number `number` never began: those
+// after the newest run that began.
+int not_started_before(const std::vector<Run>& runs, int number);
+
 // A run recorded as started whose job never ran (the daemon died before letting its shim go):
-// requeued, however often it happens, unless it was being cancelled.
-LostRun decide_unstarted_run(const Run& run);
+// requeued, since nothing of the job ran, unless it was being cancelled — or unless it is the
+// `max_not_started`th such run in a row (`earlier_not_started` never began just before it): the
+// job is then held, for a daemon that dies as it starts this job would start it forever, and a
+// person should find out why before `gpuq release`.
+LostRun decide_unstarted_run(const Run& run, int earlier_not_started, int max_not_started);
 
 }  // namespace gpuq::daemon

@@ -106,8 +106,10 @@ bool is_legal_transition(JobState from, JobState to) {
              to == S::kSkipped;
     case S::kHeld: return to == S::kPending || to == S::kCancelled;
     case S::kRunning:
-      // back to pending after a lost or preempted run, or a retry
-      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kPending;
+      // back to pending after a lost or preempted run, or a retry; held after too many runs in
+      // a row that never began (the daemon died each time before letting its shim go)
+      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kPending ||
+             to == S::kHeld;
     case S::kBlocked: return to == S::kPending || to == S::kCancelled;
     case S::kFailed:
     case S::kCancelled: return to == S::kPending;  // an explicit retry

@@ -22,6 +22,7 @@ TEST(JobState, TerminalStatesNeverStartAgainByThemselves) {
   EXPECT_FALSE(is_legal_transition(JobState::kCancelled, JobState::kRunning));
   EXPECT_TRUE(is_legal_transition(JobState::kPending, JobState::kRunning));
   EXPECT_TRUE(is_legal_transition(JobState::kRunning, JobState::kPending));  // lost run requeued
+  EXPECT_TRUE(is_legal_transition(JobState::kRunning, JobState::kHeld));     // runs never began
   EXPECT_FALSE(is_legal_transition(JobState::kHeld, JobState::kRunning));
 }
 

@@ -143,6 +143,8 @@ std::vector<CleanupOutcome> CleanupSweep::step(int64_t now_ms) {
     if (!mine[i].empty()) {
       p.empty_scans = 0;
     } else if (!tainted[i] && (p.empty_scans == 0 || now_ms - p.last_empty_ms >= limits_.poll_ms)) {
+      // A poll after the last counted one, whatever brought this scan: next_scan_ms() gives a
+      // busy sweep no scan sooner today, but the confirmation must not rest on that alone.
       ++p.empty_scans;
       p.last_empty_ms = now_ms;
     }

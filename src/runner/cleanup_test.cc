@@ -394,6 +394,39 @@ TEST_F(CleanupTest, ConfirmationComesAPollAfterTheFirstScanWhateverTheCalls) {
   EXPECT_EQ(first_scan[5], 202);
 }
 
+// Two runs end a moment apart. The second run's cleanup must not bring a scan that confirms the
+// first one early: each cleanup is confirmed only by an empty scan at least a poll after its own
+// first empty scan (DESIGN.md §3, "two empty scans a poll apart"), however the scans of the
+// other cleanups fall. Two rules keep it: a busy sweep scans at most once a poll (next_scan_ms),
+// and an empty scan counts toward a confirmation only a poll after the one before it (step).
+TEST_F(CleanupTest, ASecondCleanupNeverConfirmsTheFirstSoonerThanAPollAfterItsFirstEmptyScan) {
+  constexpr int64_t kPoll = 50;
+  auto sweep = make({kPoll, 1000, 10'000});
+  std::vector<int64_t> scans;
+  std::map<int64_t, int64_t> confirmed_at;
+  for (int64_t now = 0; now <= 4 * kPoll; ++now) {
+    if (now == 0) sweep.add(target(1, "run-a"), now);  // scanned at once: its first empty scan
+    if (now == 1) sweep.add(target(2, "run-b"), now);  // the second run ends a millisecond later
+    const int scans_before = table_.scans();
+    for (const CleanupOutcome& o : sweep.step(now)) {
+      EXPECT_TRUE(o.confirmed) << "key " << o.key;
+      confirmed_at[o.key] = now;
+    }
+    if (table_.scans() != scans_before) scans.push_back(now);
+  }
+  ASSERT_EQ(confirmed_at.count(1), 1u);
+  ASSERT_EQ(confirmed_at.count(2), 1u);
+  // The rule: run a's first empty scan was at 0, run b's at its first scan.
+  EXPECT_GE(confirmed_at[1], kPoll)
+      << "run a confirmed less than a poll after its first empty scan";
+  EXPECT_GE(confirmed_at[2], scans.at(1) + kPoll)
+      << "run b confirmed less than a poll after its first empty scan";
+  // And exactly when: run b joins a's next scan instead of bringing one of its own.
+  EXPECT_EQ(scans, (std::vector<int64_t>{0, kPoll, 2 * kPoll}));
+  EXPECT_EQ(confirmed_at[1], kPoll);
+  EXPECT_EQ(confirmed_at[2], 2 * kPoll);
+}
+
 TEST_F(CleanupTest, OneScanServesManyTargetsEachWithItsOwnProcesses) {
   table_.add(500, 1, 1200, kUid, "run-a", "a-engine");
   table_.add(501, 1, 1200, kUid, "run-b", "b-engine");
