@@ -1,5 +1,6 @@
 // A deadline for the operation under way on a connection: when it passes before disarm(), the
-// socket's pending operations are cancelled (they complete with operation_aborted), which is
+// socket's pending operations are cancelled (they complete with operation_aborted) and the
+// socket is shut down (so that no later operation waits), which is
 // how the server ends a connection that stalls (a request that does not arrive, an event
 // stream whose client stopped reading, a lingering close).
 // The timer's handler may run after the operation finished or after the owner is gone, so it
@@ -37,6 +38,10 @@ class SocketDeadline {
       state->expired = true;
       boost::system::error_code ignored;
       state->socket->cancel(ignored);
+      // A read that had completed when the timer fired is not cancelled, and a composed
+      // operation (Beast's reads) would start its next read unbounded: after a shutdown every
+      // later read and write fails at once. Every owner ends the connection when it expires.
+      state->socket->shutdown(Socket::shutdown_both, ignored);
     });
   }
 

@@ -117,7 +117,7 @@ Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
       pools_(limits_.caps),
       store_(std::move(read_store)) {}
 
-Server::~Server() = default;
+Server::~Server() { *alive_ = false; }
 
 Status Server::listen_unix(const std::string& path) {
   constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path) - 1;
@@ -234,7 +234,7 @@ awaitable<void> Server::accept_loop(Acceptor& acceptor) {
 
 template <class Socket>
 Server::ConnectionLease::ConnectionLease(Server& server, ConnectionPools::Id id, Socket& socket)
-    : server_(server), id_(id) {
+    : server_(server), server_alive_(server.alive_), id_(id) {
   server_.open_[id] = OpenConnection{[&socket] {
     boost::system::error_code ignored;
     socket.cancel(ignored);
@@ -242,13 +242,15 @@ Server::ConnectionLease::ConnectionLease(Server& server, ConnectionPools::Id id,
 }
 
 Server::ConnectionLease::~ConnectionLease() {
+  // A session's frame may be destroyed with the api io_context, after the server.
+  if (!*server_alive_) return;
   server_.pools_.release(id_);
   server_.open_.erase(id_);
 }
 
 bool Server::ConnectionLease::displaced() const {
   auto it = server_.open_.find(id_);
-  return it == server_.open_.end() || it->second.displaced;
+  return it == server_.open_.end() || it->second.displaced || !server_.pools_.class_of(id_);
 }
 
 void Server::displace(ConnectionPools::Id id) {
@@ -330,11 +332,13 @@ awaitable<void> Server::answer_and_close(Socket& socket, Response response) {
   boost::system::error_code ec;
   deadline.arm(limits::kLingerTimeout);
   co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
-  socket.shutdown(Socket::shutdown_send, ec);
+  boost::system::error_code shut;
+  if (!ec && !deadline.expired()) socket.shutdown(Socket::shutdown_send, shut);
   // Closing with unread input would reset the connection under a client still sending; drain
-  // until it closes its end, within the same deadline.
+  // until it closes its end, within the same deadline (a read that completes at once is not
+  // cancelled by it, hence the check of the deadline itself).
   std::array<char, 16 << 10> sink;
-  while (!ec) {
+  while (!ec && !deadline.expired()) {
     co_await socket.async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
   }
   deadline.disarm();
@@ -367,8 +371,22 @@ awaitable<bool> Server::read_request(Socket& socket, ConnectionLease& lease,
                          : limits_.idle_timeout);
   co_await http::async_read_header(socket, buffer, parser, asio::redirect_error(use_awaitable, ec));
   deadline.disarm();
-  if (lease.displaced()) co_return false;  // a newcomer took its place while it was idle
-  pools_.set_idle(id, false);
+  if (lease.displaced()) {
+    // A newcomer took its place while it was idle. A head that had arrived all the same is
+    // answered, so that its client learns to try again rather than see the connection drop.
+    if (!ec && !anonymous && lingering_refusals_ < limits::kMaxLingeringRefusals) {
+      ++lingering_refusals_;
+      Response response = error_response(
+          {Code::kUnavailable, "the daemon closed this connection to make room for another "
+                               "(too many were open): try again"});
+      co_await answer_and_close(socket, std::move(response));
+      --lingering_refusals_;
+    }
+    co_return false;
+  }
+  // A TCP connection that has shown nothing stays idle, so displaceable, while it is answered:
+  // it holds no one's work, and a client that reads its answers slowly cannot keep its place.
+  if (!anonymous) pools_.set_idle(id, false);
   if (!ec) {
     // The head is judged before a byte of the body is read.
     const Request& head = parser.get();
@@ -437,6 +455,7 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
       if (where.endpoint == Endpoint::kEventStream) {
         // A stream holds its connection until it ends: it takes a place among the streams.
         ConnectionPools::Admission moved = pools_.move(id, ConnectionClass::kEventStream);
+        if (moved.displaced) displace(*moved.displaced);
         if (!moved.admitted()) {
           sound_alarm();
           Response response = error_response(no_place(ConnectionClass::kEventStream, 0));
@@ -464,8 +483,10 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
       response.body().clear();
       if (response.result() != http::status::not_modified) response.content_length(length);
     }
-    // A client that does not take its answer does not keep its place for ever.
-    write_deadline.arm(limits::kWriteTimeout);
+    // A client that does not take its answer does not keep its place for ever; one that has
+    // shown nothing gets as long as for its head.
+    bool anonymous = pools_.class_of(id) == ConnectionClass::kTcpAnonymous;
+    write_deadline.arm(anonymous ? limits_.anonymous_head_timeout : limits::kWriteTimeout);
     co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
     write_deadline.disarm();
     if (response.body().size() > (1u << 20)) {

@@ -121,6 +121,7 @@ class Server {
 
    private:
     Server& server_;
+    std::shared_ptr<bool> server_alive_;  // false once the server is destroyed
     ConnectionPools::Id id_;
   };
   struct OpenConnection {
@@ -232,6 +233,7 @@ class Server {
 
   ServerContext context_;
   ServerLimits limits_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for leases that outlive it
   ConnectionPools pools_;  // every open session (event streams and long-polls included)
   std::unordered_map<ConnectionPools::Id, OpenConnection> open_;
   int lingering_refusals_ = 0;

@@ -5,6 +5,7 @@
 // known point (its /metrics counts every connection it displaced or refused) before it checks.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -136,6 +138,75 @@ TEST(ConnectionFlood, TcpConnectionsThatSendOneByteAreClosed) {
   EXPECT_EQ(api.status, 200);
 }
 
+// Found by review: after answering a request whose body it will not read (a 401 judged from the
+// head), the daemon drains what the client still sends for up to 2 s; a client that kept
+// sending past that and then went quiet held the connection, and its place, for ever (a read
+// that completed at once was not cancelled by the deadline).
+TEST(ConnectionFlood, AClientThatKeepsSendingAfterARefusalIsClosed) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  int fd = tcp_connect(d.listen());
+  ASSERT_GE(fd, 0);
+  std::string head = "POST /v1/jobs HTTP/1.1\r\nHost: " + d.listen() + "\r\nContent-Length: 8000000\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  // Junk for 3 s, past the 2 s the daemon drains for, as fast as the daemon takes it.
+  std::string junk(4096, 'x');
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    if (::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) break;
+  }
+  EXPECT_TRUE(wait_closed_by_peer(fd, 10'000)) << "the connection outlived its linger deadline";
+  ::close(fd);
+  EXPECT_EQ(connection_metric(h, "gpuq_connections_open", "tcp_anonymous"), 0);
+}
+
+// Found by review: a client without the token that pipelines requests for the dashboard's files
+// and reads the answers slowly (or never) was busy, never idle, so 32 of them answered every
+// later TCP client 503, the owner's dashboard included.
+TEST(ConnectionFlood, SlowReadersWithoutTheTokenCannotKeepTheirPlaces) {
+  raise_descriptor_limit();
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  // The bundle (~150 KB) 200 times: far more than the socket buffers hold, so each session is
+  // writing, blocked on a client that does not read.
+  std::string request = "GET /app.js HTTP/1.1\r\nHost: " + d.listen() + "\r\n\r\n";
+  std::string pipelined;
+  for (int i = 0; i < 200; ++i) pipelined += request;
+  std::vector<int> readers;
+  for (int i = 0; i < 40; ++i) {
+    int fd = tcp_connect(d.listen());
+    ASSERT_GE(fd, 0);
+    ::send(fd, pipelined.data(), pipelined.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    readers.push_back(fd);
+  }
+  // A known point: the daemon has written all the buffers hold, so every session still open
+  // is blocked in a write (the bytes waiting in the readers stop growing).
+  auto waiting_bytes = [&] {
+    long total = 0;
+    for (int fd : readers) {
+      int n = 0;
+      if (::ioctl(fd, FIONREAD, &n) == 0) total += n;
+    }
+    return total;
+  };
+  long before = -1;
+  bool full = false;
+  for (int i = 0; i < 120 && !full; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    long now = waiting_bytes();
+    full = now > 0 && now == before;
+    before = now;
+  }
+  ASSERT_TRUE(full) << "the readers' buffers never filled";
+  EXPECT_GE(connection_metric(h, "gpuq_connections_displaced_total", "tcp_anonymous"), 8);
+  auto api = tcp_request("GET", d.url("/v1/status"), {d.bearer()});
+  EXPECT_EQ(api.status, 200) << api.body;
+  auto page = tcp_request("GET", d.url("/"));
+  EXPECT_EQ(page.status, 200);
+  for (int fd : readers) ::close(fd);
+  EXPECT_EQ(connection_metric(h, "gpuq_connections_refused_total", "tcp_anonymous"), 0);
+}
+
 // A child process of the same user opens `count` connections to the unix socket at `path`,
 // writes one byte on ready[1] when they are open, and holds them until release[1] closes.
 pid_t flood_unix_socket(const std::string& path, int count, const int ready[2], const int release[2]) {
@@ -229,11 +300,12 @@ int open_stalled_body(const std::string& socket) {
   return fd;
 }
 
-// Whether the daemon has closed `fd` (or reset it), without waiting.
-bool closed_by_peer_now(int fd) {
+// Whether the daemon is done with `fd`, without waiting: it answered (a displaced connection
+// whose head had arrived is answered 503), closed or reset it.
+bool done_with_by_peer_now(int fd) {
   char byte;
   ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 TEST(ConnectionFlood, BusyUnixConnectionsPastAUidsShareGet503) {
@@ -248,11 +320,11 @@ TEST(ConnectionFlood, BusyUnixConnectionsPastAUidsShareGet503) {
   }
   // Once every head has been read, the next connection of the same uid finds none of its own
   // idle: 503, naming the share. Until then a probe may take the place of a connection whose
-  // head was not read yet; that one is closed, and opened again.
+  // head was not read yet; that one is closed (or answered 503), and opened again.
   HttpAnswer refused;
   bool got_503 = wait_until([&] {
     for (int& fd : busy) {
-      if (closed_by_peer_now(fd)) {
+      if (done_with_by_peer_now(fd)) {
         ::close(fd);
         fd = open_stalled_body(socket_of(h));
       }
