@@ -2,6 +2,7 @@
 // event by its kind, and EventSource hands a named event only to a listener for that name.
 export const EVENT_KINDS = [
   'daemon.started', 'daemon.store_error', 'daemon.pruned', 'daemon.stopping', 'daemon.http_failed',
+  'daemon.connections_refused',
   'job.submitted', 'job.started', 'job.resumed', 'job.succeeded', 'job.failed', 'job.cancelled',
   'job.failed_run', 'job.timed_out', 'job.retrying', 'job.timeout', 'job.start_failed',
   'job.cancel_requested', 'job.held', 'job.released', 'job.retried', 'job.moved', 'job.skipped',
@@ -10,5 +11,6 @@ export const EVENT_KINDS = [
   'job.claimed', 'job.reclaimed', 'job.claim_lost', 'node.stale', 'node.back', 'fleet.stopped',
   'resource.attention', 'resource.released', 'resource.foreign', 'resource.freed',
   'resource.probe_failed', 'resource.probe_recovered', 'queue.drained', 'queue.undrained',
-  'job.requires_wait', 'job.quiet', 'job.overdue', 'queue.idle_with_work', 'queue.empty',
+  'job.requires_wait', 'job.quiet', 'job.overdue', 'job.gpu_idle', 'queue.idle_with_work', 'queue.empty',
+  'array.submitted', 'array.finished',
 ];
