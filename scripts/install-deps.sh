@@ -9,12 +9,14 @@ set -euo pipefail
 # links, and libstdc++, fmt and toml++ are linked statically or used header-only, so the binary
 # loads only the C library's own (docs/install.md); libcurl4-openssl-dev gives curl.h, and its
 # dependency libcurl4 is the one library a machine that runs gpuq needs for webhooks, S3
-# fleets and `gpuq --url` (loaded when first used, base/libcurl.h).
+# fleets and `gpuq --url` (loaded when first used, base/libcurl.h); libssl-dev gives
+# openssl/evp.h, whose libcrypto (libcurl4's own dependency) checks the fleet's transfers
+# (loaded the same way, base/libcrypto.h).
 # Tests and packaging: zsh and fish run the completion scripts, groff checks the man pages,
 # lintian checks the .deb (scripts/release.sh --deb).
 packages=(
   build-essential cmake ninja-build git
-  libboost-dev libcurl4-openssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
+  libboost-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libexpected-dev libtomlplusplus-dev libpugixml-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zsh fish groff-base lintian adduser

@@ -81,11 +81,22 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   // Declared data goes through a store of its own with the configured timeout (objects may be
   // large): PREFIX/data/ of the fleet's store, or [fleet] data.
   fleet::ObjectStore* data = nullptr;
-  auto data_store = fleet::open_store(configured.data.empty() ? url : configured.data, options);
+  fleet::StoreOptions data_options = options;
+  data_options.abort = node->abort_transfers_;
+  const std::string data_url = configured.data.empty() ? url : configured.data;
+  auto data_store = fleet::open_store(data_url, data_options);
   if (data_store) {
     node->data_store_ = std::move(*data_store);
     data = node->data_store_.get();
     if (!configured.data.empty()) agent.data_prefix = "";
+    // Pulls and pushes run on workers of their own (each with its own store), never on the
+    // agent's thread; a worker that finishes one wakes the agent.
+    FleetNode* raw = node.get();
+    auto transfers = fleet::ThreadTransferQueue::start(
+        kTransferWorkers, [data_url, data_options] { return fleet::open_store(data_url, data_options); },
+        [raw] { raw->nudge_agent(); });
+    if (!transfers) return fail(transfers.error().code, fmt::format("[fleet] data {}: {}", data_url, transfers.error().message));
+    node->transfers_ = std::move(*transfers);
   } else {
     agent.data_problem = fmt::format("[fleet] data = {}: {}", configured.data, data_store.error().message);
   }
@@ -96,14 +107,17 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   node->view_ = std::make_unique<FleetView>(std::move(*view_store), url, node->node_,
                                             std::chrono::milliseconds(kFleetViewRefreshMs));
   node->executor_ = std::make_unique<FleetExecutor>(actor, queue);
-  node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent);
+  node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent, node->transfers_.get());
   return node;
 }
 
 FleetNode::~FleetNode() { stop(); }
 
 void FleetNode::start() {
-  thread_ = std::make_unique<fleet::AgentThread>(*agent_);
+  {
+    std::lock_guard lock(thread_mutex_);
+    thread_ = std::make_unique<fleet::AgentThread>(*agent_);
+  }
   thread_->start();
 }
 
@@ -115,8 +129,16 @@ void FleetNode::close() {
 void FleetNode::stop() {
   close();
   if (view_) view_->stop();
+  // Transfers in flight end now; what they moved is moved again by whoever runs the job next.
+  abort_transfers_->store(true);
   if (thread_) thread_->stop();
+  transfers_.reset();  // its workers may nudge the agent's thread until they are joined
   thread_.reset();
+}
+
+void FleetNode::nudge_agent() {
+  std::lock_guard lock(thread_mutex_);
+  if (thread_) thread_->nudge();
 }
 
 std::string FleetNode::describe() const { return fmt::format("{} as node {}", url_, node_); }

@@ -6,7 +6,9 @@
 // stops answering.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "app/fleet_executor.h"
@@ -15,6 +17,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "fleet/agent.h"
+#include "fleet/transfer_queue.h"
 
 namespace gpuq::app {
 
@@ -39,12 +42,19 @@ class FleetNode {
 
  private:
   FleetNode() = default;
+  // From a transfer worker: a pull or push ended, the agent should look.
+  void nudge_agent();
+  // Transfer workers per node: a pull for a job about to start need not wait behind a long push.
+  static constexpr int kTransferWorkers = 2;
   std::string url_;
   std::string node_;
   std::unique_ptr<fleet::ObjectStore> store_;
   std::unique_ptr<fleet::ObjectStore> data_store_;
   std::unique_ptr<FleetExecutor> executor_;
   std::unique_ptr<fleet::Agent> agent_;
+  std::shared_ptr<std::atomic<bool>> abort_transfers_ = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<fleet::ThreadTransferQueue> transfers_;
+  std::mutex thread_mutex_;  // thread_ is made on the main thread and nudged from workers
   std::unique_ptr<fleet::AgentThread> thread_;
   std::unique_ptr<FleetView> view_;  // its own store: a handle is not shared between threads
 };

@@ -48,6 +48,16 @@ void print_show(Context& ctx, const fleet::JobView& view) {
     line("exit code", claim.exit_code ? std::to_string(*claim.exit_code) : "");
     line("reason", claim.reason);
   }
+  if (!view.outputs.empty()) {
+    ctx.out() << "outputs:\n";
+    for (const fleet::OutputRecord& o : view.outputs) {
+      std::string when = o.pushed_ms > 0 ? format_rfc3339(o.pushed_ms) : "never";
+      std::string text = fmt::format("  {}  {}  pushed {}  {}  (attempt {} on {})", o.path, format_bytes(o.size),
+                                     when, o.state, o.attempt, o.node.empty() ? "-" : o.node);
+      if (!o.error.empty()) text += ": " + o.error;
+      ctx.out() << text << '\n';
+    }
+  }
 }
 
 // Prints what is new in a log read (all of it when it was rewritten shorter).
@@ -113,6 +123,7 @@ int run_fleet_show(Context& ctx, fleet::ObjectStore& store, const std::string& r
   out["state"] = view->state;
   out["cancel_requested"] = view->cancel_requested;
   out["claim"] = view->claim ? to_cli_json(fleet::to_json(*view->claim)) : Json();
+  out["outputs"] = to_cli_json(fleet::outputs_to_json(view->outputs)["outputs"]);
   return print_json(ctx, out);
 }
 

@@ -77,6 +77,19 @@ void define_fleet_jobs(CLI::App& fleet, FleetParsed& p) {
       ->required();
 }
 
+void define_fleet_data(CLI::App& fleet, FleetParsed& p) {
+  auto* push = add_fleet_command(fleet, p, "push",
+                                 "put a file in the fleet's data store (where # gpuq-in: inputs come from)",
+                                 "print {path, key, store, file, size, etag, seconds} as JSON");
+  push->add_option("file", p.data.file, "the local file")->required();
+  push->add_option("path", p.data.path, "its path in the data store, as a # gpuq-in: line names it")->required();
+  auto* pull = add_fleet_command(fleet, p, "pull",
+                                 "get a file of the fleet's data store (# gpuq-out: outputs are there)",
+                                 "print {path, key, store, file, size, etag, seconds} as JSON");
+  pull->add_option("path", p.data.path, "its path in the data store, as a # gpuq-out: line names it")->required();
+  pull->add_option("file", p.data.file, "the local file to write (replaced once whole and checked)")->required();
+}
+
 void define_fleet_nodes(CLI::App& fleet, FleetParsed& p) {
   add_fleet_command(fleet, p, "status", "show the fleet's nodes and jobs",
                     "print {nodes, jobs} as JSON");
@@ -129,7 +142,7 @@ int dispatch(Context& ctx, fleet::ObjectStore& store, const FleetParsed& p) {
   }
   if (p.command == "move") return run_fleet_move(ctx, store, p.from, p.to, p.json);
   return ctx.report(kExitUsage, "gpuq fleet: give a command: status, submit, show, logs, "
-                                "cancel, drain, undrain or move");
+                                "cancel, drain, undrain, move, push or pull");
 }
 
 }  // namespace
@@ -142,6 +155,7 @@ void define_fleet_command(CLI::App& app, FleetParsed& p, bool with_options) {
   define_fleet_nodes(*fleet, p);
   define_fleet_submit(*fleet, p);
   define_fleet_jobs(*fleet, p);
+  define_fleet_data(*fleet, p);
 }
 
 Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::string>& environ,
@@ -162,6 +176,8 @@ Outcome<std::string> fleet_url(const std::string& flag, const std::vector<std::s
 fleet::StoreOptions fleet_store_options(const config::FleetConfig& configured) {
   fleet::StoreOptions options;
   options.timeout_ms = configured.timeout_ms;
+  options.part_size = configured.part_size;
+  options.transfers = configured.transfers;
   options.endpoint = configured.endpoint;
   options.region = configured.region;
   options.access_key_id = configured.access_key_id;
@@ -198,6 +214,14 @@ int run_fleet(const Io& io, const FleetParsed& parsed) {
   }
   auto url = fleet_url(parsed.fleet, io.environ, configured.url);
   if (!url) return ctx.report(url.error());
+  if (parsed.command == "push" || parsed.command == "pull") {
+    // The data store, as a node finds it: [fleet] data, else PREFIX/data/ of the fleet's store.
+    const std::string data_url = configured.data.empty() ? *url : configured.data;
+    auto data = io.open_fleet ? io.open_fleet(data_url) : open_fleet_store(data_url, configured);
+    if (!data) return report_fleet_error(ctx, data.error());
+    return run_fleet_move_data(ctx, **data, configured.data.empty() ? "data/" : "", parsed.data,
+                               parsed.command == "push", parsed.json);
+  }
   auto store = io.open_fleet ? io.open_fleet(*url) : open_fleet_store(*url, configured);
   if (!store) return report_fleet_error(ctx, store.error());
   return dispatch(ctx, **store, parsed);

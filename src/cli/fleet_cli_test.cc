@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -313,6 +314,26 @@ TEST_F(FleetCli, AnUnreachableStoreExitsThree) {
   bucket_->unreachable = true;
   EXPECT_EQ(fleet({"status"}), kExitNoDaemon);
   EXPECT_NE(err().find("cannot connect"), std::string::npos) << err();
+}
+
+TEST_F(FleetCli, PushAndPullMoveAFileThroughTheDataStore) {
+  std::string file = dir_.write("train.json", "[1,2,3]");
+  ASSERT_EQ(fleet({"push", file, "in/train.json", "--json"}), kExitOk) << err();
+  auto pushed = nlohmann::json::parse(out());
+  EXPECT_EQ(pushed["path"], "in/train.json");
+  EXPECT_EQ(pushed["key"], "data/in/train.json");
+  EXPECT_EQ(pushed["size"], 7);
+  EXPECT_EQ(store_.get("data/in/train.json")->body, "[1,2,3]") << "under PREFIX/data/, where a node pulls inputs";
+  const std::string back = dir_.path() + "/back/train.json";
+  ASSERT_EQ(fleet({"pull", "in/train.json", back}), kExitOk) << err();
+  EXPECT_NE(out().find("pulled in/train.json"), std::string::npos) << out();
+  std::ifstream in(back);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "[1,2,3]");
+  // A path a job could not declare is a usage error; a missing one is not found.
+  EXPECT_EQ(fleet({"push", file, "../escape"}), kExitUsage);
+  EXPECT_NE(err().find("must be relative to the workdir"), std::string::npos) << err();
+  EXPECT_EQ(fleet({"pull", "in/none.json", back}), kExitFailed);
+  EXPECT_NE(err().find("data/in/none.json"), std::string::npos) << err();
 }
 
 }  // namespace

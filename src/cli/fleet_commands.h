@@ -46,6 +46,13 @@ struct FleetLogsOptions {
   bool follow = false;
 };
 
+// `fleet push FILE PATH`, `fleet pull PATH FILE`: PATH is relative to a node's workdir, as a
+// `# gpuq-in:`/`# gpuq-out:` path, and lives under the data store's prefix.
+struct FleetDataOptions {
+  std::string file;
+  std::string path;
+};
+
 // What the command line chose: the subcommand and its values.
 struct FleetParsed {
   std::string command;  // status, submit, show, logs, cancel, drain, undrain, move
@@ -54,6 +61,7 @@ struct FleetParsed {
   bool json = false;
   FleetSubmitOptions submit;
   FleetLogsOptions logs;
+  FleetDataOptions data;  // push, pull
   std::string ref;      // show, cancel
   std::string node;     // drain, undrain
   std::string from;     // move
@@ -95,6 +103,10 @@ int run_fleet_drain(Context& ctx, fleet::ObjectStore& store, const std::string& 
                     bool json);
 int run_fleet_move(Context& ctx, fleet::ObjectStore& store, const std::string& from,
                    const std::string& to, bool json);
+
+// push (`push` true) or pull one file of the data store, whose keys begin with `data_prefix`.
+int run_fleet_move_data(Context& ctx, fleet::ObjectStore& data, const std::string& data_prefix,
+                        const FleetDataOptions& options, bool push, bool json);
 
 // `gpuq fleet logs -f` reads the log and the claim this often.
 constexpr Millis kFleetLogPoll{1'000};

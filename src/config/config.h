@@ -141,6 +141,8 @@ struct FleetConfig {
   int64_t lease_ms = 60'000;
   int64_t sync_every_ms = 120'000;
   int64_t timeout_ms = 20'000;        // one request to the store
+  int64_t part_size = int64_t{64} << 20;  // multipart uploads above this; parts this big
+  int transfers = 4;                  // parts or ranges of one file in flight at once
   std::string workdir;                // where fleet jobs run (default: the daemon user's home)
   std::string data;                   // a store URL for declared data (default: PREFIX/data/)
   std::string endpoint, region, access_key_id, secret_access_key, session_token;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "base/size.h"
 #include "config/config_text.h"
 
 namespace gpuq::config {
@@ -54,6 +55,34 @@ Status read_classes(const toml::table& table, std::string_view path, std::vector
   return ok();
 }
 
+// fleet.part_size: a size (base/size.h) within S3's part bounds.
+Status read_part_size(const toml::table& table, std::string_view path, int64_t& out) {
+  const toml::node* node = table.get("part_size");
+  if (node == nullptr) return ok();
+  const auto* text = node->as_string();
+  auto size = text ? parse_size(text->get()) : Result<int64_t>(fail(Code::kInvalidArgument, ""));
+  constexpr int64_t kMin = int64_t{5} << 20, kMax = int64_t{5} << 30;
+  if (!size || *size < kMin || *size > kMax) {
+    return error_at(path, node->source(),
+                    "fleet.part_size must be a size in quotes from 5MiB to 5GiB (S3's bounds on a "
+                    "part), e.g. part_size = \"64MiB\"");
+  }
+  out = *size;
+  return ok();
+}
+
+// fleet.transfers: parts or ranges of one file in flight at once.
+Status read_transfers(const toml::table& table, std::string_view path, int& out) {
+  const toml::node* node = table.get("transfers");
+  if (node == nullptr) return ok();
+  const auto* number = node->as_integer();
+  if (number == nullptr || number->get() < 1 || number->get() > 64) {
+    return error_at(path, node->source(), "fleet.transfers must be a whole number from 1 to 64, e.g. transfers = 4");
+  }
+  out = static_cast<int>(number->get());
+  return ok();
+}
+
 }  // namespace
 
 Status read_fleet_table(const toml::table* table, std::string_view path, FleetConfig& fleet) {
@@ -74,6 +103,8 @@ Status read_fleet_table(const toml::table* table, std::string_view path, FleetCo
                                     std::tuple{"timeout", &fleet.timeout_ms, int64_t{100}}}) {
     if (auto status = read_duration(*table, path, key, min_ms, *value); !status) return status;
   }
+  if (auto status = read_part_size(*table, path, fleet.part_size); !status) return status;
+  if (auto status = read_transfers(*table, path, fleet.transfers); !status) return status;
   if (!fleet.workdir.empty() && fleet.workdir.front() != '/') {
     return error_at(path, table->get("workdir")->source(),
                     fmt::format("fleet.workdir must be an absolute path, not '{}'", fleet.workdir));

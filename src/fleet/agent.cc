@@ -12,8 +12,15 @@ constexpr int64_t kQuietPolls = 30;
 
 }  // namespace
 
-Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options)
-    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {}
+Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options,
+             TransferQueue* transfers)
+    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {
+  if (transfers == nullptr && data_ != nullptr) {
+    inline_transfers_ = std::make_unique<InlineTransferQueue>(*data_);
+    transfers = inline_transfers_.get();
+  }
+  transfers_ = transfers;
+}
 
 int64_t Agent::now() const {
   return options_.mono_clock ? std::max(step_mono_, options_.mono_clock()) : step_mono_;
@@ -53,7 +60,7 @@ int64_t Agent::step(int64_t mono, int64_t wall) {
     int spare = spare_at_scan_;
     if (!signal_changed_ && work_left_) {
       auto machine = executor_.machine();
-      if (machine) spare = machine->spare_gpus;
+      if (machine) spare = spare_gpus(*machine);
     }
     // A change in the bucket, or room that appeared while jobs were left behind.
     if (signal_changed_ || (work_left_ && spare > spare_at_scan_)) scan(mono, wall);
@@ -123,6 +130,15 @@ std::vector<std::string> Agent::queues() const {
   return prefixes;
 }
 
+int Agent::spare_gpus(const LocalMachine& machine) const {
+  // A job whose inputs are still being pulled is not the daemon's yet, but its GPUs are taken.
+  int spare = machine.spare_gpus;
+  for (const auto& [id, held] : held_) {
+    if (!held.started && !held.lost && !held.done) spare -= held.job.spec.gpus;
+  }
+  return std::max(spare, 0);
+}
+
 void Agent::scan(int64_t mono, int64_t wall) {
   auto machine = executor_.machine();
   if (!machine) return;
@@ -131,7 +147,7 @@ void Agent::scan(int64_t mono, int64_t wall) {
   draining_ = drain.has_value() || !machine->accepting;
   signal_changed_ = false;  // what follows may ask for another scan (a lost race, a failure)
   check_cancels();
-  int spare = machine->spare_gpus;
+  int spare = spare_gpus(*machine);
   spare_at_scan_ = spare;
   work_left_ = false;
   bool zero_gpu_waiting = false;
@@ -192,7 +208,7 @@ void Agent::retake(const QueueEntry& entry, Claim claim, const std::string& etag
   }
   auto job = load_job(entry.id);
   auto machine = executor_.machine();
-  if (!job || !machine || job->spec.gpus > machine->spare_gpus) return;
+  if (!job || !machine || job->spec.gpus > spare_gpus(*machine)) return;
   claim = next_attempt(std::move(claim), wall);
   auto replaced = store_.replace(keys::claim(entry.id), to_json(claim).dump(), etag);
   if (!replaced) return;
@@ -286,7 +302,7 @@ void Agent::expire(std::string id, int64_t mono, int64_t wall) {
   auto job = load_job(id);
   auto machine = executor_.machine();
   if (!job || !machine) return;
-  if (job->spec.gpus > machine->spare_gpus || !machine->accepting) return;  // one with room will
+  if (job->spec.gpus > spare_gpus(*machine) || !machine->accepting) return;  // one with room will
   Claim claim = watched.claim;
   std::string from = claim.node;
   auto cancel = store_.get(keys::cancel(id));

@@ -19,6 +19,8 @@
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -29,8 +31,10 @@
 
 #include "base/status.h"
 #include "fleet/executor.h"
+#include "fleet/job_data.h"
 #include "fleet/layout.h"
 #include "fleet/object_store.h"
+#include "fleet/transfer_queue.h"
 
 namespace gpuq::fleet {
 
@@ -59,7 +63,10 @@ struct AgentOptions {
 class Agent {
  public:
   // `data` may be null (no data store: options.data_problem says why).
-  Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options);
+  // `transfers` runs pulls and pushes (ThreadTransferQueue on a node); null runs them inline
+  // on `data` (tests on virtual clocks).
+  Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options,
+        TransferQueue* transfers = nullptr);
 
   // Takes back the claims of the state file (runs that outlived a daemon restart) and
   // publishes the first heartbeat. An error only for a state file that cannot be read.
@@ -81,6 +88,14 @@ class Agent {
   bool bucket_reachable() const { return reachable_; }
 
  private:
+  // An output of a held job: its record (jobs/ID/outputs.json) and the local file's version
+  // that the store has.
+  struct LocalOutput {
+    OutputRecord record;
+    int64_t pushed_size = -1;
+    int64_t pushed_mtime_ns = -1;
+    int64_t next_try_mono = 0;        // a failed push waits until then
+  };
   struct Held {
     FleetJob job;
     std::string entry_key;            // its queue entry, removed at its end
@@ -90,7 +105,14 @@ class Agent {
     int64_t next_renew_mono = 0;
     int64_t next_sync_mono = 0;
     bool cancel_requested = false;
-    std::map<std::string, std::pair<int64_t, int64_t>> pushed;  // output path → (size, mtime)
+    // Declared data on the transfer queue: the pull before the start, the push in flight.
+    std::shared_ptr<PullState> pull;
+    std::shared_ptr<PushState> push;
+    std::map<std::string, LocalOutput> outputs;  // by path relative to the workdir
+    bool resuming = false;            // a reclaimed attempt: earlier outputs pulled first
+    int end_push_rounds = 0;          // pushes since the local job ended
+    int64_t next_end_push_mono = 0;
+    std::string end_note;             // declared outputs that matched nothing, at the end
     size_t log_pushed_bytes = 0;      // size of the log last published (0: none yet)
     bool started = false;             // handed to the daemon (local_id set)
     int64_t next_start_mono = 0;      // not started: when to try again (inputs, the daemon)
@@ -117,6 +139,8 @@ class Agent {
   void poll_signal(int64_t mono);
   void scan(int64_t mono, int64_t wall);
   std::vector<std::string> queues() const;
+  // The daemon's spare GPUs less those of held jobs not handed to it yet (inputs being pulled).
+  int spare_gpus(const LocalMachine& machine) const;
   bool try_job(const QueueEntry& entry, const std::string& queue, int64_t mono, int64_t wall,
                int& spare, bool& zero_gpu_waiting);
   // Whether `job`'s after-dependencies are met; sets `never` when one can never be.
@@ -166,14 +190,30 @@ class Agent {
   void save_state() const;
   Status load_state(int64_t mono, int64_t wall);
 
-  // agent_data.cc: declared data and logs.
-  // Pulls the inputs of `held`'s job into the workdir, renewing its claim between objects when
-  // a renewal is due (a large input may take longer than a lease). An error says which input
-  // failed and why; a lost claim is an error too (kConflict).
-  Status pull_inputs(Held& held, int64_t wall);
-  // Pushes declared outputs that changed; returns a note naming declared outputs that match
-  // nothing ("" when every one matched).
-  std::string push_outputs(Held& held, int64_t wall);
+  // agent_data.cc: declared data and logs, moved on the transfer queue.
+  // Hands the pull of `held`'s inputs (and, for a reclaimed attempt that resumes, of the
+  // outputs its earlier attempts pushed) to the transfer queue; a no-op while one is there.
+  // kUnavailable when the record of earlier outputs could not be read.
+  Status begin_pull(Held& held);
+  Result<std::vector<OutputRecord>> read_output_record(const std::string& id);
+  // After a resuming pull: the outputs pulled are the store's versions, not to be pushed back.
+  void note_pulled_outputs(Held& held);
+  // The files `held`'s declared outputs match now; a problem per declaration that is invalid
+  // or matched nothing.
+  std::vector<std::filesystem::path> declared_files(const Held& held, std::vector<std::string>& problems) const;
+  // Hands the outputs that changed since they were last pushed (and, unless `at_end`, whose
+  // backoff after a failure is over) to the transfer queue; returns a note naming declared
+  // outputs that matched nothing ("" when every one matched). A no-op while a push is there.
+  std::string begin_push(Held& held, bool at_end);
+  // Takes in a push that is done: versions pushed, failures (job.output_failed, the job's
+  // reason, a backoff), the record rewritten. False while none is done.
+  bool take_push(Held& held);
+  void write_output_record(Held& held);
+  // At a job's end: its outputs pushed, failing ones retried for kEndPushRounds rounds. True
+  // once the end may be published.
+  bool push_at_end(Held& held);
+  // Marks outputs that still fail as not pushed; a note naming them ("" when none).
+  std::string outputs_not_pushed(Held& held);
   void push_log(Held& held, const LocalJob& local);
 
   // agent_nodes.cc: the other nodes' heartbeats.
@@ -187,6 +227,8 @@ class Agent {
 
   ObjectStore& store_;
   ObjectStore* data_;
+  std::unique_ptr<TransferQueue> inline_transfers_;  // when no queue was given
+  TransferQueue* transfers_ = nullptr;
   Executor& executor_;
   AgentOptions options_;
 

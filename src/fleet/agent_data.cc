@@ -1,7 +1,9 @@
-// Declared data and logs: `# gpuq-in:` paths pulled from the data store before a run starts,
-// `# gpuq-out:` paths (globs in the last component) pushed while it runs and at its end, and
-// the log of each attempt. Paths are relative to the node's [fleet] workdir and mirrored under
-// the data prefix.
+// Declared data and logs: `# gpuq-in:` paths pulled from the data store before a run starts
+// (with the outputs of earlier attempts when a reclaimed job resumes), `# gpuq-out:` paths
+// (globs in the last component) pushed while it runs and at its end, and the log of each
+// attempt. Pulls and pushes run on the transfer queue (transfer_queue.h), never on the agent's
+// thread; here they are planned and their results taken in. Paths are relative to the node's
+// [fleet] workdir and mirrored under the data prefix.
 #include <filesystem>
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -16,79 +18,64 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A declared path must stay inside the workdir: relative, no "." or ".." segment, and a valid
-// key once under the data prefix.
-Status check_data_path(std::string_view path, const std::string& prefix) {
-  if (auto valid = check_key(prefix + std::string(path)); !valid || path.empty() || path.front() == '/') {
-    return fail(Code::kInvalidArgument,
-                fmt::format("declared path '{}' must be relative to the workdir, inside it, and made of "
-                            "[A-Za-z0-9._-/]",
-                            clip_for_message(path)));
-  }
-  return ok();
-}
-
 bool has_glob(std::string_view name) { return name.find_first_of("*?[") != std::string_view::npos; }
 
-Status write_input(const fs::path& target, const std::string& body) {
-  std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
-  if (ec) return fail(Code::kIoError, fmt::format("cannot create {}: {}", target.parent_path().string(), ec.message()));
-  return os::write_file_atomic(target.string(), body, false);
+// The wait before an output that failed is pushed again: `first_ms` (the sync interval, at
+// most 5 s), doubling, at most 5 min.
+int64_t output_retry_ms(int failures, int64_t first_ms) {
+  first_ms = std::clamp<int64_t>(first_ms, 1, 5'000);
+  return std::min<int64_t>(first_ms << std::clamp(failures - 1, 0, 10), 300'000);
 }
+
+// At a job's end its outputs get this many rounds of pushes before the end is published
+// without the ones that still fail.
+constexpr int kEndPushRounds = 4;
 
 }  // namespace
 
-Status Agent::pull_inputs(Held& held, int64_t wall) {
-  // Between objects: every held claim that is due is renewed, this one included.
-  auto keep_claim = [&]() -> Status {
-    keep_leases(wall);
-    if (held.lost || !lease_fresh(held, now())) {
-      return fail(Code::kConflict, "the claim could not be kept while its inputs were pulled");
+Status Agent::begin_pull(Held& held) {
+  if (held.pull) return ok();
+  PullWork work{options_.workdir, options_.data_prefix, held.job.spec.inputs, {}};
+  // A reclaimed job resumes from what its earlier attempts pushed (`# gpuq-resume: no` turns it off).
+  if (held.claim.attempt > 1 && held.job.spec.resume && !held.job.spec.outputs.empty()) {
+    auto record = read_output_record(held.job.id);
+    if (!record) return fail(Code::kUnavailable, record.error().message);
+    for (const OutputRecord& o : *record) {
+      if (!o.etag.empty()) work.resume.push_back(o.path);
+      held.outputs[o.path].record = o;
     }
-    return ok();
-  };
-  const FleetJob& job = held.job;
-  for (const auto& path : job.spec.inputs) {
-    if (auto kept = keep_claim(); !kept) return kept;
-    if (auto valid = check_data_path(path, options_.data_prefix); !valid) return valid;
-    std::string key = options_.data_prefix + path;
-    fs::path target = fs::path(options_.workdir) / path;
-    auto object = data_->get(key);
-    if (object) {
-      if (auto written = write_input(target, object->body); !written) {
-        return fail(Code::kIoError, fmt::format("input {}: {}", path, written.error().message));
-      }
-      continue;
-    }
-    if (object.error().code != Code::kNotFound) {
-      return fail(Code::kUnavailable, fmt::format("input {} could not be pulled: {}", path, object.error().message));
-    }
-    // Not an object: a directory of them?
-    auto listing = data_->list(key + "/");
-    if (!listing) return fail(Code::kUnavailable, fmt::format("input {} could not be listed: {}", path, listing.error().message));
-    if (listing->objects.empty()) {
-      return fail(Code::kNotFound, fmt::format("input {} is not in the data store ({} in {}); push it first",
-                                               path, key, data_->describe()));
-    }
-    for (const auto& info : listing->objects) {
-      if (auto kept = keep_claim(); !kept) return kept;
-      auto item = data_->get(info.key);
-      if (!item) return fail(Code::kUnavailable, fmt::format("input {} could not be pulled: {}", info.key, item.error().message));
-      std::string rel = info.key.substr(options_.data_prefix.size());
-      if (auto valid = check_data_path(rel, options_.data_prefix); !valid) return valid;
-      if (auto written = write_input(fs::path(options_.workdir) / rel, item->body); !written) {
-        return fail(Code::kIoError, fmt::format("input {}: {}", rel, written.error().message));
-      }
-    }
+    held.resuming = true;
   }
+  held.pull = std::make_shared<PullState>();
+  transfers_->submit([state = held.pull, work = std::move(work)](ObjectStore& data) { run_pull(data, work, *state); });
   return ok();
 }
 
-std::string Agent::push_outputs(Held& held, int64_t wall) {
-  if (data_ == nullptr) return "";
-  std::vector<std::string> problems;
+Result<std::vector<OutputRecord>> Agent::read_output_record(const std::string& id) {
+  auto object = store_.get(keys::outputs(id));
+  if (!object) {
+    if (object.error().code == Code::kNotFound) return std::vector<OutputRecord>{};
+    return tl::unexpected(object.error());
+  }
+  auto json = parse_object(keys::outputs(id), object->body);
+  if (!json) return std::vector<OutputRecord>{};  // unreadable: resume from nothing rather than never start
+  auto outputs = outputs_from_json(*json);
+  return outputs ? *outputs : std::vector<OutputRecord>{};
+}
+
+void Agent::note_pulled_outputs(Held& held) {
+  for (auto& [rel, local] : held.outputs) {
+    if (local.record.etag.empty()) continue;
+    struct stat st {};
+    if (::stat((fs::path(options_.workdir) / rel).c_str(), &st) != 0 || st.st_size != local.record.size) continue;
+    local.pushed_size = st.st_size;
+    local.pushed_mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  }
+}
+
+std::vector<fs::path> Agent::declared_files(const Held& held, std::vector<std::string>& problems) const {
   fs::path workdir(options_.workdir);
+  std::vector<fs::path> files;
   for (const auto& pattern : held.job.spec.outputs) {
     if (auto valid = check_data_path(pattern, options_.data_prefix); !valid && !has_glob(pattern)) {
       problems.push_back(valid.error().message);
@@ -106,39 +93,135 @@ std::string Agent::push_outputs(Held& held, int64_t wall) {
     } else if (fs::exists(dir / name, ec)) {
       matches.push_back(dir / name);
     }
-    std::vector<fs::path> files;
+    size_t before = files.size();
     for (const auto& match : matches) {
       if (fs::is_directory(match, ec)) {
         for (const auto& entry : fs::recursive_directory_iterator(match, ec)) {
-          if (entry.is_regular_file(ec)) files.push_back(entry.path());
+          // Partial downloads (".NAME.gpuq-partial-...") are never outputs.
+          if (entry.is_regular_file(ec) && entry.path().filename().string().find(".gpuq-partial-") == std::string::npos) {
+            files.push_back(entry.path());
+          }
         }
       } else if (fs::is_regular_file(match, ec)) {
         files.push_back(match);
       }
     }
-    if (files.empty()) {
-      problems.push_back(fmt::format("output {} matched nothing", pattern));
+    if (files.size() == before) problems.push_back(fmt::format("output {} matched nothing", pattern));
+  }
+  return files;
+}
+
+std::string Agent::begin_push(Held& held, bool at_end) {
+  if (data_ == nullptr || held.push) return "";
+  std::vector<std::string> problems;
+  std::vector<fs::path> files = declared_files(held, problems);
+  auto state = std::make_shared<PushState>();
+  const int64_t at = now();
+  for (const auto& file : files) {
+    std::error_code ec;
+    std::string rel = fs::relative(file, options_.workdir, ec).string();
+    struct stat st {};
+    if (ec || ::stat(file.c_str(), &st) != 0) continue;  // gone since it was matched
+    const int64_t mtime_ns = st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec;
+    LocalOutput& local = held.outputs[rel];
+    if (local.pushed_size == st.st_size && local.pushed_mtime_ns == mtime_ns) continue;  // unchanged
+    if (!at_end && at < local.next_try_mono) continue;  // failed lately: its backoff
+    if (auto valid = check_data_path(rel, options_.data_prefix); !valid) {
+      problems.push_back(valid.error().message);
       continue;
     }
-    for (const auto& file : files) {
-      std::string rel = fs::relative(file, workdir, ec).string();
-      struct stat st {};
-      if (ec || ::stat(file.c_str(), &st) != 0) continue;
-      std::pair<int64_t, int64_t> seen{st.st_size, st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec};
-      if (held.pushed[rel] == seen) continue;
-      if (auto valid = check_data_path(rel, options_.data_prefix); !valid) {
-        problems.push_back(valid.error().message);
-        continue;
-      }
-      keep_leases(wall);
-      auto content = os::read_file(file.string());
-      if (!content) continue;
-      if (data_->put(options_.data_prefix + rel, *content)) held.pushed[rel] = seen;
-    }
+    PushItem item;
+    item.rel = rel;
+    item.path = file.string();
+    item.size = st.st_size;
+    item.mtime_ns = mtime_ns;
+    state->items.push_back(std::move(item));
+  }
+  if (!state->items.empty()) {
+    held.push = state;
+    transfers_->submit([state, prefix = options_.data_prefix](ObjectStore& data) { run_push(data, prefix, *state); });
   }
   std::string note;
   for (const auto& problem : problems) note += (note.empty() ? "" : "; ") + problem;
   return note;
+}
+
+bool Agent::take_push(Held& held) {
+  if (!held.push || !held.push->done.load(std::memory_order_acquire)) return false;
+  const int64_t at = now();
+  for (const PushItem& item : held.push->items) {
+    LocalOutput& local = held.outputs[item.rel];
+    OutputRecord& record = local.record;
+    record.path = item.rel;
+    record.attempt = held.claim.attempt;
+    record.node = options_.node;
+    if (item.pushed) {
+      local.pushed_size = item.size;
+      local.pushed_mtime_ns = item.mtime_ns;
+      local.next_try_mono = 0;
+      record.size = item.pushed_size;
+      record.etag = item.etag;
+      record.pushed_ms = item.pushed_ms;
+      record.mtime_ns = item.mtime_ns;
+      record.state = kOutputPushed;
+      record.error.clear();
+      record.failures = 0;
+      continue;
+    }
+    record.state = kOutputFailing;
+    record.error = item.error;
+    record.failures += 1;
+    if (record.etag.empty()) record.size = item.size;  // never pushed: the size on the node
+    local.next_try_mono = at + output_retry_ms(record.failures, options_.sync_every_ms);
+    event("job.output_failed", &held,
+          {{"fleet_id", held.job.id}, {"path", item.rel}, {"error", item.error}, {"failures", record.failures}});
+  }
+  held.push.reset();
+  // While an output fails, the job's reason says so (published with the next renewal).
+  std::string reason;
+  for (const auto& [rel, local] : held.outputs) {
+    if (local.record.state != kOutputFailing) continue;
+    reason += fmt::format("{}output {} could not be pushed ({} tries): {}", reason.empty() ? "" : "; ", rel,
+                          local.record.failures, local.record.error);
+  }
+  held.claim.reason = reason;
+  write_output_record(held);
+  return true;
+}
+
+void Agent::write_output_record(Held& held) {
+  if (held.lost) return;
+  std::vector<OutputRecord> records;
+  for (const auto& [rel, local] : held.outputs) {
+    if (!local.record.path.empty()) records.push_back(local.record);
+  }
+  if (records.empty()) return;
+  (void)store_.put(keys::outputs(held.job.id), outputs_to_json(records).dump());
+}
+
+std::string Agent::outputs_not_pushed(Held& held) {
+  std::string note;
+  for (auto& [rel, local] : held.outputs) {
+    if (local.record.state != kOutputFailing) continue;
+    local.record.state = kOutputNotPushed;
+    note += fmt::format("{}output {} was not pushed: {}", note.empty() ? "" : "; ", rel, local.record.error);
+  }
+  if (!note.empty()) write_output_record(held);
+  return note;
+}
+
+bool Agent::push_at_end(Held& held) {
+  while (true) {
+    take_push(held);
+    if (held.push) return false;  // in flight: looked at again when it is done
+    bool failing = false;
+    for (const auto& [rel, local] : held.outputs) failing |= local.record.state == kOutputFailing;
+    if (held.end_push_rounds > 0 && (!failing || held.end_push_rounds >= kEndPushRounds)) return true;
+    if (held.end_push_rounds > 0 && now() < held.next_end_push_mono) return false;
+    held.end_note = begin_push(held, true);
+    ++held.end_push_rounds;
+    held.next_end_push_mono = now() + output_retry_ms(held.end_push_rounds, options_.sync_every_ms);
+  }
 }
 
 void Agent::push_log(Held& held, const LocalJob& local) {

@@ -64,10 +64,21 @@ bool Agent::start_local(Held& held, int64_t wall) {
     return refuse(fmt::format("it declares data (gpuq-in/gpuq-out) but node {} cannot reach a data store: {}",
                               options_.node, options_.data_problem));
   }
-  if (auto pulled = pull_inputs(held, wall); !pulled) {
-    if (held.lost) return false;  // another node has it now: nothing to publish
-    if (pulled.error().code == Code::kUnavailable || pulled.error().code == Code::kConflict) return later();
-    return refuse(pulled.error().message);
+  // Inputs (and a resumed attempt's earlier outputs) move on the transfer queue; the claim is
+  // renewed meanwhile by tend_held, which looks here again when the pull is done.
+  if (declares_data) {
+    if (auto begun = begin_pull(held); !begun) return later();
+    if (!held.pull->done.load(std::memory_order_acquire)) {
+      held.next_start_mono = now();
+      return false;
+    }
+    Status pulled = held.pull->status;
+    held.pull.reset();
+    if (pulled) note_pulled_outputs(held);
+    if (!pulled) {
+      if (pulled.error().code == Code::kUnavailable || pulled.error().code == Code::kConflict) return later();
+      return refuse(pulled.error().message);
+    }
   }
   JobSpec spec = fj.spec;
   for (const auto& [name, value] : options_.base_env) spec.env.emplace(name, value);
@@ -81,6 +92,10 @@ bool Agent::start_local(Held& held, int64_t wall) {
   spec.env["GPUQ_FLEET_ID"] = fj.id;
   spec.env["GPUQ_FLEET_NODE"] = options_.node;
   spec.env["GPUQ_FLEET_ATTEMPT"] = std::to_string(held.claim.attempt);
+  spec.env["GPUQ_ATTEMPT"] = std::to_string(held.claim.attempt);
+  // A reclaimed attempt that resumes: the outputs its earlier attempts pushed are in place, and
+  // the first run sees GPUQ_RESUME=1 (a run variable: the runner sets it).
+  spec.fleet_resume = held.resuming;
   auto local = executor_.submit(std::move(spec));
   if (!local) {
     if (local.error().code == Code::kUnavailable) return later();
@@ -133,6 +148,9 @@ void Agent::lose(Held& held, const std::string& why) {
   if (held.lost) return;
   held.lost = true;
   if (held.claim.local_id > 0) (void)executor_.cancel(held.claim.local_id);
+  // Transfers in flight stop between files: what they move is no longer ours to publish.
+  if (held.pull) held.pull->cancelled = true;
+  if (held.push) held.push->cancelled = true;
   event("job.claim_lost", &held, {{"fleet_id", held.job.id}, {"attempt", held.claim.attempt}, {"why", why}});
   // Watched from now on as another node's claim would be: when no one took it over (this node
   // may be the only one that serves its queue, and no scan may come: the signal changes only
@@ -161,8 +179,10 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
         publish_end(held, wall);
       } else if (!lease_fresh(held, mono)) {
         lose(held, stale);
-      } else if (mono >= held.next_start_mono) {
-        start_local(held, wall);
+      } else {
+        // While its inputs are pulled, the claim is kept as a running job's is.
+        if (mono >= held.next_renew_mono && !renew(held, mono, wall)) continue;
+        if (mono >= held.next_start_mono) start_local(held, wall);
       }
       continue;
     }
@@ -185,9 +205,11 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
       continue;
     }
     if (mono >= held.next_renew_mono && !renew(held, mono, wall)) continue;
+    take_push(held);
     if (local && mono >= held.next_sync_mono && lease_fresh(held, mono)) {
       push_log(held, *local);
-      push_outputs(held, wall);
+      begin_push(held, false);
+      take_push(held);  // done already when transfers are inline
       held.next_sync_mono = mono + options_.sync_every_ms;
     }
   }
@@ -199,14 +221,17 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
 bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall) {
   // A renewal first: the claim is still ours for a whole lease, so what follows is published
   // by the holder and by no one else.
-  if (!renew(held, mono, wall)) return false;
-  push_log(held, local);
-  std::string missing = push_outputs(held, wall);
+  // Renewed again while its outputs are pushed (they may take longer than a lease).
+  if ((held.end_push_rounds == 0 || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
+  if (held.end_push_rounds == 0) push_log(held, local);
+  if (!push_at_end(held)) return false;
   held.claim.state = final_state(local.state);
   held.claim.exit_code = local.exit_code;
   held.claim.runs = local.runs;
   held.claim.reason = local.reason;
-  if (!missing.empty()) held.claim.reason += (held.claim.reason.empty() ? "" : "; ") + missing;
+  for (const std::string& note : {held.end_note, outputs_not_pushed(held)}) {
+    if (!note.empty()) held.claim.reason += (held.claim.reason.empty() ? "" : "; ") + note;
+  }
   return publish_end(held, wall);
 }
 
@@ -311,6 +336,17 @@ bool Agent::adopt(const nlohmann::json& item, int64_t mono, int64_t wall) {
   held.started = held.claim.local_id > 0;
   held.renewed_mono = mono;
   held.next_sync_mono = mono;
+  // Outputs this attempt pushed before the restart are not pushed again while unchanged.
+  if (auto record = read_output_record(id); record) {
+    for (const OutputRecord& o : *record) {
+      LocalOutput& local = held.outputs[o.path];
+      local.record = o;
+      if (o.node == options_.node && o.attempt == held.claim.attempt && o.state == kOutputPushed) {
+        local.pushed_size = o.size;
+        local.pushed_mtime_ns = o.mtime_ns;
+      }
+    }
+  }
   Held& stored = held_[id] = std::move(held);
   if (renew(stored, mono, wall)) {
     event("job.claimed", &stored, {{"fleet_id", id}, {"attempt", stored.claim.attempt}, {"adopted", true}});

@@ -66,6 +66,14 @@ class HookedStore : public ObjectStore {
     before_("list", prefix);
     return inner_.list(prefix);
   }
+  Result<ObjectInfo> put_file(const std::string& key, const std::string& path) override {
+    before_("put_file", key);
+    return inner_.put_file(key, path);
+  }
+  Result<ObjectInfo> get_file(const std::string& key, const std::string& target) override {
+    before_("get_file", key);
+    return inner_.get_file(key, target);
+  }
 
  private:
   ObjectStore& inner_;
@@ -139,36 +147,37 @@ TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
   }
 }
 
+// A pull runs off the agent's thread: the claim is renewed all the while, however long it takes.
 TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore store(bucket);
+  MemoryStore data(bucket);
   FakeExecutor executor(1);
   auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
   std::filesystem::create_directories(dir);
-  int64_t clock = 0;
   AgentOptions options;
   options.node = "a";
   options.lease_ms = kLease;
   options.workdir = dir.string();
-  // Each object takes 8 s to come: 20 of them take almost three leases.
-  options.mono_clock = [&clock] { return clock; };
-  SlowDataStore data(bucket);
-  data.on_data_get = [&clock] { clock += 8'000; };
-  Agent agent(store, &data, executor, options);
+  ManualTransferQueue transfers(data);
+  Agent agent(store, &data, executor, options, &transfers);
   ASSERT_TRUE(agent.start(0, 0));
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
   FleetJob job = seed_with_data(store, 0, {"shards"});
   agent.step(0, 0);
-  ASSERT_EQ(executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
-  EXPECT_TRUE(std::filesystem::exists(dir / "shards/19"));
+  ASSERT_EQ(transfers.waiting(), 1u) << "the pull was handed to the transfer queue";
+  // Three leases pass while the pull is in flight: the agent steps on and renews.
+  for (int64_t t = 1'000; t <= 3 * kLease; t += 1'000) agent.step(t, t);
+  EXPECT_TRUE(executor.jobs.empty()) << "not started before its inputs are there";
   Claim claim = claim_of(store, job.id);
   EXPECT_EQ(claim.state, "running");
-  // 168 s of pulling at one renewal per lease/6 due (checked between shards, 8 s apart).
-  EXPECT_GE(claim.renewal, 10) << "renewed while the shards came";
+  EXPECT_GE(claim.renewal, 3 * 6 - 1) << "renewed every lease/6 while the shards came";
   EXPECT_EQ(executor.count("job.claim_lost"), 0);
-  // No false loss after the pull either: the last renewal is dated when it was sent.
-  agent.step(clock, clock);
-  agent.step(clock + 2'000, clock + 2'000);
+  transfers.run_all();
+  agent.nudge();  // as the transfer worker does when a work ends
+  agent.step(3 * kLease + 1, 3 * kLease + 1);
+  ASSERT_EQ(executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
+  EXPECT_TRUE(std::filesystem::exists(dir / "shards/19"));
   EXPECT_EQ(executor.count("job.claim_lost"), 0);
   EXPECT_TRUE(executor.cancelled.empty());
   std::filesystem::remove_all(dir);
@@ -246,25 +255,18 @@ TEST(FleetAgent, ATransientErrorOfAReclaimDoesNotForgetTheJob) {
 TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore astore(bucket);
+  MemoryStore data(bucket);
   FakeExecutor aexec(2);
   auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
   std::filesystem::create_directories(dir);
-  int64_t clock = 0;
   Node b(bucket, "b", 1);
   AgentOptions options;
   options.node = "a";
   options.lease_ms = kLease;
   options.workdir = dir.string();
-  options.mono_clock = [&clock] { return clock; };
-  // Each shard takes 8 s to come, while b goes on with its own work.
-  SlowDataStore data(bucket);
-  data.on_data_get = [&] {
-    clock += 8'000;
-    b.run_until(clock);
-  };
-  Agent a(astore, &data, aexec, options);
+  ManualTransferQueue transfers(data);
+  Agent a(astore, &data, aexec, options, &transfers);
   ASSERT_TRUE(a.start(0, 0));
-  clock = 0;
   b.start();
   FleetJob j1 = seed(astore, "any", 1, 5);
   a.step(0, 0);
@@ -272,10 +274,13 @@ TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   b.run_until(0);  // b watches j1
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(astore.put(fmt::format("data/shards/{:02d}", i), "x"));
   seed_with_data(astore, 1, {"shards"});
-  clock = 2'000;
-  a.step(2'000, 2'000);  // takes the data job: ~168 s of pulling
-  b.run_until(clock);
-  EXPECT_EQ(claim_of(astore, j1.id).node, "a") << "a renewed j1 between the shards of the other job";
+  // a takes the data job; its pull stays in flight for three leases while both nodes step.
+  for (int64_t t = 2'000; t <= 3 * kLease; t += 1'000) {
+    a.step(t, t);
+    b.run_until(t);
+  }
+  ASSERT_EQ(transfers.waiting(), 1u);
+  EXPECT_EQ(claim_of(astore, j1.id).node, "a") << "a renewed j1 while the other job's inputs came";
   EXPECT_TRUE(aexec.cancelled.empty());
   EXPECT_EQ(b.executor.jobs.size(), 0u) << "b never ran j1";
   std::filesystem::remove_all(dir);
@@ -383,6 +388,36 @@ TEST(FleetAgent, ATransientErrorAtStartDoesNotStopARun) {
   EXPECT_EQ(again.held(), std::vector<std::string>{job.id}) << "taken back once the store answered";
   EXPECT_TRUE(a.executor.cancelled.empty());
   std::filesystem::remove(state);
+}
+
+
+TEST(FleetAgent, AJobWhoseInputsArePulledHoldsItsGpusAgainstTheNextJob) {
+  auto bucket = std::make_shared<Bucket>();
+  MemoryStore store(bucket);
+  MemoryStore data(bucket);
+  FakeExecutor executor(1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = dir.string();
+  ManualTransferQueue transfers(data);
+  Agent agent(store, &data, executor, options, &transfers);
+  ASSERT_TRUE(agent.start(0, 0));
+  ASSERT_TRUE(store.put("data/in/x", "x"));
+  FleetJob first = seed_with_data(store, 1, {"in/x"});
+  agent.step(0, 0);
+  ASSERT_EQ(transfers.waiting(), 1u);
+  FleetJob second = seed(store, "any", 1, 50);
+  for (int64_t t = 1'000; t <= 20'000; t += 1'000) agent.step(t, t);
+  EXPECT_EQ(claim_of(store, first.id).node, "a");
+  EXPECT_FALSE(store.get(keys::claim(second.id))) << "the one GPU is the pulling job's";
+  transfers.run_all();
+  agent.nudge();
+  agent.step(21'000, 21'000);
+  EXPECT_EQ(executor.jobs.size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

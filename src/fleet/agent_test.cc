@@ -28,7 +28,9 @@ TEST(FleetAgent, ClaimsAClassJobRunsItLocallyAndPublishesItsEnd) {
   EXPECT_EQ(local.env.at("GPUQ_FLEET_ID"), job.id);
   EXPECT_EQ(local.env.at("GPUQ_FLEET_ATTEMPT"), "1");
   EXPECT_EQ(local.env.at("PATH"), "/usr/bin:/bin") << "the node's variables";
-  EXPECT_EQ(local.env.size(), 5u) << "the node's PATH and HOME and the three fleet variables: nothing else";
+  EXPECT_EQ(local.env.at("GPUQ_ATTEMPT"), "1");
+  EXPECT_FALSE(local.fleet_resume) << "a first attempt has nothing to resume from";
+  EXPECT_EQ(local.env.size(), 6u) << "the node's PATH and HOME and the four fleet variables: nothing else";
   EXPECT_EQ(claim.local_id, a.executor.jobs.begin()->first) << "the renewal after the start records the local id";
   EXPECT_EQ(a.executor.count("job.claimed"), 1);
 
@@ -308,6 +310,146 @@ TEST(FleetAgent, TheLocalJobIsTheFleetSubmittersUser) {
   std::map<std::string, std::string> users;
   for (const auto& [id, spec] : a.executor.specs) users[spec.fleet_id] = spec.user;
   EXPECT_EQ(users, (std::map<std::string, std::string>{{known.id, "carol"}, {unknown.id, ""}}));
+}
+
+
+// A node of `bucket` whose workdir is a fresh temporary directory (removed by the test).
+std::unique_ptr<Node> node_with_workdir(std::shared_ptr<Bucket> bucket, const std::string& name) {
+  auto node = std::make_unique<Node>(bucket, name, 1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  node->workdir = dir.string();
+  AgentOptions options;
+  options.node = name;
+  options.lease_ms = kLease;
+  options.sync_every_ms = 10'000;
+  options.workdir = node->workdir;
+  Node* raw = node.get();
+  options.mono_clock = [raw] { return raw->now; };
+  node->agent = std::make_unique<Agent>(node->store, &node->data, node->executor, options);
+  return node;
+}
+
+// Node a pushes a checkpoint while its job runs, then freezes; b takes the job over after a
+// lease and starts it from that checkpoint. `resume` is the job's `# gpuq-resume:`.
+void reclaim_after_a_checkpoint(bool resume) {
+  auto bucket = std::make_shared<Bucket>();
+  auto a = node_with_workdir(bucket, "a");
+  auto b = node_with_workdir(bucket, "b");
+  a->start();
+  b->start();
+  FleetJob job;
+  job.id = new_job_id(9);
+  job.klass = "any";
+  job.submitted_ms = 9;
+  job.spec.gpus = 1;
+  job.spec.script_text = "#!/bin/bash\n";
+  job.spec.outputs = {"ckpt/*.pt"};
+  job.spec.resume = resume;
+  publish(a->store, job);
+  a->run_until(1'000);
+  ASSERT_EQ(a->executor.jobs.size(), 1u);
+  b->run_until(1'000);  // b watches a's claim
+  std::filesystem::create_directories(a->workdir + "/ckpt");
+  std::ofstream(a->workdir + "/ckpt/step-100.pt") << "weights at step 100";
+  a->run_until(12'000);  // a sync: the checkpoint is pushed and recorded
+  ASSERT_EQ(a->data.get("data/ckpt/step-100.pt")->body, "weights at step 100");
+  auto record = a->store.get(keys::outputs(job.id));
+  ASSERT_TRUE(record) << "the record of outputs was written";
+  auto outputs = outputs_from_json(nlohmann::json::parse(record->body));
+  ASSERT_TRUE(outputs);
+  ASSERT_EQ(outputs->size(), 1u);
+  EXPECT_EQ((*outputs)[0].path, "ckpt/step-100.pt");
+  EXPECT_EQ((*outputs)[0].state, "pushed");
+  EXPECT_EQ((*outputs)[0].size, 19);
+  EXPECT_EQ((*outputs)[0].attempt, 1);
+  // a freezes; b takes the job over after a lease of an unchanged claim.
+  b->run_until(12'000 + 2 * kLease);
+  Claim claim = claim_of(b->store, job.id);
+  ASSERT_EQ(claim.node, "b");
+  ASSERT_EQ(claim.attempt, 2);
+  ASSERT_EQ(b->executor.specs.size(), 1u);
+  const JobSpec& spec = b->executor.specs.begin()->second;
+  EXPECT_EQ(spec.env.at("GPUQ_ATTEMPT"), "2");
+  const std::string pulled = b->workdir + "/ckpt/step-100.pt";
+  if (resume) {
+    EXPECT_TRUE(spec.fleet_resume) << "its first run sees GPUQ_RESUME=1";
+    EXPECT_EQ(os::read_file(pulled).value_or("missing"), "weights at step 100")
+        << "the checkpoint was pulled before the start";
+  } else {
+    EXPECT_FALSE(spec.fleet_resume);
+    EXPECT_FALSE(std::filesystem::exists(pulled)) << "# gpuq-resume: no starts afresh";
+  }
+  std::filesystem::remove_all(a->workdir);
+  std::filesystem::remove_all(b->workdir);
+}
+
+TEST(FleetAgent, AReclaimedJobStartsFromTheOutputsItsEarlierAttemptPushed) { reclaim_after_a_checkpoint(true); }
+
+TEST(FleetAgent, AJobThatSaysResumeNoStartsAfreshWhenReclaimed) { reclaim_after_a_checkpoint(false); }
+
+// A store whose writes of data fail while `refuse` is set.
+class RefusingDataStore : public MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  bool refuse = true;
+  Result<ObjectInfo> put_file(const std::string& key, const std::string& path) override {
+    if (refuse) return fail(Code::kIoError, "disk quota exceeded (test)");
+    return MemoryStore::put_file(key, path);
+  }
+};
+
+TEST(FleetAgent, AnOutputThatCannotBePushedIsRetriedAndNamedUntilItIs) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir / "out");
+  RefusingDataStore data(bucket);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.sync_every_ms = 1'000;
+  options.workdir = dir.string();
+  options.mono_clock = [&a] { return a.now; };
+  a.agent = std::make_unique<Agent>(a.store, &data, a.executor, options);
+  a.start();
+  FleetJob job = seed_with_data(a.store, 1, {}, {"out/result.txt"});
+  a.run_until(500);
+  ASSERT_EQ(a.executor.jobs.size(), 1u);
+  std::ofstream(dir / "out/result.txt") << "42";
+  a.run_until(2'500);  // the first sync (at the first tending after sync_every): refused
+  EXPECT_EQ(a.executor.count("job.output_failed"), 1);
+  const auto& failed = a.executor.events.back();
+  EXPECT_EQ(failed.kind, "job.output_failed");
+  EXPECT_EQ(failed.data["path"], "out/result.txt");
+  EXPECT_NE(failed.data["error"].get<std::string>().find("disk quota exceeded"), std::string::npos);
+  a.run_until(12'000);  // renewed since: the claim says why
+  EXPECT_NE(claim_of(a.store, job.id).reason.find("output out/result.txt could not be pushed"), std::string::npos)
+      << claim_of(a.store, job.id).reason;
+  const int failures = a.executor.count("job.output_failed");
+  EXPECT_GE(failures, 2) << "retried";
+  EXPECT_LE(failures, 5) << "with a backoff, not at every sync";
+  // The store takes it again: pushed, and the reason is clear at the next renewal.
+  data.refuse = false;
+  a.run_until(80'000);
+  EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
+  EXPECT_EQ(claim_of(a.store, job.id).reason, "");
+  // An output refused to the end is named in the outcome.
+  data.refuse = true;
+  std::ofstream(dir / "out/result.txt") << "43";
+  a.executor.end(a.executor.jobs.begin()->first, 0);
+  a.nudge();
+  a.run_until(200'000);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "succeeded");
+  EXPECT_NE(claim.reason.find("output out/result.txt was not pushed: disk quota exceeded"), std::string::npos)
+      << claim.reason;
+  auto record = outputs_from_json(nlohmann::json::parse(a.store.get(keys::outputs(job.id))->body));
+  ASSERT_TRUE(record);
+  ASSERT_EQ(record->size(), 1u);
+  EXPECT_EQ((*record)[0].state, "not_pushed");
+  EXPECT_EQ((*record)[0].size, 2) << "the size of the version the store has";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -81,6 +81,24 @@ class SlowDataStore : public MemoryStore {
   std::function<void()> on_data_get;
 };
 
+// Transfers that run when the test says: a pull or push stays in flight, as a large one does
+// on a ThreadTransferQueue, while the agent steps on.
+class ManualTransferQueue : public TransferQueue {
+ public:
+  explicit ManualTransferQueue(ObjectStore& data) : data_(data) {}
+  void submit(Work work) override { works_.push_back(std::move(work)); }
+  size_t waiting() const { return works_.size(); }
+  void run_all() {
+    auto works = std::move(works_);
+    works_.clear();
+    for (auto& work : works) work(data_);
+  }
+
+ private:
+  ObjectStore& data_;
+  std::vector<Work> works_;
+};
+
 // One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
 // test moves.
 struct Node {

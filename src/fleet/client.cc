@@ -229,9 +229,19 @@ Result<JobView> show(ObjectStore& store, std::string_view ref) {
   if (!claim) return tl::unexpected(claim.error());
   auto cancel = detail::cancel_requested(store, *id);
   if (!cancel) return tl::unexpected(cancel.error());
-  JobView view{std::move(*job), std::nullopt, "", *cancel};
+  JobView view{std::move(*job), std::nullopt, "", *cancel, {}};
   if (*claim) view.claim = (*claim)->claim;
   view.state = job_state(view.claim);
+  if (!view.job.spec.outputs.empty()) {
+    auto record = store.get(keys::outputs(*id));
+    if (!record && record.error().code != Code::kNotFound) return tl::unexpected(record.error());
+    if (record) {
+      auto json = parse_object(keys::outputs(*id), record->body);
+      auto outputs = json ? outputs_from_json(*json) : tl::unexpected(json.error());
+      if (!outputs) return tl::unexpected(outputs.error());
+      view.outputs = std::move(*outputs);
+    }
+  }
   return view;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/job_data.h"
 #include "fleet/layout.h"
 #include "fleet/object_store.h"
 
@@ -72,6 +73,7 @@ struct JobView {
   std::optional<Claim> claim;
   std::string state;              // job_state(claim)
   bool cancel_requested = false;  // jobs/ID/cancel exists
+  std::vector<OutputRecord> outputs;  // jobs/ID/outputs.json: each declared output pushed
 };
 Result<JobView> show(ObjectStore& store, std::string_view ref);
 

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "base/random.h"
 #include "fleet/backoff.h"
@@ -167,7 +169,10 @@ Result<FileContent> read_object(const std::string& path, const std::string& skip
   return content;
 }
 
-Result<TempFile> write_temp(const std::string& dir, std::string_view body) {
+namespace {
+
+// Makes a temporary file in `dir`, fills it with `fill`, then sets its time and fsyncs it.
+Result<TempFile> make_temp(const std::string& dir, const std::function<Status(int, const std::string&)>& fill) {
   TempFile temp;
   auto fd = create_temp(dir, temp.path);
   if (!fd) return tl::unexpected(fd.error());
@@ -176,7 +181,7 @@ Result<TempFile> write_temp(const std::string& dir, std::string_view body) {
     ::unlink(temp.path.c_str());
     return tl::unexpected(std::move(error));
   };
-  if (auto st = write_all(*fd, body, temp.path); !st) return give_up(st.error());
+  if (auto st = fill(*fd, temp.path); !st) return give_up(st.error());
   // Now, with random nanoseconds: two writes in one tick of the kernel's coarse clock, to a
   // reused inode, of one size, still differ.
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -193,6 +198,36 @@ Result<TempFile> write_temp(const std::string& dir, std::string_view body) {
   closer.fd = -1;
   if (::close(*fd) != 0) return give_up(errno_error("close " + temp.path).value());
   return temp;
+}
+
+}  // namespace
+
+Result<TempFile> write_temp(const std::string& dir, std::string_view body) {
+  return make_temp(dir, [&](int fd, const std::string& path) { return write_all(fd, body, path); });
+}
+
+Result<TempFile> copy_to_temp(const std::string& dir, int source, const std::string& source_path) {
+  return make_temp(dir, [&](int fd, const std::string& path) -> Status {
+    auto copied = copy_stream(source, fd, source_path, path);
+    if (!copied) return tl::unexpected(copied.error());
+    return ok();
+  });
+}
+
+Result<int64_t> copy_stream(int source, int target, const std::string& source_path,
+                            const std::string& target_path) {
+  std::vector<char> buffer(1 << 20);
+  int64_t total = 0;
+  while (true) {
+    const ssize_t got = ::pread(source, buffer.data(), buffer.size(), total);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno_error("read " + source_path);
+    if (got == 0) return total;
+    if (auto st = write_all(target, std::string_view(buffer.data(), static_cast<size_t>(got)), target_path); !st) {
+      return tl::unexpected(st.error());
+    }
+    total += got;
+  }
 }
 
 void sync_dir(const std::string& dir) {

@@ -48,6 +48,15 @@ struct TempFile {
 // writes in one clock tick differ). The caller renames or removes it.
 Result<TempFile> write_temp(const std::string& dir, std::string_view body);
 
+// As write_temp, with the content copied from the open file `source` (from its start, in
+// 1 MiB pieces: bounded memory for any size).
+Result<TempFile> copy_to_temp(const std::string& dir, int source, const std::string& source_path);
+
+// Copies `source` from its start to its end onto `target` (at target's offset), 1 MiB at a
+// time; the number of bytes copied. The paths are for messages.
+Result<int64_t> copy_stream(int source, int target, const std::string& source_path,
+                            const std::string& target_path);
+
 // fsync(2) of a directory, after a rename in it; best effort (some file systems refuse).
 void sync_dir(const std::string& dir);
 

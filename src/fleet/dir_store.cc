@@ -1,14 +1,17 @@
 #include "fleet/dir_store.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "base/time.h"
 #include "fleet/dir_files.h"
+#include "fleet/partial_file.h"
 
 namespace gpuq::fleet {
 namespace {
@@ -63,6 +66,45 @@ class DirStore final : public ObjectStore {
     }
     dir::sync_dir(parent_of(path));
     return ok();
+  }
+
+  Result<ObjectInfo> put_file(const std::string& key, const std::string& path) override {
+    if (auto st = check(key); !st) return tl::unexpected(st.error());
+    const int source = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (source < 0) {
+      return fail(errno == ENOENT ? Code::kNotFound : Code::kIoError,
+                  fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    }
+    const std::string target = path_of(key);
+    auto temp = dir::copy_to_temp(parent_of(target), source, path);
+    ::close(source);
+    if (!temp) return tl::unexpected(error("put", key, temp.error()));
+    if (auto renamed = rename_into_place(*temp, target); !renamed) {
+      return tl::unexpected(error("put", key, renamed.error()));
+    }
+    return ObjectInfo{key, temp->facts.etag, temp->facts.size, temp->facts.modified_ms};
+  }
+
+  Result<ObjectInfo> get_file(const std::string& key, const std::string& target) override {
+    if (auto st = check(key); !st) return tl::unexpected(st.error());
+    const std::string path = path_of(key);
+    const int source = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (source < 0) {
+      const Code code = errno == ENOENT || errno == ENOTDIR ? Code::kNotFound : Code::kIoError;
+      return fail(code, fmt::format("{}: get {}: {}", describe(), key, std::strerror(errno)));
+    }
+    struct CloseSource {
+      int fd;
+      ~CloseSource() { ::close(fd); }
+    } closer{source};
+    auto facts = dir::stat_object(path);
+    if (!facts) return tl::unexpected(error("get", key, facts.error()));
+    auto partial = PartialFile::open(target, 0);
+    if (!partial) return tl::unexpected(error("get", key, partial.error()));
+    auto copied = dir::copy_stream(source, partial->fd(), path, partial->path());
+    if (!copied) return tl::unexpected(error("get", key, copied.error()));
+    if (auto done = partial->commit(); !done) return tl::unexpected(error("get", key, done.error()));
+    return ObjectInfo{key, facts->etag, *copied, facts->modified_ms};
   }
 
   Result<Listing> list(const std::string& prefix) override {
@@ -131,19 +173,29 @@ class DirStore final : public ObjectStore {
     // Written before taking the lock, so that it is held only to check and rename.
     auto temp = dir::write_temp(dir, body);
     if (!temp) return tl::unexpected(error(op, key, temp.error()));
+    if (auto renamed = rename_into_place(*temp, path, condition, etag); !renamed) {
+      return tl::unexpected(error(op, key, renamed.error()));
+    }
+    return temp->facts.etag;
+  }
+
+  // Under the lock: `condition` checked, `temp` renamed to `path`; then the folder synced. The
+  // temporary file is removed when it is not renamed.
+  Status rename_into_place(const dir::TempFile& temp, const std::string& path,
+                           Condition condition = Condition::kNone, const std::string& etag = "") {
     Status renamed = [&]() -> Status {
       auto held = lock_.hold(options_.timeout_ms);
       if (!held) return tl::unexpected(held.error());
       if (auto st = meets(path, condition, etag); !st) return st;
-      if (::rename(temp->path.c_str(), path.c_str()) != 0) return errno_error("rename to " + path);
+      if (::rename(temp.path.c_str(), path.c_str()) != 0) return errno_error("rename to " + path);
       return ok();
     }();
     if (!renamed) {
-      ::unlink(temp->path.c_str());
-      return tl::unexpected(error(op, key, renamed.error()));
+      ::unlink(temp.path.c_str());
+      return renamed;
     }
-    dir::sync_dir(dir);
-    return temp->facts.etag;
+    dir::sync_dir(parent_of(path));
+    return ok();
   }
 
   std::string root_;

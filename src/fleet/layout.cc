@@ -104,6 +104,7 @@ std::string heartbeat(std::string_view node) { return fmt::format("nodes/{}/hear
 std::string drain(std::string_view node) { return fmt::format("nodes/{}/drain", node); }
 std::string name(std::string_view job_name) { return fmt::format("names/{}", job_name); }
 std::string spec(std::string_view id) { return fmt::format("jobs/{}/spec.json", id); }
+std::string outputs(std::string_view id) { return fmt::format("jobs/{}/outputs.json", id); }
 std::string claim(std::string_view id) { return fmt::format("jobs/{}/claim.json", id); }
 std::string cancel(std::string_view id) { return fmt::format("jobs/{}/cancel", id); }
 std::string log(std::string_view id, int attempt) { return fmt::format("jobs/{}/logs/{}.log", id, attempt); }

@@ -11,6 +11,7 @@
 //   jobs/ID/claim.json              its lease and, at the end, its outcome (Claim)
 //   jobs/ID/cancel                  present once someone asked to cancel it
 //   jobs/ID/logs/ATTEMPT.log        the output of each attempt, synced while it runs
+//   jobs/ID/outputs.json            each declared output pushed: size, ETag, when, state (job_data.h)
 //   queues/class/CLASS/ENTRY        a waiting or running job of a class queue (QueueEntry)
 //   queues/node/NODE/ENTRY          a job pinned to a node
 //   ended/ENTRY                     a finished job, for `fleet status` ("recent ends")
@@ -56,6 +57,7 @@ std::string spec(std::string_view id);
 std::string claim(std::string_view id);
 std::string cancel(std::string_view id);
 std::string log(std::string_view id, int attempt);
+std::string outputs(std::string_view id);
 std::string class_queue(std::string_view klass);  // "queues/class/CLASS/"
 std::string node_queue(std::string_view node);    // "queues/node/NODE/"
 }  // namespace keys

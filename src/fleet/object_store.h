@@ -22,6 +22,7 @@
 // Thread rules: an ObjectStore may be used from one thread at a time; open one per thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -74,6 +75,19 @@ class ObjectStore {
   virtual Status remove(const std::string& key) = 0;
   // Every key that begins with `prefix`, following the store's pages (S3 gives 1,000 a page).
   virtual Result<Listing> list(const std::string& prefix) = 0;
+
+  // Files of any size, moved in bounded memory (a buffer per transfer lane, never the object):
+  // put_file streams the file at `path` to `key` whatever is there and returns the object as
+  // stored (ETag, size); get_file streams `key` into the file `target` (its folders made) and
+  // returns the object it read. A download is written beside the target under a hidden
+  // partial name, checked (its size; its MD5 when the uploader recorded one), fsync'd and only
+  // then renamed into place: a failed or interrupted get_file leaves `target` as it was.
+  // S3 (s3_transfer.h): one PUT up to options.part_size, a multipart upload above it, parts
+  // and ranges sent options.transfers at a time, each retried on its own, every part carrying
+  // its Content-MD5; an upload that fails is aborted. dir://: a streamed copy, fsync'd and
+  // renamed (dir_store.h).
+  virtual Result<ObjectInfo> put_file(const std::string& key, const std::string& path) = 0;
+  virtual Result<ObjectInfo> get_file(const std::string& key, const std::string& target) = 0;
 };
 
 // Whether `key` may be used: 1..900 bytes of [A-Za-z0-9._-/], no leading or trailing '/', no
@@ -83,6 +97,14 @@ Status check_key(std::string_view key);
 // Whether `prefix` may be given to list(): "" or up to 900 bytes of check_key's alphabet (it
 // may end in '/' or stop inside a segment: "claims/", "claims/jo").
 Status check_list_prefix(std::string_view prefix);
+
+// S3's bounds on multipart uploads: parts of 5 MiB to 5 GiB (the last may be smaller), at most
+// 10,000 of them, objects up to 5 TiB.
+inline constexpr int64_t kMinPartSize = int64_t{5} << 20;
+inline constexpr int64_t kMaxPartSize = int64_t{5} << 30;
+inline constexpr int64_t kMaxParts = 10'000;
+inline constexpr int64_t kMaxObjectSize = int64_t{5} << 40;
+inline constexpr int64_t kDefaultPartSize = int64_t{64} << 20;
 
 // Settings shared by every store: how long one call may take and how often it is retried.
 struct StoreOptions {
@@ -96,6 +118,12 @@ struct StoreOptions {
   std::string secret_access_key;   // AWS_SECRET_ACCESS_KEY
   std::string session_token;       // AWS_SESSION_TOKEN
   bool path_style = true;          // https://ENDPOINT/BUCKET/KEY (MinIO, moto, most others)
+  // Files (put_file, get_file): [fleet] part_size and transfers.
+  int64_t part_size = kDefaultPartSize;  // a multipart upload above this; its parts this big
+  int transfers = 4;                     // parts or ranges in flight at once, per file
+  // Set (by the daemon, as it stops) to end S3 requests in flight at once: they then fail and
+  // are not retried. Null: never.
+  std::shared_ptr<std::atomic<bool>> abort;
 };
 
 // Opens "s3://BUCKET/PREFIX" or "dir:///PATH" (PREFIX and the path's directory may be deep;

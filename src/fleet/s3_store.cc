@@ -2,37 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "fleet/backoff.h"
+#include "fleet/s3_call.h"
 #include "fleet/s3_http.h"
+#include "fleet/s3_transfer.h"
 #include "fleet/s3_xml.h"
 
 namespace gpuq::fleet {
 namespace {
-
-// What came of a request after its retries.
-struct Outcome {
-  S3Answer answer;
-  int attempts = 0;
-  // An attempt before the last failed in a way that may have left its write done: a later
-  // 412 may then be the store seeing our own write.
-  bool ambiguous = false;
-};
-
-bool worth_retrying(const S3Answer& answer) {
-  if (answer.status == 0) return answer.transient;
-  return answer.status >= 500 || answer.status == 409 || answer.status == 429;
-}
-
-bool may_have_applied(const S3Answer& answer) {
-  return answer.status == 0 ? answer.maybe_applied : answer.status >= 500;
-}
-
-Code code_for_status(long status, std::string_view s3_code) {
-  if (status == 404) return s3_code == "NoSuchBucket" ? Code::kIoError : Code::kNotFound;
-  if (status == 412) return Code::kConflict;
-  if (status >= 500 || status == 409 || status == 429) return Code::kUnavailable;
-  return Code::kIoError;
-}
 
 class S3Store final : public ObjectStore {
  public:
@@ -68,7 +44,7 @@ class S3Store final : public ObjectStore {
     S3Request request{"GET", object_url(key), {}, {}};
     if (!if_none_match.empty())
       request.headers.push_back("If-None-Match: \"" + if_none_match + "\"");
-    const Outcome outcome = call(request);
+    const S3Outcome outcome = call(request);
     const S3Answer& answer = outcome.answer;
     if (answer.status != 200 && answer.status != 304)
       return tl::unexpected(failure("GET", key, outcome));
@@ -96,13 +72,23 @@ class S3Store final : public ObjectStore {
 
   Status remove(const std::string& key) override {
     if (auto st = check_key(key); !st) return st;
-    const Outcome outcome = call({"DELETE", object_url(key), {}, {}});
+    const S3Outcome outcome = call({"DELETE", object_url(key), {}, {}});
     const long status = outcome.answer.status;
     if (status == 200 || status == 204) return ok();
     // S3 answers 204 for a missing key; some compatible stores answer 404 NoSuchKey.
     Error error = failure("DELETE", key, outcome);
     if (error.code == Code::kNotFound) return ok();
     return tl::unexpected(std::move(error));
+  }
+
+  Result<ObjectInfo> put_file(const std::string& key, const std::string& path) override {
+    if (auto st = check_key(key); !st) return tl::unexpected(st.error());
+    return s3_put_file(*http_, options_, {describe(), key, object_url(key)}, path);
+  }
+
+  Result<ObjectInfo> get_file(const std::string& key, const std::string& target) override {
+    if (auto st = check_key(key); !st) return tl::unexpected(st.error());
+    return s3_get_file(*http_, options_, {describe(), key, object_url(key)}, target);
   }
 
   Result<Listing> list(const std::string& prefix) override {
@@ -117,7 +103,7 @@ class S3Store final : public ObjectStore {
       if (!token.empty()) query += "continuation-token=" + http_->encode(token) + "&";
       query += "list-type=2";
       if (!wanted.empty()) query += "&prefix=" + http_->encode(wanted);
-      const Outcome outcome = call({"GET", list_url_ + query, {}, {}});
+      const S3Outcome outcome = call({"GET", list_url_ + query, {}, {}});
       const std::string what = fmt::format("\"{}\" (page {})", prefix, page_number);
       if (outcome.answer.status != 200) return tl::unexpected(failure("LIST", what, outcome));
       if (page_number == 1) listing.store_now_ms = outcome.answer.date_ms;
@@ -141,32 +127,10 @@ class S3Store final : public ObjectStore {
     return bucket_url_ + "/" + (prefix_.empty() ? "" : prefix_ + "/") + key;
   }
 
-  Outcome call(const S3Request& request) {
-    Backoff backoff(options_.backoff_ms);
-    Outcome outcome;
-    while (true) {
-      outcome.answer = http_->send(request);
-      ++outcome.attempts;
-      if (!worth_retrying(outcome.answer) || outcome.attempts > options_.retries) return outcome;
-      if (may_have_applied(outcome.answer)) outcome.ambiguous = true;
-      backoff.wait();
-    }
-  }
+  S3Outcome call(const S3Request& request) { return call_with_retries(*http_, request, options_); }
 
-  Error failure(std::string_view op, std::string_view key, const Outcome& outcome) const {
-    const S3Answer& answer = outcome.answer;
-    const std::string tries =
-        outcome.attempts > 1 ? fmt::format(" (after {} attempts)", outcome.attempts) : "";
-    if (answer.status == 0) {
-      return {answer.transient ? Code::kUnavailable : Code::kIoError,
-              fmt::format("{}: {} {}: no answer{}: {}", describe(), op, key, tries,
-                          answer.transport_error)};
-    }
-    const S3ErrorBody error = parse_error_body(answer.body);
-    std::string text = fmt::format("{}: {} {}: HTTP {}", describe(), op, key, answer.status);
-    if (!error.code.empty()) text += " (" + error.code + ")";
-    if (!error.message.empty()) text += ": " + error.message;
-    return {code_for_status(answer.status, error.code), text + tries};
+  Error failure(std::string_view op, std::string_view key, const S3Outcome& outcome) const {
+    return s3_failure(describe(), op, key, outcome);
   }
 
   Result<std::string> write(std::string_view op, const std::string& key, std::string_view body,
@@ -174,7 +138,7 @@ class S3Store final : public ObjectStore {
     if (auto st = check_key(key); !st) return tl::unexpected(st.error());
     S3Request request{"PUT", object_url(key), {}, body};
     if (!condition.empty()) request.headers.push_back(condition);
-    const Outcome outcome = call(request);
+    const S3Outcome outcome = call(request);
     if (outcome.answer.status == 200) {
       if (outcome.answer.etag.empty()) {
         return fail(Code::kIoError, fmt::format("{}: {} {}: the store answered without an ETag",

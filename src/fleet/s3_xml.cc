@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <sstream>
 #include <pugixml.hpp>
 
 #include "base/time.h"
@@ -68,6 +69,50 @@ S3ErrorBody parse_error_body(std::string_view xml) {
   std::string message = error.child_value("Message");
   if (message.size() > kMaxMessageBytes) message = message.substr(0, kMaxMessageBytes) + "...";
   return {error.child_value("Code"), std::move(message)};
+}
+
+Result<std::string> parse_upload_id(std::string_view xml) {
+  pugi::xml_document doc;
+  (void)doc.load_buffer(xml.data(), xml.size());
+  std::string id = doc.child("InitiateMultipartUploadResult").child_value("UploadId");
+  if (id.empty()) {
+    return fail(Code::kIoError, fmt::format("S3 answered CreateMultipartUpload without an UploadId: {}",
+                                            clip_for_message(xml)));
+  }
+  return id;
+}
+
+std::string complete_upload_body(const std::vector<UploadedPart>& parts) {
+  pugi::xml_document doc;
+  pugi::xml_node root = doc.append_child("CompleteMultipartUpload");
+  root.append_attribute("xmlns") = "http://s3.amazonaws.com/doc/2006-03-01/";
+  for (const UploadedPart& part : parts) {
+    pugi::xml_node node = root.append_child("Part");
+    node.append_child("PartNumber").text().set(part.number);
+    node.append_child("ETag").text().set(("\"" + part.etag + "\"").c_str());
+  }
+  std::ostringstream out;
+  doc.save(out, "", pugi::format_raw);
+  return out.str();
+}
+
+Result<std::string> parse_complete_upload(std::string_view xml) {
+  pugi::xml_document doc;
+  (void)doc.load_buffer(xml.data(), xml.size());
+  if (const pugi::xml_node error = doc.child("Error")) {
+    const S3ErrorBody body = parse_error_body(xml);
+    const bool transient = body.code == "InternalError" || body.code == "SlowDown" ||
+                           body.code == "ServiceUnavailable";
+    return fail(transient ? Code::kUnavailable : Code::kIoError,
+                fmt::format("CompleteMultipartUpload failed ({}): {}", body.code, body.message));
+  }
+  // S3 names the root CompleteMultipartUploadResult; some compatible servers name it otherwise.
+  std::string etag = unquote_etag(doc.document_element().child_value("ETag"));
+  if (etag.empty()) {
+    return fail(Code::kIoError, fmt::format("S3 answered CompleteMultipartUpload without an ETag: {}",
+                                            clip_for_message(xml)));
+  }
+  return etag;
 }
 
 }  // namespace gpuq::fleet

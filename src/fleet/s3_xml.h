@@ -1,5 +1,5 @@
-// S3's XML replies, read with pugixml: a ListObjectsV2 page, and the <Error> body of a refused
-// request (its <Code> goes into every error message). Pure functions; thread-safe.
+// S3's XML, read and written with pugixml: a ListObjectsV2 page, the <Error> body of a refused
+// request (its <Code> goes into every error message), and the documents of a multipart upload. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
@@ -27,6 +27,21 @@ struct S3ErrorBody {
 
 // The <Error> of a refused request; empty fields when the body is not one.
 S3ErrorBody parse_error_body(std::string_view xml);
+
+// The UploadId of an InitiateMultipartUploadResult; kIoError when the body has none.
+Result<std::string> parse_upload_id(std::string_view xml);
+
+// One part of a multipart upload, as CompleteMultipartUpload names it.
+struct UploadedPart {
+  int number = 0;    // 1..10,000
+  std::string etag;  // as UploadPart answered it, without quotes
+};
+// The body of CompleteMultipartUpload for `parts` (in part order).
+std::string complete_upload_body(const std::vector<UploadedPart>& parts);
+
+// The answer to CompleteMultipartUpload, which may be 200 with an <Error> inside (S3 answers
+// before it knows): the object's ETag, or kUnavailable/kIoError with S3's code and message.
+Result<std::string> parse_complete_upload(std::string_view xml);
 
 // An ETag without its quotes: "\"abc\"" -> "abc".
 std::string unquote_etag(std::string_view etag);

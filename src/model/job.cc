@@ -144,7 +144,7 @@ bool same_work(const JobSpec& a, const JobSpec& b) {
          a.done_if == b.done_if && a.lanes == b.lanes && a.retries == b.retries &&
          a.retry_delay_ms == b.retry_delay_ms && a.timeout_ms == b.timeout_ms &&
          a.estimate_ms == b.estimate_ms && a.gpu_mem_mib == b.gpu_mem_mib && a.share == b.share &&
-         a.reservation == b.reservation && a.inputs == b.inputs && a.outputs == b.outputs &&
+         a.reservation == b.reservation && a.inputs == b.inputs && a.outputs == b.outputs && a.resume == b.resume &&
          a.preempt == b.preempt && a.restart_within_ms == b.restart_within_ms &&
          a.requires_warn_ms == b.requires_warn_ms && a.quiet_ms == b.quiet_ms &&
          a.warn_after_ms == b.warn_after_ms;

@@ -117,8 +117,14 @@ struct JobSpec {
   int64_t warn_after_ms = 0;               // job.overdue past this run time; 0: estimate × factor
   std::vector<std::string> inputs;         // declared `gpuq-in:` paths (for the fleet)
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
+  // A fleet job reclaimed after its node died first pulls what earlier attempts pushed and
+  // runs with GPUQ_RESUME=1; `# gpuq-resume: no` (false) starts it afresh instead.
+  bool resume = true;
   std::string source;                      // where it was declared ("plan.json:12"), for messages
   std::string fleet_id;                    // the fleet job it runs (docs/fleet.md); "" for local jobs
+  // Set by the fleet agent on the local job of a reclaimed attempt whose earlier outputs it
+  // pulled: the job's first run has GPUQ_RESUME=1 (docs/fleet.md, "Resume elsewhere").
+  bool fleet_resume = false;
   // The login name of the submitter, recorded by the daemon (never taken from a request body):
   // the unix socket peer's; else the daemon's own (TCP, a fleet job without a submitter); ""
   // for jobs of older daemons. Not part of same_work.

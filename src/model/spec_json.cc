@@ -23,7 +23,8 @@ const std::set<std::string>& known_fields() {
       "retry_delay_ms", "timeout", "timeout_ms", "est",      "est_ms",       "gpu_mem",
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
       "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms",
-      "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms", "fleet_id"};
+      "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms", "fleet_id",
+      "resume", "fleet_resume"};
   return fields;
 }
 
@@ -377,8 +378,10 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   GPUQ_TRY(r.duration("warn_after", spec.warn_after_ms));
   GPUQ_TRY(r.strings("inputs", spec.inputs));
   GPUQ_TRY(r.strings("outputs", spec.outputs));
+  GPUQ_TRY(r.boolean("resume", spec.resume));
   GPUQ_TRY(r.string("source", spec.source));
   GPUQ_TRY(r.string("fleet_id", spec.fleet_id));
+  GPUQ_TRY(r.boolean("fleet_resume", spec.fleet_resume));
   return spec;
 }
 
@@ -418,8 +421,10 @@ json spec_to_json(const JobSpec& spec) {
   if (spec.warn_after_ms) j["warn_after_ms"] = spec.warn_after_ms;
   if (!spec.inputs.empty()) j["inputs"] = spec.inputs;
   if (!spec.outputs.empty()) j["outputs"] = spec.outputs;
+  if (!spec.resume) j["resume"] = false;
   if (!spec.source.empty()) j["source"] = spec.source;
   if (!spec.fleet_id.empty()) j["fleet_id"] = spec.fleet_id;
+  if (spec.fleet_resume) j["fleet_resume"] = true;
   return j;
 }
 

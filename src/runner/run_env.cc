@@ -37,7 +37,9 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
   env["GPUQ_JOB_DIR"] = c.job_dir;
   env["GPUQ_RUN_DIR"] = c.run_dir;
   // A std::string, not a const char*: the latter trips GCC 12's false -Wrestrict at -O3.
-  env["GPUQ_RESUME"] = std::string(c.resume ? "1" : "0");
+  // Or the first run of a reclaimed fleet attempt, whose earlier outputs were pulled.
+  const bool resume = c.resume || (spec.fleet_resume && c.run_number == 1);
+  env["GPUQ_RESUME"] = std::string(resume ? "1" : "0");
   env["GPUQ_YIELD_FILE"] = c.run_dir + "/yield";
   env["GPUQ_RUN_ID"] = c.run_id;
   if (c.array_id != 0) env["GPUQ_ARRAY_ID"] = std::to_string(c.array_id);

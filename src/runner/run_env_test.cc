@@ -32,6 +32,19 @@ TEST(RunEnv, NamesExactlyTheHeldGpus) {
   EXPECT_EQ(env["PATH"], "/usr/bin");
 }
 
+TEST(RunEnv, AResumedFleetAttemptsFirstRunSeesResume) {
+  JobSpec spec;
+  spec.fleet_resume = true;
+  spec.env = {{"GPUQ_RESUME", "0"}};
+  RunContext c;
+  c.run_number = 1;
+  EXPECT_EQ(build_run_env(spec, c)["GPUQ_RESUME"], "1");
+  c.run_number = 2;  // a local retry starts as any retry does
+  EXPECT_EQ(build_run_env(spec, c)["GPUQ_RESUME"], "0");
+  c.resume = true;   // after a yield
+  EXPECT_EQ(build_run_env(spec, c)["GPUQ_RESUME"], "1");
+}
+
 TEST(RunEnv, PwdIsTheJobsWorkingDirectory) {
   JobSpec spec;
   spec.cwd = "/data/exp";

@@ -373,7 +373,7 @@ const char* compat_key(std::string_view body, std::string_view& value) {
   return nullptr;
 }
 
-enum class Directive { kNone, kGpuq, kInOut, kCompat, kBadGpuq };
+enum class Directive { kNone, kGpuq, kInOut, kResume, kCompat, kBadGpuq };
 
 // What kind of directive a comment body (the text after '#') holds.
 Directive classify(std::string_view body) {
@@ -384,6 +384,7 @@ Directive classify(std::string_view body) {
   };
   if (starts_word("gpuq")) return Directive::kGpuq;
   if (lead.rfind("gpuq-in:", 0) == 0 || lead.rfind("gpuq-out:", 0) == 0) return Directive::kInOut;
+  if (lead.rfind("gpuq-resume:", 0) == 0) return Directive::kResume;
   if (lead.rfind("gpuq-", 0) == 0 || lead.rfind("gpuq:", 0) == 0) return Directive::kBadGpuq;
   std::string_view ignored;
   if (compat_key(lead, ignored)) return Directive::kCompat;
@@ -438,6 +439,22 @@ void read_in_out_line(HeaderReader& reader, HeaderScan& scan, std::string_view b
   fields[field].push_back(path);
   scan.headers.lines.emplace(field, line);
   scan.headers.item_lines[field].push_back(line);
+}
+
+// `# gpuq-resume: no`: a fleet job reclaimed from a dead node starts afresh, without the outputs
+// its earlier attempts pushed (docs/fleet.md, "Resume elsewhere"); "yes" is the default.
+void read_resume_line(HeaderReader& reader, HeaderScan& scan, std::string_view body, int line) {
+  std::string value = unquote_whole(trim(trim(body).substr(12)));
+  if (value != "no" && value != "yes") {
+    return reader.error(line, fmt::format("# gpuq-resume: takes 'no' or 'yes', not '{}'",
+                                          clip_for_message(value)));
+  }
+  if (auto earlier = scan.headers.lines.find("resume"); earlier != scan.headers.lines.end()) {
+    return reader.error(line, fmt::format("# gpuq-resume: is already set at line {}; set it once",
+                                          earlier->second));
+  }
+  scan.headers.fields["resume"] = value == "yes";
+  scan.headers.lines.emplace("resume", line);
 }
 
 // restart-within= limits when a restart may happen, so it means nothing without
@@ -549,14 +566,17 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
       case Directive::kInOut:
         read_in_out_line(reader, scan, body, number);
         break;
+      case Directive::kResume:
+        read_resume_line(reader, scan, body, number);
+        break;
       case Directive::kCompat:
         read_compat_line(reader, body, number);
         break;
       case Directive::kBadGpuq:
         reader.error(
             number,
-            fmt::format("unknown gpuq directive '#{}'; use '#gpuq key=value', '# gpuq-in: PATH' "
-                        "or '# gpuq-out: PATH'",
+            fmt::format("unknown gpuq directive '#{}'; use '#gpuq key=value', '# gpuq-in: PATH', "
+                        "'# gpuq-out: PATH' or '# gpuq-resume: no'",
                         std::string(trim(body))));
         break;
       case Directive::kNone:

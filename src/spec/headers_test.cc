@@ -113,6 +113,12 @@ TEST(Headers, InputsAndOutputs) {
   EXPECT_EQ(f["outputs"], json({"results/eval_*.json", "out dir/x"}));
 }
 
+TEST(Headers, ResumeNoTurnsOffAFleetJobsResume) {
+  EXPECT_EQ(fields_of("# gpuq-out: ckpt/*.pt\n# gpuq-resume: no\npython x.py\n")["resume"], false);
+  EXPECT_EQ(fields_of("#gpuq-resume:yes\n")["resume"], true);
+  EXPECT_FALSE(fields_of("# gpuq-out: x\n").contains("resume")) << "resume is the default";
+}
+
 TEST(Headers, HeaderBlockEndsAtTheFirstCommand) {
   json f = fields_of(
       "#!/usr/bin/env python3\n"
@@ -185,8 +191,11 @@ TEST(Headers, Errors) {
             "job.sh:1: # gpuq-in: needs a path, as in '# gpuq-in: results/eval_*.json'");
   EXPECT_EQ(error_of("# gpuq-output: x\n"),
             "job.sh:1: unknown gpuq directive '#gpuq-output: x'; use '#gpuq key=value', '# "
-            "gpuq-in: PATH' or "
-            "'# gpuq-out: PATH'");
+            "gpuq-in: PATH', "
+            "'# gpuq-out: PATH' or '# gpuq-resume: no'");
+  EXPECT_EQ(error_of("# gpuq-resume: never\n"), "job.sh:1: # gpuq-resume: takes 'no' or 'yes', not 'never'");
+  EXPECT_EQ(error_of("# gpuq-resume: no\n# gpuq-resume: yes\n"),
+            "job.sh:2: # gpuq-resume: is already set at line 1; set it once");
 }
 
 TEST(Headers, Preemption) {

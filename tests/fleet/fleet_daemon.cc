@@ -108,6 +108,7 @@ Status FleetDaemon::start() {
   if (options_.short_timings) {
     config += "poll = \"200ms\"\nheartbeat = \"500ms\"\nlease = \"3s\"\nsync_every = \"500ms\"\ntimeout = \"1s\"\n";
   }
+  config += options_.fleet_config;
   std::ofstream(home_ + "/config.toml") << config;
   std::vector<std::string> argv = {GPUQ_BINARY, "--home",  home_, "daemon", "--detach", "--gpus",
                                    options_.gpus, "--fleet", options_.url, "--node", options_.node,

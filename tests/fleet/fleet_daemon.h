@@ -51,6 +51,8 @@ struct FleetDaemonOptions {
   // Short timings ([fleet] poll 200ms, heartbeat 500ms, lease 3s, sync_every 500ms, timeout
   // 1s), or none at all: the defaults.
   bool short_timings = true;
+  // More lines for the [fleet] table of its config.toml ("part_size = \"5MiB\"\n").
+  std::string fleet_config;
 };
 
 class FleetDaemon {

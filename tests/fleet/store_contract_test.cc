@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <latch>
 #include <thread>
 
@@ -308,6 +311,130 @@ TEST_P(ObjectStoreContract, OfTwentyRacingReplacesOfOneEtagExactlyOneWins) {
   EXPECT_EQ(wins, 1);
   EXPECT_EQ(store_->get("claims/lease")->body.rfind("racer ", 0), 0u);
 }
+
+// Files: a size that needs three parts (5 MiB each) on S3, written and read back whole.
+std::string file_content(size_t size, int seed) {
+  std::string content(size, '\0');
+  uint64_t x = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(seed + 1);
+  for (size_t i = 0; i < size; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    content[i] = static_cast<char>(x);
+  }
+  return content;
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_whole(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+// The files of `dir`, for checking that no partial file is left.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class FileTransferContract : public ObjectStoreContract {
+ protected:
+  void SetUp() override {
+    ObjectStoreContract::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuq-files-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    local_ = pattern;
+    options_.part_size = kMinPartSize;
+    options_.transfers = 3;
+    store_ = open();
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!local_.empty()) std::filesystem::remove_all(local_, ignored);
+    ObjectStoreContract::TearDown();
+  }
+  std::string local_;
+};
+
+TEST_P(FileTransferContract, AFileOfSeveralPartsGoesAndComesBackByteIdentical) {
+  const std::string content = file_content(kMinPartSize * 2 + 12345, 1);
+  write_whole(local_ + "/ckpt.bin", content);
+  auto pushed = store_->put_file("data/run/ckpt.bin", local_ + "/ckpt.bin");
+  ASSERT_TRUE(pushed) << pushed.error().message;
+  EXPECT_EQ(pushed->size, static_cast<int64_t>(content.size()));
+  EXPECT_FALSE(pushed->etag.empty());
+  auto listing = store_->list("data/run/");
+  ASSERT_TRUE(listing) << listing.error().message;
+  ASSERT_EQ(listing->objects.size(), 1u);
+  EXPECT_EQ(listing->objects[0].size, static_cast<int64_t>(content.size()));
+  EXPECT_EQ(listing->objects[0].etag, pushed->etag);
+  if (GetParam() == Backend::kS3) {
+    EXPECT_NE(pushed->etag.find("-3"), std::string::npos) << "three parts: " << pushed->etag;
+  }
+
+  auto pulled = store_->get_file("data/run/ckpt.bin", local_ + "/back/ckpt.bin");
+  ASSERT_TRUE(pulled) << pulled.error().message;
+  EXPECT_EQ(pulled->etag, pushed->etag);
+  EXPECT_EQ(pulled->size, static_cast<int64_t>(content.size()));
+  EXPECT_TRUE(read_whole(local_ + "/back/ckpt.bin") == content) << "the bytes differ";
+  EXPECT_EQ(names_in(local_ + "/back"), std::vector<std::string>{"ckpt.bin"}) << "a partial file was left";
+}
+
+TEST_P(FileTransferContract, SmallAndEmptyFilesTravelWhole) {
+  write_whole(local_ + "/empty", "");
+  write_whole(local_ + "/small", "a small file\n");
+  ASSERT_TRUE(store_->put_file("empty", local_ + "/empty"));
+  ASSERT_TRUE(store_->put_file("small", local_ + "/small"));
+  EXPECT_EQ(store_->get("small")->body, "a small file\n");
+  auto empty = store_->get_file("empty", local_ + "/back/empty");
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_EQ(empty->size, 0);
+  EXPECT_EQ(read_whole(local_ + "/back/empty"), "");
+  ASSERT_TRUE(store_->get_file("small", local_ + "/back/small"));
+  EXPECT_EQ(read_whole(local_ + "/back/small"), "a small file\n");
+}
+
+TEST_P(FileTransferContract, PutFileReplacesWhatIsThere) {
+  write_whole(local_ + "/f", file_content(kMinPartSize + 1, 2));
+  ASSERT_TRUE(store_->put_file("f", local_ + "/f"));
+  const std::string second = file_content(100, 3);
+  write_whole(local_ + "/f", second);
+  ASSERT_TRUE(store_->put_file("f", local_ + "/f"));
+  EXPECT_TRUE(store_->get("f")->body == second);
+}
+
+TEST_P(FileTransferContract, AMissingFileOrKeyIsNotFoundAndLeavesTheTargetAsItWas) {
+  auto missing_file = store_->put_file("f", local_ + "/nothing-here");
+  ASSERT_FALSE(missing_file);
+  EXPECT_EQ(missing_file.error().code, Code::kNotFound);
+  EXPECT_NE(missing_file.error().message.find("nothing-here"), std::string::npos) << missing_file.error().message;
+
+  write_whole(local_ + "/target", "kept");
+  auto missing_key = store_->get_file("no/such/key", local_ + "/target");
+  ASSERT_FALSE(missing_key);
+  EXPECT_EQ(missing_key.error().code, Code::kNotFound) << missing_key.error().message;
+  EXPECT_NE(missing_key.error().message.find("no/such/key"), std::string::npos) << missing_key.error().message;
+  EXPECT_EQ(read_whole(local_ + "/target"), "kept");
+  EXPECT_EQ(names_in(local_), std::vector<std::string>{"target"});
+}
+
+TEST_P(FileTransferContract, RefusedKeysAreInvalidArguments) {
+  write_whole(local_ + "/f", "x");
+  auto put = store_->put_file("../escape", local_ + "/f");
+  ASSERT_FALSE(put);
+  EXPECT_EQ(put.error().code, Code::kInvalidArgument);
+  auto get = store_->get_file("a//b", local_ + "/g");
+  ASSERT_FALSE(get);
+  EXPECT_EQ(get.error().code, Code::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fleet, FileTransferContract, ::testing::Values(Backend::kS3, Backend::kDir),
+                         [](const auto& info) { return info.param == Backend::kS3 ? "S3" : "Dir"; });
 
 INSTANTIATE_TEST_SUITE_P(Fleet, ObjectStoreContract, ::testing::Values(Backend::kS3, Backend::kDir),
                          [](const ::testing::TestParamInfo<Backend>& info) {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
+#include "os/process.h"
+
 namespace gpuq::fleet::testing {
 
 Status MemoryStore::reachable(const std::string& key) {
@@ -74,6 +78,25 @@ Status MemoryStore::remove(const std::string& key) {
   std::lock_guard lock(bucket_->mutex);
   bucket_->objects.erase(key);
   return ok();
+}
+
+Result<ObjectInfo> MemoryStore::put_file(const std::string& key, const std::string& path) {
+  auto body = os::read_file(path);
+  if (!body) return tl::unexpected(body.error());
+  auto etag = put(key, *body);
+  if (!etag) return tl::unexpected(etag.error());
+  return ObjectInfo{key, *etag, static_cast<int64_t>(body->size()), 0};
+}
+
+Result<ObjectInfo> MemoryStore::get_file(const std::string& key, const std::string& target) {
+  auto object = get(key);
+  if (!object) return tl::unexpected(object.error());
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(target).parent_path(), ec);
+  if (auto written = os::write_file_atomic(target, object->body, false); !written) {
+    return tl::unexpected(written.error());
+  }
+  return ObjectInfo{key, object->etag, static_cast<int64_t>(object->body.size()), object->modified_ms};
 }
 
 Result<Listing> MemoryStore::list(const std::string& prefix) {

@@ -49,6 +49,9 @@ class MemoryStore : public ObjectStore {
                               const std::string& etag) override;
   Status remove(const std::string& key) override;
   Result<Listing> list(const std::string& prefix) override;
+  // Files are read and written whole here (a fake for logic tests; the real stores stream).
+  Result<ObjectInfo> put_file(const std::string& key, const std::string& path) override;
+  Result<ObjectInfo> get_file(const std::string& key, const std::string& target) override;
 
   // This store's calls fail (kUnavailable) while set: a node cut off from the bucket.
   void set_cut_off(bool cut) { cut_off_ = cut; }

@@ -8,7 +8,7 @@ export const EVENT_KINDS = [
   'job.cancel_requested', 'job.held', 'job.released', 'job.retried', 'job.moved', 'job.skipped',
   'job.blocked', 'job.unblocked', 'job.adopted', 'job.lost', 'job.not_started', 'job.requeued',
   'job.preempt_requested', 'job.preempted', 'job.preemption_withdrawn', 'job.cleanup',
-  'job.claimed', 'job.reclaimed', 'job.claim_lost', 'node.stale', 'node.back', 'fleet.stopped',
+  'job.claimed', 'job.reclaimed', 'job.claim_lost', 'job.output_failed', 'node.stale', 'node.back', 'fleet.stopped',
   'resource.attention', 'resource.released', 'resource.foreign', 'resource.freed',
   'resource.probe_failed', 'resource.probe_recovered', 'queue.drained', 'queue.undrained',
   'job.requires_wait', 'job.quiet', 'job.overdue', 'job.gpu_idle', 'queue.idle_with_work', 'queue.empty',
