@@ -88,17 +88,17 @@ int follow_log(Context& ctx, fleet::ObjectStore& store, const std::string& id, i
 
 }  // namespace
 
-int run_fleet_status(Context& ctx, fleet::ObjectStore& store, bool json) {
-  auto status = fleet::status(store);
+int run_fleet_status(Context& ctx, fleet::ObjectStore& store, const FleetStatusOptions& options,
+                     bool json) {
+  fleet::StatusOptions read;
+  if (options.all) read.queued_rows = 0;
+  if (options.limit) read.queued_rows = *options.limit;
+  auto status = fleet::status(store, read);
   if (!status) return report_fleet_error(ctx, status.error());
-  if (json) {
-    Json out = {{"nodes", Json::array()}, {"jobs", Json::array()}};
-    for (const auto& node : status->nodes) out["nodes"].push_back(node_status_json(node));
-    for (const auto& job : status->jobs) out["jobs"].push_back(job_status_json(job));
-    return print_json(ctx, out);
-  }
-  ctx.out() << render_fleet_nodes(status->nodes, ctx.color()) << '\n'
-            << render_fleet_jobs(status->jobs, ctx.color());
+  if (json) return print_json(ctx, fleet_status_json(*status));
+  ctx.out() << render_fleet_nodes(status->nodes, ctx.color()) << '\n';
+  if (std::string gpus = render_fleet_gpus(status->nodes); !gpus.empty()) ctx.out() << gpus << '\n';
+  ctx.out() << render_fleet_jobs(*status, ctx.color());
   return kExitOk;
 }
 
