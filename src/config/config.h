@@ -142,6 +142,8 @@ struct FleetConfig {
   int64_t sync_every_ms = 120'000;
   int64_t timeout_ms = 20'000;        // one request to the store
   std::string workdir;                // where fleet jobs run (default: the daemon user's home)
+  // The node takes no new fleet job while its workdir has less free space than this; 0: no floor.
+  int64_t min_free_disk_bytes = int64_t{10} << 30;
   std::string data;                   // a store URL for declared data (default: PREFIX/data/)
   std::string endpoint, region, access_key_id, secret_access_key, session_token;
 };

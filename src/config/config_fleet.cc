@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/duration.h"
+#include "base/size.h"
 #include "config/config_text.h"
 
 namespace gpuq::config {
@@ -54,6 +55,21 @@ Status read_classes(const toml::table& table, std::string_view path, std::vector
   return ok();
 }
 
+Status read_min_free_disk(const toml::table& table, std::string_view path, int64_t& out) {
+  const toml::node* node = table.get("min_free_disk");
+  if (node == nullptr) return ok();
+  const auto* text = node->as_string();
+  if (text == nullptr) {
+    return error_at(path, node->source(),
+                    "fleet.min_free_disk must be a size in quotes, e.g. min_free_disk = \"10GiB\" "
+                    "(\"0\" for no floor)");
+  }
+  auto size = parse_size(text->get());
+  if (!size) return error_at(path, node->source(), "fleet.min_free_disk: " + size.error().message);
+  out = *size;
+  return ok();
+}
+
 }  // namespace
 
 Status read_fleet_table(const toml::table* table, std::string_view path, FleetConfig& fleet) {
@@ -74,6 +90,7 @@ Status read_fleet_table(const toml::table* table, std::string_view path, FleetCo
                                     std::tuple{"timeout", &fleet.timeout_ms, int64_t{100}}}) {
     if (auto status = read_duration(*table, path, key, min_ms, *value); !status) return status;
   }
+  if (auto status = read_min_free_disk(*table, path, fleet.min_free_disk_bytes); !status) return status;
   if (!fleet.workdir.empty() && fleet.workdir.front() != '/') {
     return error_at(path, table->get("workdir")->source(),
                     fmt::format("fleet.workdir must be an absolute path, not '{}'", fleet.workdir));
