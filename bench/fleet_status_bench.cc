@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,12 @@ int main(int argc, char** argv) {
     fmt::print("requests of one fleet status{}: {} GET, {} LIST, {} PUT, {} other\n",
                options.args.empty() ? "" : " " + options.args, counts->get, counts->list, counts->put,
                counts->remove + counts->head + counts->other);
+    // Where the server's time went: the time between one answer and the next, by kind.
+    std::map<std::string, double> seconds;
+    for (size_t i = 1; i < counts->requests.size(); ++i) {
+      seconds[counts->requests[i].kind] += counts->requests[i].time_s - counts->requests[i - 1].time_s;
+    }
+    for (const auto& [kind, total] : seconds) fmt::print("  {}: {:.3f} s between answers\n", kind, total);
   }
   for (int i = 1; i < options.runs; ++i) times.push_back(time_status(options, url, environment));
   fmt::print("fleet status{} with {} queued jobs: median {:.3f} s of {} runs (min {:.3f}, max {:.3f})\n",

@@ -34,7 +34,9 @@ void print_show(Context& ctx, const fleet::JobView& view) {
   std::string state = view.state;
   if (view.cancel_requested && state == fleet::kRunning) state += " (cancel requested)";
   line("state", state);
-  line("queue", job.node.empty() ? "class " + job.klass : "node " + job.node);
+  std::string queue = job.node.empty() ? "class " + job.klass : "node " + job.node;
+  if (auto gpu = fleet::pinned_gpu(job.spec)) queue += fmt::format(", gpu{} only", *gpu);
+  line("queue", queue);
   line("submitted", fmt::format("{} by {}", format_rfc3339(job.submitted_ms), job.submitted_by));
   line("script", job.spec.script_name);
   line("gpus", std::to_string(job.spec.gpus));

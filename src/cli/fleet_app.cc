@@ -29,7 +29,8 @@ void define_fleet_submit(CLI::App& fleet, FleetParsed& p) {
                                    "one node's queue",
                                    "print the jobs as one JSON array");
   submit->add_option("--class", o.klass, "the class queue (default any)")->type_name("CLASS");
-  submit->add_option("--node", o.node, "pin the jobs to this node")->type_name("NODE");
+  submit->add_option("--node", o.node, "pin the jobs to this node, or to GPU K of it: NODE-gpuK")
+      ->type_name("NODE");
   submit->add_option("--name", o.name, "a name unique in the fleet (several files: NAME-1, ...)");
   submit->add_option_function<int>(
             "--gpus", [&o](const int& n) { o.gpus = n; }, "GPUs each job needs (default: header, 0)")

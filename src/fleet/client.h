@@ -116,6 +116,17 @@ Result<std::vector<NodeStatus>> read_nodes(ObjectStore& store);
 // One node; kNotFound when it has neither, naming the nodes there are.
 Result<NodeStatus> read_node(ObjectStore& store, std::string_view node);
 
+// Where `gpuq fleet submit --node TEXT` pins a job: a node, and perhaps one of its GPUs.
+struct NodeTarget {
+  std::string node;
+  std::optional<int> gpu;  // K of "NODE-gpuK"
+};
+// TEXT is a node's name, unless it ends in "-gpuK", no node has that whole name (no heartbeat
+// or drain marker) and a node NODE has: then it is GPU K of NODE. A GPU that NODE's heartbeat
+// does not list is kInvalidArgument naming the GPUs it has. A name known to neither stays the
+// node's name (a node that has not started yet). Lists nodes/TEXT/ and, for "-gpuK", nodes/NODE/.
+Result<NodeTarget> resolve_node_target(ObjectStore& store, std::string_view text);
+
 // `on`: writes nodes/NODE/drain (the node takes no new jobs; running ones finish); a node with
 // neither heartbeat nor marker is kNotFound (a typo must not drain nothing). Off: removes it.
 // Then a new signal.

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "fleet/client.h"
@@ -102,6 +104,37 @@ Result<NodeStatus> read_node(ObjectStore& store, std::string_view node) {
               fmt::format("no node '{}' in {}: it has never sent a heartbeat; the nodes are: {}",
                           node, store.describe(),
                           names.empty() ? std::string("none yet") : fmt::format("{}", fmt::join(names, ", "))));
+}
+
+Result<NodeTarget> resolve_node_target(ObjectStore& store, std::string_view text) {
+  GPUQ_FLEET_TRY(check_name("node", text));
+  NodeTarget named{std::string(text), std::nullopt};
+  size_t dash = text.rfind("-gpu");
+  std::string_view digits = dash == std::string_view::npos ? "" : text.substr(dash + 4);
+  int index = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  bool pin_form = dash != std::string_view::npos && dash > 0 && !digits.empty() && ec == std::errc() &&
+                  end == digits.data() + digits.size() && std::to_string(index) == digits;
+  if (!pin_form) return named;
+  auto exact = read_nodes_under(store, fmt::format("{}{}/", keys::kNodes, text));
+  if (!exact) return tl::unexpected(exact.error());
+  for (const auto& node : *exact) {
+    if (node.name == text) return named;  // a node named so wins over a pin
+  }
+  std::string base(text.substr(0, dash));
+  auto nodes = read_nodes_under(store, fmt::format("{}{}/", keys::kNodes, base));
+  if (!nodes) return tl::unexpected(nodes.error());
+  auto found = std::find_if(nodes->begin(), nodes->end(), [&](const NodeStatus& n) { return n.name == base; });
+  if (found == nodes->end()) return named;
+  std::vector<std::string> gpus;
+  for (const auto& gpu : found->gpu_list) gpus.push_back(gpu.name);
+  std::string wanted = fmt::format("gpu{}", index);
+  if (found->has_heartbeat && std::find(gpus.begin(), gpus.end(), wanted) == gpus.end()) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("--node {}: node {} has no {}; its GPUs are {}", text, base, wanted,
+                            gpus.empty() ? std::string("none") : fmt::format("{}", fmt::join(gpus, ", "))));
+  }
+  return NodeTarget{base, index};
 }
 
 Status drain(ObjectStore& store, std::string_view node, bool on) {
