@@ -1,11 +1,24 @@
 #include "app/fleet_executor.h"
 
+#include <sys/statvfs.h>
+
 #include <chrono>
 #include <future>
 
 #include "runner/run_files.h"
 
 namespace gpuq::app {
+namespace {
+
+// Free bytes of the file system holding `path`, as an unprivileged user may use them; -1 when
+// it cannot be read.
+int64_t free_bytes(const std::string& path) {
+  struct statvfs fs {};
+  if (path.empty() || ::statvfs(path.c_str(), &fs) != 0) return -1;
+  return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+}
+
+}  // namespace
 
 template <class T>
 Result<T> FleetExecutor::on_actor(std::function<Result<T>()> fn) {
@@ -55,7 +68,7 @@ Status FleetExecutor::cancel(int64_t id) {
 }
 
 Result<fleet::LocalMachine> FleetExecutor::machine() {
-  return on_actor<fleet::LocalMachine>([this]() -> Result<fleet::LocalMachine> {
+  auto read = on_actor<fleet::LocalMachine>([this]() -> Result<fleet::LocalMachine> {
     fleet::LocalMachine machine;
     auto waits = queue_.waits();
     const auto& resources = queue_.inventory().resources;
@@ -66,12 +79,30 @@ Result<fleet::LocalMachine> FleetExecutor::machine() {
       gpu.memory_mib = resources[slot].memory_total_mib;
       gpu.busy = slot < waits->snapshot.gpus.size() &&
                  (waits->snapshot.gpus[slot].held_exclusive || waits->snapshot.gpus[slot].sharers > 0);
+      if (slot < waits->gpus.size()) {
+        gpu.memory_used_mib = waits->gpus[slot].memory_used_mib;
+        gpu.utilization = waits->gpus[slot].utilization;
+      }
       machine.gpus.push_back(std::move(gpu));
     }
     machine.spare_gpus = queue_.spare_gpus();
     machine.accepting = !queue_.draining();
     return machine;
   });
+  if (read) {  // off the actor's thread: a slow file system must not hold the queue
+    read->workdir_free_bytes = free_bytes(workdir_);
+    read->shm_free_bytes = free_bytes("/dev/shm");
+  }
+  return read;
+}
+
+Status FleetExecutor::reserve_gpu(const std::string& reservation, int index) {
+  auto done = on_actor<bool>([this, reservation, index]() -> Result<bool> {
+    if (auto st = queue_.reserve_gpu(reservation, index); !st) return tl::unexpected(st.error());
+    return true;
+  });
+  if (!done) return tl::unexpected(done.error());
+  return ok();
 }
 
 void FleetExecutor::event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 
 #include "base/asio.h"
 #include "daemon/queue.h"
@@ -15,12 +16,15 @@ namespace gpuq::app {
 
 class FleetExecutor : public fleet::Executor {
  public:
-  FleetExecutor(boost::asio::io_context& actor, daemon::Queue& queue) : actor_(actor), queue_(queue) {}
+  // `workdir`: the [fleet] workdir, whose free space machine() reports.
+  FleetExecutor(boost::asio::io_context& actor, daemon::Queue& queue, std::string workdir)
+      : actor_(actor), queue_(queue), workdir_(std::move(workdir)) {}
 
   Result<int64_t> submit(JobSpec spec) override;
   Result<fleet::LocalJob> job(int64_t id) override;
   Status cancel(int64_t id) override;
   Result<fleet::LocalMachine> machine() override;
+  Status reserve_gpu(const std::string& reservation, int index) override;
   void event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data) override;
 
   void close() { closed_ = true; }
@@ -32,6 +36,7 @@ class FleetExecutor : public fleet::Executor {
 
   boost::asio::io_context& actor_;
   daemon::Queue& queue_;
+  const std::string workdir_;
   std::atomic<bool> closed_{false};
 };
 

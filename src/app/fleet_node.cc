@@ -71,6 +71,7 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   agent.lease_ms = configured.lease_ms;
   agent.sync_every_ms = configured.sync_every_ms;
   agent.workdir = configured.workdir.empty() ? home_directory() : configured.workdir;
+  agent.min_free_disk_bytes = configured.min_free_disk_bytes;
   agent.state_file = layout.home + "/fleet-claims.json";
   agent.version = version;
   // A fleet job starts from the node's everyday variables, never from the daemon's whole
@@ -106,7 +107,7 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   if (!view_store) return fail(view_store.error().code, fmt::format("--fleet {}: {}", url, view_store.error().message));
   node->view_ = std::make_unique<FleetView>(std::move(*view_store), url, node->node_,
                                             std::chrono::milliseconds(kFleetViewRefreshMs));
-  node->executor_ = std::make_unique<FleetExecutor>(actor, queue);
+  node->executor_ = std::make_unique<FleetExecutor>(actor, queue, agent.workdir);
   node->agent_ = std::make_unique<fleet::Agent>(*node->store_, data, *node->executor_, agent, node->transfers_.get());
   return node;
 }

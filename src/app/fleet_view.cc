@@ -17,7 +17,8 @@ FleetView::FleetView(std::unique_ptr<fleet::ObjectStore> store, std::string url,
     : store_(std::move(store)), url_(std::move(url)), node_(std::move(node)), refresh_(refresh) {
   latest_ = {{"url", url_},       {"node", node_},   {"as_of_ms", nullptr}, {"error", nullptr},
              {"refresh_ms", refresh_.count()}, {"nodes", nlohmann::json::array()},
-             {"jobs", nlohmann::json::array()}};
+             {"jobs", nlohmann::json::array()}, {"queues", nlohmann::json::array()},
+             {"not_shown", 0}};
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -65,12 +66,8 @@ void FleetView::read_once() {
     latest_["error"] = status.error().message;  // the last good reading stays, with its time
     return;
   }
-  nlohmann::json nodes = nlohmann::json::array();
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& node : status->nodes) nodes.push_back(nlohmann::json::parse(cli::node_status_json(node).dump()));
-  for (const auto& job : status->jobs) jobs.push_back(nlohmann::json::parse(cli::job_status_json(job).dump()));
-  latest_["nodes"] = std::move(nodes);
-  latest_["jobs"] = std::move(jobs);
+  nlohmann::json reading = nlohmann::json::parse(cli::fleet_status_json(*status).dump());
+  for (const char* key : {"nodes", "jobs", "queues", "not_shown"}) latest_[key] = std::move(reading[key]);
   latest_["error"] = nullptr;
   latest_["as_of_ms"] = wall_now_ms();
 }

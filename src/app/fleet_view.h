@@ -1,6 +1,6 @@
 // What the dashboard's Fleet page shows (GET /v1/fleet): the fleet's nodes with their
 // heartbeats, and its jobs by queue, as `gpuq fleet status --json` would print them. Reading
-// them costs requests to the bucket (a list, and a few GETs per job), so the API thread never
+// them costs requests to the bucket (lists, and a few GETs per job shown), so the API thread never
 // waits for them: snapshot() answers at once with the latest reading, and a reader thread
 // refreshes it every `refresh` — but only while somebody looked within the last few refreshes,
 // so a daemon whose dashboard nobody opens reads nothing.
@@ -29,8 +29,9 @@ class FleetView {
   FleetView& operator=(const FleetView&) = delete;
 
   // {"url", "node" (this one), "as_of_ms" (null before the first reading), "error" (the last
-  // reading's failure, or null), "refresh_ms", "nodes": [...], "jobs": [...]} with nodes and
-  // jobs as in `gpuq fleet status --json` (docs/fleet.md). The first call starts the reading.
+  // reading's failure, or null), "refresh_ms", "nodes", "jobs", "queues", "not_shown"} with
+  // the last four as in `gpuq fleet status --json` (docs/fleet.md: the best 20 waiting jobs
+  // are read, the rest counted). The first call starts the reading.
   nlohmann::json snapshot();
   void stop();
 

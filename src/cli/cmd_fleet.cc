@@ -34,7 +34,9 @@ void print_show(Context& ctx, const fleet::JobView& view) {
   std::string state = view.state;
   if (view.cancel_requested && state == fleet::kRunning) state += " (cancel requested)";
   line("state", state);
-  line("queue", job.node.empty() ? "class " + job.klass : "node " + job.node);
+  std::string queue = job.node.empty() ? "class " + job.klass : "node " + job.node;
+  if (auto gpu = fleet::pinned_gpu(job.spec)) queue += fmt::format(", gpu{} only", *gpu);
+  line("queue", queue);
   line("submitted", fmt::format("{} by {}", format_rfc3339(job.submitted_ms), job.submitted_by));
   line("script", job.spec.script_name);
   line("gpus", std::to_string(job.spec.gpus));
@@ -98,17 +100,17 @@ int follow_log(Context& ctx, fleet::ObjectStore& store, const std::string& id, i
 
 }  // namespace
 
-int run_fleet_status(Context& ctx, fleet::ObjectStore& store, bool json) {
-  auto status = fleet::status(store);
+int run_fleet_status(Context& ctx, fleet::ObjectStore& store, const FleetStatusOptions& options,
+                     bool json) {
+  fleet::StatusOptions read;
+  if (options.all) read.queued_rows = 0;
+  if (options.limit) read.queued_rows = *options.limit;
+  auto status = fleet::status(store, read);
   if (!status) return report_fleet_error(ctx, status.error());
-  if (json) {
-    Json out = {{"nodes", Json::array()}, {"jobs", Json::array()}};
-    for (const auto& node : status->nodes) out["nodes"].push_back(node_status_json(node));
-    for (const auto& job : status->jobs) out["jobs"].push_back(job_status_json(job));
-    return print_json(ctx, out);
-  }
-  ctx.out() << render_fleet_nodes(status->nodes, ctx.color()) << '\n'
-            << render_fleet_jobs(status->jobs, ctx.color());
+  if (json) return print_json(ctx, fleet_status_json(*status));
+  ctx.out() << render_fleet_nodes(status->nodes, ctx.color()) << '\n';
+  if (std::string gpus = render_fleet_gpus(status->nodes); !gpus.empty()) ctx.out() << gpus << '\n';
+  ctx.out() << render_fleet_jobs(*status, ctx.color());
   return kExitOk;
 }
 

@@ -1,7 +1,8 @@
 // `gpuq fleet submit`: each script read as `gpuq submit` reads one (its `#gpuq` headers, then
 // the flags; build_submit_request), turned into a fleet job: only --env travels, no working
 // directory, job dependencies become the fleet's `after`, and the job goes to a class queue or
-// is pinned to a node. With --chain, each job is after the one before it. A sweep (--array,
+// is pinned to a node (or to one GPU of it: --node NODE-gpuK). With --chain, each job is after
+// the one before it. A sweep (--array,
 // --grid or the script's `#gpuq array=`/`grid=`) becomes one fleet job per element, NAME.INDEX.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -136,7 +137,27 @@ Outcome<std::vector<fleet::FleetJob>> element_jobs(const std::string& file,
 }
 
 std::string queue_text(const fleet::FleetJob& job) {
+  if (auto gpu = fleet::pinned_gpu(job.spec)) return fmt::format("node {} gpu{}", job.node, *gpu);
   return job.node.empty() ? "class " + job.klass : "node " + job.node;
+}
+
+// `--node NODE-gpuK` (fleet::resolve_node_target): every job pinned to NODE and, through GPU K's
+// reservation, to that GPU alone; a job that asks for no GPU holds that one, more is refused.
+Outcome<bool> pin_to_gpu(std::vector<fleet::FleetJob>& jobs, const fleet::NodeTarget& target,
+                         const std::string& given) {
+  for (auto& job : jobs) {
+    job.node = target.node;
+    if (!target.gpu) continue;
+    if (job.spec.gpus > 1) {
+      return cli_fail(kExitUsage,
+                      fmt::format("--node {} pins a job to one GPU, but {} asks for {} GPUs; give "
+                                  "--gpus 1, or --node {} for any of its GPUs",
+                                  given, job.spec.script_name, job.spec.gpus, target.node));
+    }
+    job.spec.gpus = 1;
+    job.spec.reservation = fleet::gpu_reservation(*target.gpu);
+  }
+  return true;
 }
 
 }  // namespace
@@ -205,6 +226,11 @@ int run_fleet_submit(Context& ctx, fleet::ObjectStore& store, const FleetSubmitO
                      bool json) {
   auto jobs = build_fleet_jobs(options, ctx.io(), ctx.io().wall_ms());
   if (!jobs) return ctx.report(jobs.error());
+  if (!options.node.empty()) {
+    auto target = fleet::resolve_node_target(store, options.node);
+    if (!target) return report_fleet_error(ctx, target.error());
+    if (auto pinned = pin_to_gpu(*jobs, *target, options.node); !pinned) return ctx.report(pinned.error());
+  }
   Json printed = Json::array();
   std::string previous;  // the chain's job before: its name, else its id
   for (auto& job : *jobs) {

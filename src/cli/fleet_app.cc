@@ -29,7 +29,8 @@ void define_fleet_submit(CLI::App& fleet, FleetParsed& p) {
                                    "one node's queue",
                                    "print the jobs as one JSON array");
   submit->add_option("--class", o.klass, "the class queue (default any)")->type_name("CLASS");
-  submit->add_option("--node", o.node, "pin the jobs to this node")->type_name("NODE");
+  submit->add_option("--node", o.node, "pin the jobs to this node, or to GPU K of it: NODE-gpuK")
+      ->type_name("NODE");
   submit->add_option("--name", o.name, "a name unique in the fleet (several files: NAME-1, ...)");
   submit->add_option_function<int>(
             "--gpus", [&o](const int& n) { o.gpus = n; }, "GPUs each job needs (default: header, 0)")
@@ -91,8 +92,14 @@ void define_fleet_data(CLI::App& fleet, FleetParsed& p) {
 }
 
 void define_fleet_nodes(CLI::App& fleet, FleetParsed& p) {
-  add_fleet_command(fleet, p, "status", "show the fleet's nodes and jobs",
-                    "print {nodes, jobs} as JSON");
+  auto* status = add_fleet_command(fleet, p, "status", "show the fleet's nodes and jobs",
+                                   "print {nodes, jobs, queues, not_shown} as JSON");
+  status->add_flag("--all", p.status.all, "show every queue entry (reads each one's spec and claim)");
+  status
+      ->add_option_function<size_t>(
+          "--limit", [&p](const size_t& n) { p.status.limit = n; },
+          "show the best N waiting jobs (default 20; 0: all), besides the running ones")
+      ->type_name("N");
   add_fleet_command(fleet, p, "drain", "let a node take no new jobs (running ones finish)",
                     "print {node, draining} as JSON")
       ->add_option("node", p.node, "node name")
@@ -124,6 +131,9 @@ Status check_fleet_usage(const FleetParsed& p) {
       return bad("--chain needs --node: a chain runs on one node, each job after the one before");
     }
   }
+  if (p.command == "status" && p.status.all && p.status.limit) {
+    return bad("--all and --limit together: --all shows every job, --limit N the best N");
+  }
   if (p.command == "logs") {
     if (p.logs.attempt < 0) return bad("--attempt is 1 or more");
     if (p.logs.follow && p.json) return bad("--json prints the log once; leave out -f");
@@ -133,7 +143,7 @@ Status check_fleet_usage(const FleetParsed& p) {
 
 int dispatch(Context& ctx, fleet::ObjectStore& store, const FleetParsed& p) {
   if (p.command == "submit") return run_fleet_submit(ctx, store, p.submit, p.json);
-  if (p.command == "status") return run_fleet_status(ctx, store, p.json);
+  if (p.command == "status") return run_fleet_status(ctx, store, p.status, p.json);
   if (p.command == "show") return run_fleet_show(ctx, store, p.ref, p.json);
   if (p.command == "logs") return run_fleet_logs(ctx, store, p.logs, p.json);
   if (p.command == "cancel") return run_fleet_cancel(ctx, store, p.ref, p.json);

@@ -249,6 +249,87 @@ TEST_F(FleetCli, StatusJsonHasTheDocumentedShape) {
   EXPECT_NE(out().find("queued  class any"), std::string::npos) << out();
 }
 
+TEST_F(FleetCli, NodeDashGpuKPinsToOneGpuOfThatNodeUnlessANodeHasThatWholeName) {
+  heartbeat("n1");      // gpu0 and gpu1
+  heartbeat("n2-gpu0");  // a node whose own name ends like a pin
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  ASSERT_EQ(fleet({"submit", "--node", "n1-gpu1", "--name", "a", script}), kExitOk) << err();
+  EXPECT_NE(out().find("to node n1 gpu1"), std::string::npos) << out();
+  auto a = stored("a");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->node, "n1");
+  EXPECT_EQ(a->spec.reservation, "fleet-gpu1");
+  EXPECT_EQ(a->spec.gpus, 1) << "a pinned job holds its GPU";
+  EXPECT_EQ(fleet::pinned_gpu(a->spec), 1);
+  EXPECT_TRUE(store_.get(a->entry())) << "in n1's pinned queue";
+  EXPECT_EQ(a->entry().rfind("queues/node/n1/", 0), 0u);
+
+  ASSERT_EQ(fleet({"submit", "--node", "n2-gpu0", "--name", "b", script}), kExitOk) << err();
+  EXPECT_EQ(stored("b")->node, "n2-gpu0") << "the node named so wins";
+  EXPECT_TRUE(stored("b")->spec.reservation.empty());
+
+  ASSERT_EQ(fleet({"submit", "--node", "later-gpu0", "--name", "c", script}), kExitOk) << err();
+  EXPECT_EQ(stored("c")->node, "later-gpu0") << "neither is known: the name as given";
+
+  EXPECT_EQ(fleet({"submit", "--node", "n1-gpu5", "--name", "d", script}), kExitUsage);
+  EXPECT_NE(err().find("node n1 has no gpu5; its GPUs are gpu0, gpu1"), std::string::npos) << err();
+  EXPECT_EQ(fleet({"submit", "--node", "n1-gpu0", "--gpus", "2", "--name", "e", script}), kExitUsage);
+  EXPECT_NE(err().find("pins a job to one GPU"), std::string::npos) << err();
+  EXPECT_FALSE(stored("d") || stored("e")) << "nothing was submitted";
+
+  ASSERT_EQ(fleet({"show", "a"}), kExitOk) << err();
+  EXPECT_NE(out().find("node n1, gpu1 only"), std::string::npos) << out();
+  ASSERT_EQ(fleet({"status", "--json"}), kExitOk) << err();
+  auto status = nlohmann::json::parse(out());
+  auto row = std::find_if(status["jobs"].begin(), status["jobs"].end(),
+                          [&](const auto& job) { return job["id"] == a->id; });
+  ASSERT_NE(row, status["jobs"].end());
+  EXPECT_EQ((*row)["gpu"], 1);
+  EXPECT_EQ((*row)["gpus"], 1);
+}
+
+TEST_F(FleetCli, StatusShowsGpuUseFreeDiskAndWarnsOfANodeShortOfDisk) {
+  fleet::Heartbeat beat;
+  beat.node = "n1";
+  beat.gpus = {{"gpu0", "H100", 81'559, true, 61'000, 87}};
+  beat.free_gpus = 0;
+  beat.workdir_free_bytes = int64_t{3} << 30;
+  beat.shm_free_bytes = int64_t{32} << 30;
+  beat.min_free_disk_bytes = int64_t{10} << 30;
+  beat.not_taking = "its workdir /w has 3221225472 bytes free, under [fleet] min_free_disk (10737418240 bytes)";
+  ASSERT_TRUE(store_.put(fleet::keys::heartbeat("n1"), fleet::to_json(beat).dump()));
+  ASSERT_EQ(fleet({"status"}), kExitOk) << err();
+  EXPECT_NE(out().find("3.0 GiB"), std::string::npos) << out();
+  EXPECT_NE(out().find("32.0 GiB"), std::string::npos) << out();
+  EXPECT_NE(out().find("87%"), std::string::npos) << out();
+  EXPECT_NE(out().find("warning: node n1 takes no new jobs: its workdir /w"), std::string::npos) << out();
+  ASSERT_EQ(fleet({"status", "--json"}), kExitOk) << err();
+  auto node = nlohmann::json::parse(out())["nodes"][0];
+  EXPECT_EQ(node["low_disk"], true);
+  EXPECT_EQ(node["workdir_free_bytes"], int64_t{3} << 30);
+  EXPECT_EQ(node["shm_free_bytes"], int64_t{32} << 30);
+  EXPECT_EQ(node["min_free_disk_bytes"], int64_t{10} << 30);
+  EXPECT_EQ(node["gpu_usage"][0]["utilization"], 87);
+  EXPECT_EQ(node["gpu_usage"][0]["memory_used_mib"], 61'000);
+  EXPECT_TRUE(node["not_taking"].is_string());
+}
+
+TEST_F(FleetCli, StatusShowsTheBestWaitingJobsAndCountsTheRest) {
+  std::string script = dir_.write("a.sh", "#!/bin/bash\necho a\n");
+  for (const char* name : {"a", "b", "c"}) ASSERT_EQ(fleet({"submit", "--name", name, script}), kExitOk) << err();
+  ASSERT_EQ(fleet({"status", "--limit", "1"}), kExitOk) << err();
+  EXPECT_NE(out().find("... and 2 more in class any (3 entries)"), std::string::npos) << out();
+  EXPECT_NE(out().find("--all shows every one"), std::string::npos) << out();
+  ASSERT_EQ(fleet({"status", "--limit", "1", "--json"}), kExitOk) << err();
+  auto status = nlohmann::json::parse(out());
+  EXPECT_EQ(status["jobs"].size(), 1u);
+  EXPECT_EQ(status["not_shown"], 2);
+  EXPECT_EQ(status["queues"], nlohmann::json::parse(R"([{"queue": "queues/class/any/", "entries": 3, "shown": 1}])"));
+  ASSERT_EQ(fleet({"status", "--all", "--json"}), kExitOk) << err();
+  EXPECT_EQ(nlohmann::json::parse(out())["jobs"].size(), 3u);
+  expect_usage_error({"status", "--all", "--limit", "5"}, "--all and --limit together");
+}
+
 TEST_F(FleetCli, CancelDrainMoveAndShow) {
   heartbeat("n1");
   heartbeat("n2");

@@ -40,6 +40,11 @@ struct FleetSubmitOptions {
   std::vector<std::string> grid;
 };
 
+struct FleetStatusOptions {
+  bool all = false;                   // --all: every queue entry
+  std::optional<size_t> limit;        // --limit N: the best N waiting entries (0: every one)
+};
+
 struct FleetLogsOptions {
   std::string ref;
   int attempt = 0;  // 0: the claim's current attempt
@@ -62,6 +67,7 @@ struct FleetParsed {
   FleetSubmitOptions submit;
   FleetLogsOptions logs;
   FleetDataOptions data;  // push, pull
+  FleetStatusOptions status;
   std::string ref;      // show, cancel
   std::string node;     // drain, undrain
   std::string from;     // move
@@ -94,7 +100,8 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
 // The commands, over an open store.
 int run_fleet_submit(Context& ctx, fleet::ObjectStore& store, const FleetSubmitOptions& options,
                      bool json);
-int run_fleet_status(Context& ctx, fleet::ObjectStore& store, bool json);
+int run_fleet_status(Context& ctx, fleet::ObjectStore& store, const FleetStatusOptions& options,
+                     bool json);
 int run_fleet_show(Context& ctx, fleet::ObjectStore& store, const std::string& ref, bool json);
 int run_fleet_logs(Context& ctx, fleet::ObjectStore& store, const FleetLogsOptions& options,
                    bool json);

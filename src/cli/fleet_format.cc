@@ -4,12 +4,27 @@
 #include <fmt/ranges.h>
 
 #include "base/duration.h"
+#include "cli/format.h"
 #include "cli/table.h"
 
 namespace gpuq::cli {
 namespace {
 
 Json text_or_null(const std::string& text) { return text.empty() ? Json() : Json(text); }
+
+Json known_or_null(int64_t value) { return value < 0 ? Json() : Json(value); }
+
+std::string bytes_or_dash(int64_t bytes) { return bytes < 0 ? "-" : format_bytes(bytes); }
+
+// Why a node's row needs a second look: short of disk, or taking no jobs for a reason it gave.
+std::string node_warning(const fleet::NodeStatus& node) {
+  if (!node.not_taking.empty()) return fmt::format("node {} takes no new jobs: {}", node.name, node.not_taking);
+  if (node.low_disk) {
+    return fmt::format("node {}: its workdir has {} free, under its min_free_disk {}", node.name,
+                       format_bytes(node.workdir_free_bytes), format_bytes(node.min_free_disk_bytes));
+  }
+  return "";
+}
 
 std::string or_dash(const std::string& text) { return text.empty() ? "-" : text; }
 
@@ -61,6 +76,18 @@ Json node_status_json(const fleet::NodeStatus& node) {
   out["running"] = node.running;
   out["draining"] = node.draining;
   out["version"] = text_or_null(node.version);
+  Json gpus = Json::array();
+  for (const auto& gpu : node.gpu_list) {
+    gpus.push_back({{"name", gpu.name}, {"model", text_or_null(gpu.model)}, {"memory_mib", gpu.memory_mib},
+                    {"memory_used_mib", known_or_null(gpu.memory_used_mib)},
+                    {"utilization", known_or_null(gpu.utilization)}, {"busy", gpu.busy}});
+  }
+  out["gpu_usage"] = std::move(gpus);
+  out["workdir_free_bytes"] = known_or_null(node.workdir_free_bytes);
+  out["shm_free_bytes"] = known_or_null(node.shm_free_bytes);
+  out["min_free_disk_bytes"] = node.min_free_disk_bytes;
+  out["low_disk"] = node.low_disk;
+  out["not_taking"] = text_or_null(node.not_taking);
   return out;
 }
 
@@ -80,12 +107,26 @@ Json job_status_json(const fleet::JobStatus& job) {
   out["ended_ms"] = job.ended_ms > 0 ? Json(job.ended_ms) : Json();
   out["cancel_requested"] = job.cancel_requested;
   out["reason"] = text_or_null(job.reason);
+  out["gpus"] = job.gpus;
+  out["gpu"] = job.gpu ? Json(*job.gpu) : Json();
+  return out;
+}
+
+Json fleet_status_json(const fleet::FleetStatus& status) {
+  Json out = {{"nodes", Json::array()}, {"jobs", Json::array()}, {"queues", Json::array()}};
+  for (const auto& node : status.nodes) out["nodes"].push_back(node_status_json(node));
+  for (const auto& job : status.jobs) out["jobs"].push_back(job_status_json(job));
+  for (const auto& queue : status.queues) {
+    out["queues"].push_back({{"queue", queue.queue}, {"entries", queue.entries}, {"shown", queue.shown}});
+  }
+  out["not_shown"] = status.not_shown;
   return out;
 }
 
 std::string render_fleet_nodes(const std::vector<fleet::NodeStatus>& nodes, bool color) {
   if (nodes.empty()) return "no nodes yet: start one with gpuq daemon --fleet URL --node NAME\n";
-  Table table({"NODE", "AGE", "GPUS", "CLASSES", "RUNNING", "STATE"});
+  Table table({"NODE", "AGE", "GPUS", "CLASSES", "RUNNING", "WORKDIR FREE", "SHM FREE", "STATE"});
+  std::string warnings;
   for (const auto& node : nodes) {
     std::string state = node_state(node);
     Style style = state == "up" ? Style::kGreen : node.stale ? Style::kRed : Style::kYellow;
@@ -93,21 +134,53 @@ std::string render_fleet_nodes(const std::vector<fleet::NodeStatus>& nodes, bool
                    node.heartbeat_age_ms < 0 ? "-" : format_duration(Millis(node.heartbeat_age_ms)),
                    fmt::format("{}/{}", node.free_gpus, node.gpus),
                    node.classes.empty() ? "-" : fmt::format("{}", fmt::join(node.classes, ",")),
-                   std::to_string(node.running.size()), Cell(state, style)});
+                   std::to_string(node.running.size()),
+                   Cell(bytes_or_dash(node.workdir_free_bytes), node.low_disk ? Style::kRed : Style::kPlain),
+                   bytes_or_dash(node.shm_free_bytes), Cell(state, style)});
+    if (std::string warning = node_warning(node); !warning.empty()) warnings += "warning: " + warning + "\n";
   }
-  return table.render(color);
+  return table.render(color) + warnings;
 }
 
-std::string render_fleet_jobs(const std::vector<fleet::JobStatus>& jobs, bool color) {
-  if (jobs.empty()) return "no fleet jobs\n";
-  Table table({"ID", "NAME", "STATE", "QUEUE", "NODE", "RUNS", "EXIT"});
-  for (const auto& job : jobs) {
+std::string render_fleet_gpus(const std::vector<fleet::NodeStatus>& nodes) {
+  bool known = false;
+  for (const auto& node : nodes) {
+    for (const auto& gpu : node.gpu_list) known = known || gpu.utilization >= 0 || gpu.memory_used_mib >= 0;
+  }
+  if (!known) return "";  // heartbeats of older nodes say nothing of use
+  Table table({"NODE", "GPU", "MODEL", "UTIL", "MEMORY USED", "BUSY"});
+  for (const auto& node : nodes) {
+    for (const auto& gpu : node.gpu_list) {
+      table.add_row({node.name, gpu.name, or_dash(gpu.model),
+                     gpu.utilization < 0 ? "-" : fmt::format("{}%", gpu.utilization),
+                     gpu.memory_used_mib < 0 ? "-"
+                                             : fmt::format("{} / {}", format_mib(gpu.memory_used_mib),
+                                                           format_mib(gpu.memory_mib)),
+                     gpu.busy ? "yes" : "no"});
+    }
+  }
+  return table.render(false);
+}
+
+std::string render_fleet_jobs(const fleet::FleetStatus& status, bool color) {
+  if (status.jobs.empty() && status.not_shown == 0) return "no fleet jobs\n";
+  Table table({"ID", "NAME", "STATE", "QUEUE", "NODE", "GPUS", "RUNS", "EXIT"});
+  for (const auto& job : status.jobs) {
     std::string state = job.cancel_requested && job.state == fleet::kRunning ? "cancelling" : job.state;
+    std::string node = or_dash(job.node);
+    if (job.gpu) node += fmt::format(" gpu{}", *job.gpu);
     table.add_row({job.id, or_dash(job.name), Cell(state, state_style(job.state)),
-                   queue_label(job.queue), or_dash(job.node), std::to_string(job.runs),
+                   queue_label(job.queue), node, std::to_string(job.gpus), std::to_string(job.runs),
                    job.exit_code ? std::to_string(*job.exit_code) : "-"});
   }
-  return table.render(color);
+  std::string more;
+  for (const auto& queue : status.queues) {
+    if (queue.shown == queue.entries) continue;
+    more += fmt::format("... and {} more in {} ({} entries)\n", format_count(static_cast<int64_t>(queue.entries - queue.shown)),
+                        queue_label(queue.queue), format_count(static_cast<int64_t>(queue.entries)));
+  }
+  if (!more.empty()) more += "(the best waiting jobs are shown; --all shows every one, --limit N the best N)\n";
+  return (status.jobs.empty() ? std::string() : table.render(color)) + more;
 }
 
 }  // namespace gpuq::cli

@@ -144,6 +144,8 @@ struct FleetConfig {
   int64_t part_size = int64_t{64} << 20;  // multipart uploads above this; parts this big
   int transfers = 4;                  // parts or ranges of one file in flight at once
   std::string workdir;                // where fleet jobs run (default: the daemon user's home)
+  // The node takes no new fleet job while its workdir has less free space than this; 0: no floor.
+  int64_t min_free_disk_bytes = int64_t{10} << 30;
   std::string data;                   // a store URL for declared data (default: PREFIX/data/)
   std::string endpoint, region, access_key_id, secret_access_key, session_token;
 };

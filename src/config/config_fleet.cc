@@ -71,6 +71,21 @@ Status read_part_size(const toml::table& table, std::string_view path, int64_t& 
   return ok();
 }
 
+Status read_min_free_disk(const toml::table& table, std::string_view path, int64_t& out) {
+  const toml::node* node = table.get("min_free_disk");
+  if (node == nullptr) return ok();
+  const auto* text = node->as_string();
+  if (text == nullptr) {
+    return error_at(path, node->source(),
+                    "fleet.min_free_disk must be a size in quotes, e.g. min_free_disk = \"10GiB\" "
+                    "(\"0\" for no floor)");
+  }
+  auto size = parse_size(text->get());
+  if (!size) return error_at(path, node->source(), "fleet.min_free_disk: " + size.error().message);
+  out = *size;
+  return ok();
+}
+
 // fleet.transfers: parts or ranges of one file in flight at once.
 Status read_transfers(const toml::table& table, std::string_view path, int& out) {
   const toml::node* node = table.get("transfers");
@@ -105,6 +120,7 @@ Status read_fleet_table(const toml::table* table, std::string_view path, FleetCo
   }
   if (auto status = read_part_size(*table, path, fleet.part_size); !status) return status;
   if (auto status = read_transfers(*table, path, fleet.transfers); !status) return status;
+  if (auto status = read_min_free_disk(*table, path, fleet.min_free_disk_bytes); !status) return status;
   if (!fleet.workdir.empty() && fleet.workdir.front() != '/') {
     return error_at(path, table->get("workdir")->source(),
                     fmt::format("fleet.workdir must be an absolute path, not '{}'", fleet.workdir));

@@ -20,6 +20,7 @@ lease = "30s"
 sync_every = "1m"
 timeout = "5s"
 workdir = "/srv/work"
+min_free_disk = "500MiB"
 data = "s3://data-bucket/team"
 endpoint = "https://s3.example.com"
 region = "eu-central-1"
@@ -37,6 +38,7 @@ secret_access_key = "secret"
   EXPECT_EQ(fleet.sync_every_ms, 60'000);
   EXPECT_EQ(fleet.timeout_ms, 5'000);
   EXPECT_EQ(fleet.workdir, "/srv/work");
+  EXPECT_EQ(fleet.min_free_disk_bytes, int64_t{500} << 20);
   EXPECT_EQ(fleet.data, "s3://data-bucket/team");
   EXPECT_EQ(fleet.region, "eu-central-1");
   EXPECT_EQ(fleet.secret_access_key, "secret");
@@ -45,12 +47,16 @@ secret_access_key = "secret"
   EXPECT_EQ(defaults.poll_ms, 2'000);
   EXPECT_EQ(defaults.lease_ms, 60'000);
   EXPECT_EQ(defaults.sync_every_ms, 120'000);
+  EXPECT_EQ(defaults.min_free_disk_bytes, int64_t{10} << 30);
+  EXPECT_EQ(parse_config("[fleet]\nmin_free_disk = \"0\"\n", kPath)->fleet.min_free_disk_bytes, 0);
 }
 
 TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
   expect_refused({{"[fleet]\nlease = 60\n", "2:9", "fleet.lease must be a duration in quotes"},
                   {"[fleet]\nclasses = \"a,b\"\n", "2:11", "fleet.classes must be a list"},
                   {"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
+                  {"[fleet]\nmin_free_disk = 10\n", "2:17", "fleet.min_free_disk must be a size in quotes"},
+                  {"[fleet]\nmin_free_disk = \"lots\"\n", "2:17", "fleet.min_free_disk: "},
                   {"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}});
 }
 

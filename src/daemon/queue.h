@@ -279,6 +279,9 @@ class Queue {
   // None while the daemon is drained.
   int spare_gpus() const;
   bool draining() const { return draining_; }
+  // Keeps `name` as a reservation of the GPU with device index `index` alone (a fleet job
+  // pinned to one GPU); kInvalidArgument when the machine has no such GPU.
+  Status reserve_gpu(const std::string& name, int index);
   // Records an event that the agent saw (job.claimed, node.stale, ...) as one commit.
   Status record_event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data);
 

@@ -398,4 +398,26 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
   return outcome;
 }
 
+Status Queue::reserve_gpu(const std::string& name, int index) {
+  int slot = -1;
+  for (size_t s = 0; s < inventory_.resources.size(); ++s) {
+    if (inventory_.resources[s].index == index) slot = static_cast<int>(s);
+  }
+  if (slot < 0) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("this machine has no GPU {} (it has {})", index, inventory_.resources.size()));
+  }
+  auto it = std::find_if(reservations_.begin(), reservations_.end(),
+                         [&](const sched::Reservation& r) { return r.name == name; });
+  if (it != reservations_.end() && it->slots == std::vector<int>{slot}) return ok();
+  auto committed = commit([&] { return store_.upsert_reservation(name, {slot}); });
+  if (!committed) return tl::unexpected(unavailable(committed.error()));
+  if (it == reservations_.end()) {
+    reservations_.push_back({name, {slot}});
+  } else {
+    it->slots = {slot};
+  }
+  return ok();
+}
+
 }  // namespace gpuq::daemon

@@ -145,6 +145,7 @@ void Agent::scan(int64_t mono, int64_t wall) {
   auto drain = store_.get(keys::drain(options_.node));
   if (!drain && drain.error().code != Code::kNotFound) return;  // try again at the next poll
   draining_ = drain.has_value() || !machine->accepting;
+  check_disk(*machine);
   signal_changed_ = false;  // what follows may ask for another scan (a lost race, a failure)
   check_cancels();
   int spare = spare_gpus(*machine);
@@ -243,7 +244,7 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
     if (claim->node == options_.node) {
       // A claim of this node that it no longer holds (lost in an outage, or its start failed
       // half way): no one else would ever take it, so take it again, fenced by its ETag.
-      if (!draining_) retake(entry, *claim, object->etag, mono, wall);
+      if (takes_jobs()) retake(entry, *claim, object->etag, mono, wall);
       return false;
     }
     bool class_job = queue.rfind(keys::kClassQueues, 0) == 0;
@@ -255,7 +256,7 @@ bool Agent::try_job(const QueueEntry& entry, const std::string& queue, int64_t m
     signal_changed_ = true;  // the store failed: look again at the next poll
     return false;
   }
-  if (draining_) {
+  if (!takes_jobs()) {
     work_left_ = true;
     return false;
   }
@@ -298,7 +299,7 @@ void Agent::expire(std::string id, int64_t mono, int64_t wall) {
   auto found = watched_.find(id);
   if (found == watched_.end()) return;
   Watched watched = found->second;
-  if (draining_) return;
+  if (!takes_jobs()) return;
   auto job = load_job(id);
   auto machine = executor_.machine();
   if (!job || !machine) return;
@@ -390,11 +391,34 @@ void Agent::heartbeat(int64_t wall) {
     beat.gpus = machine->gpus;
     beat.free_gpus = static_cast<int>(std::count_if(beat.gpus.begin(), beat.gpus.end(),
                                                     [](const HeartbeatGpu& g) { return !g.busy; }));
+    beat.workdir_free_bytes = machine->workdir_free_bytes;
+    beat.shm_free_bytes = machine->shm_free_bytes;
+    check_disk(*machine);
   }
   for (const auto& [id, held] : held_) beat.running.push_back(id);
   beat.draining = draining_;
+  beat.min_free_disk_bytes = options_.min_free_disk_bytes;
+  beat.not_taking = not_taking_;
   auto put = store_.put(keys::heartbeat(options_.node), to_json(beat).dump());
   reachable_ = put.has_value();
+}
+
+void Agent::check_disk(const LocalMachine& machine) {
+  int64_t free = machine.workdir_free_bytes;
+  bool low = free >= 0 && free < options_.min_free_disk_bytes;
+  if (low == !not_taking_.empty()) return;
+  nlohmann::json data = {{"node", options_.node}, {"workdir", options_.workdir}, {"free_bytes", free},
+                         {"min_free_disk_bytes", options_.min_free_disk_bytes}};
+  if (low) {
+    not_taking_ = fmt::format("its workdir {} has {} bytes free, under [fleet] min_free_disk ({} bytes)",
+                              options_.workdir, free, options_.min_free_disk_bytes);
+    data["why"] = not_taking_;
+    executor_.event("node.low_disk", std::nullopt, std::move(data));
+  } else {
+    not_taking_.clear();
+    executor_.event("node.disk_ok", std::nullopt, std::move(data));
+    signal_changed_ = true;  // the jobs it left waiting: look at them at the next poll
+  }
 }
 
 void Agent::bump_signal() { (void)store_.put(std::string(keys::kSignal), random_token()); }

@@ -46,6 +46,8 @@ struct AgentOptions {
   int64_t lease_ms = 60'000;
   int64_t sync_every_ms = 120'000;    // logs and outputs of running jobs
   std::string workdir;                // absolute: where fleet jobs run, data paths are relative to it
+  // The node takes no new job while its workdir has less free space than this (0: no floor).
+  int64_t min_free_disk_bytes = 0;
   std::string data_prefix = "data/";  // key prefix of declared data in the data store
   std::string data_problem;           // why there is no data store (a job that declares data fails)
   std::string state_file;             // the held claims, across restarts ("" = not kept)
@@ -165,6 +167,11 @@ class Agent {
   // jobs/ID/spec.json, read once (specs do not change; `fleet move` re-pins a waiting job only).
   Result<FleetJob> load_job(const std::string& id);
   void heartbeat(int64_t wall);
+  // Judges the workdir's free space against min_free_disk: sets not_taking_ and records
+  // node.low_disk / node.disk_ok when that changes (a scan follows the latter).
+  void check_disk(const LocalMachine& machine);
+  // Whether this node may take a job it does not hold yet: not drained, not short of disk.
+  bool takes_jobs() const { return !draining_ && not_taking_.empty(); }
 
   // agent_held.cc: the jobs this node holds.
   void tend_held(int64_t mono, int64_t wall);
@@ -244,6 +251,7 @@ class Agent {
   bool nudged_ = false;
   bool reachable_ = true;
   bool draining_ = false;
+  std::string not_taking_;                    // why it takes no new job (low disk); "" when it does
   int64_t quiet_polls_ = 0;                   // polls in a row that saw no change
   int64_t next_poll_mono_ = 0;
   int64_t next_beat_mono_ = 0;

@@ -450,6 +450,62 @@ TEST(FleetAgent, AnOutputThatCannotBePushedIsRetriedAndNamedUntilItIs) {
   EXPECT_EQ((*record)[0].state, "not_pushed");
   EXPECT_EQ((*record)[0].size, 2) << "the size of the version the store has";
   std::filesystem::remove_all(dir);
+TEST(FleetAgent, ANodeShortOfDiskTakesNoNewJobSaysWhyAndTakesJobsAgainOnceThereIsRoom) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.executor.workdir_free_bytes = int64_t{3} << 30;  // under the 10 GiB floor
+  a.executor.shm_free_bytes = int64_t{1} << 30;
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(40'000);  // polls, scans and a second heartbeat
+  EXPECT_FALSE(a.store.get(keys::claim(job.id))) << "no claim while the workdir is short of space";
+  EXPECT_TRUE(a.executor.specs.empty());
+  ASSERT_EQ(a.executor.count("node.low_disk"), 1) << "said once, not at every heartbeat";
+  auto low = std::find_if(a.executor.events.begin(), a.executor.events.end(),
+                          [](const auto& e) { return e.kind == "node.low_disk"; });
+  EXPECT_EQ(low->data["free_bytes"], int64_t{3} << 30);
+  EXPECT_EQ(low->data["min_free_disk_bytes"], kMinFreeDisk);
+  auto beat = heartbeat_from_json(nlohmann::json::parse(a.store.get(keys::heartbeat("a"))->body));
+  ASSERT_TRUE(beat);
+  EXPECT_EQ(beat->workdir_free_bytes, int64_t{3} << 30);
+  EXPECT_EQ(beat->shm_free_bytes, int64_t{1} << 30);
+  EXPECT_EQ(beat->min_free_disk_bytes, kMinFreeDisk);
+  EXPECT_NE(beat->not_taking.find("min_free_disk"), std::string::npos) << beat->not_taking;
+
+  a.executor.workdir_free_bytes = int64_t{50} << 30;  // room again: seen at the next heartbeat
+  a.run_until(70'000);
+  EXPECT_EQ(a.executor.count("node.disk_ok"), 1);
+  EXPECT_EQ(claim_of(a.store, job.id).node, "a") << "the job left waiting is taken";
+  beat = heartbeat_from_json(nlohmann::json::parse(a.store.get(keys::heartbeat("a"))->body));
+  ASSERT_TRUE(beat);
+  EXPECT_TRUE(beat->not_taking.empty());
+}
+
+TEST(FleetAgent, AJobPinnedToOneGpuRunsInThatGpusReservationAndAGpuTheNodeLacksFailsIt) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  auto pinned = [&](int gpu, int64_t submitted_ms) {
+    FleetJob job;
+    job.id = new_job_id(submitted_ms);
+    job.node = "a";
+    job.submitted_ms = submitted_ms;
+    job.spec.gpus = 1;
+    job.spec.script_text = "#!/bin/bash\n";
+    job.spec.reservation = gpu_reservation(gpu);
+    publish(a.store, job);
+    return job;
+  };
+  FleetJob on_one = pinned(1, 5);
+  FleetJob on_five = pinned(5, 6);
+  a.run_until(2'000);
+  EXPECT_EQ(a.executor.reserved, (std::map<std::string, int>{{"fleet-gpu1", 1}}));
+  ASSERT_EQ(a.executor.specs.size(), 1u);
+  EXPECT_EQ(a.executor.specs.begin()->second.reservation, "fleet-gpu1");
+  EXPECT_EQ(claim_of(a.store, on_one.id).state, "running");
+  Claim failed = claim_of(a.store, on_five.id);
+  EXPECT_EQ(failed.state, "failed");
+  EXPECT_NE(failed.reason.find("pinned to gpu5 of node a"), std::string::npos) << failed.reason;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ namespace gpuq::fleet::testing {
 
 
 constexpr int64_t kLease = 60'000;
+constexpr int64_t kMinFreeDisk = int64_t{10} << 30;  // the nodes' [fleet] min_free_disk
 
 // Puts `job` in its queue as `gpuq fleet submit` does: its spec, its name, its entry, a new
 // signal.
@@ -108,6 +109,7 @@ struct Node {
     options.node = name;
     options.lease_ms = kLease;
     options.workdir = workdir;
+    options.min_free_disk_bytes = kMinFreeDisk;
     options.state_file = std::move(state_file);
     options.version = "test";
     options.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/node"}};

@@ -29,6 +29,9 @@ namespace gpuq::fleet {
 inline constexpr int64_t kStaleIntervals = 3;
 // `fleet status` lists this many of the latest ends (`ended/`).
 inline constexpr size_t kRecentEnds = 20;
+// `fleet status` reads and shows this many waiting queue entries by default (the best across
+// every queue), besides those the heartbeats say are running; the rest are counted.
+inline constexpr size_t kQueuedRows = 20;
 
 // ---- Reading jobs
 
@@ -103,11 +106,28 @@ struct NodeStatus {
   std::vector<std::string> classes;
   std::vector<std::string> running;  // fleet ids, as the heartbeat says
   bool draining = false;             // nodes/NODE/drain exists, or the heartbeat says so
+  std::vector<HeartbeatGpu> gpu_list;  // each GPU as the heartbeat says (usage -1: unknown)
+  int64_t workdir_free_bytes = -1;     // free space of the node's [fleet] workdir; -1 unknown
+  int64_t shm_free_bytes = -1;         // of /dev/shm
+  int64_t min_free_disk_bytes = 0;     // the node's [fleet] min_free_disk (0: no floor known)
+  bool low_disk = false;               // the workdir has less free space than min_free_disk
+  std::string not_taking;              // why the node takes no new jobs, as it says; "" when it does
 };
 // Every node that has a heartbeat or a drain marker, in name order.
 Result<std::vector<NodeStatus>> read_nodes(ObjectStore& store);
 // One node; kNotFound when it has neither, naming the nodes there are.
 Result<NodeStatus> read_node(ObjectStore& store, std::string_view node);
+
+// Where `gpuq fleet submit --node TEXT` pins a job: a node, and perhaps one of its GPUs.
+struct NodeTarget {
+  std::string node;
+  std::optional<int> gpu;  // K of "NODE-gpuK"
+};
+// TEXT is a node's name, unless it ends in "-gpuK", no node has that whole name (no heartbeat
+// or drain marker) and a node NODE has: then it is GPU K of NODE. A GPU that NODE's heartbeat
+// does not list is kInvalidArgument naming the GPUs it has. A name known to neither stays the
+// node's name (a node that has not started yet). Lists nodes/TEXT/ and, for "-gpuK", nodes/NODE/.
+Result<NodeTarget> resolve_node_target(ObjectStore& store, std::string_view text);
 
 // `on`: writes nodes/NODE/drain (the node takes no new jobs; running ones finish); a node with
 // neither heartbeat nor marker is kNotFound (a typo must not drain nothing). Off: removes it.
@@ -151,14 +171,31 @@ struct JobStatus {
   int runs = 0;
   std::optional<int> exit_code;
   int64_t ended_ms = 0;  // from ended/MS-ID; 0 while in a queue
-  bool cancel_requested = false;
+  bool cancel_requested = false;  // read while a node holds the job
   std::string reason;    // the claim's reason, or why the job could not be read
+  int gpus = 0;          // GPUs it asks for (its spec)
+  std::optional<int> gpu;  // the one GPU of its node it is pinned to (pinned_gpu)
+};
+// How many entries a queue has, and how many of them `status` read and shows.
+struct QueueCount {
+  std::string queue;  // "queues/class/any/"
+  size_t entries = 0;
+  size_t shown = 0;
+};
+struct StatusOptions {
+  size_t queued_rows = kQueuedRows;  // waiting entries read and shown; 0: every one
 };
 struct FleetStatus {
   std::vector<NodeStatus> nodes;
-  std::vector<JobStatus> jobs;  // every queue entry (best first per queue), then the latest ends
+  // The queue entries shown (best first per queue), then the latest ends.
+  std::vector<JobStatus> jobs;
+  std::vector<QueueCount> queues;  // every queue that has entries, in key order
+  size_t not_shown = 0;            // queue entries left out (StatusOptions::queued_rows)
 };
-Result<FleetStatus> status(ObjectStore& store);
+// One LIST of nodes/ and a GET per heartbeat; one LIST of queues/ (a page per 1,000 entries);
+// the spec and claim of each row shown (and the cancel marker of a held one); one LIST of
+// ended/. No request per entry that is not shown.
+Result<FleetStatus> status(ObjectStore& store, const StatusOptions& options = {});
 
 // ---- Logs
 

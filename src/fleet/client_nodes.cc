@@ -1,9 +1,10 @@
-// The fleet client's view of nodes (heartbeats, drain markers) and `fleet status`.
+// The fleet client's view of nodes: heartbeats and drain markers.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <charconv>
 #include <map>
-#include <set>
 
 #include "fleet/client.h"
 #include "fleet/client_internal.h"
@@ -49,6 +50,12 @@ Status read_heartbeat(ObjectStore& store, const ObjectInfo& info, int64_t listin
   node.classes = beat->classes;
   node.running = beat->running;
   node.draining = node.draining || beat->draining;
+  node.gpu_list = beat->gpus;
+  node.workdir_free_bytes = beat->workdir_free_bytes;
+  node.shm_free_bytes = beat->shm_free_bytes;
+  node.min_free_disk_bytes = beat->min_free_disk_bytes;
+  node.low_disk = beat->workdir_free_bytes >= 0 && beat->workdir_free_bytes < beat->min_free_disk_bytes;
+  node.not_taking = beat->not_taking;
   return ok();
 }
 
@@ -76,50 +83,6 @@ Result<std::vector<NodeStatus>> read_nodes_under(ObjectStore& store, const std::
   return result;
 }
 
-// The queue prefix of an entry key ("queues/class/any/"), or "" for a stray key.
-std::string queue_of(std::string_view key) {
-  for (std::string_view base : {keys::kClassQueues, keys::kNodeQueues}) {
-    if (!key.starts_with(base)) continue;
-    size_t slash = key.find('/', base.size());
-    if (slash == std::string_view::npos) return "";
-    return std::string(key.substr(0, slash + 1));
-  }
-  return "";
-}
-
-// A status row for job `id` from its spec and claim. A spec or claim that is missing or
-// unreadable still gives a row (with the reason); an unreachable store is an error.
-Result<JobStatus> job_row(ObjectStore& store, const std::string& id) {
-  JobStatus row;
-  row.id = id;
-  auto job = read_job(store, id);
-  if (job) {
-    row.name = job->name;
-    row.klass = job->klass;
-    row.node = job->node;
-    row.priority = job->spec.priority;
-    row.submitted_ms = job->submitted_ms;
-  } else if (is_code(job.error(), Code::kNotFound) || is_code(job.error(), Code::kCorruption)) {
-    row.reason = job.error().message;
-  } else {
-    return tl::unexpected(job.error());
-  }
-  auto claim = read_claim(store, id);
-  std::optional<Claim> held;
-  if (claim && *claim) held = (*claim)->claim;
-  if (!claim && !is_code(claim.error(), Code::kCorruption)) return tl::unexpected(claim.error());
-  if (!claim) row.reason = claim.error().message;
-  row.state = job_state(held);
-  if (held) {
-    if (!held->node.empty()) row.node = held->node;
-    row.attempt = held->attempt;
-    row.runs = held->runs;
-    row.exit_code = held->exit_code;
-    if (row.reason.empty()) row.reason = held->reason;
-  }
-  return row;
-}
-
 }  // namespace
 
 Result<std::vector<NodeStatus>> read_nodes(ObjectStore& store) {
@@ -143,6 +106,37 @@ Result<NodeStatus> read_node(ObjectStore& store, std::string_view node) {
                           names.empty() ? std::string("none yet") : fmt::format("{}", fmt::join(names, ", "))));
 }
 
+Result<NodeTarget> resolve_node_target(ObjectStore& store, std::string_view text) {
+  GPUQ_FLEET_TRY(check_name("node", text));
+  NodeTarget named{std::string(text), std::nullopt};
+  size_t dash = text.rfind("-gpu");
+  std::string_view digits = dash == std::string_view::npos ? "" : text.substr(dash + 4);
+  int index = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  bool pin_form = dash != std::string_view::npos && dash > 0 && !digits.empty() && ec == std::errc() &&
+                  end == digits.data() + digits.size() && std::to_string(index) == digits;
+  if (!pin_form) return named;
+  auto exact = read_nodes_under(store, fmt::format("{}{}/", keys::kNodes, text));
+  if (!exact) return tl::unexpected(exact.error());
+  for (const auto& node : *exact) {
+    if (node.name == text) return named;  // a node named so wins over a pin
+  }
+  std::string base(text.substr(0, dash));
+  auto nodes = read_nodes_under(store, fmt::format("{}{}/", keys::kNodes, base));
+  if (!nodes) return tl::unexpected(nodes.error());
+  auto found = std::find_if(nodes->begin(), nodes->end(), [&](const NodeStatus& n) { return n.name == base; });
+  if (found == nodes->end()) return named;
+  std::vector<std::string> gpus;
+  for (const auto& gpu : found->gpu_list) gpus.push_back(gpu.name);
+  std::string wanted = fmt::format("gpu{}", index);
+  if (found->has_heartbeat && std::find(gpus.begin(), gpus.end(), wanted) == gpus.end()) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("--node {}: node {} has no {}; its GPUs are {}", text, base, wanted,
+                            gpus.empty() ? std::string("none") : fmt::format("{}", fmt::join(gpus, ", "))));
+  }
+  return NodeTarget{base, index};
+}
+
 Status drain(ObjectStore& store, std::string_view node, bool on) {
   GPUQ_FLEET_TRY(check_name("node", node));
   if (on) {
@@ -154,46 +148,6 @@ Status drain(ObjectStore& store, std::string_view node, bool on) {
     GPUQ_FLEET_TRY(store.remove(keys::drain(node)));
   }
   return detail::bump_signal(store);
-}
-
-Result<FleetStatus> status(ObjectStore& store) {
-  FleetStatus result;
-  auto nodes = read_nodes(store);
-  if (!nodes) return tl::unexpected(nodes.error());
-  result.nodes = std::move(*nodes);
-
-  auto queues = store.list("queues/");
-  if (!queues) return tl::unexpected(queues.error());
-  std::set<std::string> seen;
-  for (const auto& info : queues->objects) {
-    std::string queue = queue_of(info.key);
-    auto entry = queue.empty() ? std::nullopt : parse_entry(queue, info.key);
-    if (!entry || !seen.insert(entry->id).second) continue;
-    auto row = job_row(store, entry->id);
-    if (!row) return tl::unexpected(row.error());
-    row->queue = queue;
-    row->priority = entry->priority;
-    row->submitted_ms = entry->submitted_ms;
-    if (auto cancel = detail::cancel_requested(store, entry->id); cancel) {
-      row->cancel_requested = *cancel;
-    }
-    result.jobs.push_back(std::move(*row));
-  }
-
-  auto ends = store.list(std::string(keys::kEnded));
-  if (!ends) return tl::unexpected(ends.error());
-  size_t shown = 0;
-  for (auto it = ends->objects.rbegin(); it != ends->objects.rend() && shown < kRecentEnds; ++it) {
-    auto ended = parse_ended_key(it->key);
-    if (!ended || !seen.insert(ended->second).second) continue;
-    auto row = job_row(store, ended->second);
-    if (!row) return tl::unexpected(row.error());
-    row->queue = std::string(keys::kEnded);
-    row->ended_ms = ended->first;
-    result.jobs.push_back(std::move(*row));
-    ++shown;
-  }
-  return result;
 }
 
 }  // namespace gpuq::fleet

@@ -294,6 +294,86 @@ TEST_F(FleetClient, StatusListsQueuesThenRecentEnds) {
   EXPECT_EQ(result->jobs[2].ended_ms, kNow + 9);
 }
 
+// Item "fleet status at size": what status reads does not grow by a request per queued job.
+TEST_F(FleetClient, StatusOfTenThousandQueuedJobsMakesABoundedNumberOfRequests) {
+  constexpr int kQueuedJobs = 10'000;
+  std::vector<FleetJob> jobs;
+  for (int i = 0; i < kQueuedJobs; ++i) {
+    FleetJob j = job("");
+    j.submitted_ms = kNow + i;
+    put(keys::spec(j.id), to_json(j).dump());
+    put(j.entry(), nlohmann::json{{"id", j.id}}.dump());
+    jobs.push_back(std::move(j));
+  }
+  // The worst job of the queue runs (a node took what fit): it is shown all the same.
+  FleetJob& deep = jobs.back();
+  put_claim(deep.id, "n1", std::string(kRunning));
+  heartbeat("n1");
+  {
+    Heartbeat beat;
+    beat.node = "n1";
+    beat.interval_ms = 10'000;
+    beat.running = {deep.id};
+    put(keys::heartbeat("n1"), to_json(beat).dump());
+  }
+  for (int i = 0; i < 25; ++i) {
+    FleetJob done = job("");
+    put(keys::spec(done.id), to_json(done).dump());
+    put_claim(done.id, "n1", std::string(kSucceeded));
+    put(ended_key(kNow + i, done.id), "{}");
+  }
+  store_.reset_counts();
+  auto result = status(store_);
+  ASSERT_TRUE(result) << result.error().message;
+  const auto& counts = store_.counts();
+  // 1 heartbeat; spec and claim of 20 best + 1 running (its cancel marker too); 20 ends × 2.
+  EXPECT_LE(counts.get, 1 + (kQueuedRows + 1) * 2 + 1 + kRecentEnds * 2) << counts.get;
+  // nodes/, queues/ (10 pages of 1,000), ended/.
+  EXPECT_LE(counts.list, 1 + kQueuedJobs / 1000 + 1 + 1) << counts.list;
+  EXPECT_EQ(counts.put + counts.remove, 0);
+  ASSERT_EQ(result->queues.size(), 1u);
+  EXPECT_EQ(result->queues[0].queue, "queues/class/any/");
+  EXPECT_EQ(result->queues[0].entries, static_cast<size_t>(kQueuedJobs));
+  EXPECT_EQ(result->queues[0].shown, kQueuedRows + 1);
+  EXPECT_EQ(result->not_shown, kQueuedJobs - kQueuedRows - 1);
+  ASSERT_EQ(result->jobs.size(), kQueuedRows + 1 + kRecentEnds);
+  EXPECT_EQ(result->jobs[0].id, jobs[0].id);  // best first
+  EXPECT_EQ(result->jobs[0].state, fleet::kQueued);
+  EXPECT_EQ(result->jobs[kQueuedRows].id, deep.id);
+  EXPECT_EQ(result->jobs[kQueuedRows].state, kRunning);
+
+  // Every entry, when asked: the old cost, two GETs per job.
+  store_.reset_counts();
+  auto all = status(store_, StatusOptions{0});
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->not_shown, 0u);
+  EXPECT_EQ(all->jobs.size(), kQueuedJobs + kRecentEnds);
+  EXPECT_GE(store_.counts().get, 2 * kQueuedJobs);
+}
+
+TEST_F(FleetClient, StatusCountsWhatItLeavesOutPerQueue) {
+  FleetJob pinned = job("p");
+  pinned.klass = "";
+  pinned.node = "n1";
+  FleetJob low = job("low");
+  low.spec.priority = 900;
+  FleetJob high = job("high");
+  high.spec.priority = 10;
+  for (const auto& j : {pinned, low, high}) ASSERT_TRUE(submit(store_, j));
+  auto result = status(store_, StatusOptions{2});
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(result->jobs.size(), 2u);  // the best two across both queues, in queue order
+  EXPECT_EQ(result->jobs[0].id, high.id);
+  EXPECT_EQ(result->jobs[1].id, pinned.id);
+  EXPECT_EQ(result->not_shown, 1u);
+  ASSERT_EQ(result->queues.size(), 2u);
+  EXPECT_EQ(result->queues[0].queue, "queues/class/any/");
+  EXPECT_EQ(result->queues[0].entries, 2u);
+  EXPECT_EQ(result->queues[0].shown, 1u);
+  EXPECT_EQ(result->queues[1].queue, "queues/node/n1/");
+  EXPECT_EQ(result->queues[1].shown, 1u);
+}
+
 TEST_F(FleetClient, MoveRepinsWaitingJobsAndCleansEndedOnes) {
   heartbeat("n1");
   heartbeat("n2");

@@ -1,5 +1,6 @@
 // What the fleet agent needs of the local daemon, and nothing more: submit a claimed job, ask
-// how a job is doing, cancel one, see how many GPUs are spare, and record an event. The daemon
+// how a job is doing, cancel one, see how many GPUs are spare (and the GPUs' use and free disk),
+// keep a one-GPU reservation for a pinned job, and record an event. The daemon
 // stays the executor with all its guarantees; the agent only moves jobs and data between the
 // bucket and it. `src/app` implements this over the queue actor (each call posted to the
 // actor's thread and waited for); unit tests use a fake.
@@ -37,6 +38,10 @@ struct LocalMachine {
   int spare_gpus = 0;
   // False while the daemon is drained (`gpuq drain`): it starts nothing, so it takes nothing.
   bool accepting = true;
+  // Free space (statvfs, for an unprivileged user) of the [fleet] workdir and of /dev/shm;
+  // -1 when unknown.
+  int64_t workdir_free_bytes = -1;
+  int64_t shm_free_bytes = -1;
 };
 
 class Executor {
@@ -48,6 +53,10 @@ class Executor {
   // Cancels a local job (stops its run); a job that already ended is not an error.
   virtual Status cancel(int64_t id) = 0;
   virtual Result<LocalMachine> machine() = 0;
+  // Keeps `reservation` as the daemon's reservation of the GPU with device index `index` alone,
+  // so that a job submitted with it runs there (fleet/layout.h, gpu_reservation); kInvalidArgument
+  // when the machine has no such GPU.
+  virtual Status reserve_gpu(const std::string& reservation, int index) = 0;
   // Records an event in the daemon's log (and so for its hooks): job.claimed, node.stale, ...
   // `job` is the local job id it is about, when there is one.
   virtual void event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data) = 0;

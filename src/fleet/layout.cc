@@ -239,14 +239,37 @@ Result<Claim> claim_from_json(const json& doc) {
   return claim;
 }
 
+namespace {
+constexpr std::string_view kGpuReservation = "fleet-gpu";
+
+json known_or_null(int64_t value) { return value < 0 ? json() : json(value); }
+}  // namespace
+
+std::string gpu_reservation(int index) { return fmt::format("{}{}", kGpuReservation, index); }
+
+std::optional<int> pinned_gpu(const JobSpec& spec) {
+  std::string_view name = spec.reservation;
+  if (!name.starts_with(kGpuReservation)) return std::nullopt;
+  auto index = parse_digits(name.substr(kGpuReservation.size()));
+  if (!index || *index > 1'000'000 || gpu_reservation(static_cast<int>(*index)) != name) return std::nullopt;
+  return static_cast<int>(*index);
+}
+
 json to_json(const Heartbeat& beat) {
   json gpus = json::array();
   for (const auto& gpu : beat.gpus) {
-    gpus.push_back({{"name", gpu.name}, {"model", gpu.model}, {"memory_mib", gpu.memory_mib}, {"busy", gpu.busy}});
+    gpus.push_back({{"name", gpu.name}, {"model", gpu.model}, {"memory_mib", gpu.memory_mib}, {"busy", gpu.busy},
+                    {"memory_used_mib", known_or_null(gpu.memory_used_mib)},
+                    {"utilization", known_or_null(gpu.utilization)}});
   }
-  return {{"node", beat.node},         {"version", beat.version},   {"time_ms", beat.time_ms},
-          {"interval_ms", beat.interval_ms}, {"classes", beat.classes}, {"gpus", gpus},
-          {"free_gpus", beat.free_gpus}, {"running", beat.running},   {"draining", beat.draining}};
+  json doc = {{"node", beat.node},         {"version", beat.version},   {"time_ms", beat.time_ms},
+              {"interval_ms", beat.interval_ms}, {"classes", beat.classes}, {"gpus", gpus},
+              {"free_gpus", beat.free_gpus}, {"running", beat.running},   {"draining", beat.draining},
+              {"workdir_free_bytes", known_or_null(beat.workdir_free_bytes)},
+              {"shm_free_bytes", known_or_null(beat.shm_free_bytes)},
+              {"min_free_disk_bytes", beat.min_free_disk_bytes}};
+  doc["not_taking"] = beat.not_taking.empty() ? json() : json(beat.not_taking);
+  return doc;
 }
 
 Result<Heartbeat> heartbeat_from_json(const json& doc) {
@@ -260,6 +283,10 @@ Result<Heartbeat> heartbeat_from_json(const json& doc) {
   GPUQ_TRY(read_field(doc, "free_gpus", beat.free_gpus, false));
   GPUQ_TRY(read_field(doc, "running", beat.running, false));
   GPUQ_TRY(read_field(doc, "draining", beat.draining, false));
+  GPUQ_TRY(read_field(doc, "workdir_free_bytes", beat.workdir_free_bytes, false));
+  GPUQ_TRY(read_field(doc, "shm_free_bytes", beat.shm_free_bytes, false));
+  GPUQ_TRY(read_field(doc, "min_free_disk_bytes", beat.min_free_disk_bytes, false));
+  GPUQ_TRY(read_field(doc, "not_taking", beat.not_taking, false));
   auto gpus = doc.find("gpus");
   if (gpus != doc.end() && gpus->is_array()) {
     for (const auto& item : *gpus) {
@@ -269,6 +296,8 @@ Result<Heartbeat> heartbeat_from_json(const json& doc) {
       GPUQ_TRY(read_field(item, "model", gpu.model, false));
       GPUQ_TRY(read_field(item, "memory_mib", gpu.memory_mib, false));
       GPUQ_TRY(read_field(item, "busy", gpu.busy, false));
+      GPUQ_TRY(read_field(item, "memory_used_mib", gpu.memory_used_mib, false));
+      GPUQ_TRY(read_field(item, "utilization", gpu.utilization, false));
       beat.gpus.push_back(std::move(gpu));
     }
   }

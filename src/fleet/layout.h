@@ -139,6 +139,8 @@ struct HeartbeatGpu {
   std::string model;
   int64_t memory_mib = 0;
   bool busy = false;
+  int64_t memory_used_mib = -1;  // in use, by the daemon's last probe; -1 unknown
+  int utilization = -1;          // percent 0..100; -1 unknown
 };
 
 // nodes/NODE/heartbeat.json.
@@ -152,9 +154,21 @@ struct Heartbeat {
   int free_gpus = 0;
   std::vector<std::string> running;  // fleet ids
   bool draining = false;
+  int64_t workdir_free_bytes = -1;   // free space of its [fleet] workdir (statvfs); -1 unknown
+  int64_t shm_free_bytes = -1;       // of /dev/shm
+  int64_t min_free_disk_bytes = 0;   // its [fleet] min_free_disk
+  std::string not_taking;            // why it takes no new jobs (low disk); "" when it does
 };
 nlohmann::json to_json(const Heartbeat& heartbeat);
 Result<Heartbeat> heartbeat_from_json(const nlohmann::json& json);
+
+// A job pinned to one GPU of its node (`gpuq fleet submit --node NODE-gpuK`) carries in its
+// spec the reservation "fleet-gpuK": the node's daemon keeps that name as a reservation of GPU
+// K alone, so the job runs on that GPU and no other (a daemon that does not know the name
+// refuses the job rather than run it elsewhere).
+std::string gpu_reservation(int index);
+// K of a spec whose reservation is gpu_reservation(K); nullopt for any other spec.
+std::optional<int> pinned_gpu(const JobSpec& spec);
 
 // Parses an object's body as JSON; the error names the key.
 Result<nlohmann::json> parse_object(std::string_view key, std::string_view body);

@@ -52,7 +52,14 @@ class FakeExecutor : public Executor {
       machine.gpus.push_back({"gpu" + std::to_string(i), "fake", 81'920, i < used});
     }
     machine.spare_gpus = std::max(gpus_ - used, 0);
+    machine.workdir_free_bytes = workdir_free_bytes;
+    machine.shm_free_bytes = shm_free_bytes;
     return machine;
+  }
+  Status reserve_gpu(const std::string& reservation, int index) override {
+    if (index < 0 || index >= gpus_) return fail(Code::kInvalidArgument, "no such GPU");
+    reserved[reservation] = index;
+    return ok();
   }
   void event(const std::string& kind, std::optional<int64_t> job, nlohmann::json data) override {
     events.push_back({kind, job, std::move(data)});
@@ -78,6 +85,9 @@ class FakeExecutor : public Executor {
   std::vector<int64_t> cancelled;
   std::vector<Recorded> events;
   bool refuse_submits = false;
+  int64_t workdir_free_bytes = -1;     // what machine() reports
+  int64_t shm_free_bytes = -1;
+  std::map<std::string, int> reserved;  // reserve_gpu(): reservation → GPU index
 
  private:
   int gpus_;
