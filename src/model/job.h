@@ -119,6 +119,10 @@ struct JobSpec {
   std::vector<std::string> outputs;        // declared `gpuq-out:` paths
   std::string source;                      // where it was declared ("plan.json:12"), for messages
   std::string fleet_id;                    // the fleet job it runs (docs/fleet.md); "" for local jobs
+  // Set by the node's fleet agent only: the file holding the deadline by which the run's claim
+  // must have been renewed (model/claim_deadline.h); the run's shim stops the run once it has
+  // passed. "" for local jobs: they run as long as they run.
+  std::string claim_deadline_file;
   // The login name of the submitter, recorded by the daemon (never taken from a request body):
   // the unix socket peer's; else the daemon's own (TCP, a fleet job without a submitter); ""
   // for jobs of older daemons. Not part of same_work.
