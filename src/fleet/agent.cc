@@ -13,7 +13,11 @@ constexpr int64_t kQuietPolls = 30;
 }  // namespace
 
 Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options)
-    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {}
+    : store_(store),
+      data_(data),
+      executor_(executor),
+      options_(std::move(options)),
+      deadlines_(options_.claim_deadline_dir, options_.lease_ms) {}
 
 int64_t Agent::now() const {
   return options_.mono_clock ? std::max(step_mono_, options_.mono_clock()) : step_mono_;

@@ -81,6 +81,9 @@ bool Agent::start_local(Held& held, int64_t wall) {
   spec.env["GPUQ_FLEET_ID"] = fj.id;
   spec.env["GPUQ_FLEET_NODE"] = options_.node;
   spec.env["GPUQ_FLEET_ATTEMPT"] = std::to_string(held.claim.attempt);
+  // The run stops by itself when the claim is not renewed in time (ClaimDeadlineFiles).
+  if (!deadlines_.renewed(fj.id, held.claim.attempt, held.renewed_mono)) return later();
+  spec.claim_deadline_file = deadlines_.path(fj.id, held.claim.attempt);
   auto local = executor_.submit(std::move(spec));
   if (!local) {
     if (local.error().code == Code::kUnavailable) return later();
@@ -118,6 +121,7 @@ bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
     held.etag = *replaced;
     held.renewed_mono = mono;
     held.next_renew_mono = mono + options_.lease_ms / 6;
+    (void)deadlines_.renewed(held.job.id, held.claim.attempt, mono);  // unwritten: the run stops sooner
     return true;
   }
   if (replaced.error().code == Code::kConflict || replaced.error().code == Code::kNotFound) {
@@ -133,6 +137,7 @@ void Agent::lose(Held& held, const std::string& why) {
   if (held.lost) return;
   held.lost = true;
   if (held.claim.local_id > 0) (void)executor_.cancel(held.claim.local_id);
+  deadlines_.forget(held.job.id, held.claim.attempt);
   event("job.claim_lost", &held, {{"fleet_id", held.job.id}, {"attempt", held.claim.attempt}, {"why", why}});
   // Watched from now on as another node's claim would be: when no one took it over (this node
   // may be the only one that serves its queue, and no scan may come: the signal changes only
@@ -172,6 +177,10 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
       gone.state = JobState::kFailed;
       gone.reason = fmt::format("its local job {} is gone from node {}", held.claim.local_id, options_.node);
       finish(held, gone, mono, wall);
+      continue;
+    }
+    if (local && local->claim_lapsed) {  // its run stopped itself: the claim is not ours to end
+      lose(held, local->reason);
       continue;
     }
     // A run that has ended is published even after a long outage: the outcome is written with
@@ -221,6 +230,7 @@ bool Agent::publish_end(Held& held, int64_t wall) {
   }
   held.etag = *replaced;
   held.done = true;
+  deadlines_.forget(held.job.id, held.claim.attempt);
   (void)store_.put(ended_key(wall, held.job.id), nlohmann::json{{"id", held.job.id}}.dump());
   (void)store_.remove(held.entry_key);
   bump_signal();

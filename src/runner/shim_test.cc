@@ -334,6 +334,18 @@ class ShimClaimTest : public ShimTest {
     }
   }
   bool ready() const { return std::filesystem::exists(dir_ + "/ready"); }
+  // Runs a job that would leave a file behind, and says it did not begin: the exit record.
+  ExitRecord run_expecting_no_start() {
+    auto shim = start({"sh", "-c", "touch ran"});
+    EXPECT_TRUE(shim.release());
+    wait_exit(shim.pid());
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran")) << "the job began";
+    auto record = read_exit_record(dir_);
+    EXPECT_TRUE(record) << record.error().message;
+    EXPECT_FALSE(record->exit_code);
+    EXPECT_EQ(record->job_pid, 0);
+    return record.value_or(ExitRecord{});
+  }
 };
 
 TEST_F(ShimClaimTest, ARunWhoseClaimLapsesGetsSigtermThenSigkillAfterTheGrace) {
@@ -387,27 +399,15 @@ TEST_F(ShimClaimTest, ARunWhoseClaimKeepsBeingRenewedRunsToItsEnd) {
 
 TEST_F(ShimClaimTest, AClaimLapsedBeforeTheGoNeverStartsTheJob) {
   write_deadline(-1000, -500);
-  auto shim = start({"sh", "-c", "touch ran"});
-  ASSERT_TRUE(shim.release());
-  wait_exit(shim.pid());
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
-  auto record = read_exit_record(dir_);
-  ASSERT_TRUE(record) << record.error().message;
-  EXPECT_FALSE(record->exit_code);
-  EXPECT_EQ(record->job_pid, 0);
-  EXPECT_NE(record->claim_lapsed.find("not renewed by"), std::string::npos) << record->claim_lapsed;
+  ExitRecord record = run_expecting_no_start();
+  EXPECT_NE(record.claim_lapsed.find("not renewed by"), std::string::npos) << record.claim_lapsed;
 }
 
 TEST_F(ShimClaimTest, AnUnreadableDeadlineFileNeverStartsTheJob) {
   // No file written: the agent writes it before it submits the job, so none means no claim.
-  auto shim = start({"sh", "-c", "touch ran"});
-  ASSERT_TRUE(shim.release());
-  wait_exit(shim.pid());
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
-  auto record = read_exit_record(dir_);
-  ASSERT_TRUE(record) << record.error().message;
-  EXPECT_NE(record->claim_lapsed.find("could not be read from " + claim_deadline_file_), std::string::npos)
-      << record->claim_lapsed;
+  ExitRecord record = run_expecting_no_start();
+  EXPECT_NE(record.claim_lapsed.find("could not be read from " + claim_deadline_file_), std::string::npos)
+      << record.claim_lapsed;
 }
 
 TEST_F(ShimClaimTest, ARunSpecAndExitRecordKeepTheClaimFields) {
