@@ -9,7 +9,7 @@ namespace gpuq::daemon {
 namespace {
 
 TEST(RunEnd, AFleetRunStoppedForALapsedClaimIsCancelledWithItsReasonAndNeverRetried) {
-  Run run;
+  gpuq::Run run;
   run.number = 2;
   runner::ExitRecord record;
   record.signal = SIGTERM;
@@ -27,7 +27,7 @@ TEST(RunEnd, AFleetRunStoppedForALapsedClaimIsCancelledWithItsReasonAndNeverRetr
 }
 
 TEST(RunEnd, ARunWithoutALapsedClaimIsJudgedAsBefore) {
-  Run run;
+  gpuq::Run run;
   run.number = 1;
   runner::ExitRecord record;
   record.signal = SIGTERM;
