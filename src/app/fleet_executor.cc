@@ -53,6 +53,11 @@ Result<fleet::LocalJob> FleetExecutor::job(int64_t id) {
     local.reason = job->reason;
     for (const Run& run : job->runs) local.logs.push_back(runner::log_path(run.run_dir));
     if (!job->runs.empty()) local.exit_code = job->runs.back().exit_code;
+    // Said only by the shim's exit record; read once the run has ended as the shim ends it.
+    if (!job->runs.empty() && job->runs.back().outcome == RunOutcome::kCancelled) {
+      auto record = runner::read_exit_record(job->runs.back().run_dir);
+      local.claim_lapsed = record && !record->claim_lapsed.empty();
+    }
     return local;
   });
 }

@@ -73,6 +73,7 @@ Result<std::unique_ptr<FleetNode>> FleetNode::join(const cli::DaemonFlags& flags
   agent.workdir = configured.workdir.empty() ? home_directory() : configured.workdir;
   agent.min_free_disk_bytes = configured.min_free_disk_bytes;
   agent.state_file = layout.home + "/fleet-claims.json";
+  agent.claim_deadline_dir = layout.home + "/fleet-deadlines";
   agent.version = version;
   // A fleet job starts from the node's everyday variables, never from the daemon's whole
   // environment (which may hold the store's credentials).

@@ -134,6 +134,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   spec.kill_grace_ms = config_.kill_grace_ms;
   spec.umask = options_.job_umask;
   spec.max_log_bytes = config_.max_log_bytes;
+  spec.claim_deadline_file = p.job.spec.claim_deadline_file;
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
   int number = *last_number + 1;

@@ -39,7 +39,12 @@ RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_
   end.signal = record.signal;
   end.ended_ms = record.ended_at_ms ? record.ended_at_ms : now_ms;
   end.log_note = log_note_of(record);
-  if (run.stop_reason == StopReason::kCancel) {
+  if (!record.claim_lapsed.empty()) {
+    // The shim stopped it on its own: another node may run the job now, so this one must not
+    // run it again (a cancel, never a failure that a retry would repeat).
+    end.outcome = RunOutcome::kCancelled;
+    end.reason = fmt::format("run {} stopped: {}", run.number, record.claim_lapsed);
+  } else if (run.stop_reason == StopReason::kCancel) {
     end.outcome = RunOutcome::kCancelled;
     end.reason = "cancelled by request while running";
   } else if (run.stop_reason == StopReason::kTimeout) {
@@ -63,6 +68,7 @@ RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_
   end.data = {{"exit_code", optional_int(record.exit_code)}, {"signal", optional_int(record.signal)}};
   if (record.leftovers_killed > 0) end.data["leftovers_killed"] = record.leftovers_killed;
   if (while_down) end.data["while_daemon_down"] = true;
+  if (!record.claim_lapsed.empty()) end.data["claim_lapsed"] = record.claim_lapsed;
   if (!end.log_note.empty()) end.data["log_note"] = end.log_note;
   return end;
 }

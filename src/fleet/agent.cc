@@ -14,7 +14,11 @@ constexpr int64_t kQuietPolls = 30;
 
 Agent::Agent(ObjectStore& store, ObjectStore* data, Executor& executor, AgentOptions options,
              TransferQueue* transfers)
-    : store_(store), data_(data), executor_(executor), options_(std::move(options)) {
+    : store_(store),
+      data_(data),
+      executor_(executor),
+      options_(std::move(options)),
+      deadlines_(options_.claim_deadline_dir, options_.lease_ms) {
   if (transfers == nullptr && data_ != nullptr) {
     inline_transfers_ = std::make_unique<InlineTransferQueue>(*data_);
     transfers = inline_transfers_.get();

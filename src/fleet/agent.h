@@ -6,7 +6,8 @@
 // also watches the other nodes' heartbeats (node.stale, node.back).
 //
 // It is a step function over two clocks: `step(mono, wall)` does the work due by `mono` (the
-// node's monotonic clock, the only one leases are judged by) and returns when it next has
+// node's monotonic clock, the only one leases are judged by: on a real node the boot clock,
+// os/boot_clock.h, in which the runs' claim deadlines are written) and returns when it next has
 // work. AgentThread runs it on a thread with real clocks; tests call step() with virtual ones.
 //
 // What it owns: its view of the jobs it holds (kept in `state_file` across daemon restarts,
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/claim_deadline_files.h"
 #include "fleet/executor.h"
 #include "fleet/job_data.h"
 #include "fleet/layout.h"
@@ -51,6 +53,9 @@ struct AgentOptions {
   std::string data_prefix = "data/";  // key prefix of declared data in the data store
   std::string data_problem;           // why there is no data store (a job that declares data fails)
   std::string state_file;             // the held claims, across restarts ("" = not kept)
+  // Where each held claim's deadline file is written for its run's shim (ClaimDeadlineFiles;
+  // "" = none: runs are stopped by the agent only, never by themselves).
+  std::string claim_deadline_dir;
   std::string version;
   // The node's variables a fleet job starts from (PATH, HOME, USER, LANG, ...: never the
   // store's credentials); the submitter's --env values are laid over them.
@@ -238,6 +243,7 @@ class Agent {
   TransferQueue* transfers_ = nullptr;
   Executor& executor_;
   AgentOptions options_;
+  ClaimDeadlineFiles deadlines_;
 
   std::map<std::string, Held> held_;          // by fleet id
   std::map<std::string, Watched> watched_;    // other nodes' claims, by fleet id

@@ -104,6 +104,9 @@ bool Agent::start_local(Held& held, int64_t wall) {
   // A reclaimed attempt that resumes: the outputs its earlier attempts pushed are in place, and
   // the first run sees GPUQ_RESUME=1 (a run variable: the runner sets it).
   spec.fleet_resume = held.resuming;
+  // The run stops by itself when the claim is not renewed in time (ClaimDeadlineFiles).
+  if (!deadlines_.renewed(fj.id, held.claim.attempt, held.renewed_mono)) return later();
+  spec.claim_deadline_file = deadlines_.path(fj.id, held.claim.attempt);
   auto local = executor_.submit(std::move(spec));
   if (!local) {
     if (local.error().code == Code::kUnavailable) return later();
@@ -141,6 +144,7 @@ bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
     held.etag = *replaced;
     held.renewed_mono = mono;
     held.next_renew_mono = mono + options_.lease_ms / 6;
+    (void)deadlines_.renewed(held.job.id, held.claim.attempt, mono);  // unwritten: the run stops sooner
     return true;
   }
   if (replaced.error().code == Code::kConflict || replaced.error().code == Code::kNotFound) {
@@ -159,6 +163,7 @@ void Agent::lose(Held& held, const std::string& why) {
   // Transfers in flight stop between files: what they move is no longer ours to publish.
   if (held.pull) held.pull->cancelled = true;
   if (held.push) held.push->cancelled = true;
+  deadlines_.forget(held.job.id, held.claim.attempt);
   event("job.claim_lost", &held, {{"fleet_id", held.job.id}, {"attempt", held.claim.attempt}, {"why", why}});
   // Watched from now on as another node's claim would be: when no one took it over (this node
   // may be the only one that serves its queue, and no scan may come: the signal changes only
@@ -200,6 +205,10 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
       gone.state = JobState::kFailed;
       gone.reason = fmt::format("its local job {} is gone from node {}", held.claim.local_id, options_.node);
       finish(held, gone, mono, wall);
+      continue;
+    }
+    if (local && local->claim_lapsed) {  // its run stopped itself: the claim is not ours to end
+      lose(held, local->reason);
       continue;
     }
     // A run that has ended is published even after a long outage: the outcome is written with
@@ -254,6 +263,7 @@ bool Agent::publish_end(Held& held, int64_t wall) {
   }
   held.etag = *replaced;
   held.done = true;
+  deadlines_.forget(held.job.id, held.claim.attempt);
   (void)store_.put(ended_key(wall, held.job.id), nlohmann::json{{"id", held.job.id}}.dump());
   (void)store_.remove(held.entry_key);
   bump_signal();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fleet/agent.h"
+#include "os/boot_clock.h"
 
 namespace gpuq::fleet {
 
@@ -76,7 +77,8 @@ void AgentThread::nudge() {
 
 void AgentThread::loop() {
   using namespace std::chrono;
-  auto mono = [] { return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count(); };
+  // The boot clock: the runs' shims read their claim deadlines in it (ClaimDeadlineFiles).
+  auto mono = [] { return os::boot_clock_ms(); };
   auto wall = [] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); };
   agent_.use_clock(mono);
   if (auto started = agent_.start(mono(), wall()); !started) {

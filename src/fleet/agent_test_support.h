@@ -103,9 +103,11 @@ class ManualTransferQueue : public TransferQueue {
 // One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
 // test moves.
 struct Node {
-  Node(std::shared_ptr<Bucket> bucket, const std::string& name, int gpus, std::string state_file = "")
+  Node(std::shared_ptr<Bucket> bucket, const std::string& name, int gpus, std::string state_file = "",
+       std::string claim_deadline_dir = "")
       : store(bucket), data(bucket), executor(gpus) {
     AgentOptions options;
+    options.claim_deadline_dir = std::move(claim_deadline_dir);
     options.node = name;
     options.lease_ms = kLease;
     options.workdir = workdir;

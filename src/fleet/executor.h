@@ -28,6 +28,9 @@ struct LocalJob {
   int runs = 0;
   std::string reason;                 // why it ended, for people
   std::vector<std::string> logs;      // output.log of each run, in order
+  // Its last run was stopped by its own shim because the claim was not renewed in time
+  // (JobSpec::claim_deadline_file): the claim is to be given up, not its end published.
+  bool claim_lapsed = false;
 };
 
 // The machine, for the heartbeat and for deciding whether there is room for a job.

@@ -125,6 +125,10 @@ struct JobSpec {
   // Set by the fleet agent on the local job of a reclaimed attempt whose earlier outputs it
   // pulled: the job's first run has GPUQ_RESUME=1 (docs/fleet.md, "Resume elsewhere").
   bool fleet_resume = false;
+  // Set by the node's fleet agent only: the file holding the deadline by which the run's claim
+  // must have been renewed (model/claim_deadline.h); the run's shim stops the run once it has
+  // passed. "" for local jobs: they run as long as they run.
+  std::string claim_deadline_file;
   // The login name of the submitter, recorded by the daemon (never taken from a request body):
   // the unix socket peer's; else the daemon's own (TCP, a fleet job without a submitter); ""
   // for jobs of older daemons. Not part of same_work.

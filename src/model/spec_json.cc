@@ -24,7 +24,7 @@ const std::set<std::string>& known_fields() {
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
       "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms",
       "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms", "fleet_id",
-      "resume", "fleet_resume"};
+      "resume", "fleet_resume", "claim_deadline_file"};
   return fields;
 }
 
@@ -382,6 +382,11 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   GPUQ_TRY(r.string("source", spec.source));
   GPUQ_TRY(r.string("fleet_id", spec.fleet_id));
   GPUQ_TRY(r.boolean("fleet_resume", spec.fleet_resume));
+  // The fleet agent's own: a request may not name a file for the shim to read.
+  if (origin == SpecOrigin::kRequest && body.contains("claim_deadline_file")) {
+    return r.error("field 'claim_deadline_file' is set by a node's fleet agent only");
+  }
+  GPUQ_TRY(r.string("claim_deadline_file", spec.claim_deadline_file));
   return spec;
 }
 
@@ -425,6 +430,7 @@ json spec_to_json(const JobSpec& spec) {
   if (!spec.source.empty()) j["source"] = spec.source;
   if (!spec.fleet_id.empty()) j["fleet_id"] = spec.fleet_id;
   if (spec.fleet_resume) j["fleet_resume"] = true;
+  if (!spec.claim_deadline_file.empty()) j["claim_deadline_file"] = spec.claim_deadline_file;
   return j;
 }
 

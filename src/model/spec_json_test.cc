@@ -350,6 +350,25 @@ TEST(SpecJson, AcceptsTheEdgesOfEachRange) {
   EXPECT_EQ(spec->deps.at(0).job_id, 7);
 }
 
+// The fleet agent's claim deadline file: kept by the store, never accepted from a request (the
+// shim reads the file it names).
+TEST(SpecJson, AClaimDeadlineFileIsTheStoresOnly) {
+  JobSpec spec;
+  spec.argv = {"x"};
+  spec.fleet_id = "0abc";
+  spec.claim_deadline_file = "/home/n/fleet-deadlines/0abc.1.deadline";
+  auto stored = spec_from_json(spec_to_json(spec), SpecOrigin::kStore);
+  ASSERT_TRUE(stored) << stored.error().message;
+  EXPECT_EQ(stored->claim_deadline_file, spec.claim_deadline_file);
+  auto requested = spec_from_json(spec_to_json(spec));
+  ASSERT_FALSE(requested);
+  EXPECT_NE(requested.error().message.find("'claim_deadline_file' is set by a node's fleet agent only"),
+            std::string::npos)
+      << requested.error().message;
+  spec.claim_deadline_file.clear();
+  EXPECT_FALSE(spec_to_json(spec).contains("claim_deadline_file")) << "a local job's spec reads as before";
+}
+
 TEST(SpecJson, Int64OfJsonNumbers) {
   EXPECT_EQ(json_int64(json::parse("9223372036854775807")), INT64_MAX);
   EXPECT_EQ(json_int64(json::parse("-9223372036854775808")), INT64_MIN);

@@ -48,6 +48,7 @@ Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
             {"umask", static_cast<int>(spec.umask)}};
+  if (!spec.claim_deadline_file.empty()) j["claim_deadline_file"] = spec.claim_deadline_file;
   // Written in place, not through a temporary file and a rename: the run directory was just
   // made (a start never reuses one), and its shim, the only reader, is launched after this
   // returns. Not fsynced: a run.json lost or cut short in a crash belongs to a run that was
@@ -66,6 +67,7 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
     spec.cwd = j.at("cwd").get<std::string>();
     spec.kill_grace_ms = j.at("kill_grace_ms").get<int64_t>();
     spec.max_log_bytes = j.value("max_log_bytes", int64_t{0});
+    spec.claim_deadline_file = j.value("claim_deadline_file", std::string());
     int mask = j.value("umask", 022);
     if (mask < 0 || mask > 0777) {
       return fail(Code::kCorruption, run_spec_path(run_dir) + ": umask " + std::to_string(mask) +
@@ -91,6 +93,7 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"disk_full", r.disk_full},
             {"log_dropped_bytes", r.log_dropped_bytes},
             {"released", r.released}};
+  if (!r.claim_lapsed.empty()) j["claim_lapsed"] = r.claim_lapsed;
   return os::write_file_atomic(exit_record_path(run_dir), j.dump());
 }
 
@@ -112,6 +115,7 @@ Result<ExitRecord> read_exit_record(const std::string& run_dir) {
     r.disk_full = j.value("disk_full", false);
     r.log_dropped_bytes = j.value("log_dropped_bytes", int64_t{0});
     r.released = j.value("released", true);
+    r.claim_lapsed = j.value("claim_lapsed", std::string());
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, path + ": " + e.what());
   }

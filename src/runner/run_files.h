@@ -28,6 +28,9 @@ struct RunSpec {
   // (their files are private); the job must not, or everything it writes would be too. A
   // run.json without it (an older daemon's) means 022.
   mode_t umask = 022;
+  // A fleet run's claim deadline file (model/claim_deadline.h): the shim stops the run once the
+  // deadline in it has passed unrenewed. "" (local jobs, an older daemon's run.json): none.
+  std::string claim_deadline_file;
 };
 
 struct ExitRecord {
@@ -47,6 +50,9 @@ struct ExitRecord {
   // False when the daemon never let the shim go (its go pipe closed unwritten: it died after
   // recording the start, or it never recorded it): the job never ran, nothing else is set.
   bool released = true;
+  // Set when the shim stopped the run itself because its fleet claim was not renewed in time
+  // (RunSpec::claim_deadline_file): for people, e.g. "its fleet claim was not renewed by ...".
+  std::string claim_lapsed;
 };
 
 std::string run_spec_path(const std::string& run_dir);

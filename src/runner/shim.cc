@@ -20,6 +20,7 @@
 
 #include "base/time.h"
 #include "os/process.h"
+#include "runner/claim_watch.h"
 #include "runner/log_cap.h"
 #include "runner/run_files.h"
 
@@ -143,7 +144,11 @@ void write_exit_record_until_written(const std::string& run_dir, ExitRecord& rec
 class Shim {
  public:
   Shim(std::string run_dir, RunSpec spec)
-      : run_dir_(std::move(run_dir)), log_path_(log_path(run_dir_)), spec_(std::move(spec)), launch_(spec_) {}
+      : run_dir_(std::move(run_dir)),
+        log_path_(log_path(run_dir_)),
+        spec_(std::move(spec)),
+        launch_(spec_),
+        claim_(spec_.claim_deadline_file) {}
 
   int run(int go_fd) {
     sigset_t mask;
@@ -160,6 +165,13 @@ class Shim {
       record_.error = "the daemon stopped before it let the run begin";
       record_.ended_at_ms = wall_now_ms();
       (void)write_exit_record(run_dir_, record_);
+      return 0;
+    }
+    if (claim_.start() == ClaimWatch::Due::kStop) {
+      // The claim lapsed before the daemon let the run go: the job must not begin at all.
+      record_.claim_lapsed = claim_.lapse();
+      record_.ended_at_ms = wall_now_ms();
+      write_exit_record_until_written(run_dir_, record_);
       return 0;
     }
 
@@ -236,6 +248,35 @@ class Shim {
 
   void signal_group(int sig) { ::kill(-pgid_, sig); }
 
+  // SIGTERM to the group, then SIGKILL at `kill_at` once the grace is over (or sooner, when
+  // leftovers of an exited job were being stopped already); once per run.
+  void begin_stop(int64_t& kill_at) {
+    stop_signalled_ = true;
+    signal_group(SIGTERM);
+    signal_group(SIGCONT);
+    int64_t after_grace = wall_now_ms() + spec_.kill_grace_ms;
+    kill_at = kill_at != 0 ? std::min(kill_at, after_grace) : after_grace;
+  }
+
+  // The fleet claim's deadline (ClaimWatch): a lapsed claim stops the run as a stop request
+  // would, and its kill-by time SIGKILLs the group even within the grace.
+  void watch_claim(pid_t child, int64_t& kill_at) {
+    switch (claim_.check()) {
+      case ClaimWatch::Due::kNothing: return;
+      case ClaimWatch::Due::kStop:
+        if (stop_signalled_) return;  // stopping already, for the daemon
+        reap(child);
+        // A job that exited by itself keeps its own status; only its leftovers are stopped.
+        if (!leader_done_) record_.claim_lapsed = claim_.lapse();
+        begin_stop(kill_at);
+        return;
+      case ClaimWatch::Due::kKill:
+        signal_group(SIGKILL);
+        kill_at = wall_now_ms() + 1000;  // keep insisting once a second
+        return;
+    }
+  }
+
   // Waits for the job, then empties its process group.
   void supervise(pid_t child) {
     int64_t kill_at = 0;  // when set, SIGKILL the group at this time
@@ -258,21 +299,19 @@ class Shim {
       // Zombies of processes that are not our children still count as group members for a
       // moment; poll briefly so the loop notices the group emptying.
       if (leader_done_) timeout = std::min(timeout, 20);
-      pollfd p{signal_fd_, POLLIN, 0};
-      int ready = ::poll(&p, 1, timeout);
-      if (ready > 0) {
+      pollfd p[2] = {{signal_fd_, POLLIN, 0}, {claim_.fd(), POLLIN, 0}};  // a -1 fd is skipped
+      int ready = ::poll(p, 2, timeout);
+      watch_claim(child, kill_at);
+      if (ready > 0 && (p[0].revents & POLLIN)) {
         signalfd_siginfo info{};
         if (::read(signal_fd_, &info, sizeof info) == sizeof info &&
             info.ssi_signo != SIGCHLD && !stop_signalled_) {
-          stop_signalled_ = true;
           // A job that exited by itself before the stop arrived keeps its own status: the
           // daemon tells "stopped" from "exited" by this flag (a natural exit racing a
           // preemption is not a preemption).
           reap(child);
           record_.stop_requested = !leader_done_;
-          signal_group(SIGTERM);
-          signal_group(SIGCONT);
-          kill_at = wall_now_ms() + spec_.kill_grace_ms;
+          begin_stop(kill_at);
         }
       }
       if (kill_at != 0 && wall_now_ms() >= kill_at) {
@@ -299,6 +338,7 @@ class Shim {
   bool stop_signalled_ = false;
   std::optional<LogCap> cap_;
   int64_t next_tick_ms_ = 0;
+  ClaimWatch claim_;
 };
 
 }  // namespace

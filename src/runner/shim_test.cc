@@ -1,6 +1,7 @@
 // Real processes: the shim runs real jobs and must leave nothing behind.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,6 +14,8 @@
 
 #include <cstring>
 
+#include "model/claim_deadline.h"
+#include "os/boot_clock.h"
 #include "os/process.h"
 #include "runner/launcher.h"
 #include "runner/log_cap.h"
@@ -41,6 +44,7 @@ class ShimTest : public ::testing::Test {
     spec.kill_grace_ms = grace_ms;
     spec.max_log_bytes = max_log;
     spec.umask = job_umask_;
+    spec.claim_deadline_file = claim_deadline_file_;
     EXPECT_TRUE(write_run_spec(dir_, spec));
     auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, dir_);
     EXPECT_TRUE(shim) << shim.error().message;
@@ -53,6 +57,7 @@ class ShimTest : public ::testing::Test {
   }
   std::string dir_;
   mode_t job_umask_ = 022;
+  std::string claim_deadline_file_;  // RunSpec::claim_deadline_file of the runs start() makes
 };
 
 mode_t mode_of(const std::string& path) {
@@ -299,6 +304,129 @@ TEST_F(ShimTest, ARunSpecWithoutAUmaskMeans022) {
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error().code, Code::kCorruption);
   EXPECT_NE(read.error().message.find("umask 512"), std::string::npos) << read.error().message;
+}
+
+// A fleet run's claim deadline (ClaimWatch): the deadline file as the fleet agent writes it, in
+// a directory of its own (the run directory is the job's).
+class ShimClaimTest : public ShimTest {
+ protected:
+  void SetUp() override {
+    ShimTest::SetUp();
+    claim_deadline_file_ = dir_ + "-claim.deadline";
+  }
+  void TearDown() override {
+    std::filesystem::remove(claim_deadline_file_);
+    ShimTest::TearDown();
+  }
+  // A deadline `stop_in_ms` from now, SIGKILL by `kill_in_ms` from now.
+  void write_deadline(int64_t stop_in_ms, int64_t kill_in_ms) const {
+    int64_t now = os::boot_clock_ms();
+    ASSERT_TRUE(os::write_file_atomic(claim_deadline_file_,
+                                      encode_claim_deadline({now + stop_in_ms, now + kill_in_ms}), false));
+  }
+  // Renews the claim as the agent does, every 100 ms (a lease/6 of 600 ms), until `done`; the
+  // deadline is a second ahead, so that a busy machine does not make it lapse meanwhile.
+  template <class Done>
+  void renew_until(Done done, int64_t kill_in_ms = 1500) const {
+    while (!done()) {
+      write_deadline(1000, kill_in_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  bool ready() const { return std::filesystem::exists(dir_ + "/ready"); }
+  // Runs a job that would leave a file behind, and says it did not begin: the exit record.
+  ExitRecord run_expecting_no_start() {
+    auto shim = start({"sh", "-c", "touch ran"});
+    EXPECT_TRUE(shim.release());
+    wait_exit(shim.pid());
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran")) << "the job began";
+    auto record = read_exit_record(dir_);
+    EXPECT_TRUE(record) << record.error().message;
+    EXPECT_FALSE(record->exit_code);
+    EXPECT_EQ(record->job_pid, 0);
+    return record.value_or(ExitRecord{});
+  }
+};
+
+TEST_F(ShimClaimTest, ARunWhoseClaimLapsesGetsSigtermThenSigkillAfterTheGrace) {
+  write_deadline(1000, 600'000);
+  auto shim = start({"sh", "-c", "trap 'echo term' TERM; touch ready; while :; do sleep 0.05; done"}, 300);
+  ASSERT_TRUE(shim.release());
+  // Renewed until the job has set its trap, then no more: the agent is gone.
+  renew_until([&] { return ready(); }, 600'000);
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->signal, SIGKILL) << "the job ignored SIGTERM: the grace ends with SIGKILL";
+  std::string log = *os::read_file(log_path(dir_));
+  EXPECT_TRUE(log.ends_with("term\n")) << "the job's trap never saw SIGTERM: " << log;
+  EXPECT_NE(record->claim_lapsed.find("its fleet claim was not renewed by "), std::string::npos)
+      << record->claim_lapsed;
+  EXPECT_FALSE(record->stop_requested) << "nobody asked: the shim stopped it by itself";
+}
+
+TEST_F(ShimClaimTest, TheKillByTimeCutsALongGraceShort) {
+  constexpr int64_t kGraceMs = 600'000;
+  write_deadline(1000, 1500);
+  auto shim = start({"sh", "-c", "trap '' TERM; touch ready; while :; do sleep 0.05; done"}, kGraceMs);
+  ASSERT_TRUE(shim.release());
+  renew_until([&] { return ready(); }, 1500);
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->signal, SIGKILL);
+  EXPECT_FALSE(record->claim_lapsed.empty());
+  EXPECT_LT(record->ended_at_ms - record->started_at_ms, kGraceMs) << "it waited for the whole grace";
+}
+
+TEST_F(ShimClaimTest, ARunWhoseClaimKeepsBeingRenewedRunsToItsEnd) {
+  write_deadline(1000, 1500);
+  int64_t first_stop_at = os::boot_clock_ms() + 1000;
+  auto shim = start({"sh", "-c", "touch ready; while [ ! -e finish ]; do sleep 0.02; done; exit 0"});
+  ASSERT_TRUE(shim.release());
+  // Renewed until well past the first deadline, then the job is let finish, still renewed.
+  renew_until([&] { return ready() && os::boot_clock_ms() > first_stop_at + 1000; });
+  ASSERT_EQ(::waitpid(shim.pid(), nullptr, WNOHANG), 0) << "the run ended although its claim was renewed";
+  std::ofstream(dir_ + "/finish").put('\n');
+  renew_until([&] { return std::filesystem::exists(exit_record_path(dir_)); });
+  wait_exit(shim.pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_FALSE(record->signal);
+  EXPECT_EQ(record->claim_lapsed, "");
+}
+
+TEST_F(ShimClaimTest, AClaimLapsedBeforeTheGoNeverStartsTheJob) {
+  write_deadline(-1000, -500);
+  ExitRecord record = run_expecting_no_start();
+  EXPECT_NE(record.claim_lapsed.find("not renewed by"), std::string::npos) << record.claim_lapsed;
+}
+
+TEST_F(ShimClaimTest, AnUnreadableDeadlineFileNeverStartsTheJob) {
+  // No file written: the agent writes it before it submits the job, so none means no claim.
+  ExitRecord record = run_expecting_no_start();
+  EXPECT_NE(record.claim_lapsed.find("could not be read from " + claim_deadline_file_), std::string::npos)
+      << record.claim_lapsed;
+}
+
+TEST_F(ShimClaimTest, ARunSpecAndExitRecordKeepTheClaimFields) {
+  RunSpec spec;
+  spec.argv = {"true"};
+  spec.cwd = dir_;
+  spec.claim_deadline_file = claim_deadline_file_;
+  ASSERT_TRUE(write_run_spec(dir_, spec));
+  EXPECT_EQ(read_run_spec(dir_)->claim_deadline_file, claim_deadline_file_);
+  ExitRecord record;
+  record.claim_lapsed = "its fleet claim was not renewed by then";
+  ASSERT_TRUE(write_exit_record(dir_, record));
+  EXPECT_EQ(read_exit_record(dir_)->claim_lapsed, record.claim_lapsed);
+  // Local runs, and an older daemon's files, have neither.
+  spec.claim_deadline_file.clear();
+  ASSERT_TRUE(write_run_spec(dir_, spec));
+  EXPECT_EQ(read_run_spec(dir_)->claim_deadline_file, "");
+  ASSERT_TRUE(write_exit_record(dir_, ExitRecord{}));
+  EXPECT_EQ(read_exit_record(dir_)->claim_lapsed, "");
 }
 
 }  // namespace
