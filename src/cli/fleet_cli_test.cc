@@ -102,7 +102,7 @@ TEST_F(FleetCli, SubmitReadsTheScriptsHeadersAndSendsOnlyEnv) {
   std::string train = dir_.write("train.sh",
                                  "#!/bin/bash\n#gpuq gpus=2\n#gpuq after=prep\n"
                                  "#gpuq wait-file=/data/ready\n# gpuq-in: data/x.json\n"
-                                 "# gpuq-out: out/\necho train\n");
+                                 "# gpuq-out: out/\n# gpuq-resume: no\necho train\n");
   ASSERT_EQ(fleet({"submit", "--name", "prep", prep}), kExitOk) << err();
   EXPECT_TRUE(out().starts_with("submitted ")) << out();
   EXPECT_NE(out().find(" prep to class any\n"), std::string::npos) << out();
@@ -123,6 +123,8 @@ TEST_F(FleetCli, SubmitReadsTheScriptsHeadersAndSendsOnlyEnv) {
   EXPECT_EQ(job->spec.deps[0].kind, Dependency::Kind::kFile);
   EXPECT_EQ(job->spec.inputs, std::vector<std::string>{"data/x.json"});
   EXPECT_EQ(job->spec.outputs, std::vector<std::string>{"out/"});
+  EXPECT_FALSE(job->spec.resume) << "# gpuq-resume: no travels in spec.json";
+  EXPECT_TRUE(stored("prep")->spec.resume);
   EXPECT_EQ(job->submitted_by.substr(0, 3), "me@");
 
   // The same submit again is the same job; other work under the name is refused.

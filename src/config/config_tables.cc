@@ -17,7 +17,7 @@ const std::vector<TableSpec>& table_specs() {
       {"gpu", {"probe_interval", "foreign_repeat", "foreign_memory_mib"}},
       {"fleet",
        {"url", "node", "classes", "heartbeat", "poll", "lease", "sync_every", "timeout", "workdir",
-        "min_free_disk", "data", "endpoint", "region", "access_key_id", "secret_access_key", "session_token"}},
+        "min_free_disk", "part_size", "transfers", "data", "endpoint", "region", "access_key_id", "secret_access_key", "session_token"}},
       {"watch",
        {"interval", "repeat", "heartbeat", "requires_warn", "quiet", "overdue_factor", "gpu_idle",
         "gpu_idle_utilization", "idle_with_work", "empty"}},

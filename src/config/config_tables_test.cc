@@ -21,6 +21,8 @@ sync_every = "1m"
 timeout = "5s"
 workdir = "/srv/work"
 min_free_disk = "500MiB"
+part_size = "16MiB"
+transfers = 8
 data = "s3://data-bucket/team"
 endpoint = "https://s3.example.com"
 region = "eu-central-1"
@@ -39,6 +41,8 @@ secret_access_key = "secret"
   EXPECT_EQ(fleet.timeout_ms, 5'000);
   EXPECT_EQ(fleet.workdir, "/srv/work");
   EXPECT_EQ(fleet.min_free_disk_bytes, int64_t{500} << 20);
+  EXPECT_EQ(fleet.part_size, int64_t{16} << 20);
+  EXPECT_EQ(fleet.transfers, 8);
   EXPECT_EQ(fleet.data, "s3://data-bucket/team");
   EXPECT_EQ(fleet.region, "eu-central-1");
   EXPECT_EQ(fleet.secret_access_key, "secret");
@@ -48,6 +52,8 @@ secret_access_key = "secret"
   EXPECT_EQ(defaults.lease_ms, 60'000);
   EXPECT_EQ(defaults.sync_every_ms, 120'000);
   EXPECT_EQ(defaults.min_free_disk_bytes, int64_t{10} << 30);
+  EXPECT_EQ(defaults.part_size, int64_t{64} << 20);
+  EXPECT_EQ(defaults.transfers, 4);
   EXPECT_EQ(parse_config("[fleet]\nmin_free_disk = \"0\"\n", kPath)->fleet.min_free_disk_bytes, 0);
 }
 
@@ -57,6 +63,10 @@ TEST(ParseConfigTest, FleetMistakesNameTheLineAndTheFix) {
                   {"[fleet]\nworkdir = \"work\"\n", "2:1", "fleet.workdir must be an absolute path"},
                   {"[fleet]\nmin_free_disk = 10\n", "2:17", "fleet.min_free_disk must be a size in quotes"},
                   {"[fleet]\nmin_free_disk = \"lots\"\n", "2:17", "fleet.min_free_disk: "},
+                  {"[fleet]\npart_size = \"1MiB\"\n", "2:13", "fleet.part_size must be a size in quotes from 5MiB to 5GiB"},
+                  {"[fleet]\npart_size = \"6GiB\"\n", "2:13", "from 5MiB to 5GiB (S3's bounds on a part)"},
+                  {"[fleet]\ntransfers = 0\n", "2:13", "fleet.transfers must be a whole number from 1 to 64"},
+                  {"[fleet]\ntransfers = \"4\"\n", "2:13", "fleet.transfers must be a whole number"},
                   {"[fleet]\nbucket = \"x\"\n", "2:1", "unknown setting"}});
 }
 

@@ -450,6 +450,8 @@ TEST(FleetAgent, AnOutputThatCannotBePushedIsRetriedAndNamedUntilItIs) {
   EXPECT_EQ((*record)[0].state, "not_pushed");
   EXPECT_EQ((*record)[0].size, 2) << "the size of the version the store has";
   std::filesystem::remove_all(dir);
+}
+
 TEST(FleetAgent, ANodeShortOfDiskTakesNoNewJobSaysWhyAndTakesJobsAgainOnceThereIsRoom) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 2);

@@ -26,6 +26,7 @@
 #include "fleet/layout.h"
 #include "fleet/testing/fake_executor.h"
 #include "fleet_daemon.h"
+#include "fleet_e2e_fixture.h"
 #include "unix_http.h"
 #include "s3_server.h"
 #include "tcp_proxy.h"
