@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+
+#include "base/dynamic_library.h"
 #include <openssl/evp.h>
 
 namespace gpuq {
@@ -18,12 +20,6 @@ struct CryptoApi {
   decltype(&EVP_EncodeBlock) encode_block;
 };
 
-template <typename Fn>
-void resolve(void* library, const char* name, Fn& slot, std::string& missing) {
-  slot = reinterpret_cast<Fn>(::dlsym(library, name));
-  if (slot == nullptr && missing.empty()) missing = name;
-}
-
 Result<CryptoApi> load_crypto() {
   constexpr const char* kSoname = "libcrypto.so.3";
   auto missing_message = [&](const std::string& why) {
@@ -39,13 +35,13 @@ Result<CryptoApi> load_crypto() {
   }
   CryptoApi api{};
   std::string missing;
-  resolve(library, "EVP_MD_CTX_new", api.ctx_new, missing);
-  resolve(library, "EVP_MD_CTX_free", api.ctx_free, missing);
-  resolve(library, "EVP_md5", api.md5, missing);
-  resolve(library, "EVP_DigestInit_ex", api.init, missing);
-  resolve(library, "EVP_DigestUpdate", api.update, missing);
-  resolve(library, "EVP_DigestFinal_ex", api.final, missing);
-  resolve(library, "EVP_EncodeBlock", api.encode_block, missing);
+  resolve_symbol(library, "EVP_MD_CTX_new", api.ctx_new, missing);
+  resolve_symbol(library, "EVP_MD_CTX_free", api.ctx_free, missing);
+  resolve_symbol(library, "EVP_md5", api.md5, missing);
+  resolve_symbol(library, "EVP_DigestInit_ex", api.init, missing);
+  resolve_symbol(library, "EVP_DigestUpdate", api.update, missing);
+  resolve_symbol(library, "EVP_DigestFinal_ex", api.final, missing);
+  resolve_symbol(library, "EVP_EncodeBlock", api.encode_block, missing);
   if (!missing.empty()) {
     ::dlclose(library);
     return fail(Code::kUnavailable, missing_message(fmt::format("it has no {}", missing)));

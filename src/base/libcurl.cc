@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include "base/dynamic_library.h"
+
 namespace gpuq {
 namespace {
 
@@ -12,14 +14,6 @@ std::string missing_message(const char* soname, const std::string& why) {
       "libcurl is needed here (webhooks, S3 fleets, gpuq --url) but {} could not "
       "be loaded: {}. Install it: apt-get install libcurl4",
       soname, why);
-}
-
-// Looks up `name` into `slot`; false (with `missing` set to the first name not found) when absent.
-template <typename Fn>
-bool resolve(void* library, const char* name, Fn& slot, std::string& missing) {
-  slot = reinterpret_cast<Fn>(::dlsym(library, name));
-  if (slot == nullptr && missing.empty()) missing = name;
-  return slot != nullptr;
 }
 
 }  // namespace
@@ -33,21 +27,21 @@ Result<CurlApi> load_curl(const char* soname) {
   }
   CurlApi api{};
   std::string missing;
-  resolve(library, "curl_easy_init", api.easy_init, missing);
-  resolve(library, "curl_easy_cleanup", api.easy_cleanup, missing);
-  resolve(library, "curl_easy_reset", api.easy_reset, missing);
-  resolve(library, "curl_easy_setopt", api.easy_setopt, missing);
-  resolve(library, "curl_easy_perform", api.easy_perform, missing);
-  resolve(library, "curl_easy_getinfo", api.easy_getinfo, missing);
-  resolve(library, "curl_easy_strerror", api.easy_strerror, missing);
-  resolve(library, "curl_easy_nextheader", api.easy_nextheader, missing);
-  resolve(library, "curl_easy_escape", api.easy_escape, missing);
-  resolve(library, "curl_free", api.free, missing);
-  resolve(library, "curl_slist_append", api.slist_append, missing);
-  resolve(library, "curl_slist_free_all", api.slist_free_all, missing);
-  resolve(library, "curl_getdate", api.getdate, missing);
+  resolve_symbol(library, "curl_easy_init", api.easy_init, missing);
+  resolve_symbol(library, "curl_easy_cleanup", api.easy_cleanup, missing);
+  resolve_symbol(library, "curl_easy_reset", api.easy_reset, missing);
+  resolve_symbol(library, "curl_easy_setopt", api.easy_setopt, missing);
+  resolve_symbol(library, "curl_easy_perform", api.easy_perform, missing);
+  resolve_symbol(library, "curl_easy_getinfo", api.easy_getinfo, missing);
+  resolve_symbol(library, "curl_easy_strerror", api.easy_strerror, missing);
+  resolve_symbol(library, "curl_easy_nextheader", api.easy_nextheader, missing);
+  resolve_symbol(library, "curl_easy_escape", api.easy_escape, missing);
+  resolve_symbol(library, "curl_free", api.free, missing);
+  resolve_symbol(library, "curl_slist_append", api.slist_append, missing);
+  resolve_symbol(library, "curl_slist_free_all", api.slist_free_all, missing);
+  resolve_symbol(library, "curl_getdate", api.getdate, missing);
   decltype(&curl_global_init) global_init = nullptr;
-  resolve(library, "curl_global_init", global_init, missing);
+  resolve_symbol(library, "curl_global_init", global_init, missing);
   if (!missing.empty()) {
     ::dlclose(library);
     return fail(

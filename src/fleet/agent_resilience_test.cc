@@ -150,37 +150,26 @@ TEST(FleetAgent, ALongScanDoesNotStarveTheRenewalOfHeldClaims) {
 // A pull runs off the agent's thread: the claim is renewed all the while, however long it takes.
 TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   auto bucket = std::make_shared<Bucket>();
-  MemoryStore store(bucket);
-  MemoryStore data(bucket);
-  FakeExecutor executor(1);
-  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
-  std::filesystem::create_directories(dir);
-  AgentOptions options;
-  options.node = "a";
-  options.lease_ms = kLease;
-  options.workdir = dir.string();
-  ManualTransferQueue transfers(data);
-  Agent agent(store, &data, executor, options, &transfers);
-  ASSERT_TRUE(agent.start(0, 0));
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(store.put(fmt::format("data/shards/{:02d}", i), "x"));
-  FleetJob job = seed_with_data(store, 0, {"shards"});
-  agent.step(0, 0);
-  ASSERT_EQ(transfers.waiting(), 1u) << "the pull was handed to the transfer queue";
+  ManualTransfersNode a(bucket);
+  ASSERT_TRUE(a.agent->start(0, 0));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(a.store.put(fmt::format("data/shards/{:02d}", i), "x"));
+  FleetJob job = seed_with_data(a.store, 0, {"shards"});
+  a.agent->step(0, 0);
+  ASSERT_EQ(a.transfers.waiting(), 1u) << "the pull was handed to the transfer queue";
   // Three leases pass while the pull is in flight: the agent steps on and renews.
-  for (int64_t t = 1'000; t <= 3 * kLease; t += 1'000) agent.step(t, t);
-  EXPECT_TRUE(executor.jobs.empty()) << "not started before its inputs are there";
-  Claim claim = claim_of(store, job.id);
+  for (int64_t t = 1'000; t <= 3 * kLease; t += 1'000) a.agent->step(t, t);
+  EXPECT_TRUE(a.executor.jobs.empty()) << "not started before its inputs are there";
+  Claim claim = claim_of(a.store, job.id);
   EXPECT_EQ(claim.state, "running");
   EXPECT_GE(claim.renewal, 3 * 6 - 1) << "renewed every lease/6 while the shards came";
-  EXPECT_EQ(executor.count("job.claim_lost"), 0);
-  transfers.run_all();
-  agent.nudge();  // as the transfer worker does when a work ends
-  agent.step(3 * kLease + 1, 3 * kLease + 1);
-  ASSERT_EQ(executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
-  EXPECT_TRUE(std::filesystem::exists(dir / "shards/19"));
-  EXPECT_EQ(executor.count("job.claim_lost"), 0);
-  EXPECT_TRUE(executor.cancelled.empty());
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
+  a.transfers.run_all();
+  a.agent->nudge();  // as the transfer worker does when a work ends
+  a.agent->step(3 * kLease + 1, 3 * kLease + 1);
+  ASSERT_EQ(a.executor.jobs.size(), 1u) << "handed to the daemon once every shard was there";
+  EXPECT_TRUE(std::filesystem::exists(a.dir / "shards/19"));
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
+  EXPECT_TRUE(a.executor.cancelled.empty());
 }
 
 class FlakyReplaceStore : public MemoryStore {
@@ -254,36 +243,25 @@ TEST(FleetAgent, ATransientErrorOfAReclaimDoesNotForgetTheJob) {
 // takes one over while its holder still runs it.
 TEST(FleetAgent, PullingOneJobsInputsDoesNotLetAnotherJobRunTwice) {
   auto bucket = std::make_shared<Bucket>();
-  MemoryStore astore(bucket);
-  MemoryStore data(bucket);
-  FakeExecutor aexec(2);
-  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
-  std::filesystem::create_directories(dir);
+  ManualTransfersNode a(bucket, 2);
   Node b(bucket, "b", 1);
-  AgentOptions options;
-  options.node = "a";
-  options.lease_ms = kLease;
-  options.workdir = dir.string();
-  ManualTransferQueue transfers(data);
-  Agent a(astore, &data, aexec, options, &transfers);
-  ASSERT_TRUE(a.start(0, 0));
+  ASSERT_TRUE(a.agent->start(0, 0));
   b.start();
-  FleetJob j1 = seed(astore, "any", 1, 5);
-  a.step(0, 0);
-  ASSERT_EQ(claim_of(astore, j1.id).node, "a");
+  FleetJob j1 = seed(a.store, "any", 1, 5);
+  a.agent->step(0, 0);
+  ASSERT_EQ(claim_of(a.store, j1.id).node, "a");
   b.run_until(0);  // b watches j1
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(astore.put(fmt::format("data/shards/{:02d}", i), "x"));
-  seed_with_data(astore, 1, {"shards"});
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(a.store.put(fmt::format("data/shards/{:02d}", i), "x"));
+  seed_with_data(a.store, 1, {"shards"});
   // a takes the data job; its pull stays in flight for three leases while both nodes step.
   for (int64_t t = 2'000; t <= 3 * kLease; t += 1'000) {
-    a.step(t, t);
+    a.agent->step(t, t);
     b.run_until(t);
   }
-  ASSERT_EQ(transfers.waiting(), 1u);
-  EXPECT_EQ(claim_of(astore, j1.id).node, "a") << "a renewed j1 while the other job's inputs came";
-  EXPECT_TRUE(aexec.cancelled.empty());
+  ASSERT_EQ(a.transfers.waiting(), 1u);
+  EXPECT_EQ(claim_of(a.store, j1.id).node, "a") << "a renewed j1 while the other job's inputs came";
+  EXPECT_TRUE(a.executor.cancelled.empty());
   EXPECT_EQ(b.executor.jobs.size(), 0u) << "b never ran j1";
-  std::filesystem::remove_all(dir);
 }
 
 // A watcher that sees a new ETag late in a long step dates it from then, not from the step's
@@ -390,34 +368,22 @@ TEST(FleetAgent, ATransientErrorAtStartDoesNotStopARun) {
   std::filesystem::remove(state);
 }
 
-
 TEST(FleetAgent, AJobWhoseInputsArePulledHoldsItsGpusAgainstTheNextJob) {
   auto bucket = std::make_shared<Bucket>();
-  MemoryStore store(bucket);
-  MemoryStore data(bucket);
-  FakeExecutor executor(1);
-  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
-  std::filesystem::create_directories(dir);
-  AgentOptions options;
-  options.node = "a";
-  options.lease_ms = kLease;
-  options.workdir = dir.string();
-  ManualTransferQueue transfers(data);
-  Agent agent(store, &data, executor, options, &transfers);
-  ASSERT_TRUE(agent.start(0, 0));
-  ASSERT_TRUE(store.put("data/in/x", "x"));
-  FleetJob first = seed_with_data(store, 1, {"in/x"});
-  agent.step(0, 0);
-  ASSERT_EQ(transfers.waiting(), 1u);
-  FleetJob second = seed(store, "any", 1, 50);
-  for (int64_t t = 1'000; t <= 20'000; t += 1'000) agent.step(t, t);
-  EXPECT_EQ(claim_of(store, first.id).node, "a");
-  EXPECT_FALSE(store.get(keys::claim(second.id))) << "the one GPU is the pulling job's";
-  transfers.run_all();
-  agent.nudge();
-  agent.step(21'000, 21'000);
-  EXPECT_EQ(executor.jobs.size(), 1u);
-  std::filesystem::remove_all(dir);
+  ManualTransfersNode a(bucket, 1);
+  ASSERT_TRUE(a.agent->start(0, 0));
+  ASSERT_TRUE(a.store.put("data/in/x", "x"));
+  FleetJob first = seed_with_data(a.store, 1, {"in/x"});
+  a.agent->step(0, 0);
+  ASSERT_EQ(a.transfers.waiting(), 1u);
+  FleetJob second = seed(a.store, "any", 1, 50);
+  for (int64_t t = 1'000; t <= 20'000; t += 1'000) a.agent->step(t, t);
+  EXPECT_EQ(claim_of(a.store, first.id).node, "a");
+  EXPECT_FALSE(a.store.get(keys::claim(second.id))) << "the one GPU is the pulling job's";
+  a.transfers.run_all();
+  a.agent->nudge();
+  a.agent->step(21'000, 21'000);
+  EXPECT_EQ(a.executor.jobs.size(), 1u);
 }
 
 }  // namespace

@@ -100,6 +100,31 @@ class ManualTransferQueue : public TransferQueue {
   std::vector<Work> works_;
 };
 
+// A node whose pulls and pushes wait for the test (ManualTransferQueue), with a workdir of its
+// own (removed with it), stepped by the test with agent->step.
+struct ManualTransfersNode {
+  explicit ManualTransfersNode(std::shared_ptr<Bucket> bucket, int gpus = 1)
+      : store(bucket), data(bucket), executor(gpus), transfers(data),
+        dir(std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token())) {
+    std::filesystem::create_directories(dir);
+    AgentOptions options;
+    options.node = "a";
+    options.lease_ms = kLease;
+    options.workdir = dir.string();
+    agent = std::make_unique<Agent>(store, &data, executor, options, &transfers);
+  }
+  ~ManualTransfersNode() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  MemoryStore store;
+  MemoryStore data;
+  FakeExecutor executor;
+  ManualTransferQueue transfers;
+  std::filesystem::path dir;
+  std::unique_ptr<Agent> agent;
+};
+
 // One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
 // test moves.
 struct Node {
