@@ -6,8 +6,8 @@
 # When the node dies, the node that takes the job over pulls the last checkpoint pushed and
 # starts this script with GPUQ_RESUME=1: it goes on from there, not from step 1.
 #
-#   gpuq fleet submit examples/fleet/checkpointing.sh
-#   gpuq fleet submit --env STEPS=600 --env CKPT_EVERY=30 examples/fleet/checkpointing.sh
+#   $ gpuq fleet submit examples/fleet/checkpointing.sh
+#   $ gpuq fleet submit --env STEPS=600 --env CKPT_EVERY=30 examples/fleet/checkpointing.sh
 #
 # A real job writes its framework's checkpoint the same way: to a new name, then renamed over
 # the last one, so that a push always reads one whole checkpoint.

@@ -149,6 +149,36 @@ TEST_F(FleetE2E, AKilledNodesCounterJobResumesElsewhereFromItsLastPushedCheckpoi
   EXPECT_EQ(shown["outputs"][0]["state"], "pushed");
 }
 
+// examples/fleet/checkpointing.sh, as docs/fleet.md shows it: its node dies, and it goes on
+// from its last pushed checkpoint on the node that takes it over.
+TEST_F(FleetE2E, TheCheckpointingExampleGoesOnFromItsLastPushedCheckpointElsewhere) {
+  FleetDaemon& a = node("a");
+  auto ids = submit({"--class", "any", "--env", "STEPS=60", "--env", "CKPT_EVERY=1", "--env", "STEP_SECONDS=0.1",
+                     std::string(GPUQ_SOURCE_DIR) + "/examples/fleet/checkpointing.sh"});
+  ASSERT_EQ(ids.size(), 1u);
+  int pushed_step = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto object = store_->get("data/ckpt/latest.state");
+    pushed_step = object ? std::atoi(object->body.c_str()) : 0;
+    return pushed_step >= 10;
+  }, kWaitMs)) << "no checkpoint was pushed";
+  a.kill();
+  node("b");
+  ASSERT_TRUE(wait_until([&] { return claim(ids[0]) && is_final_state(claim(ids[0])->state); }, kWaitMs))
+      << claim_text(ids[0]);
+  EXPECT_EQ(claim(ids[0])->state, kSucceeded) << claim(ids[0])->reason;
+  EXPECT_EQ(claim(ids[0])->attempt, 2);
+  auto log = fleet({"logs", ids[0]});
+  ASSERT_EQ(log.status, 0) << log.err;
+  const size_t resumed = log.out.find("attempt 2: resuming after step ");
+  ASSERT_NE(resumed, std::string::npos) << log.out;
+  const int from = std::atoi(log.out.c_str() + resumed + 31);
+  EXPECT_GE(from, pushed_step) << "it went on from the checkpoint pushed before the node died, or a later one";
+  EXPECT_LT(from, 60);
+  EXPECT_NE(log.out.find("done: 60 steps"), std::string::npos) << log.out;
+  EXPECT_EQ(log.out.find("starting at step 1"), std::string::npos) << "attempt 2 did not start over";
+}
+
 TEST_F(FleetE2E, AnOutputThatCannotBePushedIsRetriedNamedWhileItFailsAndInTheOutcome) {
   // The data store is a bucket that does not exist: every push is refused (NoSuchBucket).
   FleetDaemon& a = node("a", {}, "", true, "data = \"s3://gpuq-no-such-bucket/data\"\n");
