@@ -147,6 +147,24 @@ bool Agent::renew(Held& held, int64_t mono, int64_t wall) {
     (void)deadlines_.renewed(held.job.id, held.claim.attempt, mono);  // unwritten: the run stops sooner
     return true;
   }
+  if (replaced.error().code == Code::kConflict) {
+    // A renewal of ours whose answer was lost may have landed after all (the store settles
+    // such a write by reading it back, but that read can fail too): a claim that still holds
+    // this node, our token and our attempt is ours, at the ETag it has now.
+    auto current = store_.get(keys::claim(held.job.id));
+    auto doc = current ? parse_object(keys::claim(held.job.id), current->body) : Result<nlohmann::json>(tl::unexpected(current.error()));
+    auto claim = doc ? claim_from_json(*doc) : Result<Claim>(tl::unexpected(doc.error()));
+    if (claim && claim->node == options_.node && claim->token == held.claim.token &&
+        claim->attempt == held.claim.attempt && claim->state == kRunning && held.etag != current->etag) {
+      held.claim = *claim;
+      held.etag = current->etag;
+      return renew(held, mono, wall);
+    }
+    if (!current && current.error().code != Code::kNotFound) {
+      held.next_renew_mono = mono + std::max<int64_t>(options_.lease_ms / 30, 1);  // cannot tell yet
+      return false;
+    }
+  }
   if (replaced.error().code == Code::kConflict || replaced.error().code == Code::kNotFound) {
     lose(held, "its claim was changed by someone else (taken over after its lease expired)");
     return false;

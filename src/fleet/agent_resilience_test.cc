@@ -185,6 +185,45 @@ class FlakyReplaceStore : public MemoryStore {
   }
 };
 
+// A store whose next replace lands but is reported as lost to a condition: what a renewal
+// sees when its answer timed out, its retry found its own write (412) and the read-back that
+// would have settled it failed too.
+class LandedButRefusedStore : public MemoryStore {
+ public:
+  using MemoryStore::MemoryStore;
+  bool next_replace_lands_refused = false;
+  Result<std::string> replace(const std::string& key, std::string_view body, const std::string& etag) override {
+    auto written = MemoryStore::replace(key, body, etag);
+    if (written && next_replace_lands_refused) {
+      next_replace_lands_refused = false;
+      return fail(Code::kConflict, "PUT (replace): HTTP 412 (PreconditionFailed) (after 2 attempts)");
+    }
+    return written;
+  }
+};
+
+TEST(FleetAgent, ARenewalThatLandedButWasReportedRefusedKeepsTheClaim) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  LandedButRefusedStore store(bucket);
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = "/nonexistent";
+  options.mono_clock = [&a] { return a.now; };
+  a.agent = std::make_unique<Agent>(store, &a.data, a.executor, options);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(1'000);
+  ASSERT_EQ(claim_of(a.store, job.id).node, "a");
+  const int64_t renewals = claim_of(a.store, job.id).renewal;
+  store.next_replace_lands_refused = true;
+  a.run_until(kLease);
+  EXPECT_EQ(a.executor.count("job.claim_lost"), 0) << "its own renewal is not someone else's";
+  EXPECT_TRUE(a.executor.cancelled.empty());
+  EXPECT_GE(claim_of(a.store, job.id).renewal, renewals + 5) << "renewed on, from the claim's ETag";
+}
+
 // An `after` target is a name first, even one of the form of an id.
 TEST(FleetAgent, ADependencyOnANameThatLooksLikeAnIdIsMet) {
   auto bucket = std::make_shared<Bucket>();
