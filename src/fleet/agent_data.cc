@@ -44,7 +44,7 @@ Status Agent::begin_pull(Held& held) {
       if (!o.etag.empty()) work.resume.push_back(o.path);
       held.outputs[o.path].record = o;
     }
-    held.resuming = true;
+    held.resuming = !work.resume.empty();  // GPUQ_RESUME=1 only with something to go on from
   }
   held.pull = std::make_shared<PullState>();
   transfers_->submit([state = held.pull, work = std::move(work)](ObjectStore& data) { run_pull(data, work, *state); });
@@ -58,9 +58,14 @@ Result<std::vector<OutputRecord>> Agent::read_output_record(const std::string& i
     return tl::unexpected(object.error());
   }
   auto json = parse_object(keys::outputs(id), object->body);
-  if (!json) return std::vector<OutputRecord>{};  // unreadable: resume from nothing rather than never start
-  auto outputs = outputs_from_json(*json);
-  return outputs ? *outputs : std::vector<OutputRecord>{};
+  auto outputs = json ? outputs_from_json(*json) : Result<std::vector<OutputRecord>>(tl::unexpected(json.error()));
+  if (!outputs) {
+    // Resumed from nothing rather than never started, and said so.
+    executor_.event("job.outputs_unreadable", std::nullopt,
+                    {{"fleet_id", id}, {"key", keys::outputs(id)}, {"error", outputs.error().message}});
+    return std::vector<OutputRecord>{};
+  }
+  return *outputs;
 }
 
 void Agent::note_pulled_outputs(Held& held) {

@@ -59,14 +59,6 @@ bool Agent::start_local(Held& held, int64_t wall) {
     held.next_start_mono = now() + options_.poll_ms;
     return false;
   };
-  if (auto gpu = pinned_gpu(fj.spec)) {
-    // Pinned to one GPU: the daemon keeps the spec's reservation as that GPU alone.
-    if (auto reserved = executor_.reserve_gpu(fj.spec.reservation, *gpu); !reserved) {
-      if (reserved.error().code == Code::kUnavailable) return later();
-      return refuse(fmt::format("it is pinned to gpu{} of node {}: {}", *gpu, options_.node,
-                                reserved.error().message));
-    }
-  }
   bool declares_data = !fj.spec.inputs.empty() || !fj.spec.outputs.empty();
   if (declares_data && data_ == nullptr) {
     return refuse(fmt::format("it declares data (gpuq-in/gpuq-out) but node {} cannot reach a data store: {}",
@@ -86,6 +78,14 @@ bool Agent::start_local(Held& held, int64_t wall) {
     if (!pulled) {
       if (pulled.error().code == Code::kUnavailable || pulled.error().code == Code::kConflict) return later();
       return refuse(pulled.error().message);
+    }
+  }
+  if (auto gpu = pinned_gpu(fj.spec)) {
+    // Pinned to one GPU (once the inputs are there, so asked once): the daemon keeps the spec's reservation as that GPU alone.
+    if (auto reserved = executor_.reserve_gpu(fj.spec.reservation, *gpu); !reserved) {
+      if (reserved.error().code == Code::kUnavailable) return later();
+      return refuse(fmt::format("it is pinned to gpu{} of node {}: {}", *gpu, options_.node,
+                                reserved.error().message));
     }
   }
   JobSpec spec = fj.spec;

@@ -384,6 +384,27 @@ void reclaim_after_a_checkpoint(bool resume) {
   std::filesystem::remove_all(b->workdir);
 }
 
+TEST(FleetAgent, AnUnreadableRecordOfOutputsIsSaidAndTheReclaimedJobStartsAfresh) {
+  auto bucket = std::make_shared<Bucket>();
+  auto a = node_with_workdir(bucket, "a");
+  auto b = node_with_workdir(bucket, "b");
+  a->start();
+  b->start();
+  FleetJob job = seed_with_data(a->store, 1, {}, {"ckpt/*.pt"});
+  a->run_until(1'000);
+  ASSERT_EQ(a->executor.jobs.size(), 1u);
+  b->run_until(1'000);
+  ASSERT_TRUE(a->store.put(keys::outputs(job.id), "{not json"));
+  b->run_until(1'000 + 2 * kLease);  // a froze: b takes the job over
+  ASSERT_EQ(claim_of(b->store, job.id).node, "b");
+  ASSERT_EQ(b->executor.count("job.outputs_unreadable"), 1);
+  EXPECT_EQ(b->executor.events.front().kind, "job.outputs_unreadable");
+  ASSERT_EQ(b->executor.specs.size(), 1u) << "it starts rather than never";
+  EXPECT_FALSE(b->executor.specs.begin()->second.fleet_resume) << "nothing to resume from";
+  std::filesystem::remove_all(a->workdir);
+  std::filesystem::remove_all(b->workdir);
+}
+
 TEST(FleetAgent, AReclaimedJobStartsFromTheOutputsItsEarlierAttemptPushed) { reclaim_after_a_checkpoint(true); }
 
 TEST(FleetAgent, AJobThatSaysResumeNoStartsAfreshWhenReclaimed) { reclaim_after_a_checkpoint(false); }
