@@ -10,4 +10,4 @@ set -euo pipefail
 build="${1:-build}"
 "$build/tests/fleet/fleet_e2e_test" --gtest_also_run_disabled_tests \
   --gtest_filter='FleetE2E.DISABLED_*' --gtest_color=no
-bash "$(dirname "$0")/fleet_transfer.sh" "$build/src/app/gpuq" 2048 3
+bash "$(dirname "$0")/fleet_transfer.sh" "$build/bin/gpuq" 2048 3

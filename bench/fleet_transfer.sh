@@ -7,12 +7,12 @@
 # resident memory of the gpuq process.
 #
 #   bench/fleet_transfer.sh [GPUQ_BINARY] [SIZE_MIB] [RUNS]
-#   PART_SIZE=64MiB TRANSFERS=4 bench/fleet_transfer.sh build/src/app/gpuq 2048 3
+#   PART_SIZE=64MiB TRANSFERS=4 bench/fleet_transfer.sh build/bin/gpuq 2048 3
 #
 # Needs python3 with moto and curl. Leaves nothing running and removes its files.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-gpuq="$(realpath "${1:-$here/../build/src/app/gpuq}")"
+gpuq="$(realpath "${1:-$here/../build/bin/gpuq}")"
 size_mib="${2:-2048}"
 runs="${3:-3}"
 part_size="${PART_SIZE:-64MiB}"
@@ -35,7 +35,7 @@ mkdir -p "$work/home"
 printf '[fleet]\npart_size = "%s"\ntransfers = %s\ntimeout = "120s"\n' "$part_size" "$transfers" >"$work/home/config.toml"
 
 echo "making a ${size_mib} MiB file..."
-head -c "$((size_mib * 1024 * 1024))" /dev/urandom >"$work/file.bin"
+dd if=/dev/urandom of="$work/file.bin" bs=1M count="$size_mib" status=none
 bytes=$(stat -c %s "$work/file.bin")
 
 # Runs a command, samples its peak resident memory (VmHWM) every 50 ms; prints "SECONDS PEAK_KIB".

@@ -20,16 +20,21 @@ Two changes make moto judge requests as S3 does:
  - moto checks a write's condition (If-None-Match, If-Match) and then writes without a lock,
    while S3 makes conditional writes atomic; the middleware below therefore serves one request
    at a time (the whole response is produced inside the lock), so racing writers see S3's
-   semantics;
+   semantics. A request's body is read before the lock is taken, and the response sent after
+   it is left, so a slow upload or download does not hold up the requests behind it;
  - moto checks a signature against the URL as werkzeug rebuilds it, which decodes "%2F" in
    the query, while S3 (and libcurl's signer) use the query as sent: the check is given the
    query as sent.
+And moto_at_size.py makes large objects and long listings cost what they cost on S3 (see there).
+Each kept request also has "ms": the time moto took to produce its answer, the lock's wait and
+the transfers left out.
 """
 import json
 import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -51,6 +56,10 @@ except ImportError as e:
     # The harness skips its tests on this status: this machine has no moto server.
     print(f"s3_server.py: python3 cannot import moto's server: {e}", file=sys.stderr)
     sys.exit(77)
+
+import moto_at_size  # noqa: E402  (after the check that moto is there)
+
+moto_at_size.install()
 
 
 # The query of the request being served, as sent (requests are served one at a time).
@@ -83,7 +92,7 @@ class Counts:
             self.by_kind = {k: 0 for k in ("get", "not_modified", "put", "list", "delete", "head", "other")}
             self.requests = []
 
-    def add(self, environ, status):
+    def add(self, environ, status, seconds):
         method = environ.get("REQUEST_METHOD", "")
         query = environ.get("QUERY_STRING", "")
         code = int(status.split(" ", 1)[0])
@@ -97,7 +106,8 @@ class Counts:
             self.by_kind[kind] += 1
             if kind == "get" and code == 304:
                 self.by_kind["not_modified"] += 1
-            self.requests.append({"t": time.time(), "method": method, "kind": kind, "key": key, "status": code})
+            self.requests.append({"t": time.time(), "method": method, "kind": kind, "key": key, "status": code,
+                                  "ms": round(seconds * 1000, 3)})
             del self.requests[:-MAX_KEPT_REQUESTS]
 
     def answer(self, environ, start_response):
@@ -107,6 +117,30 @@ class Counts:
             body = json.dumps(dict(self.by_kind, requests=self.requests)).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
+
+
+BODY_IN_MEMORY = 64 * 1024 * 1024
+
+
+def read_body_before_the_lock(environ):
+    """Reads the request's body now (into memory, or a temporary file above 64 MiB) and gives the
+    app the copy, so that the lock is held while moto works, not while the client sends."""
+    length = environ.get("CONTENT_LENGTH", "")
+    chunked = environ.get("wsgi.input_terminated", False)
+    if not length.isdigit() and not chunked:
+        return
+    body = tempfile.SpooledTemporaryFile(BODY_IN_MEMORY)
+    source = environ["wsgi.input"]
+    left = int(length) if length.isdigit() else None
+    while left is None or left > 0:
+        chunk = source.read(min(left, 1 << 20) if left is not None else 1 << 20)
+        if not chunk:
+            break
+        body.write(chunk)
+        if left is not None:
+            left -= len(chunk)
+    body.seek(0)
+    environ["wsgi.input"] = body
 
 
 class OneAtATime:
@@ -121,7 +155,9 @@ class OneAtATime:
         global raw_query
         if environ.get("PATH_INFO") == COUNTS_PATH:
             return self.counts.answer(environ, start_response)
+        read_body_before_the_lock(environ)
         with self.lock:
+            started = time.monotonic()
             raw_query = environ.get("QUERY_STRING", "")
             captured = {}
             chunks = []
@@ -139,7 +175,7 @@ class OneAtATime:
             finally:
                 if hasattr(result, "close"):
                     result.close()
-            self.counts.add(environ, captured["status"])
+            self.counts.add(environ, captured["status"], time.monotonic() - started)
         start_response(captured["status"], captured["headers"], captured["exc_info"])
         return [body]
 
