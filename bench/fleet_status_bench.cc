@@ -179,7 +179,14 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < counts->requests.size(); ++i) {
       seconds[counts->requests[i].kind] += counts->requests[i].time_s - counts->requests[i - 1].time_s;
     }
-    for (const auto& [kind, total] : seconds) fmt::print("  {}: {:.3f} s between answers\n", kind, total);
+    // And how much of it the server spent answering (moto's own work): the rest is the client's
+    // and the connection's.
+    std::map<std::string, double> answering;
+    for (const auto& r : counts->requests) answering[r.kind] += r.server_ms / 1000.0;
+    for (const auto& [kind, total] : seconds) {
+      fmt::print("  {}: {:.3f} s between answers, {:.3f} s of them the server answering\n", kind, total,
+                 answering[kind]);
+    }
   }
   for (int i = 1; i < options.runs; ++i) times.push_back(time_status(options, url, environment));
   fmt::print("fleet status{} with {} queued jobs: median {:.3f} s of {} runs (min {:.3f}, max {:.3f})\n",

@@ -220,7 +220,7 @@ TEST_F(FleetE2E, AnOutputThatCannotBePushedIsRetriedNamedWhileItFailsAndInTheOut
 TEST_F(FleetE2E, DISABLED_ASixGiBOutputAboveTheSinglePutLimitGoesAndComesBackByteIdentical) {
   FleetDaemon& a = node("a", {}, "", false, kLargeFileTimings);
   const int64_t a_before = peak_rss(a.pid());
-  std::string writer = script("write.sh", "# gpuq-out: out/six.bin\nmkdir -p out\nhead -c 6442450944 /dev/urandom > out/six.bin\n");
+  std::string writer = script("write.sh", "# gpuq-out: out/six.bin\nmkdir -p out\ndd if=/dev/urandom of=out/six.bin bs=1M count=6144 status=none\n");
   auto ids = submit({"--node", "a", writer});
   ASSERT_EQ(ids.size(), 1u);
   ASSERT_TRUE(wait_until([&] { return claim(ids[0]) && is_final_state(claim(ids[0])->state); }, 1'800'000))
@@ -253,7 +253,7 @@ TEST_F(FleetE2E, DISABLED_ANodeKilledHalfwayThroughAPushLeavesNoPartialObjectAnd
   FleetDaemon& a = node("a", {}, "", false, config);
   std::string writer = script("write.sh", fmt::format("# gpuq-out: out/big.bin\n"
                                                       "mkdir -p out\n"
-                                                      "[ -f out/big.bin ] || head -c 1073741824 /dev/urandom > out/big.bin\n"
+                                                      "[ -f out/big.bin ] || dd if=/dev/urandom of=out/big.bin bs=1M count=1024 status=none\n"
                                                       "echo \"$GPUQ_FLEET_NODE $GPUQ_ATTEMPT\" >> {}\n",
                                                       shared("ran.txt")));
   auto ids = submit({"--class", "any", writer});

@@ -35,7 +35,7 @@ TOKEN_PREFIX = "gpuq1."
 LIST_PARAMETERS = {"list-type", "prefix", "continuation-token", "max-keys"}
 MAX_KEYS = 1000
 
-# Set while a single-range GET is being answered (requests are served one at a time).
+# Set while a single-range GET is being answered, for the thread that answers it.
 serving = threading.local()
 
 

@@ -245,7 +245,7 @@ Result<RequestCounts> S3Server::counts() const {
     for (const auto& r : doc.at("requests")) {
       counts.requests.push_back({r.at("t").get<double>(), r.at("method").get<std::string>(),
                                  r.at("kind").get<std::string>(), r.at("key").get<std::string>(),
-                                 r.at("status").get<int>()});
+                                 r.at("status").get<int>(), r.value("ms", 0.0)});
     }
   } catch (const nlohmann::json::exception& e) {
     return fail(Code::kIoError, fmt::format("the S3 server's counts: {}", e.what()));

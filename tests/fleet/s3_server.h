@@ -37,6 +37,7 @@ struct RequestCounts {
     std::string kind;    // get, put, list, delete, head, other
     std::string key;     // the path after the bucket: the key with the store's prefix
     int status = 0;
+    double server_ms = 0;  // the time moto took to answer it (its lock's wait and the transfer left out)
   };
   int64_t get = 0;
   int64_t not_modified = 0;

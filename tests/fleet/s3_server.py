@@ -21,7 +21,9 @@ Two changes make moto judge requests as S3 does:
    while S3 makes conditional writes atomic; the middleware below therefore serves one request
    at a time (the whole response is produced inside the lock), so racing writers see S3's
    semantics. A request's body is read before the lock is taken, and the response sent after
-   it is left, so a slow upload or download does not hold up the requests behind it;
+   it is left, so a slow upload or download does not hold up the requests behind it; parts of
+   multipart uploads and ranged GETs, which cannot race a conditional write, are served beside
+   the lock, in parallel, as S3 serves them (needs_the_lock);
  - moto checks a signature against the URL as werkzeug rebuilds it, which decodes "%2F" in
    the query, while S3 (and libcurl's signer) use the query as sent: the check is given the
    query as sent.
@@ -29,6 +31,7 @@ And moto_at_size.py makes large objects and long listings cost what they cost on
 Each kept request also has "ms": the time moto took to produce its answer, the lock's wait and
 the transfers left out.
 """
+import contextlib
 import json
 import logging
 import os
@@ -62,12 +65,13 @@ import moto_at_size  # noqa: E402  (after the check that moto is there)
 moto_at_size.install()
 
 
-# The query of the request being served, as sent (requests are served one at a time).
-raw_query = ""
+# The query of the request this thread serves, as sent.
+serving = threading.local()
 check_request_as_built = access_control.IAMRequestBase.__init__
 
 
 def check_request_as_sent(self, *args, **kwargs):
+    raw_query = getattr(serving, "raw_query", "")
     if raw_query and "path" in kwargs:
         kwargs["path"] = kwargs["path"].partition("?")[0] + "?" + raw_query
     check_request_as_built(self, *args, **kwargs)
@@ -143,6 +147,21 @@ def read_body_before_the_lock(environ):
     environ["wsgi.input"] = body
 
 
+def needs_the_lock(environ):
+    """Whether a request may race a conditional write. Two kinds never do, and S3 serves them in
+    parallel with everything else: a part of a multipart upload (a PUT with partNumber and
+    uploadId: no object changes until the upload is completed, which takes the lock) and a ranged
+    GET (it reads one object's bytes, an If-Match pinning which). Serving them beside the lock
+    keeps a claim's renewal from waiting behind a queue of 64 MiB parts."""
+    method = environ.get("REQUEST_METHOD", "")
+    query = set(key.partition("=")[0] for key in environ.get("QUERY_STRING", "").split("&"))
+    if method == "PUT" and {"partNumber", "uploadId"} <= query:
+        return False
+    if method == "GET" and environ.get("HTTP_RANGE", "").startswith("bytes=") and query <= {""}:
+        return False
+    return True
+
+
 class OneAtATime:
     """WSGI middleware: one request in the app at a time, its response consumed in the lock."""
 
@@ -152,13 +171,12 @@ class OneAtATime:
         self.counts = Counts()
 
     def __call__(self, environ, start_response):
-        global raw_query
         if environ.get("PATH_INFO") == COUNTS_PATH:
             return self.counts.answer(environ, start_response)
         read_body_before_the_lock(environ)
-        with self.lock:
+        with self.lock if needs_the_lock(environ) else contextlib.nullcontext():
             started = time.monotonic()
-            raw_query = environ.get("QUERY_STRING", "")
+            serving.raw_query = environ.get("QUERY_STRING", "")
             captured = {}
             chunks = []
 
