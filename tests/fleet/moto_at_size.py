@@ -195,7 +195,7 @@ def patch_listing():
 
     @functools.wraps(list_objects_v2)
     def list_page(self):
-        query = self.querystring
+        query = self._get_querystring(self.request, self.uri)  # as sent (moto adds to querystring)
         token = query.get("continuation-token", [None])[0]
         after = decode_token(token) if token else ""
         try:
@@ -205,7 +205,7 @@ def patch_listing():
         if set(query) - LIST_PARAMETERS or after is None or max_keys < 1:
             return list_objects_v2(self)
         bucket = self.backend.get_bucket(self.bucket_name)
-        prefix = self._get_querystring(self.request, self.uri).get("prefix", [""])[0] or ""
+        prefix = query.get("prefix", [""])[0] or ""
         if isinstance(prefix, bytes):
             prefix = prefix.decode("utf-8")
         names = sorted(n for n in dict.keys(bucket.keys) if n.startswith(prefix) and n > after)
