@@ -43,12 +43,40 @@ Status write_unread_file(const std::string& path, const std::string& content) {
 std::string run_spec_path(const std::string& run_dir) { return run_dir + "/run.json"; }
 std::string exit_record_path(const std::string& run_dir) { return run_dir + "/exit.json"; }
 std::string log_path(const std::string& run_dir) { return run_dir + "/output.log"; }
+std::string steps_path(const std::string& run_dir) { return run_dir + "/steps.json"; }
+
+namespace {
+
+json steps_to_json(const std::vector<StepRun>& steps) {
+  json list = json::array();
+  for (const StepRun& step : steps) list.push_back(step_run_to_json(step));
+  return list;
+}
+
+Result<std::vector<StepRun>> steps_from_json(const json& list, const std::string& path) {
+  if (!list.is_array()) return fail(Code::kCorruption, path + ": steps is not a list");
+  std::vector<StepRun> steps;
+  for (const json& item : list) {
+    auto step = step_run_from_json(item);
+    if (!step) return fail(Code::kCorruption, path + ": " + step.error().message);
+    steps.push_back(*step);
+  }
+  return steps;
+}
+
+}  // namespace
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
             {"umask", static_cast<int>(spec.umask)}};
   if (!spec.claim_deadline_file.empty()) j["claim_deadline_file"] = spec.claim_deadline_file;
+  if (!spec.steps.empty()) {
+    json steps = json::array();
+    for (const StepSpec& step : spec.steps) steps.push_back(step_spec_to_json(step));
+    j["steps"] = std::move(steps);
+    j["first_step"] = spec.first_step;
+  }
   // Written in place, not through a temporary file and a rename: the run directory was just
   // made (a start never reuses one), and its shim, the only reader, is launched after this
   // returns. Not fsynced: a run.json lost or cut short in a crash belongs to a run that was
@@ -74,10 +102,22 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
                                          " is not a file mode mask (0 to 0777)");
     }
     spec.umask = static_cast<mode_t>(mask);
+    for (const json& item : j.value("steps", json::array())) {
+      auto step = step_spec_from_json(item);
+      if (!step) return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + step.error().message);
+      spec.steps.push_back(std::move(*step));
+    }
+    spec.first_step = j.value("first_step", 0);
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
   }
-  if (spec.argv.empty()) return fail(Code::kCorruption, run_spec_path(run_dir) + ": empty argv");
+  if (spec.argv.empty() && spec.steps.empty()) {
+    return fail(Code::kCorruption, run_spec_path(run_dir) + ": empty argv");
+  }
+  if (spec.first_step < 0 || (!spec.steps.empty() && spec.first_step > static_cast<int>(spec.steps.size()))) {
+    return fail(Code::kCorruption, run_spec_path(run_dir) + ": first_step " + std::to_string(spec.first_step) +
+                                       " is not one of its " + std::to_string(spec.steps.size()) + " steps");
+  }
   return spec;
 }
 
@@ -94,6 +134,7 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"log_dropped_bytes", r.log_dropped_bytes},
             {"released", r.released}};
   if (!r.claim_lapsed.empty()) j["claim_lapsed"] = r.claim_lapsed;
+  if (!r.steps.empty()) j["steps"] = steps_to_json(r.steps);
   return os::write_file_atomic(exit_record_path(run_dir), j.dump());
 }
 
@@ -116,10 +157,28 @@ Result<ExitRecord> read_exit_record(const std::string& run_dir) {
     r.log_dropped_bytes = j.value("log_dropped_bytes", int64_t{0});
     r.released = j.value("released", true);
     r.claim_lapsed = j.value("claim_lapsed", std::string());
+    if (j.contains("steps")) {
+      auto steps = steps_from_json(j["steps"], path);
+      if (!steps) return tl::unexpected(steps.error());
+      r.steps = std::move(*steps);
+    }
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, path + ": " + e.what());
   }
   return r;
+}
+
+Status write_step_record(const std::string& run_dir, const std::vector<StepRun>& steps) {
+  return os::write_file_atomic(steps_path(run_dir), json{{"steps", steps_to_json(steps)}}.dump());
+}
+
+Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) {
+  std::string path = steps_path(run_dir);
+  auto text = os::read_file(path);
+  if (!text) return tl::unexpected(text.error());
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("steps")) return fail(Code::kCorruption, path + ": not a step record");
+  return steps_from_json(j["steps"], path);
 }
 
 }  // namespace gpuq::runner

@@ -2,8 +2,10 @@
 //   run.json   what to run (written by the daemon before the shim starts)
 //   exit.json  how the run ended (written atomically by the shim, once, at the very end)
 //   output.log the job's stdout and stderr, appended
+//   steps.json a job with steps: what each step of this run did so far (rewritten atomically
+//              by the shim at each step's start and end; exit.json has the last of it)
 // Because these outlive both processes, a restarted daemon can learn how a run ended while it
-// was down. All three are 0600 in a 0700 run directory: they hold the job's environment and
+// was down. All are 0600 in a 0700 run directory: they hold the job's environment and
 // output. Pure encoding plus file reads and writes; thread-safe.
 #pragma once
 
@@ -15,11 +17,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/step.h"
 
 namespace gpuq::runner {
 
 struct RunSpec {
-  std::vector<std::string> argv;           // argv[0] is looked up in env's PATH
+  std::vector<std::string> argv;           // argv[0] is looked up in env's PATH; unused with steps
   std::map<std::string, std::string> env;  // the complete environment of the job
   std::string cwd;
   int64_t kill_grace_ms = 10'000;          // SIGTERM to SIGKILL, for stops and leftovers
@@ -31,6 +34,11 @@ struct RunSpec {
   // A fleet run's claim deadline file (model/claim_deadline.h): the shim stops the run once the
   // deadline in it has passed unrenewed. "" (local jobs, an older daemon's run.json): none.
   std::string claim_deadline_file;
+  // A job with steps: run in order from `first_step` (the ones before it are done), each with
+  // GPUQ_STEP_INDEX and GPUQ_STEP_COUNT, GPUQ_RESUME as `env` has it for the first one run and
+  // 0 for the others. Empty: the run is `argv`.
+  std::vector<StepSpec> steps;
+  int first_step = 0;
 };
 
 struct ExitRecord {
@@ -53,11 +61,15 @@ struct ExitRecord {
   // Set when the shim stopped the run itself because its fleet claim was not renewed in time
   // (RunSpec::claim_deadline_file): for people, e.g. "its fleet claim was not renewed by ...".
   std::string claim_lapsed;
+  // A job with steps: what each step of this run did, from RunSpec::first_step on (steps not
+  // reached are kPending). exit_code and signal are the last step's that ran.
+  std::vector<StepRun> steps;
 };
 
 std::string run_spec_path(const std::string& run_dir);
 std::string exit_record_path(const std::string& run_dir);
 std::string log_path(const std::string& run_dir);
+std::string steps_path(const std::string& run_dir);
 
 // Writes run.json in place: only into a fresh run directory, before its shim is launched.
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
@@ -66,5 +78,8 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& record);
 // NotFound when the shim has not written one (still running, or it died); any other error
 // (unreadable, corrupt) says nothing about whether the run ended.
 Result<ExitRecord> read_exit_record(const std::string& run_dir);
+// steps.json: written atomically (fsynced) by the shim; NotFound before the first step began.
+Status write_step_record(const std::string& run_dir, const std::vector<StepRun>& steps);
+Result<std::vector<StepRun>> read_step_record(const std::string& run_dir);
 
 }  // namespace gpuq::runner

@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -40,13 +41,19 @@ void write_all(int fd, const std::string& text) {
 // What posix_spawn needs to start the job, built before the shim is forked (see PreparedShim):
 // the job's argv and environment as C arrays, its file actions and attributes. Only the log's
 // two dup2s are added by the shim itself, once it has opened the log.
+// A step's launch has its own argv and a few variables of its own (`extra_env`, which wins).
 class JobLaunch {
  public:
-  explicit JobLaunch(const RunSpec& spec) {
-    for (const auto& [k, v] : spec.env) env_strings_.push_back(k + "=" + v);
+  explicit JobLaunch(const RunSpec& spec) : JobLaunch(spec, spec.argv, {}) {}
+  JobLaunch(const RunSpec& spec, std::vector<std::string> argv, const std::map<std::string, std::string>& extra_env)
+      : argv_strings_(std::move(argv)) {
+    for (const auto& [k, v] : spec.env) {
+      if (!extra_env.count(k)) env_strings_.push_back(k + "=" + v);
+    }
+    for (const auto& [k, v] : extra_env) env_strings_.push_back(k + "=" + v);
     for (auto& s : env_strings_) envp_.push_back(s.data());
     envp_.push_back(nullptr);
-    for (const auto& a : spec.argv) argv_.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv_strings_) argv_.push_back(const_cast<char*>(a.c_str()));
     argv_.push_back(nullptr);
     auto path = spec.env.find("PATH");
     path_ = path != spec.env.end() ? path->second : "/usr/bin:/bin";
@@ -88,7 +95,7 @@ class JobLaunch {
     ::umask(spec.umask);
     pid_t pid = 0;
     int rc = ::posix_spawnp(&pid, argv_[0], &actions_, &attr_, argv_.data(), envp_.data());
-    if (rc != 0) return errno_error("cannot run " + spec.argv[0], rc);
+    if (rc != 0) return errno_error("cannot run " + argv_strings_[0], rc);
     return pid;
   }
 
@@ -111,6 +118,7 @@ class JobLaunch {
     return ignored;
   }
 
+  std::vector<std::string> argv_strings_;
   std::vector<std::string> env_strings_;
   std::vector<char*> envp_;
   std::vector<char*> argv_;
@@ -180,22 +188,12 @@ class Shim {
     auto cap = LogCap::open(log_path_, spec_.max_log_bytes);
     if (cap) cap_.emplace(std::move(*cap));
     record_.started_at_ms = wall_now_ms();
-    auto spawned = launch_.spawn(spec_, log_fd);
-    if (!spawned) {
-      // The job never ran: say why in its log, as a shell would, and record exit status 127.
-      std::string why = fmt::format("gpuq: {}\n", spawned.error().message);
-      write_all(log_fd, why);
-      ::close(log_fd);
-      record_.exit_code = 127;
-      record_.ended_at_ms = wall_now_ms();
-      write_exit_record_until_written(run_dir_, record_);
-      return 0;
+    if (spec_.steps.empty()) {
+      run_process(launch_, log_fd, 0);
+    } else {
+      run_steps(log_fd);
     }
-    pid_t child = *spawned;
-    pgid_ = child;
     ::close(log_fd);
-    record_.job_pid = child;
-    supervise(child);
     record_.ended_at_ms = wall_now_ms();
     tick();
     write_exit_record_until_written(run_dir_, record_);
@@ -212,6 +210,108 @@ class Shim {
     } while (n < 0 && errno == EINTR);
     ::close(go_fd);
     return n == 1;
+  }
+
+  // Runs one process of the run (the job, a step or a step's done_if) to its end and empties
+  // its process group; `deadline_ms` (0: none) stops it as a timeout. False when it could not
+  // be started: the log says why, as a shell would, and the exit status is 127.
+  bool run_process(JobLaunch& launch, int log_fd, int64_t deadline_ms) {
+    record_.exit_code.reset();
+    record_.signal.reset();
+    leader_done_ = false;
+    auto spawned = launch.spawn(spec_, log_fd);
+    if (!spawned) {
+      write_all(log_fd, fmt::format("gpuq: {}\n", spawned.error().message));
+      record_.exit_code = 127;
+      return false;
+    }
+    pgid_ = *spawned;
+    record_.job_pid = *spawned;
+    supervise(*spawned, deadline_ms);
+    return true;
+  }
+
+  // The steps from spec_.first_step on, in order, until one does not succeed or a stop comes;
+  // steps.json says what each did as it happens.
+  void run_steps(int log_fd) {
+    const int count = static_cast<int>(spec_.steps.size());
+    for (int index = spec_.first_step; index < count; ++index) {
+      StepRun step;
+      step.index = index;
+      record_.steps.push_back(step);
+    }
+    for (size_t i = 0; i < record_.steps.size(); ++i) {
+      if (stop_signalled_ || stop_arrived()) break;  // a stop before this step: it is not reached
+      StepRun& step = record_.steps[i];
+      const StepSpec& spec = spec_.steps[static_cast<size_t>(step.index)];
+      std::map<std::string, std::string> env = {{"GPUQ_STEP_INDEX", std::to_string(step.index)},
+                                                {"GPUQ_STEP_COUNT", std::to_string(count)},
+                                                {"GPUQ_STEP_NAME", spec.name}};
+      if (i > 0) env["GPUQ_RESUME"] = "0";  // only the step a resumed run begins with resumes
+      step.started_at_ms = wall_now_ms();
+      step.log_offset = log_size(log_fd);
+      step.state = StepState::kRunning;
+      note_steps();
+      if (!spec.done_if.empty()) {
+        JobLaunch test(spec_, {"bash", "-c", spec.done_if}, env);
+        if (run_process(test, log_fd, 0) && record_.exit_code == 0 && !stop_signalled_) {
+          step.state = StepState::kSkipped;
+          step.ended_at_ms = wall_now_ms();
+          note_steps();
+          continue;
+        }
+        if (stop_signalled_) {
+          step.state = StepState::kStopped;
+          step.ended_at_ms = wall_now_ms();
+          note_steps();
+          break;
+        }
+      }
+      JobLaunch launch(spec_, spec.argv, env);
+      step_timed_out_ = false;
+      int64_t deadline = spec.timeout_ms > 0 ? saturating_add(step.started_at_ms, spec.timeout_ms) : 0;
+      run_process(launch, log_fd, deadline);
+      step.ended_at_ms = wall_now_ms();
+      step.exit_code = record_.exit_code;
+      step.signal = record_.signal;
+      if (step_timed_out_) {
+        step.state = StepState::kTimedOut;
+      } else if (record_.stop_requested) {
+        step.state = StepState::kStopped;
+      } else {
+        step.state = record_.exit_code == 0 ? StepState::kSucceeded : StepState::kFailed;
+      }
+      note_steps();
+      if (step.state != StepState::kSucceeded) break;
+    }
+  }
+
+  // Whether a stop came between two steps (it waits in the signalfd): it is taken now, as one
+  // that comes while a step runs would be, and no further step starts.
+  bool stop_arrived() {
+    pollfd p{signal_fd_, POLLIN, 0};
+    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+      signalfd_siginfo info{};
+      if (::read(signal_fd_, &info, sizeof info) != sizeof info) return false;
+      if (info.ssi_signo == SIGCHLD) continue;
+      stop_signalled_ = true;
+      record_.stop_requested = true;
+      return true;
+    }
+    return false;
+  }
+
+  // steps.json now; a write that fails (a full disk) is not fatal: exit.json has the steps too.
+  void note_steps() {
+    if (auto written = write_step_record(run_dir_, record_.steps); !written) {
+      std::fprintf(stderr, "gpuq shim: cannot write %s: %s\n", steps_path(run_dir_).c_str(),
+                   written.error().message.c_str());
+    }
+  }
+
+  static int64_t log_size(int log_fd) {
+    struct stat st{};
+    return ::fstat(log_fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
   }
 
   int finish_with_error(const std::string& error) {
@@ -277,12 +377,17 @@ class Shim {
     }
   }
 
-  // Waits for the job, then empties its process group.
-  void supervise(pid_t child) {
+  // Waits for the job, then empties its process group. At `deadline_ms` (0: none) a job still
+  // running is stopped as a step's timeout is.
+  void supervise(pid_t child, int64_t deadline_ms) {
     int64_t kill_at = 0;  // when set, SIGKILL the group at this time
     bool leftovers_signalled = false;
     while (true) {
       reap(child);
+      if (deadline_ms != 0 && !leader_done_ && !stop_signalled_ && wall_now_ms() >= deadline_ms) {
+        step_timed_out_ = true;
+        begin_stop(kill_at);
+      }
       if (leader_done_) {
         if (!process_group_alive(pgid_)) return;
         if (!leftovers_signalled) {
@@ -296,6 +401,9 @@ class Shim {
       if (wall_now_ms() >= next_tick_ms_) tick();
       int timeout = static_cast<int>(std::max<int64_t>(0, next_tick_ms_ - wall_now_ms()));
       if (kill_at != 0) timeout = std::min(timeout, static_cast<int>(std::max<int64_t>(0, kill_at - wall_now_ms())));
+      if (deadline_ms != 0 && !stop_signalled_) {
+        timeout = std::min(timeout, static_cast<int>(std::max<int64_t>(0, deadline_ms - wall_now_ms())));
+      }
       // Zombies of processes that are not our children still count as group members for a
       // moment; poll briefly so the loop notices the group emptying.
       if (leader_done_) timeout = std::min(timeout, 20);
@@ -336,6 +444,7 @@ class Shim {
   pid_t pgid_ = 0;
   bool leader_done_ = false;
   bool stop_signalled_ = false;
+  bool step_timed_out_ = false;  // the running step's own timeout stopped it
   std::optional<LogCap> cap_;
   int64_t next_tick_ms_ = 0;
   ClaimWatch claim_;
