@@ -93,13 +93,9 @@ class RunLifecycle {
   // is dropped unreleased.
   void start(const std::vector<sched::Start>& starts);
 
-  // Asks the run's shim to stop (SIGTERM; the shim escalates) for `reason`; the reason is kept
-  // in memory at once and recorded with `event` (none when empty), retried until it is
-  // (run_stop.cc).
-  void stop_run(int64_t job_id, StopReason reason, const std::string& event,
-                nlohmann::json event_data);
-  // A cancel of a running job: wins over a timeout or a preemption under way. Whether the
-  // cancel is on record yet.
+  // A cancel of a running job (run_stop.cc): the shim is asked to stop it at once, and the
+  // cancel wins over a timeout or a preemption under way. Whether the cancel is on record yet
+  // (it is retried until it is).
   bool cancel(int64_t job_id, nlohmann::json event_data);
   // Preemption of one run (run_preempt.cc): the request recorded, then the yield file written
   // and its deadline armed (yield), or the run stopped (restart). Withdrawing removes the file.
@@ -153,6 +149,10 @@ class RunLifecycle {
   void start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why);
 
   // Watching and stopping (run_stop.cc).
+  // Asks the run's shim to stop (SIGTERM; the shim escalates) for `reason`; the reason is kept
+  // in memory at once and recorded with `event` (none when empty), retried until it is.
+  void stop_run(int64_t job_id, StopReason reason, const std::string& event,
+                nlohmann::json event_data);
   void watch_exit(int64_t job_id);
   void arm_timeout(int64_t job_id);
   void on_timeout(int64_t job_id);
