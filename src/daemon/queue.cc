@@ -2,7 +2,6 @@
 // cancel, and the published reasons.
 #include "daemon/queue.h"
 
-#include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 
@@ -34,7 +33,8 @@ Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
       foreign_(inventory_.resources.size(), config_.foreign_repeat_ms),
-      episodes_(config_.watch.repeat_ms) {}
+      episodes_(config_.watch.repeat_ms),
+      runs_(make_lifecycle()) {}
 
 Queue::~Queue() = default;
 
@@ -238,17 +238,8 @@ Result<Cancelled> Queue::cancel(int64_t job_id) {
                 fmt::format("job {} already {}; nothing to cancel", job_id, to_string(job->state)));
   }
   if (job->state == JobState::kRunning) {
-    auto live = running_.find(job_id);
-    if (live == running_.end()) return fail(Code::kInternal, "running job without a live run");
-    // A cancel wins over a timeout or a preemption already under way: the job must not be
-    // retried or requeued. The shim turns SIGTERM into SIGTERM for the group, then SIGKILL
-    // after the grace period; the job becomes cancelled when the shim exits.
-    if (live->second.run.stop_reason != StopReason::kCancel) {
-      stop_run(job_id, StopReason::kCancel, "job.cancel_requested", nlohmann::json::object());
-    } else if (live->second.shim) {
-      live->second.shim->signal(SIGTERM);
-    }
-    bool recorded = running_.count(job_id) == 0 || running_.at(job_id).stop_recorded;
+    if (!runs_->find(job_id)) return fail(Code::kInternal, "running job without a live run");
+    bool recorded = runs_->cancel(job_id, nlohmann::json::object());
     auto now = load_job(job_id, true);
     if (!now) return tl::unexpected(now.error());
     return Cancelled{std::move(*now), recorded};
@@ -267,7 +258,7 @@ void Queue::record_cancel(int64_t job_id) {
   auto active = active_.find(job_id);
   if (active == active_.end() || !active->second.cancel_requested) return;
   JobState from = active->second.state;
-  if (from == JobState::kRunning) return;  // it started before the cancel: stop_run's business
+  if (from == JobState::kRunning) return;  // it started before the cancel: the lifecycle's business
   auto committed = commit([&]() -> Status {
     if (auto st = set_state(job_id, from, JobState::kCancelled, "cancelled by request"); !st) return st;
     return add_event("job.cancelled", job_id, std::nullopt);
@@ -288,14 +279,10 @@ std::shared_ptr<const WaitList> Queue::waits() const {
 void Queue::stop() {
   (void)commit([&]() -> Status {
     return add_event("daemon.stopping", std::nullopt, std::nullopt,
-                     {{"running", running_.size()}, {"active", active_.size()}});
+                     {{"running", runs_->live().size()}, {"active", active_.size()}});
   });
   stopping_ = true;
-  for (auto& [id, live] : running_) {
-    live.shim.reset();  // its watch ends; the shim runs on
-    live.timeout.reset();
-    live.yield_deadline.reset();
-  }
+  runs_->stop();  // the shims run on
   wake_timer_->cancel();
   look_timer_->cancel();
   heartbeat_timer_->cancel();

@@ -1,10 +1,12 @@
 // The queue actor: the one owner of every state change in a daemon. It keeps the jobs that
 // are not finished in memory (ActiveJob), decides each pass which pending jobs are ready
-// (readiness.h), asks the pure scheduler which ready jobs start where, launches runs through
-// their shims, judges how each run ended (run_end.h), and writes every transition together with
-// its event in one store transaction. It is woken by commands (posted by the API), shim exits,
-// condition-check results and one timer for the earliest time-based wake-up — never by a
-// polling loop.
+// (readiness.h), asks the pure scheduler which ready jobs start where, and hands those starts
+// to its run lifecycle (run_lifecycle.h), which launches each run through its shim, stops it,
+// settles how it ended (run_end.h) and cleans up after it; the queue keeps which GPU slots and
+// lanes are held and acts as the lifecycle's RunHost (queue_run_host.cc). Every transition is
+// written together with its event in one store transaction. It is woken by commands (posted by
+// the API), shim exits, condition-check results and one timer for the earliest time-based
+// wake-up — never by a polling loop.
 //
 // Everything it does outside its memory goes through a World (world.h): the clock and timers,
 // commits, shims, signals, run files and work on other threads. With a FakeWorld, tests drive
@@ -44,6 +46,7 @@
 #include "daemon/readiness.h"
 #include "daemon/ready_index.h"
 #include "daemon/run_end.h"
+#include "daemon/run_lifecycle.h"
 #include "daemon/world.h"
 #include "gpu/discovery.h"
 #include "gpu/probe.h"
@@ -304,29 +307,7 @@ class Queue {
   const Metrics& metrics() const { return metrics_; }
 
 private:
-  struct LiveRun {
-    Run run;
-    std::vector<int> slots;
-    std::vector<int> lanes;
-    std::unique_ptr<ShimProcess> shim;
-    std::unique_ptr<Timer> timeout;
-    std::unique_ptr<Timer> yield_deadline;
-    bool settling = false;        // exited; DONE_IF being verified
-    bool cleanup_begun = false;   // exited; the sweep for its marker has its GPUs and lanes
-    bool stop_recorded = true;    // run.stop_reason is in the store
-    std::optional<RunEnd> ended;  // exited; the end waits to be recorded (the store failed)
-    int64_t sampled_ms = 0;       // its latest utilisation sample (queue_probe.cc); 0: none yet
-  };
-  // A finished run whose GPUs and lanes stay held until the sweep for its marker is confirmed.
-  struct Cleaning {
-    int64_t job_id = 0;
-    int run_number = 0;
-    std::string run_id;
-    std::vector<int> slots;
-    std::vector<int> lanes;
-    int64_t preempted_by = 0;  // the job its GPUs go to, when the run was being preempted
-    std::optional<runner::CleanupOutcome> outcome;  // done; waits to be recorded
-  };
+  class Host;  // the RunHost the lifecycle acts through (queue_run_host.cc)
 
   // --- transactions and failed writes (queue.cc) ---
   // Runs `fn` in one transaction through the world; then tells the listener about new events.
@@ -387,57 +368,11 @@ private:
   void unblock_now();
   sched::Snapshot machine_snapshot(int64_t now) const;
 
-  // Runs (queue_runs.cc, queue_settle.cc).
-  // A start up to its commit: the run directory made and the shim launched, unreleased.
-  struct PreparedStart {
-    int64_t job_id = 0;
-    std::vector<int> slots;
-    std::vector<int> lanes;
-    Job job;
-    std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
-    bool resume = false;
-    Run run;
-    std::unique_ptr<ShimProcess> shim;
-  };
-  // Starts the pass's starts: all on record in one commit (one fsync), then each released.
-  void start_runs(const std::vector<sched::Start>& starts);
-  std::optional<PreparedStart> prepare_start(int64_t job_id, const std::vector<int>& slots);
-  Status record_start(PreparedStart& start);  // the start's writes, inside a commit
-  void begin_run(PreparedStart start);        // once on record: releases the shim
-  void count_start(const Job& job, const Run& run);  // for /metrics
-  void start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why);
-  void watch_exit(int64_t job_id);
-  void arm_timeout(int64_t job_id);
-  void on_timeout(int64_t job_id);
-  // Asks the run's shim to stop it (SIGTERM; the shim escalates), for `reason`; the reason is
-  // kept in memory at once and recorded (retried until it is).
-  void stop_run(int64_t job_id, StopReason reason, const std::string& event,
-                nlohmann::json event_data);
-  void record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data);
-  void on_shim_exit(int64_t job_id);
-  void settle_run(int64_t job_id, bool while_down);
-  void finish_run(int64_t job_id);
-  // A run's end as it is recorded: computed, written inside a commit, then applied.
-  struct Finish {
-    int64_t job_id = 0;
-    RunEnd end;
-    AfterRun after;
-    bool tracked = false;
-    int64_t now_ms = 0;
-    std::optional<int64_t> peak;
-  };
-  Finish prepare_finish(int64_t job_id);
-  Status write_finish(Finish& finish);
-  void after_finish(const Finish& finish);
-  void settle_exited();  // the exits seen in one turn, their ends in one commit
-  void finish_ended_runs(const std::vector<int64_t>& job_ids);
-  // A run with no end to judge: its shim vanished without an exit record (lost: requeued
-  // once), or, `released` false, it said the daemon never let it go (not started: the job never
-  // ran, requeued every time).
-  void settle_lost_run(int64_t job_id, bool released = true);
+  // Runs: their lifecycle is RunLifecycle's (run_lifecycle.h); the queue recovers its own
+  // state first (queue_start.cc) and keeps the GPU slots and lanes runs hold
+  // (queue_run_host.cc).
   Status recover();
-  Status recover_run(const Run& run);
-  std::vector<int> slots_of(const Run& run) const;
+  std::unique_ptr<RunLifecycle> make_lifecycle();  // with its host; in the constructor
   void hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   void free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes);
   std::vector<int> lanes_of(const JobSpec& spec) const;
@@ -490,27 +425,19 @@ private:
   // Refused when `capped` more arrays with a cap could not each take a lane of their own.
   Status check_array_lanes(size_t capped) const;
   std::vector<ArrayLane> array_lanes_;
-  RetryPolicy retry_policy() const;
 
-  // Cleanup after every run (queue_cleanup.cc).
-  void begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks);
-  void on_cleanup(const runner::CleanupOutcome& outcome);
-  void record_cleanup(int64_t run_row);
-  Status recover_cleanups();
+  // GPUs in attention (queue_attention.cc).
   int slot_named(const std::string& gpu) const;
 
   // The GPU probe (queue_probe.cc): foreign processes, usage, peak memory, utilisation
   // samples and the GPUs seen per run.
   std::optional<std::pair<int64_t, int>> learned_gpu_mem(const std::string& name);
 
-  // Preemption (queue_preempt.cc).
+  // Preemption (queue_preempt.cc): which runs to preempt and which requests to withdraw; the
+  // lifecycle carries them out.
   void add_preemption_facts(sched::Snapshot& snapshot) const;
   void apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& decision);
-  void start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots);
-  void arm_yield_deadline(int64_t job_id);
-  void stop_for_preemption(int64_t job_id);
   void reconcile_preemptions();
-  void withdraw_preemption(int64_t victim, const std::string& why);
 
   // Retention (queue_gc.cc).
   struct GcRun;
@@ -545,9 +472,6 @@ private:
 
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state
-  std::unordered_map<int64_t, LiveRun> running_;        // by job id
-  std::vector<int64_t> exited_;          // shims whose exit was seen, not settled yet
-  std::vector<int64_t>* ended_batch_ = nullptr;  // set while settle_exited() collects ends
   std::vector<std::vector<int64_t>> holders_;           // per GPU slot: jobs holding it
   std::vector<int> lane_used_;                          // per lane: units held
   std::vector<sched::Reservation> reservations_;
@@ -565,7 +489,6 @@ private:
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
   std::unordered_map<int64_t, std::string> held_reasons_;     // why the daemon held a job itself
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
-  std::unordered_map<int64_t, Cleaning> cleaning_;      // by run row id
   std::vector<GpuHealth> health_;                       // per GPU slot
   ForeignTracker foreign_;
   EpisodeBook episodes_;                                // the watchers' open episodes
@@ -573,7 +496,6 @@ private:
   std::unordered_map<int64_t, int64_t> gpu_busy_ms_;    // running job → last look its GPUs worked
   bool probe_failing_ = false;
   std::unordered_set<std::string> footprint_names_;  // job names with a learned footprint
-  std::unordered_map<int64_t, int64_t> peaks_;          // run row id → peak GPU MiB seen
   std::unordered_set<int> invisible_pids_;              // GPU pids the last probe could not see
   int64_t next_order_ = 0;
   int64_t last_seq_ = 0;
@@ -586,6 +508,9 @@ private:
   int64_t passes_ = 0;
   bool stopping_ = false;
   bool draining_ = false;
+  // Last: the lifecycle's callbacks reach the queue through the host while it lives.
+  std::unique_ptr<RunHost> run_host_;
+  std::unique_ptr<RunLifecycle> runs_;                  // live runs and cleanups
 
   std::optional<StoreTrouble> trouble_;                 // while commits fail
   int store_retry_round_ = 0;                           // backoff exponent of the retry timer

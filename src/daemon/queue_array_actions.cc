@@ -2,7 +2,6 @@
 // applies to, in one transaction, so that the array changes at once or not at all
 // (docs/sweeps.md, "One unit"). A cancel also signals the running elements, each recorded as a
 // single cancel of a running job is.
-#include <csignal>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -160,14 +159,8 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
   }
   // The running elements, as a single cancel stops a running job (Queue::cancel).
   for (int64_t id : others) {
-    auto run = running_.find(id);
-    if (run == running_.end()) continue;
-    if (run->second.run.stop_reason != StopReason::kCancel) {
-      stop_run(id, StopReason::kCancel, "job.cancel_requested", tag);
-    } else if (run->second.shim) {
-      run->second.shim->signal(SIGTERM);
-    }
-    if (running_.count(id) && !running_.at(id).stop_recorded) acted.recorded = false;
+    if (!runs_->find(id)) continue;
+    if (!runs_->cancel(id, tag)) acted.recorded = false;
   }
   if (retry) unblock_now();
   request_pass();

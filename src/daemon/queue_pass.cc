@@ -91,7 +91,7 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     lane.used = lane_used_[config_.lanes.size() + k];
     snapshot.lanes.push_back(std::move(lane));
   }
-  for (const auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     auto it = active_.find(id);
     if (it == active_.end() || live.settling || live.ended) continue;
     sched::RunningJob r;
@@ -105,7 +105,7 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     snapshot.running.push_back(std::move(r));
   }
   // A finished run under cleanup holds its GPUs and lanes for a moment more.
-  for (const auto& [row, c] : cleaning_) {
+  for (const auto& [row, c] : runs_->cleanings()) {
     sched::RunningJob r;
     r.id = c.job_id;
     r.slots = c.slots;
@@ -240,7 +240,7 @@ void Queue::run_pass() {
       }
       starts.push_back(start);
     }
-    start_runs(starts);
+    runs_->start(starts);
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
     published->starts_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -268,7 +268,7 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
   published->draining = draining_;
   for (size_t i = 0; i < config_.lanes.size(); ++i) {
     std::vector<int64_t> holders;
-    for (const auto& [id, live] : running_) {
+    for (const auto& [id, live] : runs_->live()) {
       auto it = active_.find(id);
       if (it != active_.end() &&
           std::find(it->second.lanes.begin(), it->second.lanes.end(), static_cast<int>(i)) != it->second.lanes.end()) {
@@ -282,7 +282,7 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
   for (size_t slot = 0; slot < health_.size(); ++slot) {
     published->gpus[slot].foreign = foreign_.detail(static_cast<int>(slot));
   }
-  for (const auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     if (live.run.preempted_by == 0) continue;
     for (int slot : live.slots) published->gpus[slot].preempting_for = live.run.preempted_by;
   }

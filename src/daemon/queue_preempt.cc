@@ -1,9 +1,8 @@
-// The Queue's side of preemption: which runs the pure planner (sched/preemption.h) chose to
-// preempt, asking them to yield (the yield file, then SIGTERM at the deadline) or stopping them
-// (restart mode), and withdrawing a request that is no longer needed because its job was
-// cancelled, moved, held or started elsewhere first.
+// The Queue's side of preemption: the facts the pure planner (sched/preemption.h) needs of each
+// running job, the runs it chose to preempt, and the requests no longer needed because their job
+// was cancelled, moved, held or started elsewhere first. RunLifecycle carries them out
+// (run_preempt.cc: the yield file and its deadline, or the stop).
 #include <algorithm>
-#include <csignal>
 #include <fmt/format.h>
 
 #include "base/time.h"
@@ -11,22 +10,13 @@
 #include "sched/preemption.h"
 
 namespace gpuq::daemon {
-namespace {
-
-std::string yield_file(const Run& run) { return run.run_dir + "/yield"; }
-
-}  // namespace
-
 void Queue::add_preemption_facts(sched::Snapshot& snapshot) const {
   int64_t now = snapshot.now_ms;
   for (sched::RunningJob& r : snapshot.running) {
-    auto live = running_.find(r.id);
+    const LiveRun* live = runs_->find(r.id);
     auto active = active_.find(r.id);
-    if (live == running_.end() || active == active_.end() || live->second.slots != r.slots ||
-        live->second.ended) {
-      continue;
-    }
-    const Run& run = live->second.run;
+    if (!live || active == active_.end() || live->slots != r.slots || live->ended) continue;
+    const Run& run = live->run;
     r.priority = active->second.priority;
     r.started_at_ms = run.started_at_ms;
     r.restart_within_ms = active->second.restart_within_ms;
@@ -63,75 +53,12 @@ void Queue::apply_preemptions(sched::Snapshot& snapshot, const sched::Decision& 
   policy.gap = config_.preemption_gap;
   auto preemptions = sched::plan_preemptions(snapshot, decision, policy);
   for (auto it = saved.rbegin(); it != saved.rend(); ++it) snapshot.gpus[it->first].held_exclusive = it->second;
-  for (const auto& p : preemptions) start_preemption(p.victim, p.by, p.slots);
-}
-
-void Queue::start_preemption(int64_t victim, int64_t by, const std::vector<int>& slots) {
-  auto it = running_.find(victim);
-  auto active = active_.find(victim);
-  if (it == running_.end() || active == active_.end() || it->second.run.preempted_by != 0 ||
-      it->second.ended || it->second.settling) {
-    return;
-  }
-  Run& run = it->second.run;
-  PreemptMode mode = active->second.preempt;
-  int64_t now = world_.now_ms();
-  int64_t deadline = mode == PreemptMode::kYield ? now + config_.yield_grace_ms : now;
-  std::vector<std::string> gpus;
-  for (int slot : slots) gpus.push_back(inventory_.resources[slot].name);
-  auto committed = commit([&]() -> Status {
-    if (auto st = store_.set_preemption(run.id, by, mode == PreemptMode::kYield ? deadline : 0); !st) return st;
-    if (mode == PreemptMode::kRestart) {
-      if (auto st = store_.set_stop_reason(run.id, StopReason::kPreempt); !st) return st;
-    }
-    return add_event("job.preempt_requested", victim, run.number,
-                     {{"by", by},
-                      {"mode", to_string(mode)},
-                      {"gpus", gpus},
-                      {"deadline", mode == PreemptMode::kYield ? nlohmann::json(format_rfc3339(deadline))
-                                                               : nlohmann::json(nullptr)}});
-  });
-  if (!committed) return;
-  run.preempted_by = by;
-  if (mode == PreemptMode::kRestart) {
-    run.stop_reason = StopReason::kPreempt;
-    if (it->second.shim) it->second.shim->signal(SIGTERM);
-    return;
-  }
-  run.preempt_deadline_ms = deadline;
-  nlohmann::json request = {{"by", by}, {"deadline", format_rfc3339(deadline)}};
-  if (auto written = world_.write_file(yield_file(run), request.dump() + "\n"); !written) {
-    // The job cannot be asked: stop it now rather than leave the better job waiting.
-    std::fprintf(stderr, "gpuq daemon: cannot write the yield file of job %lld (%s); stopping it\n",
-                 static_cast<long long>(victim), written.error().message.c_str());
-    stop_for_preemption(victim);
-    return;
-  }
-  arm_yield_deadline(victim);
-}
-
-void Queue::arm_yield_deadline(int64_t job_id) {
-  auto it = running_.find(job_id);
-  if (it == running_.end()) return;
-  const Run& run = it->second.run;
-  if (run.preempted_by == 0 || run.preempt_deadline_ms == 0 || run.stop_reason != StopReason::kNone) return;
-  auto& timer = it->second.yield_deadline;
-  timer = world_.make_timer();
-  timer->arm(run.preempt_deadline_ms, [this, job_id] { stop_for_preemption(job_id); });
-}
-
-void Queue::stop_for_preemption(int64_t job_id) {
-  auto it = running_.find(job_id);
-  if (it == running_.end() || stopping_ || it->second.settling || it->second.ended) return;
-  const Run& run = it->second.run;
-  if (run.preempted_by == 0 || run.stop_reason != StopReason::kNone) return;
-  // The deadline has passed: the stop comes first, its record follows (retried if need be).
-  stop_run(job_id, StopReason::kPreempt, "", nlohmann::json::object());
+  for (const auto& p : preemptions) runs_->request_preemption(p.victim, p.by, p.slots);
 }
 
 void Queue::reconcile_preemptions() {
   std::vector<std::pair<int64_t, std::string>> withdraw;
-  for (const auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     const Run& run = live.run;
     if (run.preempted_by == 0 || run.stop_reason != StopReason::kNone || live.settling || live.ended) continue;
     auto by = active_.find(run.preempted_by);
@@ -145,23 +72,7 @@ void Queue::reconcile_preemptions() {
                                             run.preempted_by, config_.preemption_gap));
     }
   }
-  for (const auto& [id, why] : withdraw) withdraw_preemption(id, why);
-}
-
-void Queue::withdraw_preemption(int64_t victim, const std::string& why) {
-  auto it = running_.find(victim);
-  if (it == running_.end()) return;
-  Run& run = it->second.run;
-  int64_t by = run.preempted_by;
-  // The deadline stays on record: a job that already saw the file and exits 75 yielded.
-  auto committed = commit([&]() -> Status {
-    if (auto st = store_.set_preemption(run.id, 0, run.preempt_deadline_ms); !st) return st;
-    return add_event("job.preemption_withdrawn", victim, run.number, {{"by", by}, {"why", why}});
-  });
-  if (!committed) return;
-  run.preempted_by = 0;
-  if (it->second.yield_deadline) it->second.yield_deadline->cancel();
-  world_.remove_file(yield_file(run));
+  for (const auto& [id, why] : withdraw) runs_->withdraw_preemption(id, why);
 }
 
 }  // namespace gpuq::daemon

@@ -54,10 +54,10 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   }
   // Who may own a GPU process: live runs, and finished runs still being cleaned up.
   std::vector<runner::LiveRunMarker> markers;
-  for (const auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     markers.push_back({id, live.run.run_id, live.run.shim_pid, live.run.shim_start_ticks});
   }
-  for (const auto& [row, c] : cleaning_) markers.push_back({c.job_id, c.run_id, 0, 0});
+  for (const auto& [row, c] : runs_->cleanings()) markers.push_back({c.job_id, c.run_id, 0, 0});
   std::vector<ForeignObservation> observations;
   std::unordered_set<int> invisible;  // listed pids not in /proc now
   bool usage_changed = false;
@@ -128,20 +128,16 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   // New usage changes memory admission and what status shows: plan (and publish) again.
   if (usage_changed) request_pass();
   std::vector<std::pair<int64_t, int64_t>> new_peaks;  // run row → MiB
-  for (auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     auto mem = run_mem.find(id);
     if (mem == run_mem.end() || live.settling || live.ended) continue;
-    auto& peak = peaks_[live.run.id];
-    if (mem->second > peak) {
-      peak = mem->second;
-      new_peaks.emplace_back(live.run.id, peak);
-    }
+    if (runs_->raise_peak(id, mem->second)) new_peaks.emplace_back(live.run.id, *live.peak_mib);
   }
   // Utilisation samples that are due, and runs seen on GPUs not seen before.
   int64_t now = world_.now_ms();
   std::vector<std::pair<int64_t, RunSample>> samples;  // job id → sample
   std::vector<std::pair<int64_t, std::set<int>>> seen;  // job id → every slot seen so far
-  for (auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     if (live.settling || live.ended) continue;
     // A run without GPUs has no utilisation to sample (but may be seen on one).
     if (!live.slots.empty() && (live.sampled_ms == 0 || now - live.sampled_ms >= kSampleEveryMs)) {
@@ -183,11 +179,11 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
       if (auto st = store_.set_peak_gpu_mem(row, mib); !st) return st;
     }
     for (const auto& [id, sample] : samples) {
-      if (auto st = store_.add_run_sample(running_.at(id).run.id, sample); !st) return st;
+      if (auto st = store_.add_run_sample(runs_->find(id)->run.id, sample); !st) return st;
     }
     for (const auto& [id, slots] : seen) {
       auto [names, indices] = seen_names(slots);
-      if (auto st = store_.set_seen_gpus(running_.at(id).run.id, names, indices); !st) return st;
+      if (auto st = store_.set_seen_gpus(runs_->find(id)->run.id, names, indices); !st) return st;
     }
     for (const auto& e : events) {
       if (auto st = add_event(e.kind, std::nullopt, std::nullopt, e.data); !st) return st;
@@ -198,11 +194,10 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   // peaks stay in memory: they are recorded with the run's end at the latest.)
   if (!committed) foreign_ = std::move(before);
   if (committed) {
-    for (const auto& [id, sample] : samples) running_.at(id).sampled_ms = sample.time_ms;
+    for (const auto& [id, sample] : samples) runs_->note_sampled(id, sample.time_ms);
     for (const auto& [id, slots] : seen) {
       auto [names, indices] = seen_names(slots);
-      running_.at(id).run.seen_gpus = std::move(names);
-      running_.at(id).run.seen_gpu_indices = std::move(indices);
+      runs_->note_seen_gpus(id, std::move(names), std::move(indices));
     }
   }
   if (!events.empty()) request_pass();

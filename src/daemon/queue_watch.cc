@@ -124,9 +124,9 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     for (auto& s : watch_job(facts, watch, now)) out.push_back(std::move(s));
   }
   for (auto it = gpu_busy_ms_.begin(); it != gpu_busy_ms_.end();) {
-    it = running_.count(it->first) ? std::next(it) : gpu_busy_ms_.erase(it);
+    it = runs_->find(it->first) ? std::next(it) : gpu_busy_ms_.erase(it);
   }
-  for (const auto& [id, live] : running_) {
+  for (const auto& [id, live] : runs_->live()) {
     if (live.settling || live.ended) continue;
     auto active = active_.find(id);
     if (active == active_.end()) continue;

@@ -1,15 +1,14 @@
-// The Queue's side that starts runs: through their shims (world.launch_shim), with the run on
-// record before its job may run; their timeouts; stopping them (cancel, timeout, preemption)
-// through the shim's own pidfd; and a start that fails for want of the machine, which leaves
-// the job pending and tries again with backoff.
+// Starting runs: the run directory made and the shim launched but held, every start of a pass
+// on record in one commit, and only then each shim released, so no job runs unrecorded. A start
+// that fails for want of the machine leaves the job pending and tries again with backoff.
 #include <fmt/format.h>
 
-#include <csignal>
+#include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "base/random.h"
-#include "base/time.h"
-#include "daemon/queue.h"
+#include "daemon/run_lifecycle.h"
 #include "runner/run_env.h"
 
 namespace gpuq::daemon {
@@ -31,41 +30,24 @@ constexpr int kMaxRunDirTries = 100;
 
 }  // namespace
 
-std::vector<int> Queue::slots_of(const Run& run) const {
+std::vector<int> slots_of(const gpu::Inventory& inventory, const Run& run) {
   std::vector<int> slots;
   for (const auto& name : run.gpus) {
-    for (size_t slot = 0; slot < inventory_.resources.size(); ++slot) {
-      if (inventory_.resources[slot].name == name) slots.push_back(static_cast<int>(slot));
+    for (size_t slot = 0; slot < inventory.resources.size(); ++slot) {
+      if (inventory.resources[slot].name == name) slots.push_back(static_cast<int>(slot));
     }
   }
   return slots;
 }
 
-void Queue::hold_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes) {
-  for (int slot : slots) holders_[slot].push_back(job_id);
-  for (int lane : lanes) ++lane_used_[lane];
-}
-
-void Queue::free_slots(int64_t job_id, const std::vector<int>& slots, const std::vector<int>& lanes) {
-  for (int slot : slots) {
-    auto& h = holders_[slot];
-    if (auto it = std::find(h.begin(), h.end(), job_id); it != h.end()) h.erase(it);
-  }
-  for (int lane : lanes) lane_used_[lane] = std::max(0, lane_used_[lane] - 1);
-}
-
-RetryPolicy Queue::retry_policy() const {
-  return {config_.retry_delay_ms, config_.retry_backoff, config_.retry_max_delay_ms};
-}
-
-void Queue::start_runs(const std::vector<sched::Start>& starts) {
+void RunLifecycle::start(const std::vector<sched::Start>& starts) {
   std::vector<PreparedStart> prepared;
   for (const auto& start : starts) {
     if (auto p = prepare_start(start.job_id, start.slots)) prepared.push_back(std::move(*p));
   }
   if (prepared.empty()) return;
   // One transaction, one fsync, for all the pass's starts; no shim is released before it.
-  auto committed = commit([&]() -> Status {
+  auto committed = host_.commit([&]() -> Status {
     for (auto& p : prepared) {
       if (auto st = record_start(p); !st) return st;
     }
@@ -78,27 +60,27 @@ void Queue::start_runs(const std::vector<sched::Start>& starts) {
   // One start's write may have failed alone: each is tried alone, so it cannot hold the
   // others back. (A store that fails fails them all; the retry timer passes again.)
   for (auto& p : prepared) {
-    if (prepared.size() > 1 && commit([&] { return record_start(p); })) {
+    if (prepared.size() > 1 && host_.commit([&] { return record_start(p); })) {
       begin_run(std::move(p));
       continue;
     }
     // Not on record: the shim is dropped unreleased and exits without running anything.
     // The job stays pending.
-    free_slots(p.job_id, p.slots, p.lanes);
+    host_.free_slots(p.job_id, p.slots, p.lanes);
   }
 }
 
-std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
-                                                         const std::vector<int>& slots) {
-  auto active = active_.find(job_id);
-  if (active == active_.end()) return std::nullopt;
+std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t job_id,
+                                                                       const std::vector<int>& slots) {
+  const ActiveJob* active = host_.active_job(job_id);
+  if (!active) return std::nullopt;
   std::optional<PreparedStart> prepared(std::in_place);
   PreparedStart& p = *prepared;
   p.job_id = job_id;
   p.slots = slots;
-  p.lanes = active->second.lanes;
-  hold_slots(job_id, slots, p.lanes);  // first: start_failed() frees exactly what was held
-  auto job = load_job(job_id, false);
+  p.lanes = active->lanes;
+  host_.hold_slots(job_id, slots, p.lanes);  // first: start_failed() frees exactly what was held
+  auto job = host_.load_job(job_id, false);
   if (!job) {
     start_failed(job_id, slots, job.error().message);
     return std::nullopt;
@@ -119,7 +101,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   run.job_id = job_id;
   runner::RunContext context;
   context.job_id = job_id;
-  context.job_dir = options_.layout.job_dir(job_id);
+  context.job_dir = places_.layout.job_dir(job_id);
   context.resume = p.resume;
   context.array_id = p.job.array_id;
   for (int slot : slots) {
@@ -132,7 +114,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   spec.argv = runner::run_argv(p.job.spec, context.job_dir);
   spec.cwd = p.job.spec.cwd;
   spec.kill_grace_ms = config_.kill_grace_ms;
-  spec.umask = options_.job_umask;
+  spec.umask = places_.job_umask;
   spec.max_log_bytes = config_.max_log_bytes;
   spec.claim_deadline_file = p.job.spec.claim_deadline_file;
   // The next number whose directory is free: one left by a start that was never recorded
@@ -142,7 +124,7 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   for (int tries = 0; tries < kMaxRunDirTries && !created && created.error().code == Code::kConflict;
        ++tries, ++number) {
     run.number = number;
-    run.run_dir = options_.layout.run_dir(job_id, number);
+    run.run_dir = places_.layout.run_dir(job_id, number);
     context.run_number = number;
     context.run_dir = run.run_dir;
     context.run_id = new_run_id(job_id, number);
@@ -162,12 +144,12 @@ std::optional<Queue::PreparedStart> Queue::prepare_start(int64_t job_id,
   p.shim = std::move(*shim);
   run.shim_pid = p.shim->pid();
   run.shim_start_ticks = p.shim->start_ticks();
-  run.boot_id = options_.boot_id;
+  run.boot_id = places_.boot_id;
   run.started_at_ms = world_.now_ms();
   return prepared;
 }
 
-Status Queue::record_start(PreparedStart& p) {
+Status RunLifecycle::record_start(PreparedStart& p) {
   Run& run = p.run;
   nlohmann::json gpus = nlohmann::json::array();
   for (size_t i = 0; i < run.gpus.size(); ++i) {
@@ -180,20 +162,22 @@ Status Queue::record_start(PreparedStart& p) {
   auto id = store_.insert_run(run, p.job.spec.name);
   if (!id) return tl::unexpected(id.error());
   run.id = *id;
-  if (auto st = set_state(p.job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
-  if (auto st = add_event("job.started", p.job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) return st;
+  if (auto st = host_.set_state(p.job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
+  if (auto st = host_.add_event("job.started", p.job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) {
+    return st;
+  }
   if (!p.resume) return ok();
-  return add_event("job.resumed", p.job_id, run.number,
-                   {{"after_run", p.last->number}, {"preempted_by", p.last->preempted_by}});
+  return host_.add_event("job.resumed", p.job_id, run.number,
+                         {{"after_run", p.last->number}, {"preempted_by", p.last->preempted_by}});
 }
 
-void Queue::begin_run(PreparedStart p) {
+void RunLifecycle::begin_run(PreparedStart p) {
   int64_t job_id = p.job_id;
-  ActiveJob& active = active_.at(job_id);
+  ActiveJob& active = *host_.active_job(job_id);
   active.state = JobState::kRunning;
   active.start_failures = 0;
   active.start_retry_at_ms = 0;
-  start_errors_.erase(job_id);
+  host_.note_start_error(job_id, std::nullopt);
   // Only now, with the run on record, may the job's code run. A shim that died before this
   // is collected like any other exit.
   (void)p.shim->release();
@@ -208,7 +192,7 @@ void Queue::begin_run(PreparedStart p) {
   count_start(p.job, running_.at(job_id).run);  // after the release: not on the start's path
 }
 
-void Queue::count_start(const Job& job, const Run& run) {
+void RunLifecycle::count_start(const Job& job, const Run& run) {
   // Queue wait: since the job last entered the queue (its submit, or a retry, a preemption or
   // a requeue after a lost run; see Store::requeued_at), so a retry's delay counts as waiting
   // but the time a finished job sat before `gpuq retry` does not.
@@ -217,82 +201,27 @@ void Queue::count_start(const Job& job, const Run& run) {
   double wait_s = static_cast<double>(run.started_at_ms - queued_ms) / 1000.0;
   std::optional<double> first;
   if (run.number == 1) first = static_cast<double>(run.started_at_ms - job.submitted_at_ms) / 1000.0;
-  metrics_.run_started(wait_s, first);
+  host_.metrics().run_started(wait_s, first);
 }
 
-void Queue::start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
-  auto active = active_.find(job_id);
-  if (active == active_.end()) return;
-  free_slots(job_id, slots, active->second.lanes);
+void RunLifecycle::start_failed(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
+  ActiveJob* job = host_.active_job(job_id);
+  if (!job) return;
+  host_.free_slots(job_id, slots, job->lanes);
   // The machine could not start it (a full disk, no processes left, the store unreadable):
   // that is not the job's failure. It stays pending and is tried again, with backoff.
-  ActiveJob& job = active->second;
-  ++job.start_failures;
-  int64_t delay = start_retry_delay_ms(job.start_failures);
-  job.start_retry_at_ms = world_.now_ms() + delay;
-  ready_index_.mark(job_id);
-  start_errors_[job_id] = why;
+  ++job->start_failures;
+  int64_t delay = start_retry_delay_ms(job->start_failures);
+  job->start_retry_at_ms = world_.now_ms() + delay;
+  host_.note_start_error(job_id, why);
   std::fprintf(stderr, "gpuq daemon: job %lld could not start: %s; trying again in %lld ms\n",
                static_cast<long long>(job_id), why.c_str(), static_cast<long long>(delay));
-  (void)commit([&] {
-    return add_event("job.start_failed", job_id, std::nullopt,
-                     {{"error", why}, {"attempt", job.start_failures}, {"retry_in_ms", delay}});
+  int attempt = job->start_failures;
+  (void)host_.commit([&] {
+    return host_.add_event("job.start_failed", job_id, std::nullopt,
+                           {{"error", why}, {"attempt", attempt}, {"retry_in_ms", delay}});
   });
-  request_pass();
-}
-
-void Queue::watch_exit(int64_t job_id) {
-  LiveRun& live = running_.at(job_id);
-  if (!live.shim) return;
-  live.shim->on_exit([this, job_id] { on_shim_exit(job_id); });
-}
-
-void Queue::arm_timeout(int64_t job_id) {
-  auto active = active_.find(job_id);
-  auto live = running_.find(job_id);
-  if (active == active_.end() || live == running_.end() || active->second.timeout_ms <= 0) return;
-  live->second.timeout = world_.make_timer();
-  live->second.timeout->arm(saturating_add(live->second.run.started_at_ms, active->second.timeout_ms),
-                            [this, job_id] { on_timeout(job_id); });
-}
-
-void Queue::on_timeout(int64_t job_id) {
-  auto it = running_.find(job_id);
-  if (it == running_.end() || stopping_ || it->second.run.stop_reason != StopReason::kNone) return;
-  auto active = active_.find(job_id);
-  int64_t timeout_ms = active != active_.end() ? active->second.timeout_ms : 0;
-  stop_run(job_id, StopReason::kTimeout, "job.timeout", {{"timeout_ms", timeout_ms}});
-}
-
-void Queue::stop_run(int64_t job_id, StopReason reason, const std::string& event,
-                     nlohmann::json event_data) {
-  auto it = running_.find(job_id);
-  if (it == running_.end()) return;
-  LiveRun& live = it->second;
-  live.run.stop_reason = reason;
-  live.stop_recorded = false;
-  // The stop comes first: a job must not outlive its timeout or a cancel because the disk is
-  // full. The reason is in memory now and recorded as soon as the store takes it.
-  if (live.shim && !live.ended) live.shim->signal(SIGTERM);
-  record_stop(job_id, event, std::move(event_data));
-}
-
-void Queue::record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data) {
-  auto it = running_.find(job_id);
-  if (it == running_.end() || it->second.stop_recorded) return;
-  LiveRun& live = it->second;
-  auto committed = commit([&]() -> Status {
-    if (auto st = store_.set_stop_reason(live.run.id, live.run.stop_reason); !st) return st;
-    if (event.empty()) return ok();
-    return add_event(event, job_id, live.run.number, event_data);
-  });
-  if (committed) {
-    live.stop_recorded = true;
-    return;
-  }
-  retry_later(fmt::format("stop:{}", job_id), [this, job_id, event, event_data] {
-    record_stop(job_id, event, event_data);
-  });
+  host_.request_pass();
 }
 
 }  // namespace gpuq::daemon

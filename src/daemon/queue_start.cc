@@ -1,0 +1,73 @@
+// The Queue's start: its counters and settings from the store, the machine's resources on
+// record, its own state recovered (finished jobs' states, reservations, the unfinished jobs),
+// then the runs an earlier daemon left (RunLifecycle::recover), and the first pass.
+#include <unistd.h>
+
+#include "daemon/queue.h"
+
+namespace gpuq::daemon {
+
+Status Queue::recover() {
+  // Every job's state, then the unfinished ones in full.
+  auto states = store_.job_states();
+  if (!states) return tl::unexpected(states.error());
+  for (const auto& [id, state] : *states) {
+    if (is_terminal(state)) finished_[id] = state;
+  }
+  auto reservations = store_.reservations();
+  if (!reservations) return tl::unexpected(reservations.error());
+  for (const auto& r : *reservations) reservations_.push_back({r.name, r.gpus});
+  auto jobs = store_.list_jobs(true, true);
+  if (!jobs) return tl::unexpected(jobs.error());
+  for (const Job& job : *jobs) {
+    auto active = make_active(job.id, job);
+    if (!active) return tl::unexpected(active.error());
+    track(std::move(*active));
+    if (job.state == JobState::kHeld && !job.reason.empty() && job.reason != kHeldByRequest) {
+      held_reasons_[job.id] = job.reason;
+    }
+  }
+  return runs_->recover();
+}
+
+Status Queue::start() {
+  auto order = store_.max_queue_order();
+  if (!order) return tl::unexpected(order.error());
+  next_order_ = *order;
+  auto seq = store_.last_seq();
+  if (!seq) return tl::unexpected(seq.error());
+  last_seq_ = *seq;
+  // The all-time counters start from the record, before recovery adds to it.
+  auto event_counts = store_.event_counts();
+  if (!event_counts) return tl::unexpected(event_counts.error());
+  auto run_counts = store_.run_counts();
+  if (!run_counts) return tl::unexpected(run_counts.error());
+  metrics_.set_baseline(*event_counts, *run_counts);
+  auto draining = store_.meta("draining");
+  if (!draining) return tl::unexpected(draining.error());
+  draining_ = *draining && **draining == "1";
+  auto recorded = commit([&]() -> Status {
+    if (auto st = store_.replace_resources(inventory_.resources); !st) return st;
+    if (auto st = store_.set_meta("gpu_mode", inventory_.mode); !st) return st;
+    return store_.set_meta("gpu_note", inventory_.note);
+  });
+  if (!recorded) return recorded;
+  auto names = store_.footprint_names();
+  if (!names) return tl::unexpected(names.error());
+  footprint_names_.insert(names->begin(), names->end());
+  if (auto recovered = recover(); !recovered) return recovered;
+  auto started = commit([&] {
+    return add_event("daemon.started", std::nullopt, std::nullopt,
+                     {{"pid", ::getpid()}, {"gpu_mode", inventory_.mode},
+                      {"gpus", inventory_.resources.size()}, {"note", inventory_.note},
+                      {"adopted", runs_->live().size()}, {"active", active_.size()},
+                      {"draining", draining_}, {"boot_id", options_.boot_id}});
+  });
+  if (!started) return started;
+  if (auto watching = start_watching(); !watching) return watching;
+  start_pruning();
+  request_pass();
+  return ok();
+}
+
+}  // namespace gpuq::daemon
