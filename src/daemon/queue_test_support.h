@@ -18,17 +18,22 @@
 
 namespace gpuq::daemon::testing {
 
+// An empty directory named for the running test, for its store: on tmpfs where there is one,
+// since every commit syncs and these tests commit thousands of times.
+inline std::filesystem::path fresh_test_dir(const std::string& prefix) {
+  std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                         : std::filesystem::temp_directory_path();
+  std::filesystem::path dir = base / (prefix + "-" + std::to_string(getpid()) + "-" +
+                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 class QueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // On tmpfs where there is one: every commit syncs, and these tests commit thousands of times.
-    std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
-                                     ? std::filesystem::path("/dev/shm")
-                                     : std::filesystem::temp_directory_path();
-    dir_ = base / ("gpuq-queue-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = fresh_test_dir("gpuq-queue");
     auto opened = store::Store::open((dir_ / "gpuq.db").string(), false);
     ASSERT_TRUE(opened) << opened.error().message;
     store_ = std::move(*opened);

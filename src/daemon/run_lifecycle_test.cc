@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "daemon/queue_test_support.h"
 #include "daemon/testing/fake_world.h"
 #include "gpu/discovery.h"
 
@@ -125,13 +126,7 @@ class FakeHost : public RunHost {
 class RunLifecycleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
-                                     ? std::filesystem::path("/dev/shm")
-                                     : std::filesystem::temp_directory_path();
-    dir_ = base / ("gpuq-lifecycle-" + std::to_string(getpid()) + "-" +
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = fresh_test_dir("gpuq-lifecycle");
     auto opened = store::Store::open((dir_ / "gpuq.db").string(), false);
     ASSERT_TRUE(opened) << opened.error().message;
     store_ = std::move(*opened);
