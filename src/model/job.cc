@@ -140,7 +140,8 @@ std::optional<Dependency::Kind> parse_dependency_kind(std::string_view text) {
 
 bool same_work(const JobSpec& a, const JobSpec& b) {
   return a.gpus == b.gpus && a.priority == b.priority && a.cwd == b.cwd && a.argv == b.argv &&
-         a.script_text == b.script_text && a.script_args == b.script_args && a.deps == b.deps &&
+         a.script_text == b.script_text && a.script_args == b.script_args && a.steps == b.steps &&
+         a.image == b.image && a.pull == b.pull && a.container_user == b.container_user && a.deps == b.deps &&
          a.done_if == b.done_if && a.lanes == b.lanes && a.retries == b.retries &&
          a.retry_delay_ms == b.retry_delay_ms && a.timeout_ms == b.timeout_ms &&
          a.estimate_ms == b.estimate_ms && a.gpu_mem_mib == b.gpu_mem_mib && a.share == b.share &&
@@ -148,6 +149,23 @@ bool same_work(const JobSpec& a, const JobSpec& b) {
          a.preempt == b.preempt && a.restart_within_ms == b.restart_within_ms &&
          a.requires_warn_ms == b.requires_warn_ms && a.quiet_ms == b.quiet_ms &&
          a.warn_after_ms == b.warn_after_ms;
+}
+
+std::string_view to_string(PullPolicy policy) {
+  switch (policy) {
+    case PullPolicy::kAlways: return "always";
+    case PullPolicy::kNever: return "never";
+    case PullPolicy::kMissing: break;
+  }
+  return "missing";
+}
+
+Result<PullPolicy> parse_pull_policy(std::string_view text) {
+  for (auto p : {PullPolicy::kMissing, PullPolicy::kAlways, PullPolicy::kNever}) {
+    if (to_string(p) == text) return p;
+  }
+  return fail(Code::kInvalidArgument,
+              fmt::format("pull policy '{}' is not one of always, missing, never", text.substr(0, 40)));
 }
 
 Result<int> parse_priority(std::string_view text) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/step.h"
 
 namespace gpuq {
 
@@ -85,6 +86,12 @@ struct Dependency {
 
 std::string_view to_string(Dependency::Kind kind);
 
+// When a container job's image is pulled (docs/jobs.md, "Containers"): when the runtime does
+// not have it (the default), before every run, or never (a missing image fails the job).
+enum class PullPolicy { kMissing, kAlways, kNever };
+std::string_view to_string(PullPolicy policy);  // "missing" | "always" | "never"
+Result<PullPolicy> parse_pull_policy(std::string_view text);
+
 // What to run and where: everything a submit fixes about a job.
 struct JobSpec {
   std::string name;                        // optional, unique among jobs when set
@@ -96,6 +103,14 @@ struct JobSpec {
   std::string script_name;                 // the submitted script's path, for people
   std::string script_text;                 // the script's content, snapshotted at submit
   std::vector<std::string> script_args;    // arguments after the script
+  // A job with steps (docs/jobs.md, "Steps"): run in order in one run; `argv` and the script
+  // are empty then.
+  std::vector<JobStep> steps;
+  // Containers (docs/jobs.md, "Containers"): the image the job (or each step without its
+  // own) runs in; "" runs on the host.
+  std::string image;
+  PullPolicy pull = PullPolicy::kMissing;
+  std::string container_user;              // --user inside; "": the submitter's uid:gid
 
   std::vector<Dependency> deps;            // all must hold before a start
   std::string done_if;                     // DONE_IF shell test; empty when none
@@ -170,6 +185,10 @@ struct Run {
   // without a cgroup (the marker sweep), and until the run's cleanup is confirmed.
   std::optional<int64_t> cpu_usec;
   std::optional<int64_t> peak_memory_bytes;
+  // A job with steps: the step this run began at (earlier ones were done by earlier runs), and
+  // what each step from there did so far (by index; those not reached are absent).
+  int first_step = 0;
+  std::vector<StepRun> steps;
 };
 
 // One utilisation sample of a running run (at most one per 30 s): the mean utilisation of its
@@ -194,6 +213,9 @@ struct Job {
   int retry_base = 0;              // runs up to this number do not count against `retries`
   int64_t conditions_false_since_ms = 0;  // pending: its REQUIRES/file conditions false since
   int64_t array_id = 0;            // the array (JobArray) it is an element of; 0 for a job alone
+  // `gpuq retry --from-start`: the next run of a job with steps begins at step 0 even where an
+  // earlier run left steps done. Cleared by that run's start.
+  bool steps_from_start = false;
   std::vector<Run> runs;
 };
 

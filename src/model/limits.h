@@ -28,6 +28,7 @@ inline constexpr const char* kEndOfTimeText = "2100-01-01T00:00:00Z";
 inline constexpr int kMaxJobGpus = 1024;                  // gpus of one job; also GPU indices
 inline constexpr int kMaxRetries = 1000;                  // automatic reruns of one job
 inline constexpr int64_t kMaxGpuMemMib = int64_t{1} << 30;  // gpu_mem (1 PiB per GPU)
+inline constexpr int kMaxSteps = 256;                     // steps of one job
 
 // Priorities: lower runs first; names high/normal/low map inside this range.
 inline constexpr int kMinPriority = 0;

@@ -24,7 +24,7 @@ const std::set<std::string>& known_fields() {
       "share",    "not_before", "not_before_ms", "hold",     "reservation",  "inputs",
       "outputs",  "source",    "preempt",     "restart_within", "restart_within_ms",
       "requires_warn", "requires_warn_ms", "quiet", "quiet_ms", "warn_after", "warn_after_ms", "fleet_id",
-      "resume", "fleet_resume", "claim_deadline_file"};
+      "resume", "fleet_resume", "claim_deadline_file", "steps", "image", "pull", "container_user"};
   return fields;
 }
 
@@ -207,6 +207,82 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
   return ok();
 }
 
+// One entry of `steps`: {"name"?, "argv" | "script", "timeout"/"timeout_ms"?, "done_if"?,
+// "image"?}. Errors name the step ("steps[2]: ...") and the job's source.
+Status read_step(const Reader& job_reader, const json& body, size_t index, JobStep& step,
+                 SpecOrigin origin) {
+  auto at = [&](const std::string& message) {
+    return job_reader.error(fmt::format("steps[{}]: {}", index, message));
+  };
+  if (!body.is_object()) return at("a step must be an object with \"argv\" or \"script\"");
+  for (const auto& [key, value] : body.items()) {
+    if (key != "name" && key != "argv" && key != "script" && key != "timeout" && key != "timeout_ms" &&
+        key != "done_if" && key != "image") {
+      return at(fmt::format("unknown field '{}'; known: name, argv, script, timeout, done_if, image",
+                            clip_for_message(key)));
+    }
+  }
+  Reader r(body, origin);
+  auto wrap = [&](const Status& st) -> Status {
+    if (st) return st;
+    return at(st.error().message);
+  };
+  JobSpec holder;
+  if (auto st = wrap(r.strings("argv", step.argv)); !st) return st;
+  if (body.contains("argv") && step.argv.empty()) return at("field 'argv' is empty: name a command to run");
+  if (auto st = wrap(read_script(r, body, holder)); !st) return st;
+  if (body.contains("argv") == body.contains("script")) {
+    return at("give exactly one of 'argv' (a command) or 'script'");
+  }
+  step.script_name = std::move(holder.script_name);
+  step.script_text = std::move(holder.script_text);
+  step.script_args = std::move(holder.script_args);
+  if (auto st = wrap(r.string("name", step.name)); !st) return st;
+  if (step.name.empty()) step.name = default_step_name(step);
+  if (auto st = wrap(r.duration("timeout", step.timeout_ms)); !st) return st;
+  if (auto st = wrap(r.string("done_if", step.done_if)); !st) return st;
+  if (auto st = wrap(r.string("image", step.image)); !st) return st;
+  return ok();
+}
+
+Status read_steps(const Reader& r, const json& body, JobSpec& spec, SpecOrigin origin) {
+  if (!body.contains("steps")) return ok();
+  const json& steps = body["steps"];
+  if (!steps.is_array()) return r.error("field 'steps' must be a list of steps ({\"argv\": [...]} or {\"script\": ...})");
+  if (steps.empty()) return r.error("field 'steps' is empty: give at least one step, or use 'argv' or 'script'");
+  if (steps.size() > static_cast<size_t>(limits::kMaxSteps)) {
+    return r.error(fmt::format("field 'steps' has {} steps; a job has at most {}", steps.size(), limits::kMaxSteps));
+  }
+  if (body.contains("argv") || body.contains("script")) {
+    return r.error("give 'steps' or 'argv'/'script', not both: with steps, each step says what it runs");
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    JobStep step;
+    if (auto st = read_step(r, steps[i], i, step, origin); !st) return st;
+    spec.steps.push_back(std::move(step));
+  }
+  return ok();
+}
+
+Status read_container(const Reader& r, const json& body, JobSpec& spec) {
+  GPUQ_TRY(r.string("image", spec.image));
+  std::string pull;
+  GPUQ_TRY(r.string("pull", pull));
+  if (!pull.empty()) {
+    auto policy = parse_pull_policy(pull);
+    if (!policy) return r.error("field 'pull': " + policy.error().message);
+    spec.pull = *policy;
+  }
+  GPUQ_TRY(r.string("container_user", spec.container_user));
+  bool any_image = !spec.image.empty();
+  for (const auto& step : spec.steps) any_image = any_image || !step.image.empty();
+  if (!any_image && (body.contains("pull") || !spec.container_user.empty())) {
+    return r.error(fmt::format("field '{}' applies only to container jobs; add \"image\" or remove it",
+                               body.contains("pull") ? "pull" : "container_user"));
+  }
+  return ok();
+}
+
 // `preempt` and `restart_within`: the second only means something for restartable jobs, so
 // it is refused anywhere else rather than silently ignored.
 Status read_preemption(const Reader& r, const json& body, JobSpec& spec) {
@@ -351,9 +427,11 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   GPUQ_TRY(r.strings("argv", spec.argv));
   if (body.contains("argv") && spec.argv.empty()) return r.error("field 'argv' is empty: name a command to run");
   GPUQ_TRY(read_script(r, body, spec));
-  if (body.contains("argv") == body.contains("script")) {
-    return r.error("give exactly one of 'argv' (a command) or 'script'");
+  GPUQ_TRY(read_steps(r, body, spec, origin));
+  if (!body.contains("steps") && body.contains("argv") == body.contains("script")) {
+    return r.error("give exactly one of 'argv' (a command), 'script' or 'steps'");
   }
+  GPUQ_TRY(read_container(r, body, spec));
   GPUQ_TRY(read_deps(r, body, spec));
   GPUQ_TRY(r.string("done_if", spec.done_if));
   GPUQ_TRY(r.strings("lane", spec.lanes));
@@ -390,14 +468,34 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   return spec;
 }
 
+json job_step_to_json(const JobStep& step) {
+  json j = {{"name", step.name}};
+  if (step.script_text.empty() && step.script_name.empty()) {
+    j["argv"] = step.argv;
+  } else {
+    j["script"] = {{"name", step.script_name}, {"text", step.script_text}, {"args", step.script_args}};
+  }
+  if (step.timeout_ms) j["timeout_ms"] = step.timeout_ms;
+  if (!step.done_if.empty()) j["done_if"] = step.done_if;
+  if (!step.image.empty()) j["image"] = step.image;
+  return j;
+}
+
 json spec_to_json(const JobSpec& spec) {
   json j = {{"gpus", spec.gpus}, {"priority", spec.priority}, {"cwd", spec.cwd}, {"env", spec.env}};
   if (!spec.name.empty()) j["name"] = spec.name;
-  if (spec.script_text.empty()) {
+  if (!spec.steps.empty()) {
+    json steps = json::array();
+    for (const auto& step : spec.steps) steps.push_back(job_step_to_json(step));
+    j["steps"] = std::move(steps);
+  } else if (spec.script_text.empty()) {
     j["argv"] = spec.argv;
   } else {
     j["script"] = {{"name", spec.script_name}, {"text", spec.script_text}, {"args", spec.script_args}};
   }
+  if (!spec.image.empty()) j["image"] = spec.image;
+  if (spec.pull != PullPolicy::kMissing) j["pull"] = to_string(spec.pull);
+  if (!spec.container_user.empty()) j["container_user"] = spec.container_user;
   if (!spec.deps.empty()) {
     json deps = json::array();
     for (const auto& d : spec.deps) {

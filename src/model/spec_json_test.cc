@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/limits.h"
+
 namespace gpuq {
 namespace {
 
@@ -375,6 +377,79 @@ TEST(SpecJson, Int64OfJsonNumbers) {
   EXPECT_EQ(json_int64(json::parse("9223372036854775808")), std::nullopt);
   EXPECT_EQ(json_int64(json::parse("1.0")), std::nullopt);
   EXPECT_EQ(json_int64(json::parse("\"1\"")), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuq
+
+namespace gpuq {
+namespace {
+
+TEST(SpecJsonSteps, ParsesScriptAndCommandStepsAndRoundTrips) {
+  auto spec = spec_from_json(json::parse(R"({"cwd":"/tmp","gpus":2,"steps":[
+      {"script":{"name":"/home/a/prepare.sh","text":"echo prep\n","args":[]}},
+      {"argv":["train.sh","--lr","3e-4"],"timeout":"2h","done_if":"test -f done"},
+      {"name":"export","argv":["x"],"image":"busybox:latest"}]})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  ASSERT_EQ(spec->steps.size(), 3u);
+  EXPECT_EQ(spec->steps[0].name, "prepare.sh");
+  EXPECT_EQ(spec->steps[0].script_text, "echo prep\n");
+  EXPECT_EQ(spec->steps[1].name, "train.sh --lr 3e-4");
+  EXPECT_EQ(spec->steps[1].timeout_ms, 2 * 3600 * 1000);
+  EXPECT_EQ(spec->steps[1].done_if, "test -f done");
+  EXPECT_EQ(spec->steps[2].name, "export");
+  EXPECT_EQ(spec->steps[2].image, "busybox:latest");
+  EXPECT_TRUE(spec->argv.empty());
+  auto again = spec_from_json(spec_to_json(*spec), SpecOrigin::kStore);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->steps, spec->steps);
+  EXPECT_TRUE(same_work(*spec, *again));
+  JobSpec other = *spec;
+  other.steps[1].argv.back() = "1e-3";
+  EXPECT_FALSE(same_work(*spec, other));
+}
+
+TEST(SpecJsonSteps, RefusesBadStepsNamingTheStep) {
+  struct Case {
+    const char* body;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"({"steps":[]})", "'steps' is empty"},
+           Case{R"({"steps":{}})", "must be a list of steps"},
+           Case{R"({"argv":["x"],"steps":[{"argv":["y"]}]})", "not both"},
+           Case{R"({"steps":[{"argv":["y"]},{"argv":[]}]})", "steps[1]: field 'argv' is empty"},
+           Case{R"({"steps":[{"argv":["y"],"script":{"text":"x"}}]})", "steps[0]: give exactly one"},
+           Case{R"({"steps":[{"argv":["y"],"retries":2}]})", "steps[0]: unknown field 'retries'"},
+           Case{R"({"steps":[{"argv":["y"],"timeout":"soon"}]})", "steps[0]: field 'timeout'"},
+           Case{R"({"steps":["echo"]})", "steps[0]: a step must be an object"},
+           Case{R"({"argv":["y"],"pull":"always"})", "'pull' applies only to container jobs"},
+           Case{R"({"argv":["y"],"image":"busybox","pull":"sometimes"})", "always, missing, never"},
+           Case{R"({"source":"plan.json:7","steps":[{"argv":["y"],"done_if":7}]})",
+                "plan.json:7: steps[0]: field 'done_if' must be a string"},
+       }) {
+    auto spec = spec_from_json(json::parse(c.body));
+    ASSERT_FALSE(spec) << c.body;
+    EXPECT_NE(spec.error().message.find(c.says), std::string::npos) << c.body << " -> " << spec.error().message;
+  }
+  json many = {{"steps", json::array()}};
+  for (int i = 0; i <= limits::kMaxSteps; ++i) many["steps"].push_back({{"argv", {"x"}}});
+  auto spec = spec_from_json(many);
+  ASSERT_FALSE(spec);
+  EXPECT_NE(spec.error().message.find("at most"), std::string::npos);
+}
+
+TEST(SpecJsonSteps, ContainerFieldsRoundTrip) {
+  auto spec = spec_from_json(json::parse(
+      R"({"argv":["nvidia-smi"],"image":"nvcr.io/nvidia/pytorch:24.01-py3","pull":"never","container_user":"0:0"})"));
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->image, "nvcr.io/nvidia/pytorch:24.01-py3");
+  EXPECT_EQ(spec->pull, PullPolicy::kNever);
+  EXPECT_EQ(spec->container_user, "0:0");
+  auto again = spec_from_json(spec_to_json(*spec), SpecOrigin::kStore);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(same_work(*spec, *again));
+  EXPECT_EQ(again->pull, PullPolicy::kNever);
 }
 
 }  // namespace

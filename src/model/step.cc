@@ -31,6 +31,19 @@ Result<StepState> parse_step_state(std::string_view text) {
                           text));
 }
 
+std::string default_step_name(const JobStep& step) {
+  if (!step.script_text.empty() || !step.script_name.empty()) {
+    size_t slash = step.script_name.rfind('/');
+    return slash == std::string::npos ? step.script_name : step.script_name.substr(slash + 1);
+  }
+  std::string text;
+  for (const auto& arg : step.argv) {
+    if (!text.empty()) text += ' ';
+    text += arg;
+  }
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
 nlohmann::json step_spec_to_json(const StepSpec& step) {
   nlohmann::json j = {{"name", step.name}, {"argv", step.argv}};
   if (step.timeout_ms > 0) j["timeout_ms"] = step.timeout_ms;

@@ -17,6 +17,23 @@
 
 namespace gpuq {
 
+// One step of a job as submitted (JobSpec::steps): a script, snapshotted at submit like a job's
+// script (its text is in the spec, its copy in the job directory), or a command.
+struct JobStep {
+  std::string name;                       // for people: the script's file name, or the command
+  std::vector<std::string> argv;          // a command; empty when `script_text` is set
+  std::string script_name;                // the submitted script's path
+  std::string script_text;                // its content
+  std::vector<std::string> script_args;   // arguments after the script
+  int64_t timeout_ms = 0;                 // the step's own limit; 0: only the job's
+  std::string done_if;                    // skips the step when this shell test exits 0
+  std::string image;                      // runs in this container image; "": the job's
+  bool operator==(const JobStep&) const = default;
+};
+
+// The name a step has for people when none was given: the script's file name, or the command.
+std::string default_step_name(const JobStep& step);
+
 // What one step runs, as a run's shim gets it (runner::RunSpec::steps).
 struct StepSpec {
   std::string name;               // for people: the script's file name, or the command
