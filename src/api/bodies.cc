@@ -295,6 +295,23 @@ Result<daemon::ArrayAction> decode_array_action(std::string_view verb, std::stri
   return action;
 }
 
+Result<bool> decode_job_retry(std::string_view text) {
+  const char* how = "send {} or {\"from_start\": true}";
+  if (text.empty()) return false;
+  auto body = parse_json_body(text);
+  if (!body) return tl::unexpected(body.error());
+  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", how));
+  bool from_start = false;
+  for (const auto& [key, value] : body->items()) {
+    if (key != "from_start") return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
+    if (!value.is_boolean()) {
+      return invalid(fmt::format("field 'from_start' must be true or false, not {}; {}", value.type_name(), how));
+    }
+    from_start = value.get<bool>();
+  }
+  return from_start;
+}
+
 Result<daemon::PlanRequest> decode_plan(std::string_view text, size_t max_sweep_elements) {
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());

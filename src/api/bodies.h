@@ -55,6 +55,9 @@ Result<ReleaseBody> decode_release(std::string_view body);
 // POST /v1/arrays/{ref}/cancel|hold|release|retry: an empty body or {}; retry also takes
 // {"failed": true}, which retries the failed elements only (`gpuq retry NAME --failed`).
 Result<daemon::ArrayAction> decode_array_action(std::string_view verb, std::string_view body);
+// POST /v1/jobs/{ref}/retry: an empty body or {}, or {"from_start": true} (a job with steps runs
+// every step again, `gpuq retry --from-start`). Returns from_start.
+Result<bool> decode_job_retry(std::string_view body);
 
 // POST /v1/gc: {"dry_run": bool} (an empty body: a real prune).
 struct GcBody {

@@ -450,10 +450,16 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
     if (!job) co_return error_response(job.error());
     co_return json_response(http::status::ok, job_to_json(*job));
   }
-  auto work = [queue, job_id, verb] {
+  bool from_start = false;
+  if (verb == "retry") {
+    auto decoded = decode_job_retry(request.body());
+    if (!decoded) co_return error_response(decoded.error());
+    from_start = *decoded;
+  }
+  auto work = [queue, job_id, verb, from_start] {
     if (verb == "hold") return queue->hold(job_id);
     if (verb == "release") return queue->release(job_id);
-    return queue->retry(job_id);
+    return queue->retry(job_id, from_start);
   };
   auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
   if (!job) co_return error_response(job.error());

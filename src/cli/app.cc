@@ -317,6 +317,8 @@ void define_commands(CLI::App& app, Parsed& p) {
     retry->add_flag("--json", p.retry.json, kJsonEach);
     retry->add_flag("--failed", p.retry.failed,
                     "of an array: only its failed elements (not the cancelled or blocked ones)");
+    retry->add_flag("--from-start", p.retry.from_start,
+                    "a job with steps: run every step again (default: resume at the step that did not finish)");
   }
 
   if (auto* move = add_command(app, p, "move", "move a pending job in the queue")) {

@@ -112,6 +112,7 @@ struct CancelOptions {
   std::vector<std::string> refs;
   bool json = false;
   bool failed = false;  // retry: of an array, only the failed elements (docs/sweeps.md)
+  bool from_start = false;  // retry: a job with steps runs every step again (docs/jobs.md)
 };
 int run_cancel(Context& ctx, const CancelOptions& options);
 
@@ -149,8 +150,10 @@ int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, con
 // POSTs /v1/jobs/{ref}/<action> for each job and prints "<done> job <id>" (post_each).
 // A ref that names an array (docs/sweeps.md) is acted on as one, in one request
 // (POST /v1/arrays/{ref}/<action> with `array_body`).
+// `job_body` is what each job's POST sends (retry: {"from_start": true}).
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
-                   std::string_view action, std::string_view done, Json array_body = Json::object());
+                   std::string_view action, std::string_view done, Json array_body = Json::object(),
+                   Json job_body = Json::object());
 
 struct MoveOptions {
   std::string ref;

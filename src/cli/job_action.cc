@@ -75,9 +75,10 @@ int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, con
 }
 
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
-                   std::string_view action, std::string_view done, Json array_body) {
+                   std::string_view action, std::string_view done, Json array_body, Json job_body) {
   EachPost post;
   post.verb = action;
+  post.body = std::move(job_body);
   post.target = [&](const std::string& ref) { return fmt::format("{}/{}", job_path(ref), action); };
   post.array_target = [&](const std::string& ref) {
     return fmt::format("/v1/arrays/{}/{}", percent_encode(ref), action);

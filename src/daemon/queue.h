@@ -245,7 +245,9 @@ class Queue {
   Result<Cancelled> cancel(int64_t job_id);
   Result<Job> hold(int64_t job_id);
   Result<Job> release(int64_t job_id);
-  Result<Job> retry(int64_t job_id);
+  // `from_start`: a job with steps runs every step again (else its next run resumes at the
+  // step that did not finish).
+  Result<Job> retry(int64_t job_id, bool from_start = false);
   Result<Job> move(int64_t job_id, const MoveRequest& request);
   // Moves every waiting element of the array as one block (queue_array_move.cc): to the top or
   // bottom, before or after a waiting job that is not one of them, or to a priority. Their

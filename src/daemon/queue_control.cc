@@ -42,7 +42,7 @@ Result<Job> Queue::release(int64_t job_id) {
   return load_job(job_id, true);
 }
 
-Result<Job> Queue::retry(int64_t job_id) {
+Result<Job> Queue::retry(int64_t job_id, bool from_start) {
   auto job = load_job(job_id, true);
   if (!job) return tl::unexpected(job.error());
   JobState from = job->state;
@@ -65,7 +65,12 @@ Result<Job> Queue::retry(int64_t job_id) {
     if (auto st = set_state(job_id, from, JobState::kPending, ""); !st) return st;
     if (auto st = store_.set_retry_at(job_id, 0); !st) return st;
     if (auto st = store_.set_retry_base(job_id, retry_base); !st) return st;
-    return add_event("job.retried", job_id, std::nullopt, {{"from", to_string(from)}});
+    nlohmann::json data = {{"from", to_string(from)}};
+    if (!job->spec.steps.empty()) {
+      if (auto st = store_.set_steps_from_start(job_id, from_start); !st) return st;
+      data["from_start"] = from_start;
+    }
+    return add_event("job.retried", job_id, std::nullopt, data);
   });
   if (!committed) return tl::unexpected(unavailable(committed.error()));
   job->state = JobState::kPending;

@@ -50,7 +50,20 @@ Status Queue::check_and_resolve(JobSpec& spec,
     auto checked = spec::check_script_text(spec.script_name, spec.script_text);
     if (!checked) return bad(checked.error().message);
   }
-  if (spec.script_text.empty() == spec.argv.empty()) {
+  if (!spec.steps.empty()) {
+    if (!spec.script_text.empty() || !spec.argv.empty()) {
+      return bad("give steps, or a script or a command (`-- CMD ARGS`), not both");
+    }
+    for (size_t i = 0; i < spec.steps.size(); ++i) {
+      const JobStep& step = spec.steps[i];
+      if (step.script_text.empty() == step.argv.empty()) {
+        return bad(fmt::format("step {} ({}) needs either a script or a command", i, step.name));
+      }
+      if (step.script_text.empty()) continue;
+      auto checked = spec::check_script_text(step.script_name, step.script_text);
+      if (!checked) return bad(fmt::format("step {}: {}", i, checked.error().message));
+    }
+  } else if (spec.script_text.empty() == spec.argv.empty()) {
     return bad("give either a script or a command (`-- CMD ARGS`), not both or neither");
   }
   for (const auto& lane : spec.lanes) {
@@ -192,7 +205,8 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
 }
 
 Status Queue::make_job_dir(const Job& job) {
-  return world_.write_job_dir(options_.layout.job_dir(job.id), job.spec.script_text);
+  std::string job_dir = options_.layout.job_dir(job.id);
+  return world_.write_job_dir(job_dir, runner::script_snapshots(job.spec, job_dir));
 }
 
 void Queue::track(ActiveJob job) {

@@ -137,6 +137,7 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
       job.spec.argv = {};
       job.spec.script_args = {};
       job.spec.script_text = {};
+      job.spec.steps = {};
       inserted.push_back(std::move(job));
     }
     nlohmann::json data = {{"array", array.id}, {"name", array.name}, {"size", array.size}};

@@ -137,6 +137,7 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       options_(std::move(options)),
       processes_(os::make_linux_process_table()),
       checker_(actor, options_.condition_threads),
+      file_watcher_(actor),
       cleaner_(os::make_linux_process_table(), options_.cleanup),
       worker_([this] { worker_loop(); }) {
   if (options_.containment.kind != "cgroup") return;
@@ -204,6 +205,15 @@ Result<runner::ExitRecord> RealWorld::read_exit_record(const std::string& run_di
   return runner::read_exit_record(run_dir);
 }
 
+Result<std::vector<StepRun>> RealWorld::read_step_record(const std::string& run_dir) {
+  return runner::read_step_record(run_dir);
+}
+
+Result<std::unique_ptr<FileWatch>> RealWorld::watch_file(const std::string& path,
+                                                         std::function<void()> changed) {
+  return file_watcher_.watch(path, std::move(changed));
+}
+
 void RealWorld::on_worker(std::function<void()> task) {
   {
     std::lock_guard lock(worker_mutex_);
@@ -268,16 +278,18 @@ void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
   });
 }
 
-Status RealWorld::write_job_dir(const std::string& job_dir, const std::string& script) {
+Status RealWorld::write_job_dir(const std::string& job_dir,
+                                const std::vector<std::pair<std::string, std::string>>& scripts) {
   // A command has nothing to keep before it runs: its directory comes with its first run
   // (start_run makes the run directory's parents), which spares a sweep of 10,000 commands
   // 10,000 mkdirs in its submit.
-  if (script.empty()) return ok();
+  if (scripts.empty()) return ok();
   if (auto made = os::make_dirs(job_dir, 0700); !made) return made;
-  // The snapshot: editing the submitted file later changes nothing.
-  std::string path = runner::script_snapshot_path(job_dir);
-  if (auto written = os::write_file_atomic(path, script); !written) return written;
-  if (::chmod(path.c_str(), 0700) != 0) return errno_error("chmod " + path);
+  // The snapshots: editing the submitted files later changes nothing.
+  for (const auto& [path, text] : scripts) {
+    if (auto written = os::write_file_atomic(path, text); !written) return written;
+    if (::chmod(path.c_str(), 0700) != 0) return errno_error("chmod " + path);
+  }
   return ok();
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/asio.h"
+#include "daemon/file_watcher.h"
 #include "daemon/world.h"
 #include "runner/cgroup.h"
 #include "runner/cgroup_cleaner.h"
@@ -53,9 +54,13 @@ class RealWorld : public World {
                                                    const std::string& run_id) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
+  Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) override;
+  Result<std::unique_ptr<FileWatch>> watch_file(const std::string& path,
+                                                std::function<void()> changed) override;
   void sweep_session(pid_t session, uint64_t shim_start_ticks,
                      std::function<void(int killed)> done) override;
-  Status write_job_dir(const std::string& job_dir, const std::string& script) override;
+  Status write_job_dir(const std::string& job_dir,
+                       const std::vector<std::pair<std::string, std::string>>& scripts) override;
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override;
   int64_t modified_ms(const std::string& path) override;
@@ -80,6 +85,7 @@ class RealWorld : public World {
   RealWorldOptions options_;
   std::unique_ptr<os::ProcessTable> processes_;
   ConditionChecker checker_;
+  FileWatcher file_watcher_;
   runner::Cleaner cleaner_;
   // Under cgroup containment: the runs' cgroups and their cleaner (null otherwise).
   std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();

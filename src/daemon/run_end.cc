@@ -30,11 +30,57 @@ std::string log_note_of(const runner::ExitRecord& r) {
   return note;
 }
 
+std::string step_label(const StepRun& step, const std::vector<std::string>& names) {
+  size_t i = static_cast<size_t>(step.index);
+  if (i < names.size() && !names[i].empty()) return fmt::format("step {} ({})", step.index, names[i]);
+  return fmt::format("step {}", step.index);
+}
+
 }  // namespace
 
+namespace {
+bool step_ended(StepState state) { return state != StepState::kPending && state != StepState::kRunning; }
+}  // namespace
+
+std::vector<StepChange> step_changes(const std::vector<StepRun>& recorded, const std::vector<StepRun>& seen) {
+  std::vector<StepChange> changes;
+  for (const StepRun& step : seen) {
+    const StepRun* before = nullptr;
+    for (const StepRun& r : recorded) {
+      if (r.index == step.index) before = &r;
+    }
+    StepChange change{step, false, false};
+    change.started = step.started_at_ms > 0 && (!before || before->started_at_ms == 0);
+    change.finished = step_ended(step.state) && (!before || !step_ended(before->state));
+    if (change.started || change.finished) changes.push_back(std::move(change));
+  }
+  return changes;
+}
+
+std::vector<StepRun> steps_of_lost_run(std::vector<StepRun> steps, int64_t ended_ms) {
+  for (StepRun& step : steps) {
+    if (step.state != StepState::kRunning) continue;
+    step.state = StepState::kStopped;
+    step.ended_at_ms = ended_ms;
+  }
+  return steps;
+}
+
+const StepRun* step_that_ended_run(const std::vector<StepRun>& steps) {
+  for (const StepRun& step : steps) {
+    if (step.state == StepState::kFailed || step.state == StepState::kTimedOut ||
+        step.state == StepState::kStopped) {
+      return &step;
+    }
+  }
+  return nullptr;
+}
+
 RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_done_if,
-                     int64_t now_ms, bool while_down) {
+                     int64_t now_ms, bool while_down, const std::vector<std::string>& step_names) {
   RunEnd end;
+  end.steps = record.steps;
+  const StepRun* ended_by = step_that_ended_run(record.steps);
   end.exit_code = record.exit_code;
   end.signal = record.signal;
   end.ended_ms = record.ended_at_ms ? record.ended_at_ms : now_ms;
@@ -57,8 +103,16 @@ RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_
   } else if (run.stop_reason == StopReason::kPreempt && record.stop_requested) {
     end.outcome = RunOutcome::kPreempted;
     end.how = "stopped";
+  } else if (ended_by && ended_by->state == StepState::kTimedOut) {
+    end.outcome = RunOutcome::kTimedOut;
+    end.reason = fmt::format("run {}: {} timed out", run.number, step_label(*ended_by, step_names));
   } else if (!record.error.empty()) {
-    end.reason = "could not start: " + record.error;
+    end.reason = ended_by ? fmt::format("run {}: {} could not start: {}", run.number,
+                                        step_label(*ended_by, step_names), record.error)
+                          : "could not start: " + record.error;
+  } else if (ended_by) {
+    end.reason = fmt::format("run {}: {} failed: {}", run.number, step_label(*ended_by, step_names),
+                             exit_text(record));
   } else if (record.exit_code == 0) {
     end.outcome = RunOutcome::kSucceeded;
     end.needs_done_if = has_done_if;
@@ -70,6 +124,7 @@ RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_
   if (while_down) end.data["while_daemon_down"] = true;
   if (!record.claim_lapsed.empty()) end.data["claim_lapsed"] = record.claim_lapsed;
   if (!end.log_note.empty()) end.data["log_note"] = end.log_note;
+  if (ended_by) end.data["step"] = ended_by->index;
   return end;
 }
 

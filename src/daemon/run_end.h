@@ -31,12 +31,34 @@ struct RunEnd {
   bool needs_done_if = false;
   // Why output.log may lack output (the disk filled, or the log reached its cap); "" when whole.
   std::string log_note;
+  // A job with steps: what each step of the run did (the exit record's), recorded with the end.
+  std::vector<StepRun> steps;
 };
 
+// What a run's step record (`seen`: the shim's steps.json or exit.json) says that the store's
+// (`recorded`) does not yet: the steps that began and those that ended since, by index, each
+// with what was seen of it. Events follow these, so each step's start and end is told once.
+struct StepChange {
+  StepRun step;
+  bool started = false;
+  bool finished = false;
+};
+std::vector<StepChange> step_changes(const std::vector<StepRun>& recorded, const std::vector<StepRun>& seen);
+
+// The steps of a run whose shim left no last word (lost): a step that was running is stopped
+// at `ended_ms`.
+std::vector<StepRun> steps_of_lost_run(std::vector<StepRun> steps, int64_t ended_ms);
+
+// A job with steps: the step that ended the run without success (failed, timed out or
+// stopped), if one did.
+const StepRun* step_that_ended_run(const std::vector<StepRun>& steps);
+
 // The run's end from its exit record. `now_ms` stands in for a record without an end time.
-// `while_down`: the shim ended while no daemon was watching (said in the event).
+// `while_down`: the shim ended while no daemon was watching (said in the event). A job with
+// steps names the step that ended the run (`step_names`: each step's, by index): its failure is
+// the run's, and a step's own timeout makes the run timed out.
 RunEnd judge_run_end(const Run& run, const runner::ExitRecord& record, bool has_done_if,
-                     int64_t now_ms, bool while_down);
+                     int64_t now_ms, bool while_down, const std::vector<std::string>& step_names = {});
 
 // The end of a run whose exit 0 waited for DONE_IF: `done` says whether it held. A cancel that
 // arrived meanwhile wins.

@@ -85,6 +85,10 @@ Status RunLifecycle::write_finish(Finish& f) {
   RunEnd& end = f.end;
   const AfterRun& after = f.after;
   const ActiveJob* active = host_.active_job(job_id);
+  // Each step's start and end before the run's: events in the order things happened.
+  if (!end.steps.empty()) {
+    if (auto st = write_steps(live, end.steps); !st) return st;
+  }
   auto st = store_.finish_run(run.id, end.ended_ms, end.exit_code, end.signal, end.outcome);
   if (!st) return st;
   if (!live.stop_recorded) {

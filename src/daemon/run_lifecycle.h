@@ -63,7 +63,20 @@ struct LiveRun {
   std::optional<RunEnd> ended;  // exited; the end waits to be recorded (the store failed)
   int64_t sampled_ms = 0;       // its latest utilisation sample (queue_probe.cc); 0: none yet
   std::optional<int64_t> peak_mib;  // the most GPU memory the probe saw it use
+  // A job with steps: each step's name (empty for a job without steps), and the watch on the
+  // run's steps.json that records each step's start and end as they happen (run_steps.cc).
+  std::vector<std::string> step_names;
+  std::unique_ptr<FileWatch> steps_watch;
 };
+
+// Each step's name, by index; empty for a job without steps.
+std::vector<std::string> step_names_of(const JobSpec& spec);
+
+// The step a job's next run begins at (run_steps.cc): where the newest run that began left off
+// (model/step.h's resume_step), so that a run preempted, lost, failed or stopped does not run
+// again the steps it finished; step 0 when it finished them all, when it has none, or after
+// `gpuq retry --from-start`.
+int first_step_of(const Job& job, const std::optional<Run>& last_begun);
 
 // A finished run whose GPUs and lanes stay held until the cleanup after it is confirmed.
 struct Cleaning {
@@ -128,6 +141,7 @@ class RunLifecycle {
     Job job;
     std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
     bool resume = false;
+    std::vector<std::string> step_names;
     Run run;
     std::unique_ptr<ShimProcess> shim;
   };
@@ -172,6 +186,14 @@ class RunLifecycle {
   Finish prepare_finish(int64_t job_id);
   Status write_finish(Finish& finish);
   void after_finish(const Finish& finish);
+
+  // Steps (run_steps.cc): each step's start and end recorded, with its event, as the shim
+  // rewrites steps.json, and at the run's end whatever was not recorded yet.
+  void watch_steps(int64_t job_id);
+  void on_steps_changed(int64_t job_id);
+  // The writes (inside a commit) that bring the run's stored steps to `seen`, with an event
+  // for each step that began (job.step_started) or ended (job.step_finished) since.
+  Status write_steps(const LiveRun& live, const std::vector<StepRun>& seen);
 
   // Recovery (run_recovery.cc).
   Status recover_run(const Run& run);

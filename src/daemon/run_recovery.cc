@@ -24,6 +24,7 @@ Status RunLifecycle::recover_run(const Run& run) {
   live.slots = slots_of(inventory_, run);
   if (const ActiveJob* active = host_.active_job(run.job_id)) live.lanes = active->lanes;
   if (run.peak_gpu_mem_mib) live.peak_mib = *run.peak_gpu_mem_mib;  // never lower it
+  if (auto job = host_.load_job(run.job_id, false)) live.step_names = step_names_of(job->spec);
   host_.hold_slots(run.job_id, live.slots, live.lanes);
   int64_t job_id = run.job_id;
   running_[job_id] = std::move(live);
@@ -44,6 +45,7 @@ Status RunLifecycle::recover_run(const Run& run) {
       if (!st) return st;
       running_.at(job_id).shim = std::move(*shim);
       watch_exit(job_id);
+      watch_steps(job_id);
       arm_timeout(job_id);
       arm_yield_deadline(job_id);
       return ok();

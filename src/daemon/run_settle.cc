@@ -54,6 +54,8 @@ void RunLifecycle::settle_run(int64_t job_id, bool while_down) {
     host_.retry_later(fmt::format("settle:{}", job_id), again);
     return;
   }
+  if (live.step_names.empty()) live.step_names = step_names_of(job->spec);
+  live.steps_watch.reset();  // the exit record has the last word on the steps
   if (!live.cleanup_begun) {
     live.cleanup_begun = true;
     begin_cleanup(run.id,
@@ -73,7 +75,8 @@ void RunLifecycle::settle_run(int64_t job_id, bool while_down) {
     live.ended = unstarted;
     return settle_lost_run(job_id, false);
   }
-  RunEnd end = judge_run_end(run, *record, !job->spec.done_if.empty(), world_.now_ms(), while_down);
+  RunEnd end = judge_run_end(run, *record, !job->spec.done_if.empty(), world_.now_ms(), while_down,
+                             live.step_names);
   if (!end.needs_done_if) {
     live.ended = std::move(end);
     return finish_run(job_id);
@@ -107,6 +110,8 @@ void RunLifecycle::settle_lost_run(int64_t job_id, bool released) {
     host_.retry_later(fmt::format("lost:{}", job_id), again);
     return;
   }
+  if (live.step_names.empty()) live.step_names = step_names_of(job->spec);
+  live.steps_watch.reset();
   if (!live.ended) {
     // What is left of its session goes, off this thread (a run of an earlier boot has
     // nothing left, and its session id may belong to anyone now).
@@ -118,6 +123,11 @@ void RunLifecycle::settle_lost_run(int64_t job_id, bool released) {
     live.ended = lost;
   }
   RunOutcome outcome = released ? RunOutcome::kLost : RunOutcome::kNotStarted;
+  // The steps as far as the shim told them: a step that was running when it vanished stopped.
+  std::vector<StepRun> steps;
+  if (released && !live.step_names.empty()) {
+    if (auto seen = world_.read_step_record(run.run_dir)) steps = steps_of_lost_run(std::move(*seen), live.ended->ended_ms);
+  }
   LostRun decision = released ? decide_lost_run(run, job->lost_count)
                               : decide_unstarted_run(run, not_started_before(job->runs, run.number),
                                                      config_.max_not_started);
@@ -139,6 +149,9 @@ void RunLifecycle::settle_lost_run(int64_t job_id, bool released) {
     }
     if (released) {
       if (st = store_.set_lost_count(job_id, job->lost_count + 1); !st) return st;
+    }
+    if (!steps.empty()) {
+      if (st = write_steps(live, steps); !st) return st;
     }
     if (st = host_.set_state(job_id, JobState::kRunning, decision.to, decision.reason); !st) return st;
     st = host_.add_event(released ? "job.lost" : "job.not_started", job_id, run.number, run_data);

@@ -117,6 +117,13 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
   spec.umask = places_.job_umask;
   spec.max_log_bytes = config_.max_log_bytes;
   spec.claim_deadline_file = p.job.spec.claim_deadline_file;
+  if (!p.job.spec.steps.empty()) {
+    // Steps that earlier runs finished are not run again (docs/jobs.md, "Steps").
+    run.first_step = first_step_of(p.job, p.last);
+    p.step_names = step_names_of(p.job.spec);
+    spec.steps = runner::run_steps(p.job.spec, context.job_dir);
+    spec.first_step = run.first_step;
+  }
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
   int number = *last_number + 1;
@@ -163,9 +170,12 @@ Status RunLifecycle::record_start(PreparedStart& p) {
   if (!id) return tl::unexpected(id.error());
   run.id = *id;
   if (auto st = host_.set_state(p.job_id, JobState::kPending, JobState::kRunning, ""); !st) return st;
-  if (auto st = host_.add_event("job.started", p.job_id, run.number, {{"gpus", gpus}, {"pid", run.shim_pid}}); !st) {
-    return st;
+  if (p.job.steps_from_start) {
+    if (auto st = store_.set_steps_from_start(p.job_id, false); !st) return st;
   }
+  nlohmann::json started = {{"gpus", gpus}, {"pid", run.shim_pid}};
+  if (!p.step_names.empty()) started["first_step"] = run.first_step;
+  if (auto st = host_.add_event("job.started", p.job_id, run.number, started); !st) return st;
   if (!p.resume) return ok();
   return host_.add_event("job.resumed", p.job_id, run.number,
                          {{"after_run", p.last->number}, {"preempted_by", p.last->preempted_by}});
@@ -186,8 +196,10 @@ void RunLifecycle::begin_run(PreparedStart p) {
   live.slots = std::move(p.slots);
   live.lanes = std::move(p.lanes);
   live.shim = std::move(p.shim);
+  live.step_names = std::move(p.step_names);
   running_[job_id] = std::move(live);
   watch_exit(job_id);
+  watch_steps(job_id);
   arm_timeout(job_id);
   count_start(p.job, running_.at(job_id).run);  // after the release: not on the start's path
 }

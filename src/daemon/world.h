@@ -51,6 +51,13 @@ class ShimProcess {
   virtual void on_exit(std::function<void()> exited) = 0;
 };
 
+// A watch on one file (World::watch_file); dropping it ends the watch, and its callback is not
+// called after that.
+class FileWatch {
+ public:
+  virtual ~FileWatch() = default;
+};
+
 class World {
  public:
   virtual ~World() = default;
@@ -79,6 +86,13 @@ class World {
   // The run's exit.json: kNotFound when the shim wrote none; another error when it cannot be
   // read now (which says nothing about whether the run ended).
   virtual Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) = 0;
+  // A job with steps: the run's steps.json (kNotFound before its first step began).
+  virtual Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) = 0;
+  // Calls `changed` each time the file at `path` is written or moved into place (several
+  // changes may come as one call). Fails when it cannot be watched; the caller then learns
+  // what changed later (a run's steps at its end).
+  virtual Result<std::unique_ptr<FileWatch>> watch_file(const std::string& path,
+                                                        std::function<void()> changed) = 0;
   // Kills, on another thread, what is left of the session of a shim that vanished (pid
   // `session`, started at `shim_start_ticks`): every process of that session that started no
   // earlier than the shim, each signalled only after its identity was checked. `done` gets how
@@ -87,9 +101,10 @@ class World {
                              std::function<void(int killed)> done) = 0;
 
   // --- files ---
-  // A script job's directory and its script snapshot; nothing for a command (`script` empty),
-  // whose directory is made with its first run.
-  virtual Status write_job_dir(const std::string& job_dir, const std::string& script) = 0;
+  // A job's directory and its script snapshots ({path, text}: runner::script_snapshots); nothing
+  // for a command (no scripts), whose directory is made with its first run.
+  virtual Status write_job_dir(const std::string& job_dir,
+                               const std::vector<std::pair<std::string, std::string>>& scripts) = 0;
   // The yield request a running job finds at $GPUQ_YIELD_FILE; remove_file() withdraws it.
   virtual Status write_file(const std::string& path, const std::string& content) = 0;
   virtual void remove_file(const std::string& path) = 0;

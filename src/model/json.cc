@@ -11,8 +11,24 @@ nlohmann::json time_or_null(int64_t ms) {
   return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(ms));
 }
 
+// The step the job's running run is in now; null when none.
+nlohmann::json running_step(const Job& job) {
+  if (job.state != JobState::kRunning || job.runs.empty()) return nullptr;
+  const Run& run = job.runs.back();
+  if (run.outcome != RunOutcome::kRunning) return nullptr;
+  for (const StepRun& step : run.steps) {
+    if (step.state == StepState::kRunning) return step.index;
+  }
+  return nullptr;
+}
+
 // The command as a person reads it: the script name and its arguments, or the argv.
 std::string command_line(const JobSpec& spec) {
+  if (!spec.steps.empty()) {
+    std::string steps;
+    for (const auto& step : spec.steps) steps += (steps.empty() ? "" : " ; ") + (step.name.empty() ? default_step_name(step) : step.name);
+    return steps;
+  }
   std::string out = spec.script_name.empty() ? "" : spec.script_name;
   const auto& words = spec.script_name.empty() ? spec.argv : spec.script_args;
   for (const auto& w : words) {
@@ -76,7 +92,45 @@ nlohmann::json run_to_json(const Run& run) {
   }
   j["seen_gpus"] = std::move(seen);
   j["gpu_mismatch"] = mismatch;
+  if (!run.steps.empty() || run.first_step != 0) {
+    j["first_step"] = run.first_step;
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& step : run.steps) steps.push_back(step_run_to_json(step));
+    j["steps"] = std::move(steps);
+  }
   return j;
+}
+
+nlohmann::json job_steps_to_json(const Job& job) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t i = 0; i < job.spec.steps.size(); ++i) {
+    const JobStep& spec = job.spec.steps[i];
+    // The step as its latest run that reached it left it.
+    const StepRun* latest = nullptr;
+    int run_number = 0;
+    for (const Run& run : job.runs) {
+      for (const StepRun& s : run.steps) {
+        if (s.index == static_cast<int>(i) && s.state != StepState::kPending) {
+          latest = &s;
+          run_number = run.number;
+        }
+      }
+    }
+    auto optional_int = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    nlohmann::json entry = {
+        {"index", i},
+        {"name", spec.name.empty() ? default_step_name(spec) : spec.name},
+        {"state", latest ? to_string(latest->state) : "pending"},
+        {"started", time_or_null(latest ? latest->started_at_ms : 0)},
+        {"ended", time_or_null(latest ? latest->ended_at_ms : 0)},
+        {"exit_code", latest ? optional_int(latest->exit_code) : nlohmann::json(nullptr)},
+        {"signal", latest ? optional_int(latest->signal) : nlohmann::json(nullptr)},
+        {"run", run_number ? nlohmann::json(run_number) : nlohmann::json(nullptr)},
+        {"image", spec.image.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.image)},
+    };
+    steps.push_back(std::move(entry));
+  }
+  return steps;
 }
 
 nlohmann::json job_to_json(const Job& job) {
@@ -114,6 +168,9 @@ nlohmann::json job_to_json(const Job& job) {
                                                           : nlohmann::json(nullptr)},
       {"quiet_ms", job.spec.quiet_ms >= 0 ? nlohmann::json(job.spec.quiet_ms) : nlohmann::json(nullptr)},
       {"warn_after_ms", job.spec.warn_after_ms ? nlohmann::json(job.spec.warn_after_ms) : nlohmann::json(nullptr)},
+      {"steps", job_steps_to_json(job)},
+      {"step", running_step(job)},
+      {"image", job.spec.image.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.image)},
   };
 }
 

@@ -13,7 +13,9 @@ namespace gpuq {
 //  "verified","started_at_ms","ended_at_ms","run_id","peak_gpu_mem_mib","preempted_by",
 //  "preempt_deadline","log_note","log_incomplete","seen_gpus":[as gpus],"gpu_mismatch"};
 //  absent values are null (`preempted_by` is null when no job preempts or preempted the run,
-//  `peak_gpu_mem_mib` when the probe saw none). GET /v1/jobs/{ref} adds "samples".
+//  `peak_gpu_mem_mib` when the probe saw none). A run of a job with steps adds "first_step"
+//  (where it began) and "steps" (model/step.h's records: index, state, started_at_ms, ...).
+//  GET /v1/jobs/{ref} adds "samples".
 nlohmann::json run_to_json(const Run& run);
 
 // {"id","name","user","state","priority","gpus_requested","reason","submitted_at","finished_at",
@@ -21,8 +23,14 @@ nlohmann::json run_to_json(const Run& run);
 //  the array the job is an element of, null for a job alone; `name` is null when the
 //  job has none, `user` for jobs of daemons older than it; `preempt` is "never", "yield" or
 //  "restart"; `restart_within_ms` is null when unset. The API may add fields it alone knows,
-//  such as "gpu_mem_learned".
+//  such as "gpu_mem_learned". "steps" lists a job's steps ([] without): each {"index","name",
+//  "state","started","ended","exit_code","signal","run","image"} as the latest run that reached
+//  it left it ("pending" and nulls before); "step" is the index of the step running now, or
+//  null; "image" the job's container image, or null.
 nlohmann::json job_to_json(const Job& job);
+
+// The "steps" of job_to_json.
+nlohmann::json job_steps_to_json(const Job& job);
 
 // {"id","name","size","max_running","sweep","submitted_at"} (docs/sweeps.md): `sweep` is what
 // was submitted ({"array": "0-9%2"} or {"grid": [...], "max_running": N}); `max_running` is

@@ -48,13 +48,55 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
 
 std::string script_snapshot_path(const std::string& job_dir) { return job_dir + "/script"; }
 
+namespace {
+
+std::vector<std::string> script_argv(const std::string& text, const std::string& path,
+                                     const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  if (text.rfind("#!", 0) != 0) argv.push_back("bash");
+  argv.push_back(path);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+}  // namespace
+
 std::vector<std::string> run_argv(const JobSpec& spec, const std::string& job_dir) {
   if (spec.script_text.empty()) return spec.argv;
-  std::vector<std::string> argv;
-  if (spec.script_text.rfind("#!", 0) != 0) argv.push_back("bash");
-  argv.push_back(script_snapshot_path(job_dir));
-  argv.insert(argv.end(), spec.script_args.begin(), spec.script_args.end());
-  return argv;
+  return script_argv(spec.script_text, script_snapshot_path(job_dir), spec.script_args);
+}
+
+std::string step_script_snapshot_path(const std::string& job_dir, int index) {
+  return job_dir + "/step-" + std::to_string(index);
+}
+
+std::vector<std::pair<std::string, std::string>> script_snapshots(const JobSpec& spec,
+                                                                  const std::string& job_dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!spec.script_text.empty()) files.emplace_back(script_snapshot_path(job_dir), spec.script_text);
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const JobStep& step = spec.steps[i];
+    if (step.script_text.empty()) continue;
+    files.emplace_back(step_script_snapshot_path(job_dir, static_cast<int>(i)), step.script_text);
+  }
+  return files;
+}
+
+std::vector<StepSpec> run_steps(const JobSpec& spec, const std::string& job_dir) {
+  std::vector<StepSpec> steps;
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const JobStep& step = spec.steps[i];
+    StepSpec s;
+    s.name = step.name;
+    s.argv = step.script_text.empty()
+                 ? step.argv
+                 : script_argv(step.script_text, step_script_snapshot_path(job_dir, static_cast<int>(i)),
+                               step.script_args);
+    s.timeout_ms = step.timeout_ms;
+    s.done_if = step.done_if;
+    steps.push_back(std::move(s));
+  }
+  return steps;
 }
 
 }  // namespace gpuq::runner

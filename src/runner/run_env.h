@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,17 @@ std::string script_snapshot_path(const std::string& job_dir);
 // argv for the run: the command, or the script snapshot (executed directly when it has a
 // #! line, else by bash) followed by its arguments.
 std::vector<std::string> run_argv(const JobSpec& spec, const std::string& job_dir);
+
+// The snapshot of step `index`'s script inside the job directory.
+std::string step_script_snapshot_path(const std::string& job_dir, int index);
+
+// The scripts a job keeps in its directory, as {path, text}: its script, or each script
+// step's; none for a command.
+std::vector<std::pair<std::string, std::string>> script_snapshots(const JobSpec& spec,
+                                                                  const std::string& job_dir);
+
+// The steps as the run's shim runs them (RunSpec::steps): each step's command, or its script
+// snapshot as run_argv runs a job's; empty for a job without steps.
+std::vector<StepSpec> run_steps(const JobSpec& spec, const std::string& job_dir);
 
 }  // namespace gpuq::runner

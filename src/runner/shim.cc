@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "base/time.h"
+#include "model/job.h"
 #include "os/process.h"
 #include "runner/claim_watch.h"
 #include "runner/log_cap.h"
@@ -276,7 +277,7 @@ class Shim {
       step.signal = record_.signal;
       if (step_timed_out_) {
         step.state = StepState::kTimedOut;
-      } else if (record_.stop_requested) {
+      } else if (record_.stop_requested || yielded()) {
         step.state = StepState::kStopped;
       } else {
         step.state = record_.exit_code == 0 ? StepState::kSucceeded : StepState::kFailed;
@@ -284,6 +285,14 @@ class Shim {
       note_steps();
       if (step.state != StepState::kSucceeded) break;
     }
+  }
+
+  // The running step saved its state and yielded its GPUs, as asked (exit 75 while the yield
+  // file exists): it stopped, it did not fail, and it runs again with GPUQ_RESUME=1.
+  bool yielded() const {
+    if (record_.exit_code != kYieldExitCode) return false;
+    auto file = spec_.env.find("GPUQ_YIELD_FILE");
+    return file != spec_.env.end() && ::access(file->second.c_str(), F_OK) == 0;
   }
 
   // Whether a stop came between two steps (it waits in the signalfd): it is taken now, as one

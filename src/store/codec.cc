@@ -42,4 +42,22 @@ std::vector<int> decode_ints(const std::string& text) {
   return out;
 }
 
+std::string encode_step_runs(const std::vector<StepRun>& steps) {
+  json j = json::array();
+  for (const auto& step : steps) j.push_back(step_run_to_json(step));
+  return j.dump();
+}
+
+Result<std::vector<StepRun>> decode_step_runs(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_array()) return fail(Code::kCorruption, "a run's stored steps are not a JSON list");
+  std::vector<StepRun> out;
+  for (const auto& entry : j) {
+    auto step = step_run_from_json(entry);
+    if (!step) return tl::unexpected(step.error());
+    out.push_back(std::move(*step));
+  }
+  return out;
+}
+
 }  // namespace gpuq::store

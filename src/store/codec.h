@@ -16,5 +16,8 @@ std::string encode_strings(const std::vector<std::string>& values);
 std::vector<std::string> decode_strings(const std::string& text);
 std::string encode_ints(const std::vector<int>& values);
 std::vector<int> decode_ints(const std::string& text);
+// A run's step records: a JSON list of model/step.h's StepRun form.
+std::string encode_step_runs(const std::vector<StepRun>& steps);
+Result<std::vector<StepRun>> decode_step_runs(const std::string& text);
 
 }  // namespace gpuq::store

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 14> kMigrations = {
+constexpr std::array<const char*, 15> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -293,6 +293,14 @@ CREATE INDEX runs_running ON runs(outcome) WHERE outcome = 'running';
 CREATE INDEX runs_cleanup ON runs(cleanup) WHERE cleanup IN ('pending','attention');
 CREATE INDEX runs_by_name ON runs(job_name) WHERE job_name != '' AND outcome = 'succeeded';
 CREATE INDEX runs_by_end ON runs(ended_at) WHERE ended_at IS NOT NULL;
+)sql",
+    // 15: jobs with steps (docs/jobs.md, "Steps"). A run records the step it began at and what
+    // each step did (JSON: model/step.h's StepRun list, '[]' for runs of jobs without steps);
+    // `gpuq retry --from-start` asks the next run to begin at step 0.
+    R"sql(
+ALTER TABLE runs ADD COLUMN first_step INTEGER NOT NULL DEFAULT 0 CHECK (first_step >= 0);
+ALTER TABLE runs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE jobs ADD COLUMN steps_from_start INTEGER NOT NULL DEFAULT 0 CHECK (steps_from_start IN (0, 1));
 )sql",
 };
 

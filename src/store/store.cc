@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kJobColumns =
     "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
-    "lost_count, retry_at, retry_base, conditions_false_since, user, array_id, "
+    "lost_count, retry_at, retry_base, conditions_false_since, user, array_id, steps_from_start, "
     // An element of an array keeps only its own variables (docs/sweeps.md): the environment
     // every element shares is its array's, kept once in arrays.base.
     "(SELECT json_extract(base, '$.env') FROM arrays WHERE arrays.id = jobs.array_id)";
@@ -21,7 +21,7 @@ constexpr const char* kRunColumns =
     "id, job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, started_at, ended_at, "
     "exit_code, signal, outcome, run_dir, stop_reason, verified, run_id, peak_gpu_mem_mib, "
     "preempted_by, preempt_deadline, boot_id, log_note, seen_gpus, seen_gpu_indices, cpu_usec, "
-    "peak_memory_bytes";
+    "peak_memory_bytes, first_step, steps";
 
 // The stored spec and, beside it, the fields of it an ETA reads (jobs.eta, schema 13): the list
 // json_extract(spec, '$.est_ms', '$.timeout_ms', '$.not_before_ms', '$.deps', '$.lanes',
@@ -62,9 +62,10 @@ Result<Job> job_from_row(const Statement& row) {
   job.conditions_false_since_ms = row.int64(13);
   job.spec.user = row.text(14);
   job.array_id = row.is_null(15) ? 0 : row.int64(15);
-  if (!row.is_null(16)) {
+  job.steps_from_start = row.int64(16) != 0;
+  if (!row.is_null(17)) {
     // The array's shared environment under the element's own variables (which win).
-    nlohmann::json shared = nlohmann::json::parse(row.text(16), nullptr, false);
+    nlohmann::json shared = nlohmann::json::parse(row.text(17), nullptr, false);
     if (!shared.is_object()) return fail(Code::kCorruption, "an array's stored environment is not a JSON object");
     for (const auto& [key, value] : shared.items()) {
       if (value.is_string()) job.spec.env.emplace(key, value.get<std::string>());
@@ -104,6 +105,12 @@ Result<Run> run_from_row(const Statement& row) {
   run.seen_gpu_indices = decode_ints(row.text(22));
   if (!row.is_null(23)) run.cpu_usec = row.int64(23);
   if (!row.is_null(24)) run.peak_memory_bytes = row.int64(24);
+  run.first_step = static_cast<int>(row.int64(25));
+  if (std::string steps = row.text(26); steps != "[]") {
+    auto decoded = decode_step_runs(steps);
+    if (!decoded) return tl::unexpected(decoded.error());
+    run.steps = std::move(*decoded);
+  }
   return run;
 }
 
@@ -190,8 +197,8 @@ Status Store::set_lost_count(int64_t job_id, int lost_count) {
 Result<int64_t> Store::insert_run(const Run& run, const std::string& job_name) {
   auto stmt = db_->prepare(
       "INSERT INTO runs(job_id, number, gpus, gpu_indices, shim_pid, shim_start_ticks, "
-      "started_at, outcome, run_dir, run_id, job_name, cleanup, boot_id) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 'pending', ?)");
+      "started_at, outcome, run_dir, run_id, job_name, cleanup, boot_id, first_step, steps) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 'pending', ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, run.job_id)
       .bind(2, run.number)
@@ -203,9 +210,23 @@ Result<int64_t> Store::insert_run(const Run& run, const std::string& job_name) {
       .bind(8, run.run_dir)
       .bind(9, run.run_id)
       .bind(10, job_name)
-      .bind(11, run.boot_id);
+      .bind(11, run.boot_id)
+      .bind(12, run.first_step)
+      .bind(13, encode_step_runs(run.steps));
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
   return db_->last_insert_rowid();
+}
+
+Status Store::set_run_steps(int64_t run_id, const std::vector<StepRun>& steps) {
+  auto stmt = db_->prepare("UPDATE runs SET steps = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, encode_step_runs(steps)).bind(2, run_id).run();
+}
+
+Status Store::set_steps_from_start(int64_t job_id, bool from_start) {
+  auto stmt = db_->prepare("UPDATE jobs SET steps_from_start = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return stmt->bind(1, int64_t{from_start ? 1 : 0}).bind(2, job_id).run();
 }
 
 Status Store::finish_run(int64_t run_id, int64_t ended_at_ms, std::optional<int> exit_code,

@@ -76,6 +76,10 @@ class Store {
                     std::optional<int> signal, RunOutcome outcome);
   // Why the run's output.log may lack output ("" when it is whole).
   Status set_log_note(int64_t run_id, const std::string& note);
+  // What each step of a run did so far (Run::steps), replacing what was recorded.
+  Status set_run_steps(int64_t run_id, const std::vector<StepRun>& steps);
+  // `gpuq retry --from-start`: the job's next run begins at step 0 (cleared by that start).
+  Status set_steps_from_start(int64_t job_id, bool from_start);
   // Records why the daemon stopped a run, so a restart still knows.
   Status set_stop_reason(int64_t run_id, StopReason reason);
   Result<int64_t> append_event(Event event);  // returns the seq

@@ -207,8 +207,44 @@ void FakeWorld::sweep_session(pid_t session, uint64_t shim_start_ticks, std::fun
   post([done = std::move(done)] { done(0); });
 }
 
-Status FakeWorld::write_job_dir(const std::string& job_dir, const std::string& script) {
-  if (!script.empty()) files_[job_dir + "/script"] = script;
+class FakeWorld::FakeWatch : public FileWatch {
+ public:
+  FakeWatch(FakeWorld& world, uint64_t id) : world_(world), id_(id) {}
+  ~FakeWatch() override { world_.watches_.erase(id_); }
+
+ private:
+  FakeWorld& world_;
+  uint64_t id_;
+};
+
+void FakeWorld::write_steps(const std::string& run_dir, std::vector<StepRun> steps) {
+  step_records_[run_dir] = std::move(steps);
+  std::string path = runner::steps_path(run_dir);
+  for (const auto& [id, watch] : watches_) {
+    if (watch.first != path) continue;
+    uint64_t watch_id = id;
+    post([this, watch_id] {
+      auto it = watches_.find(watch_id);
+      if (it != watches_.end()) it->second.second();
+    });
+  }
+}
+
+Result<std::vector<StepRun>> FakeWorld::read_step_record(const std::string& run_dir) {
+  auto it = step_records_.find(run_dir);
+  if (it == step_records_.end()) return fail(Code::kNotFound, "no steps.json in " + run_dir);
+  return it->second;
+}
+
+Result<std::unique_ptr<FileWatch>> FakeWorld::watch_file(const std::string& path, std::function<void()> changed) {
+  uint64_t id = next_watch_++;
+  watches_[id] = {path, std::move(changed)};
+  return std::unique_ptr<FileWatch>(std::make_unique<FakeWatch>(*this, id));
+}
+
+Status FakeWorld::write_job_dir(const std::string&,
+                                const std::vector<std::pair<std::string, std::string>>& scripts) {
+  for (const auto& [path, text] : scripts) files_[path] = text;
   return ok();
 }
 

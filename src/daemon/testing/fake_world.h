@@ -73,6 +73,10 @@ class FakeWorld : public World {
   void fail_launches(int n, std::string error = "fork: Resource temporarily unavailable (injected)");
   // Reading exit records fails with an I/O error while set (e.g. out of file descriptors).
   void set_exit_records_unreadable(bool unreadable) { exit_records_unreadable_ = unreadable; }
+  // The shim rewrites the run's steps.json: a watch on it hears of it (after posted work).
+  void write_steps(const std::string& run_dir, std::vector<StepRun> steps);
+  // How many watches are open now.
+  size_t open_watches() const { return watches_.size(); }
   const std::set<std::string>& run_dirs() const { return run_dirs_; }
   const std::map<std::string, std::string>& files() const { return files_; }
   std::vector<std::pair<pid_t, uint64_t>> swept_sessions() const { return swept_; }
@@ -105,9 +109,13 @@ class FakeWorld : public World {
                                                    const std::string& run_id) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
+  Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) override;
+  Result<std::unique_ptr<FileWatch>> watch_file(const std::string& path,
+                                                std::function<void()> changed) override;
   void sweep_session(pid_t session, uint64_t shim_start_ticks,
                      std::function<void(int killed)> done) override;
-  Status write_job_dir(const std::string& job_dir, const std::string& script) override;
+  Status write_job_dir(const std::string& job_dir,
+                       const std::vector<std::pair<std::string, std::string>>& scripts) override;
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override { files_.erase(path); }
   int64_t modified_ms(const std::string& path) override;
@@ -133,6 +141,7 @@ class FakeWorld : public World {
   };
   class FakeTimer;
   class FakeShim;
+  class FakeWatch;
   void exit_now(Shim& shim);
 
   store::Store& store_;
@@ -153,6 +162,9 @@ class FakeWorld : public World {
   std::map<std::string, runner::RunSpec> run_specs_;
   std::map<std::string, runner::ExitRecord> exit_records_;
   std::map<std::string, std::string> files_;
+  std::map<std::string, std::vector<StepRun>> step_records_;  // by run directory
+  std::map<uint64_t, std::pair<std::string, std::function<void()>>> watches_;  // id: path, callback
+  uint64_t next_watch_ = 1;
   std::map<std::string, int64_t> modified_;
   std::vector<std::pair<pid_t, uint64_t>> swept_;
   std::vector<std::string> removed_trees_;
