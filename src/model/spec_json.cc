@@ -8,6 +8,7 @@
 #include "base/duration.h"
 #include "base/time.h"
 #include "model/dependency_kind.h"
+#include "model/image_ref.h"
 #include "model/limits.h"
 
 namespace gpuq {
@@ -52,6 +53,17 @@ class Reader {
     if (!body_[key].is_string()) return error(fmt::format("field '{}' must be a string", key));
     if (auto st = no_nul(key, body_[key].get_ref<const std::string&>()); !st) return st;
     out = body_[key].get<std::string>();
+    return ok();
+  }
+
+  // A container image (model/image_ref.h). A stored one is taken as it was accepted, so that a
+  // stricter check later cannot make a job unreadable.
+  Status image(const char* key, std::string& out) const {
+    if (auto st = string(key, out); !st) return st;
+    if (stored_ || !body_.contains(key)) return ok();
+    if (auto st = check_image_reference(out); !st) {
+      return error(fmt::format("field '{}': {}", key, st.error().message));
+    }
     return ok();
   }
 
@@ -241,7 +253,7 @@ Status read_step(const Reader& job_reader, const json& body, size_t index, JobSt
   if (step.name.empty()) step.name = default_step_name(step);
   if (auto st = wrap(r.duration("timeout", step.timeout_ms)); !st) return st;
   if (auto st = wrap(r.string("done_if", step.done_if)); !st) return st;
-  if (auto st = wrap(r.string("image", step.image)); !st) return st;
+  if (auto st = wrap(r.image("image", step.image)); !st) return st;
   return ok();
 }
 
@@ -264,8 +276,8 @@ Status read_steps(const Reader& r, const json& body, JobSpec& spec, SpecOrigin o
   return ok();
 }
 
-Status read_container(const Reader& r, const json& body, JobSpec& spec) {
-  GPUQ_TRY(r.string("image", spec.image));
+Status read_container(const Reader& r, const json& body, JobSpec& spec, SpecOrigin origin) {
+  GPUQ_TRY(r.image("image", spec.image));
   std::string pull;
   GPUQ_TRY(r.string("pull", pull));
   if (!pull.empty()) {
@@ -274,6 +286,11 @@ Status read_container(const Reader& r, const json& body, JobSpec& spec) {
     spec.pull = *policy;
   }
   GPUQ_TRY(r.string("container_user", spec.container_user));
+  if (origin != SpecOrigin::kStore && body.contains("container_user")) {
+    if (auto st = check_container_user(spec.container_user); !st) {
+      return r.error("field 'container_user': " + st.error().message);
+    }
+  }
   bool any_image = !spec.image.empty();
   for (const auto& step : spec.steps) any_image = any_image || !step.image.empty();
   if (!any_image && (body.contains("pull") || !spec.container_user.empty())) {
@@ -431,7 +448,7 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   if (!body.contains("steps") && body.contains("argv") == body.contains("script")) {
     return r.error("give exactly one of 'argv' (a command), 'script' or 'steps'");
   }
-  GPUQ_TRY(read_container(r, body, spec));
+  GPUQ_TRY(read_container(r, body, spec, origin));
   GPUQ_TRY(read_deps(r, body, spec));
   GPUQ_TRY(r.string("done_if", spec.done_if));
   GPUQ_TRY(r.strings("lane", spec.lanes));
