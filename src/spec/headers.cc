@@ -12,6 +12,7 @@
 #include "model/job.h"
 #include "model/spec_json.h"
 #include "spec/script.h"
+#include "spec/shell_words.h"
 #include "spec/sweep.h"
 
 namespace gpuq::spec {
@@ -137,47 +138,6 @@ std::string unquote_whole(std::string_view value) {
     return out;
   }
   return std::string(value);
-}
-
-// Splits the rest of a `#gpuq` line into words as a shell would: whitespace separates, "..."
-// (with \" \\ \$ \` escapes) and '...' quote, a backslash outside quotes escapes one character,
-// and a word starting with '#' starts a trailing comment.
-Result<std::vector<std::string>> split_words(std::string_view rest) {
-  std::vector<std::string> words;
-  size_t i = 0;
-  const size_t n = rest.size();
-  while (true) {
-    while (i < n && is_space(rest[i])) ++i;
-    if (i >= n || rest[i] == '#') break;
-    std::string word;
-    const size_t word_start = i;
-    while (i < n && !is_space(rest[i])) {
-      char c = rest[i];
-      if (c == '"' || c == '\'') {
-        ++i;
-        while (i < n && rest[i] != c) {
-          if (c == '"' && rest[i] == '\\' && i + 1 < n &&
-              std::string_view("\"\\$`").find(rest[i + 1]) != std::string_view::npos)
-            ++i;
-          word += rest[i++];
-        }
-        if (i >= n) {
-          return fail(Code::kInvalidArgument,
-                      fmt::format("unbalanced {} quote in {}; close it on the same line",
-                                  c == '"' ? "double" : "single", trim(rest.substr(word_start))));
-        }
-        ++i;
-      } else if (c == '\\' && i + 1 < n) {
-        word += rest[i + 1];
-        i += 2;
-      } else {
-        word += c;
-        ++i;
-      }
-    }
-    words.push_back(std::move(word));
-  }
-  return words;
 }
 
 std::vector<std::string> split_commas(const std::string& value) {
@@ -392,8 +352,11 @@ Directive classify(std::string_view body) {
 }
 
 void read_gpuq_line(HeaderReader& reader, std::string_view rest, int line) {
-  auto words = split_words(rest);
-  if (!words) return reader.error(line, fmt::format("#gpuq line: {}", words.error().message));
+  auto words = split_shell_words(rest, {.comments = true});
+  if (!words) {
+    return reader.error(
+        line, fmt::format("#gpuq line: {}; close it on the same line", words.error().message));
+  }
   for (const std::string& word : *words) {
     size_t eq = word.find('=');
     std::string name = word.substr(0, eq);
