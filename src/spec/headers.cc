@@ -9,6 +9,7 @@
 
 #include "base/duration.h"
 #include "base/time.h"
+#include "model/image_ref.h"
 #include "model/job.h"
 #include "model/spec_json.h"
 #include "spec/script.h"
@@ -32,6 +33,9 @@ enum class Kind {
   kPreempt,      // yield | restart | never
   kArray,        // a job array's indexes, as `gpuq submit --array` (spec/sweep.h)
   kGridParam,    // repeatable; one grid parameter NAME=VALUES per line, as `--grid`
+  kImage,        // a container image reference (model/image_ref.h)
+  kPull,         // missing | always | never
+  kContainerUser,  // UID[:GID] or NAME[:GROUP]
   kUnsupported,  // a key of the design that this gpuq cannot honour yet
 };
 
@@ -71,6 +75,9 @@ const std::vector<Key>& keys() {
       {"array", "array", Kind::kArray},
       {"grid", "grid", Kind::kGridParam},
       {"max-running", "max_running", Kind::kInteger, 1, 1'000'000},
+      {"image", "image", Kind::kImage},
+      {"pull", "pull", Kind::kPull},
+      {"container-user", "container_user", Kind::kContainerUser},
   };
   return table;
 }
@@ -223,6 +230,12 @@ class HeaderReader {
         return "array=0-9 (or 0-99:2%4, or 1,4,9)";
       case Kind::kGridParam:
         return "grid=lr=1e-4,3e-4 (one parameter per line)";
+      case Kind::kImage:
+        return "image=nvcr.io/nvidia/pytorch:24.01-py3";
+      case Kind::kPull:
+        return "pull=always (or missing, or never)";
+      case Kind::kContainerUser:
+        return "container-user=1000:1000";
       case Kind::kList:
       case Kind::kCommaList:
       case Kind::kString:
@@ -300,6 +313,18 @@ class HeaderReader {
         if (auto param = parse_grid_param(value, kMostSweepElements); !param)
           return bad(fmt::format("{}{}: {}", form, value, param.error().message));
         return json::array({value});
+      case Kind::kImage:
+        if (auto st = check_image_reference(value); !st)
+          return bad(fmt::format("{}{}: {}", form, value, st.error().message));
+        return json(value);
+      case Kind::kPull:
+        if (auto policy = parse_pull_policy(value); !policy)
+          return bad(fmt::format("{}{}: {}", form, value, policy.error().message));
+        return json(value);
+      case Kind::kContainerUser:
+        if (auto st = check_container_user(value); !st)
+          return bad(fmt::format("{}{}: {}", form, value, st.error().message));
+        return json(value);
       case Kind::kUnsupported:
         break;
     }
@@ -433,6 +458,53 @@ void check_preemption(HeaderReader& reader, const HeaderScan& scan) {
                            mode));
 }
 
+// pull= and container-user= say how a container job runs, so they mean nothing without image=;
+// a header block must say both, as a submit request must.
+void check_container(const HeaderScan& scan, HeaderReader& reader) {
+  const json& fields = scan.headers.fields;
+  if (fields.contains("image") || reader.rejected("image")) return;
+  for (const char* field : {"pull", "container_user"}) {
+    if (!fields.contains(field)) continue;
+    reader.error(scan.headers.lines.at(field),
+                 fmt::format("{}= applies only to a job that runs in a container; add "
+                             "image=IMAGE or remove {}=",
+                             find_key(field)->flag, find_key(field)->flag));
+  }
+}
+
+// How a field of the headers is written: "gpus=", "# gpuq-in:".
+std::string directive_of(const std::string& field) {
+  if (field == "inputs") return "# gpuq-in:";
+  if (field == "outputs") return "# gpuq-out:";
+  if (field == "resume") return "# gpuq-resume:";
+  const Key* key = find_key(field);
+  return key ? fmt::format("{}=", key->flag) : field;
+}
+
+// A step's script: every field that sets the whole job is an error at its line, and dropped.
+void refuse_job_fields(HeaderScan& scan, HeaderReader& reader) {
+  std::vector<std::pair<int, std::string>> job_fields;  // by line, as a person reads them
+  for (const auto& [field, line] : scan.headers.lines) {
+    const auto& allowed = kStepHeaderFields;
+    if (std::find(std::begin(allowed), std::end(allowed), field) == std::end(allowed)) {
+      job_fields.emplace_back(line, field);
+    }
+  }
+  std::sort(job_fields.begin(), job_fields.end());
+  for (const auto& [line, field] : job_fields) {
+    const Key* key = find_key(field);
+    std::string on_job = key ? fmt::format("gpuq submit --{}, or \"{}\" in a plan's job", key->flag, field)
+                             : fmt::format("\"{}\" in a plan's job", field);
+    reader.error(line, fmt::format("{} sets the whole job, not one step: set it on the job ({}) and "
+                                   "remove it from this step's script, which may set only name, "
+                                   "timeout, done-if and image",
+                                   directive_of(field), on_job));
+    scan.headers.fields.erase(field);
+    scan.headers.item_lines.erase(field);
+  }
+  for (const auto& [line, field] : job_fields) scan.headers.lines.erase(field);
+}
+
 // A sweep's headers together: array= or grid=, max-running= only with one of them and agreeing
 // with array='s %MAX, and the grid's parameters distinct; the sweep into `scan.sweep`.
 void read_sweep(HeaderReader& reader, HeaderScan& scan) {
@@ -486,7 +558,8 @@ std::string known_header_keys() {
   return out;
 }
 
-HeaderScan scan_script_headers(std::string_view file_name, std::string_view text) {
+HeaderScan scan_script_headers(std::string_view file_name, std::string_view text,
+                               ScriptRole role) {
   HeaderScan scan;
   if (auto checked = check_script_text(file_name, text); !checked) {
     scan.errors.push_back(error_from_message(std::string(file_name), checked.error().message));
@@ -546,13 +619,21 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
         break;
     }
   }
+  if (role == ScriptRole::kStep) {
+    refuse_job_fields(scan, reader);
+    std::stable_sort(scan.errors.begin(), scan.errors.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+    return scan;
+  }
   check_preemption(reader, scan);
+  check_container(scan, reader);
   read_sweep(reader, scan);
   return scan;
 }
 
-Result<HeaderFields> parse_script_headers(std::string_view file_name, std::string_view text) {
-  HeaderScan scan = scan_script_headers(file_name, text);
+Result<HeaderFields> parse_script_headers(std::string_view file_name, std::string_view text,
+                                          ScriptRole role) {
+  HeaderScan scan = scan_script_headers(file_name, text, role);
   if (!scan.errors.empty())
     return fail(Code::kInvalidArgument, scan.errors.front().located_message());
   return std::move(scan.headers);

@@ -131,7 +131,7 @@ TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
           "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
           "retries, retry-delay, "
           "timeout, est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, "
-          "quiet, warn-after, array, grid, max-running",
+          "quiet, warn-after, array, grid, max-running, image, pull, container-user",
           "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
           "h.sh:4: error: gpuq directive below the header block (the first command is at "
           "line 3); gpuq reads "
