@@ -483,5 +483,16 @@ TEST(SpecJsonSteps, RefusesBadImagesAndUsersNamingTheField) {
   EXPECT_EQ(step_image->pull, PullPolicy::kAlways);
 }
 
+TEST(SpecJsonSteps, OneStepOnItsOwn) {
+  auto step = step_from_json(json::parse(R"({"argv":["make","data"],"timeout":"30m"})"));
+  ASSERT_TRUE(step) << step.error().message;
+  EXPECT_EQ(step->name, "make data");
+  EXPECT_EQ(step->timeout_ms, 30 * 60 * 1000);
+  auto bad = step_from_json(json::parse(R"({"argv":["x"],"image":"A"})"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("field 'image': 'A' is not an image reference", 0), 0u)
+      << bad.error().message;
+}
+
 }  // namespace
 }  // namespace gpuq
