@@ -274,14 +274,14 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
     return nullptr;
   }
   fs::path written(entry["script"].get<std::string>());
-  script_path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
-  const ReadScript& read = read_once(script_path, role);
+  std::string path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
+  const ReadScript& read = read_once(path, role);
   const Result<std::string>& text = read.text;
   if (!text && text.error().code == Code::kNotFound) {
     error(path_, at,
           fmt::format("{}: no such script {} (script paths are relative to the plan file's "
                       "directory)",
-                      what, script_path));
+                      what, path));
     return nullptr;
   }
   if (!text) {
@@ -289,6 +289,7 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
     return nullptr;
   }
   for (const auto& d : read.scan.errors) out_.diagnostics.push_back(d);
+  script_path = std::move(path);  // only a script that was read: lint reads it again
   return &read;
 }
 

@@ -82,8 +82,8 @@ class PlanChecker {
   };
   const ReadScript& read_once(const std::string& path, ScriptRole role);
   // The script that the entry (a job's or a step's; `what` names it in messages) names in
-  // "script", resolved from the plan's directory and read, its header errors reported; nullptr
-  // when it cannot be read (reported).
+  // "script", resolved from the plan's directory and read (its path into `script_path`), its
+  // header errors reported; nullptr when it cannot be read (reported).
   const ReadScript* read_entry_script(const nlohmann::json& entry, const std::string& pointer,
                                       const std::string& what, ScriptRole role,
                                       std::string& script_path);
