@@ -163,5 +163,18 @@ TEST_F(SubmitSteps, BadContainerFlagsAreUsageErrors) {
   expect_usage_error({"submit", "--image", "busybox", plan}, "--image with a plan");
 }
 
+TEST_F(SubmitSteps, SimulateRunsAPlanWithStepsAndImagesForEachJobsEstimate) {
+  dir_.write("prep.sh", "#!/bin/bash\n#gpuq timeout=10m\nmake data\n");
+  std::string plan = dir_.write("plan.json", R"({"jobs": [
+      {"id": "pipe", "gpus": 1, "est_hours": 2, "image": "busybox",
+       "steps": [{"script": "prep.sh"}, {"argv": ["train"], "image": "ubuntu:24.04"}]},
+      {"id": "eval", "gpus": 1, "est_hours": 1, "deps": ["pipe"], "command": ["true"]}]})");
+  process_.daemon.handler = nullptr;
+  EXPECT_EQ(run({"simulate", plan, "--gpus", "1", "--json"}), 0) << err();
+  Json result = Json::parse(out(), nullptr, false);
+  ASSERT_TRUE(result.is_object()) << out();
+  EXPECT_EQ(result["makespan_s"], 3 * 3600) << out();
+}
+
 }  // namespace
 }  // namespace gpuq::cli
