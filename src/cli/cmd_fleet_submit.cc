@@ -152,8 +152,8 @@ Outcome<bool> pin_to_gpu(std::vector<fleet::FleetJob>& jobs, const fleet::NodeTa
     if (!target.gpu) continue;
     if (job.spec.gpus > 1) {
       std::string what = !job.spec.script_name.empty() ? job.spec.script_name
-                         : job.name.empty()               ? std::string("the job")
-                                                          : job.name;
+                         : job.name.empty()            ? std::string("the job")
+                                                       : job.name;
       return cli_fail(kExitUsage,
                       fmt::format("--node {} pins a job to one GPU, but {} asks for {} GPUs; give "
                                   "--gpus 1, or --node {} for any of its GPUs",

@@ -1,8 +1,7 @@
-// `gpuq submit`: checks the command line, snapshots the script (or each step's: cli/submit_steps.h),
-// environment (what of it: cli/submit_env.h) and working directory into a submit request
-// (docs/api.md), and sends it. A script's `#gpuq` header fields come first and the flags override
-// them. `gpuq submit PLAN.json` sends a plan
-// (POST /v1/plans) instead.
+// `gpuq submit`: checks the command line, snapshots the script (or each step's:
+// cli/submit_steps.h), environment (what of it: cli/submit_env.h) and working directory into a
+// submit request (docs/api.md), and sends it. A script's `#gpuq` header fields come first and the
+// flags override them. `gpuq submit PLAN.json` sends a plan (POST /v1/plans) instead.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,12 +9,12 @@
 #include <map>
 
 #include "base/heap.h"
-#include "config/config.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/submit_env.h"
 #include "cli/submit_steps.h"
+#include "config/config.h"
 #include "model/image_ref.h"
 #include "model/job.h"
 #include "spec/headers.h"
@@ -75,16 +74,18 @@ Outcome<int64_t> resolve_not_before(const std::string& text, int64_t now_ms) {
 }
 
 // --image, --pull and --container-user, each on its own (whether the job has an image at all is
-// known once the headers are read: check_container_request).
+// known once the headers are read: apply_container_flags).
 Status check_container_flags(const SubmitOptions& options) {
   auto with_flag = [](const char* flag, const Error& error) {
     return fail(Code::kInvalidArgument, fmt::format("{}: {}", flag, error.message));
   };
   if (options.image) {
-    if (auto st = check_image_reference(*options.image); !st) return with_flag("--image", st.error());
+    if (auto st = check_image_reference(*options.image); !st)
+      return with_flag("--image", st.error());
   }
   if (options.pull) {
-    if (auto policy = parse_pull_policy(*options.pull); !policy) return with_flag("--pull", policy.error());
+    if (auto policy = parse_pull_policy(*options.pull); !policy)
+      return with_flag("--pull", policy.error());
   }
   if (options.container_user) {
     if (auto st = check_container_user(*options.container_user); !st) {
@@ -199,8 +200,9 @@ Status apply_container_flags(const SubmitOptions& options, Json& request) {
     any_image = any_image || step.contains("image");
   }
   if (any_image) return ok();
-  for (const auto& [flag, given] : {std::pair{"--pull", options.pull.has_value()},
-                                    std::pair{"--container-user", options.container_user.has_value()}}) {
+  for (const auto& [flag, given] :
+       {std::pair{"--pull", options.pull.has_value()},
+        std::pair{"--container-user", options.container_user.has_value()}}) {
     if (!given) continue;
     return fail(Code::kInvalidArgument,
                 fmt::format("{} applies only to a job that runs in a container: give --image IMAGE "

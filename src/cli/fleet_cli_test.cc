@@ -190,7 +190,8 @@ TEST_F(FleetCli, StepsAndAnImageMakeOneJobWhoseSpecTravelsWhole) {
   expect_usage_error({"submit", "--fleet", "s3://b/p", "--step", "true", prep},
                      "--step and job scripts (file ...) together");
   EXPECT_EQ(fleet({"submit", "--step", "a && b"}), kExitUsage);
-  EXPECT_NE(err().find("--step 'a && b' (step 1): '&&' is shell syntax"), std::string::npos) << err();
+  EXPECT_NE(err().find("--step 'a && b' (step 1): '&&' is shell syntax"), std::string::npos)
+      << err();
   EXPECT_EQ(fleet({"submit", "--pull", "never", prep}), kExitUsage);
   EXPECT_NE(err().find("--pull applies only to a job that runs in a container"), std::string::npos)
       << err();

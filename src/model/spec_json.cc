@@ -1,8 +1,7 @@
 #include "model/spec_json.h"
 
-#include "model/dependency_kind.h"
-
 #include <fmt/format.h>
+
 #include <set>
 
 #include "base/duration.h"
@@ -222,19 +221,22 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
 // One entry of `steps`: {"name"?, "argv" | "script", "timeout"/"timeout_ms"?, "done_if"?,
 // "image"?}. Errors say what is wrong with the step; the caller says which step it is.
 Status read_step(const json& body, JobStep& step, SpecOrigin origin) {
-  if (!body.is_object()) return fail(Code::kInvalidArgument, "a step must be an object with \"argv\" or \"script\"");
+  if (!body.is_object())
+    return fail(Code::kInvalidArgument, "a step must be an object with \"argv\" or \"script\"");
   for (const auto& [key, value] : body.items()) {
     if (key != "name" && key != "argv" && key != "script" && key != "timeout" && key != "timeout_ms" &&
         key != "done_if" && key != "image") {
-      return fail(Code::kInvalidArgument,
-                  fmt::format("unknown field '{}'; known: name, argv, script, timeout, done_if, image",
-                              clip_for_message(key)));
+      return fail(
+          Code::kInvalidArgument,
+          fmt::format("unknown field '{}'; known: name, argv, script, timeout, done_if, image",
+                      clip_for_message(key)));
     }
   }
   Reader r(body, origin);
   JobSpec holder;
   GPUQ_TRY(r.strings("argv", step.argv));
-  if (body.contains("argv") && step.argv.empty()) return r.error("field 'argv' is empty: name a command to run");
+  if (body.contains("argv") && step.argv.empty())
+    return r.error("field 'argv' is empty: name a command to run");
   GPUQ_TRY(read_script(r, body, holder));
   if (body.contains("argv") == body.contains("script")) {
     return r.error("give exactly one of 'argv' (a command) or 'script'");

@@ -458,8 +458,10 @@ TEST(SpecJsonSteps, RefusesBadImagesAndUsersNamingTheField) {
     const char* says;
   };
   for (const Case& c : {
-           Case{R"({"argv":["y"],"image":"Busybox"})", "field 'image': 'Busybox' is not an image reference"},
-           Case{R"({"argv":["y"],"image":""})", "field 'image': '' is not an image reference: it is empty"},
+           Case{R"({"argv":["y"],"image":"Busybox"})",
+                "field 'image': 'Busybox' is not an image reference"},
+           Case{R"({"argv":["y"],"image":""})",
+                "field 'image': '' is not an image reference: it is empty"},
            Case{R"({"steps":[{"argv":["y"]},{"argv":["z"],"image":"a b"}]})",
                 "steps[1]: field 'image': 'a b' is not an image reference"},
            Case{R"({"source":"plan.json:3","steps":[{"argv":["y"],"image":"x:"}]})",
@@ -469,11 +471,12 @@ TEST(SpecJsonSteps, RefusesBadImagesAndUsersNamingTheField) {
        }) {
     auto spec = spec_from_json(json::parse(c.body));
     ASSERT_FALSE(spec) << c.body;
-    EXPECT_NE(spec.error().message.find(c.says), std::string::npos) << c.body << " -> " << spec.error().message;
+    EXPECT_NE(spec.error().message.find(c.says), std::string::npos)
+        << c.body << " -> " << spec.error().message;
   }
   // A stored spec is read as it was accepted, even should the check grow stricter.
-  auto stored = spec_from_json(json::parse(R"({"argv":["y"],"image":"Old","container_user":"x y"})"),
-                               SpecOrigin::kStore);
+  auto stored = spec_from_json(
+      json::parse(R"({"argv":["y"],"image":"Old","container_user":"x y"})"), SpecOrigin::kStore);
   ASSERT_TRUE(stored) << stored.error().message;
   EXPECT_EQ(stored->image, "Old");
   // A step's image alone makes a container job: pull and container_user apply.

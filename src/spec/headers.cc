@@ -12,6 +12,7 @@
 #include "model/image_ref.h"
 #include "model/job.h"
 #include "model/spec_json.h"
+#include "spec/header_keys.h"
 #include "spec/script.h"
 #include "spec/shell_words.h"
 #include "spec/sweep.h"
@@ -19,107 +20,13 @@
 namespace gpuq::spec {
 namespace {
 
+using header_keys::directive_of;
+using header_keys::find_key;
+using header_keys::Key;
+using header_keys::keys;
+using header_keys::Kind;
+using header_keys::suggestion;
 using nlohmann::json;
-
-enum class Kind {
-  kString,       // one non-empty string
-  kInteger,      // a whole number in [min, max]
-  kPriority,     // an integer or a priority name, kept as written
-  kList,         // repeatable; each value one entry
-  kCommaList,    // repeatable; values split at commas
-  kDuration,     // "3h", kept as a string
-  kBool,         // bare key = true
-  kTime,         // RFC 3339 (kept as a string) or epoch milliseconds
-  kPreempt,      // yield | restart | never
-  kArray,        // a job array's indexes, as `gpuq submit --array` (spec/sweep.h)
-  kGridParam,    // repeatable; one grid parameter NAME=VALUES per line, as `--grid`
-  kImage,        // a container image reference (model/image_ref.h)
-  kPull,         // missing | always | never
-  kContainerUser,  // UID[:GID] or NAME[:GROUP]
-  kUnsupported,  // a key of the design that this gpuq cannot honour yet
-};
-
-struct Key {
-  const char* flag;   // as written in `#gpuq` lines and `gpuq submit` flags
-  const char* field;  // the submit-request field
-  Kind kind;
-  int64_t min = 0;
-  int64_t max = 0;
-};
-
-const std::vector<Key>& keys() {
-  static const std::vector<Key> table = {
-      {"name", "name", Kind::kString},
-      {"gpus", "gpus", Kind::kInteger, 0, 1024},
-      {"priority", "priority", Kind::kPriority},
-      {"after", "after", Kind::kCommaList},
-      {"after-any", "after_any", Kind::kCommaList},
-      {"after-notok", "after_notok", Kind::kCommaList},
-      {"requires", "requires", Kind::kList},
-      {"done-if", "done_if", Kind::kString},
-      {"wait-file", "wait_file", Kind::kList},
-      {"lane", "lanes", Kind::kCommaList},
-      {"retries", "retries", Kind::kInteger, 0, 1000},
-      {"retry-delay", "retry_delay", Kind::kDuration},
-      {"timeout", "timeout", Kind::kDuration},
-      {"est", "est", Kind::kDuration},
-      {"gpu-mem", "gpu_mem", Kind::kInteger, 0, int64_t{1} << 30},
-      {"share", "share", Kind::kBool},
-      {"not-before", "not_before", Kind::kTime},
-      {"hold", "hold", Kind::kBool},
-      {"preempt", "preempt", Kind::kPreempt},
-      {"restart-within", "restart_within", Kind::kDuration},
-      {"requires-warn", "requires_warn", Kind::kDuration},
-      {"quiet", "quiet", Kind::kDuration},
-      {"warn-after", "warn_after", Kind::kDuration},
-      {"array", "array", Kind::kArray},
-      {"grid", "grid", Kind::kGridParam},
-      {"max-running", "max_running", Kind::kInteger, 1, 1'000'000},
-      {"image", "image", Kind::kImage},
-      {"pull", "pull", Kind::kPull},
-      {"container-user", "container_user", Kind::kContainerUser},
-  };
-  return table;
-}
-
-// Accepts the request spelling (done_if) and `lanes` as well as the flag spelling.
-const Key* find_key(std::string name) {
-  std::replace(name.begin(), name.end(), '_', '-');
-  if (name == "lanes") name = "lane";
-  for (const Key& k : keys()) {
-    if (name == k.flag) return &k;
-  }
-  return nullptr;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string suggestion(std::string_view unknown) {
-  const Key* best = nullptr;
-  size_t best_distance = 3;
-  for (const Key& k : keys()) {
-    if (k.kind == Kind::kUnsupported) continue;
-    size_t d = edit_distance(unknown, k.flag);
-    if (d < best_distance) {
-      best_distance = d;
-      best = &k;
-    }
-  }
-  return best ? fmt::format("did you mean '{}'? ", best->flag) : "";
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -472,15 +379,6 @@ void check_container(const HeaderScan& scan, HeaderReader& reader) {
   }
 }
 
-// How a field of the headers is written: "gpus=", "# gpuq-in:".
-std::string directive_of(const std::string& field) {
-  if (field == "inputs") return "# gpuq-in:";
-  if (field == "outputs") return "# gpuq-out:";
-  if (field == "resume") return "# gpuq-resume:";
-  const Key* key = find_key(field);
-  return key ? fmt::format("{}=", key->flag) : field;
-}
-
 // A step's script: every field that sets the whole job is an error at its line, and dropped.
 void refuse_job_fields(HeaderScan& scan, HeaderReader& reader) {
   std::vector<std::pair<int, std::string>> job_fields;  // by line, as a person reads them
@@ -493,12 +391,14 @@ void refuse_job_fields(HeaderScan& scan, HeaderReader& reader) {
   std::sort(job_fields.begin(), job_fields.end());
   for (const auto& [line, field] : job_fields) {
     const Key* key = find_key(field);
-    std::string on_job = key ? fmt::format("gpuq submit --{}, or \"{}\" in a plan's job", key->flag, field)
-                             : fmt::format("\"{}\" in a plan's job", field);
-    reader.error(line, fmt::format("{} sets the whole job, not one step: set it on the job ({}) and "
-                                   "remove it from this step's script, which may set only name, "
-                                   "timeout, done-if and image",
-                                   directive_of(field), on_job));
+    std::string on_job =
+        key ? fmt::format("gpuq submit --{}, or \"{}\" in a plan's job", key->flag, field)
+            : fmt::format("\"{}\" in a plan's job", field);
+    reader.error(line,
+                 fmt::format("{} sets the whole job, not one step: set it on the job ({}) and "
+                             "remove it from this step's script, which may set only name, "
+                             "timeout, done-if and image",
+                             directive_of(field), on_job));
     scan.headers.fields.erase(field);
     scan.headers.item_lines.erase(field);
   }
@@ -548,18 +448,7 @@ void read_sweep(HeaderReader& reader, HeaderScan& scan) {
 
 }  // namespace
 
-std::string known_header_keys() {
-  std::string out;
-  for (const Key& k : keys()) {
-    if (k.kind == Kind::kUnsupported) continue;
-    if (!out.empty()) out += ", ";
-    out += k.flag;
-  }
-  return out;
-}
-
-HeaderScan scan_script_headers(std::string_view file_name, std::string_view text,
-                               ScriptRole role) {
+HeaderScan scan_script_headers(std::string_view file_name, std::string_view text, ScriptRole role) {
   HeaderScan scan;
   if (auto checked = check_script_text(file_name, text); !checked) {
     scan.errors.push_back(error_from_message(std::string(file_name), checked.error().message));

@@ -209,27 +209,28 @@ TEST_F(LintFiles, PlanStepsTheirScriptsAndImages) {
   {"id": "gone", "script": "gone.sh"}
 ]})");
   // A script that cannot be read is reported once, by the plan, not again as a script.
-  EXPECT_EQ(lint({"plan.json"}),
-            (std::vector<std::string>{
-                "plan.json:4: error: job 'pipe': steps[1]: no such script missing.sh (script paths "
-                "are relative to the plan file's directory)",
-                "plan.json:5: error: job 'pipe': steps[2]: field 'image': 'Busybox' is not an image "
-                "reference: the path 'Busybox' has capital letters; image paths are lowercase "
-                "('busybox'); an image is [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, "
-                "ubuntu:24.04 or nvcr.io/nvidia/pytorch:24.01-py3",
-                "plan.json:6: error: job 'none': \"steps\" must be a non-empty list of steps, each "
-                "{\"script\": PATH, \"args\": [...]} or {\"argv\": [\"python\", \"eval.py\"]}",
-                "plan.json:7: error: job 'img': field 'image': 'no spaces' is not an image "
-                "reference: it holds a space or a control character; an image is "
-                "[HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, ubuntu:24.04 or "
-                "nvcr.io/nvidia/pytorch:24.01-py3",
-                "plan.json:8: error: job 'gone': no such script gone.sh (script paths are relative "
-                "to the plan file's directory)",
-                "prep.sh:2: error: gpus= sets the whole job, not one step: set it on the job (gpuq "
-                "submit --gpus, or \"gpus\" in a plan's job) and remove it from this step's "
-                "script, which may set only name, timeout, done-if and image",
-                "prep.sh:4: error: shell syntax: syntax error: unexpected end of file",
-            }));
+  EXPECT_EQ(
+      lint({"plan.json"}),
+      (std::vector<std::string>{
+          "plan.json:4: error: job 'pipe': steps[1]: no such script missing.sh (script paths "
+          "are relative to the plan file's directory)",
+          "plan.json:5: error: job 'pipe': steps[2]: field 'image': 'Busybox' is not an image "
+          "reference: the path 'Busybox' has capital letters; image paths are lowercase "
+          "('busybox'); an image is [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, "
+          "ubuntu:24.04 or nvcr.io/nvidia/pytorch:24.01-py3",
+          "plan.json:6: error: job 'none': \"steps\" must be a non-empty list of steps, each "
+          "{\"script\": PATH, \"args\": [...]} or {\"argv\": [\"python\", \"eval.py\"]}",
+          "plan.json:7: error: job 'img': field 'image': 'no spaces' is not an image "
+          "reference: it holds a space or a control character; an image is "
+          "[HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, ubuntu:24.04 or "
+          "nvcr.io/nvidia/pytorch:24.01-py3",
+          "plan.json:8: error: job 'gone': no such script gone.sh (script paths are relative "
+          "to the plan file's directory)",
+          "prep.sh:2: error: gpus= sets the whole job, not one step: set it on the job (gpuq "
+          "submit --gpus, or \"gpus\" in a plan's job) and remove it from this step's "
+          "script, which may set only name, timeout, done-if and image",
+          "prep.sh:4: error: shell syntax: syntax error: unexpected end of file",
+      }));
 }
 
 TEST_F(LintFiles, ADoneIfInAContainerIsAWarningItRunsOnTheHost) {
@@ -263,8 +264,9 @@ TEST_F(LintFiles, ADoneIfInAContainerIsAWarningItRunsOnTheHost) {
                 "its container (image busybox): it sees the host's files and commands, not the "
                 "image's; test a file the job writes to a directory the host shares, or remove "
                 "done-if"}));
-  EXPECT_EQ(lint_script((dir_ / "step.sh").string(), {}, ScriptRole::kStep).front().message.find(
-                "the step's done-if"),
+  EXPECT_EQ(lint_script((dir_ / "step.sh").string(), {}, ScriptRole::kStep)
+                .front()
+                .message.find("the step's done-if"),
             0u);
 }
 

@@ -274,7 +274,8 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
     return nullptr;
   }
   fs::path written(entry["script"].get<std::string>());
-  std::string path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
+  std::string path =
+      (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
   const ReadScript& read = read_once(path, role);
   const Result<std::string>& text = read.text;
   if (!text && text.error().code == Code::kNotFound) {
