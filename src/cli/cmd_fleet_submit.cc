@@ -1,5 +1,6 @@
 // `gpuq fleet submit`: each script read as `gpuq submit` reads one (its `#gpuq` headers, then
-// the flags; build_submit_request), turned into a fleet job: only --env travels, no working
+// the flags; build_submit_request), or the steps of --step as one job, turned into a fleet job
+// (its spec travels whole: steps and container fields included): only --env travels, no working
 // directory, job dependencies become the fleet's `after`, and the job goes to a class queue or
 // is pinned to a node (or to one GPU of it: --node NODE-gpuK). With --chain, each job is after
 // the one before it. A sweep (--array,
@@ -19,10 +20,11 @@
 namespace gpuq::cli {
 namespace {
 
-// The job's name: --name for one file, NAME-1, NAME-2, ... for several; else the header's.
+// The job's name: --name for one file (or the job of --step), NAME-1, NAME-2, ... for several;
+// else the header's.
 std::string name_for(const FleetSubmitOptions& options, size_t index) {
   if (options.name.empty()) return "";
-  if (options.files.size() == 1) return options.name;
+  if (options.files.size() <= 1) return options.name;
   return fmt::format("{}-{}", options.name, index + 1);
 }
 
@@ -149,10 +151,13 @@ Outcome<bool> pin_to_gpu(std::vector<fleet::FleetJob>& jobs, const fleet::NodeTa
     job.node = target.node;
     if (!target.gpu) continue;
     if (job.spec.gpus > 1) {
+      std::string what = !job.spec.script_name.empty() ? job.spec.script_name
+                         : job.name.empty()            ? std::string("the job")
+                                                       : job.name;
       return cli_fail(kExitUsage,
                       fmt::format("--node {} pins a job to one GPU, but {} asks for {} GPUs; give "
                                   "--gpus 1, or --node {} for any of its GPUs",
-                                  given, job.spec.script_name, job.spec.gpus, target.node));
+                                  given, what, job.spec.gpus, target.node));
     }
     job.spec.gpus = 1;
     job.spec.reservation = fleet::gpu_reservation(*target.gpu);
@@ -164,7 +169,12 @@ Outcome<bool> pin_to_gpu(std::vector<fleet::FleetJob>& jobs, const fleet::NodeTa
 
 Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions& options,
                                                        const Io& io, int64_t now_ms) {
-  if (options.files.empty()) return cli_fail(kExitUsage, "give one or more job scripts");
+  if (options.files.empty() && options.steps.empty()) {
+    return cli_fail(kExitUsage, "give one or more job scripts, or the steps of one job (--step)");
+  }
+  // What each job is made from: a file, or (one job) the steps; named in messages.
+  const std::vector<std::string> sources =
+      options.steps.empty() ? options.files : std::vector<std::string>{"--step"};
   for (const auto& [flag, value] : {std::pair{"--class", &options.klass},
                                     std::pair{"--node", &options.node},
                                     std::pair{"--name", &options.name}}) {
@@ -174,9 +184,12 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
     }
   }
   std::vector<fleet::FleetJob> jobs;
-  for (size_t i = 0; i < options.files.size(); ++i) {
+  for (size_t i = 0; i < sources.size(); ++i) {
     SubmitOptions submit;
     submit.name = name_for(options, i);
+    submit.image = options.image;
+    submit.pull = options.pull;
+    submit.container_user = options.container_user;
     submit.gpus = options.gpus;
     submit.priority = options.priority;
     submit.env = options.env;
@@ -194,17 +207,21 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
     }
     submit.array = options.array;
     submit.grid = options.grid;
-    submit.words = {options.files[i]};
+    if (options.steps.empty()) {
+      submit.words = {options.files[i]};
+    } else {
+      submit.steps = options.steps;
+    }
     // No environ: only --env travels. The cwd is checked, then dropped (fleet_job).
     auto request = build_submit_request(submit, {}, io.cwd, now_ms);
     if (!request) return tl::unexpected(request.error());
-    auto sweep = take_fleet_sweep(options.files[i], *request);
+    auto sweep = take_fleet_sweep(sources[i], *request);
     if (!sweep) return tl::unexpected(sweep.error());
-    auto job = fleet_job(options.files[i], *request, options, now_ms, io.environ);
+    auto job = fleet_job(sources[i], *request, options, now_ms, io.environ);
     if (!job) return tl::unexpected(job.error());
     std::vector<fleet::FleetJob> made;
     if (*sweep) {
-      auto elements = element_jobs(options.files[i], *job, **sweep, now_ms);
+      auto elements = element_jobs(sources[i], *job, **sweep, now_ms);
       if (!elements) return tl::unexpected(elements.error());
       made = std::move(*elements);
     } else {
@@ -213,7 +230,7 @@ Outcome<std::vector<fleet::FleetJob>> build_fleet_jobs(const FleetSubmitOptions&
     for (auto& one : made) {
       if (!one.name.empty()) {
         if (auto st = fleet::check_name("name", one.name); !st) {
-          return cli_fail(kExitUsage, fmt::format("{}: {}", options.files[i], st.error().message));
+          return cli_fail(kExitUsage, fmt::format("{}: {}", sources[i], st.error().message));
         }
       }
       jobs.push_back(std::move(one));

@@ -1,7 +1,7 @@
-// `gpuq submit`: checks the command line, snapshots the script, environment (what of it:
-// cli/submit_env.h) and working directory into a submit request (docs/api.md), and sends it. A script's `#gpuq` header
-// fields come first and the flags override them. `gpuq submit PLAN.json` sends a plan
-// (POST /v1/plans) instead.
+// `gpuq submit`: checks the command line, snapshots the script (or each step's:
+// cli/submit_steps.h), environment (what of it: cli/submit_env.h) and working directory into a
+// submit request (docs/api.md), and sends it. A script's `#gpuq` header fields come first and the
+// flags override them. `gpuq submit PLAN.json` sends a plan (POST /v1/plans) instead.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,11 +9,13 @@
 #include <map>
 
 #include "base/heap.h"
-#include "config/config.h"
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/submit_env.h"
+#include "cli/submit_steps.h"
+#include "config/config.h"
+#include "model/image_ref.h"
 #include "model/job.h"
 #include "spec/headers.h"
 #include "spec/plan.h"
@@ -71,6 +73,28 @@ Outcome<int64_t> resolve_not_before(const std::string& text, int64_t now_ms) {
   return *at;
 }
 
+// --image, --pull and --container-user, each on its own (whether the job has an image at all is
+// known once the headers are read: apply_container_flags).
+Status check_container_flags(const SubmitOptions& options) {
+  auto with_flag = [](const char* flag, const Error& error) {
+    return fail(Code::kInvalidArgument, fmt::format("{}: {}", flag, error.message));
+  };
+  if (options.image) {
+    if (auto st = check_image_reference(*options.image); !st)
+      return with_flag("--image", st.error());
+  }
+  if (options.pull) {
+    if (auto policy = parse_pull_policy(*options.pull); !policy)
+      return with_flag("--pull", policy.error());
+  }
+  if (options.container_user) {
+    if (auto st = check_container_user(*options.container_user); !st) {
+      return with_flag("--container-user", st.error());
+    }
+  }
+  return ok();
+}
+
 // The flags' values that need no file or daemon, checked before anything is read.
 Status check_flags(const SubmitOptions& options) {
   auto bad = [](std::string message) { return fail(Code::kInvalidArgument, std::move(message)); };
@@ -91,6 +115,7 @@ Status check_flags(const SubmitOptions& options) {
   if (options.done_if && options.done_if->empty()) {
     return bad("--done-if needs a shell command, as in --done-if 'test -s out/eval.json'");
   }
+  if (auto st = check_container_flags(options); !st) return st;
   if (auto st = check_duration("--retry-delay", options.retry_delay); !st) return st;
   if (auto st = check_duration("--timeout", options.timeout); !st) return st;
   if (auto st = check_duration("--est", options.est); !st) return st;
@@ -117,7 +142,8 @@ Status check_flags(const SubmitOptions& options) {
     if (auto sweep = spec::make_grid(std::move(params), 0, most); !sweep) return bad(sweep.error().message);
   }
   // A script's header may give the sweep that --max-running caps (build_submit_request checks).
-  const bool no_sweep = !options.array && options.grid.empty() && options.command_mode;
+  const bool no_script = options.command_mode || !options.steps.empty();  // so no header
+  const bool no_sweep = !options.array && options.grid.empty() && no_script;
   if (options.max_running && (*options.max_running < 1 || no_sweep)) {
     return bad(*options.max_running < 1 ? "--max-running must be 1 or more"
                                         : "--max-running caps an array or a grid: give --array or --grid");
@@ -161,6 +187,29 @@ Json take(Json& fields, const char* key) {
   Json value = std::move(*it);
   fields.erase(it);
   return value;
+}
+
+// Sets the container fields the flags give, replacing the header's; then --pull and
+// --container-user need an image: the job's (--image, image=) or a step's (a step script's image=).
+Status apply_container_flags(const SubmitOptions& options, Json& request) {
+  if (options.image) request["image"] = *options.image;
+  if (options.pull) request["pull"] = *options.pull;
+  if (options.container_user) request["container_user"] = *options.container_user;
+  bool any_image = request.contains("image");
+  for (const auto& step : request.contains("steps") ? request["steps"] : Json::array()) {
+    any_image = any_image || step.contains("image");
+  }
+  if (any_image) return ok();
+  for (const auto& [flag, given] :
+       {std::pair{"--pull", options.pull.has_value()},
+        std::pair{"--container-user", options.container_user.has_value()}}) {
+    if (!given) continue;
+    return fail(Code::kInvalidArgument,
+                fmt::format("{} applies only to a job that runs in a container: give --image IMAGE "
+                            "too, or leave {} out",
+                            flag, flag));
+  }
+  return ok();
 }
 
 // Sets the scheduling fields the flags give, replacing what the header said. Each duration
@@ -281,6 +330,10 @@ std::vector<std::string> flags_not_for_plans(const SubmitOptions& o) {
   add(o.array.has_value(), "--array");
   add(!o.grid.empty(), "--grid");
   add(o.max_running.has_value(), "--max-running");
+  add(!o.steps.empty(), "--step");
+  add(o.image.has_value(), "--image");
+  add(o.pull.has_value(), "--pull");
+  add(o.container_user.has_value(), "--container-user");
   return given;
 }
 
@@ -369,17 +422,30 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   }
   auto env = build_env(environ, options);
   if (!env) return tl::unexpected(env.error());
-  if (options.words.empty()) {
+  const bool with_steps = !options.steps.empty();
+  if (with_steps && !options.words.empty()) {
+    return cli_fail(kExitUsage,
+                    fmt::format("--step and {} '{}': with --step, the steps say what runs; make it "
+                                "a step too, as in --step '{}'",
+                                options.command_mode ? "a command after --" : "a script",
+                                options.words.front(), options.words.front()));
+  }
+  if (options.words.empty() && !with_steps) {
     return cli_fail(kExitUsage,
                     options.command_mode
                         ? "nothing to run after '--': give a command, as in "
                           "'gpuq submit -- python train.py'"
-                        : "nothing to run: give a script ('gpuq submit train.sh ARGS...') or a "
-                          "command after -- ('gpuq submit -- python train.py')");
+                        : "nothing to run: give a script ('gpuq submit train.sh ARGS...'), a "
+                          "command after -- ('gpuq submit -- python train.py') or steps "
+                          "(--step prepare.sh --step 'train.sh --lr 3e-4')");
   }
   Json header = Json::object();
-  Json what;  // the "argv" or "script" field
-  if (options.command_mode) {
+  Json what;  // the "steps", "argv" or "script" field
+  if (with_steps) {
+    auto steps = steps_request(options.steps);
+    if (!steps) return tl::unexpected(steps.error());
+    what = std::move(*steps);
+  } else if (options.command_mode) {
     what = options.words;
   } else {
     const std::string& script = options.words.front();
@@ -413,8 +479,11 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   if (!dir) return tl::unexpected(dir.error());
   request["cwd"] = *dir;
   request["env"] = Json(*env);
-  request[options.command_mode ? "argv" : "script"] = std::move(what);
+  request[with_steps ? "steps" : options.command_mode ? "argv" : "script"] = std::move(what);
   for (auto& [key, value] : header.items()) request[key] = std::move(value);
+  if (auto st = apply_container_flags(options, request); !st) {
+    return cli_fail(kExitUsage, st.error().message);
+  }
   if (auto st = apply_sweep_flags(options, request); !st)
     return cli_fail(kExitUsage, st.error().message);
   if (auto st = apply_scheduling_flags(options, now_ms, request); !st) {

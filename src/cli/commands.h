@@ -31,6 +31,12 @@ struct SubmitOptions {
   bool id_only = false;  // print only the job's id (a plan: each job's, one per line)
   std::vector<std::string> words;  // SCRIPT ARGS..., PLAN.json or, with command_mode, CMD ARGS...
   bool command_mode = false;       // the words came after `--`
+  // Steps (docs/jobs.md, "Steps"): each --step TEXT, in order, instead of the words.
+  std::vector<std::string> steps;
+  // Containers (docs/jobs.md, "Containers"): unset means "not given" (a script's header applies).
+  std::optional<std::string> image;
+  std::optional<std::string> pull;            // missing | always | never
+  std::optional<std::string> container_user;  // UID:GID
 
   // Scheduling (docs/api.md, "Scheduling"). Unset or empty means "not given": a script's
   // `#gpuq` header then applies; a list given here replaces the header's list.

@@ -58,7 +58,24 @@ void define_fleet_submit(CLI::App& fleet, FleetParsed& p) {
                    "named NAME.INDEX")
       ->type_name("NAME=VALUES")
       ->allow_extra_args(false);
-  submit->add_option("file", o.files, "job scripts")->required();
+  submit
+      ->add_option("--step", o.steps,
+                   "instead of files, one job of steps, in order (repeatable): a script and its "
+                   "arguments, or a command, as gpuq submit --step")
+      ->type_name("TEXT")
+      ->allow_extra_args(false);
+  auto container = [&](const char* flag, std::optional<std::string>& into, const char* what,
+                       const char* type) {
+    submit
+        ->add_option_function<std::string>(
+            flag, [&into](const std::string& v) { into = v; }, what)
+        ->type_name(type);
+  };
+  container("--image", o.image, "run the jobs in containers of this image", "IMAGE");
+  container("--pull", o.pull, "with --image: pull it when missing (the default), always, or never",
+            "POLICY");
+  container("--container-user", o.container_user, "with --image: the user inside", "UID:GID");
+  submit->add_option("file", o.files, "job scripts (none with --step)");
 }
 
 void define_fleet_jobs(CLI::App& fleet, FleetParsed& p) {
@@ -126,6 +143,13 @@ Status check_fleet_usage(const FleetParsed& p) {
     if (!o.klass.empty() && !o.node.empty()) {
       return bad("--class and --node together: a job goes to a class queue or to one node's "
                  "queue; give one of them");
+    }
+    if (o.files.empty() == o.steps.empty()) {
+      return bad(o.files.empty()
+                     ? "give one or more job scripts (file ...), or the steps of one "
+                       "job (--step TEXT ...)"
+                     : "--step and job scripts (file ...) together: --step makes one "
+                       "job of its steps; give the scripts as steps, or leave out --step");
     }
     if (o.chain && o.node.empty()) {
       return bad("--chain needs --node: a chain runs on one node, each job after the one before");

@@ -161,6 +161,44 @@ TEST_F(FleetCli, ASweepIsOneFleetJobPerElementNamedByItsIndexAndHasNoCap) {
   EXPECT_FALSE(stored("c.0"));
 }
 
+TEST_F(FleetCli, StepsAndAnImageMakeOneJobWhoseSpecTravelsWhole) {
+  std::string prep = dir_.write("prep.sh", "#!/bin/bash\n#gpuq timeout=10m\nmake data\n");
+  ASSERT_EQ(fleet({"submit", "--name", "pipe", "--gpus", "1", "--image", "busybox", "--pull",
+                   "always", "--step", prep + " --fast", "--step", "python eval.py"}),
+            kExitOk)
+      << err();
+  EXPECT_NE(out().find(" pipe to class any\n"), std::string::npos) << out();
+  auto job = stored("pipe");  // read back from the store as a node's agent reads it
+  ASSERT_TRUE(job);
+  ASSERT_EQ(job->spec.steps.size(), 2u);
+  EXPECT_EQ(job->spec.steps[0].script_text, "#!/bin/bash\n#gpuq timeout=10m\nmake data\n");
+  EXPECT_EQ(job->spec.steps[0].script_args, std::vector<std::string>{"--fast"});
+  EXPECT_EQ(job->spec.steps[0].timeout_ms, 10 * 60 * 1000);
+  EXPECT_EQ(job->spec.steps[1].argv, (std::vector<std::string>{"python", "eval.py"}));
+  EXPECT_EQ(job->spec.image, "busybox");
+  EXPECT_EQ(job->spec.pull, PullPolicy::kAlways);
+  EXPECT_TRUE(job->spec.argv.empty());
+
+  // A sweep of steps: each element's steps with its index.
+  ASSERT_EQ(fleet({"submit", "--name", "sh", "--array", "0-1", "--step", "prep --shard {i}"}),
+            kExitOk)
+      << err();
+  auto second = stored("sh.1");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->spec.steps[0].argv, (std::vector<std::string>{"prep", "--shard", "1"}));
+
+  expect_usage_error({"submit", "--fleet", "s3://b/p", "--step", "true", prep},
+                     "--step and job scripts (file ...) together");
+  EXPECT_EQ(fleet({"submit", "--step", "a && b"}), kExitUsage);
+  EXPECT_NE(err().find("--step 'a && b' (step 1): '&&' is shell syntax"), std::string::npos)
+      << err();
+  EXPECT_EQ(fleet({"submit", "--pull", "never", prep}), kExitUsage);
+  EXPECT_NE(err().find("--pull applies only to a job that runs in a container"), std::string::npos)
+      << err();
+  EXPECT_EQ(fleet({"submit", "--image", "Busybox", prep}), kExitUsage);
+  EXPECT_NE(err().find("--image: 'Busybox' is not an image reference"), std::string::npos) << err();
+}
+
 TEST_F(FleetCli, ChainPinsEachFileAfterTheOneBefore) {
   std::vector<std::string> args = {"submit", "--node", "n1", "--chain", "--name", "step", "--json"};
   for (const char* name : {"a.sh", "b.sh", "c.sh"}) {

@@ -33,7 +33,13 @@ struct FleetSubmitOptions {
   std::vector<std::string> after;   // fleet job names or ids (afterok); replace after= headers
   bool chain = false;               // with --node: each file after the one before
   std::vector<std::string> env;     // KEY=VALUE: the only environment that travels
-  std::vector<std::string> files;   // scripts
+  std::vector<std::string> files;   // scripts; none with --step
+  // One job of steps (docs/jobs.md, "Steps"): each --step TEXT in order, instead of the files.
+  std::vector<std::string> steps;
+  // Containers, replacing the scripts' image=, pull=, container-user= (docs/jobs.md).
+  std::optional<std::string> image;
+  std::optional<std::string> pull;
+  std::optional<std::string> container_user;
   // A sweep (docs/sweeps.md), replacing the scripts' `#gpuq array=`/`grid=`: one fleet job per
   // element, NAME.INDEX; no %MAX (nothing counts an array's running elements across nodes).
   std::optional<std::string> array;

@@ -48,6 +48,37 @@ TEST(FleetAgent, ClaimsAClassJobRunsItLocallyAndPublishesItsEnd) {
   EXPECT_TRUE(a.agent->held().empty());
 }
 
+TEST(FleetAgent, AJobsStepsAndImageReachTheLocalJob) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 2);
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  job.spec.script_name.clear();
+  job.spec.script_text.clear();
+  JobStep prep;
+  prep.name = "prep";
+  prep.script_name = "prep.sh";
+  prep.script_text = "#!/bin/bash\nmake\n";
+  prep.timeout_ms = 60'000;
+  JobStep train;
+  train.name = "train";
+  train.argv = {"python", "train.py"};
+  train.image = "ubuntu:24.04";
+  train.done_if = "test -s out";
+  job.spec.steps = {prep, train};
+  job.spec.image = "busybox";
+  job.spec.pull = PullPolicy::kNever;
+  job.spec.container_user = "0:0";
+  publish(a.store, job);
+  a.run_until(2'000);
+  ASSERT_EQ(a.executor.specs.size(), 1u);
+  const JobSpec& local = a.executor.specs.begin()->second;
+  EXPECT_EQ(local.steps, job.spec.steps);
+  EXPECT_EQ(local.image, "busybox");
+  EXPECT_EQ(local.pull, PullPolicy::kNever);
+  EXPECT_EQ(local.container_user, "0:0");
+}
+
 TEST(FleetAgent, TwoNodesNeverBothTakeAJob) {
   auto bucket = std::make_shared<Bucket>();
   Node a(bucket, "a", 1), b(bucket, "b", 1);

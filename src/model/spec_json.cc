@@ -1,13 +1,13 @@
 #include "model/spec_json.h"
 
-#include "model/dependency_kind.h"
-
 #include <fmt/format.h>
+
 #include <set>
 
 #include "base/duration.h"
 #include "base/time.h"
 #include "model/dependency_kind.h"
+#include "model/image_ref.h"
 #include "model/limits.h"
 
 namespace gpuq {
@@ -52,6 +52,17 @@ class Reader {
     if (!body_[key].is_string()) return error(fmt::format("field '{}' must be a string", key));
     if (auto st = no_nul(key, body_[key].get_ref<const std::string&>()); !st) return st;
     out = body_[key].get<std::string>();
+    return ok();
+  }
+
+  // A container image (model/image_ref.h). A stored one is taken as it was accepted, so that a
+  // stricter check later cannot make a job unreadable.
+  Status image(const char* key, std::string& out) const {
+    if (auto st = string(key, out); !st) return st;
+    if (stored_ || !body_.contains(key)) return ok();
+    if (auto st = check_image_reference(out); !st) {
+      return error(fmt::format("field '{}': {}", key, st.error().message));
+    }
     return ok();
   }
 
@@ -208,40 +219,36 @@ Status read_script(const Reader& r, const json& body, JobSpec& spec) {
 }
 
 // One entry of `steps`: {"name"?, "argv" | "script", "timeout"/"timeout_ms"?, "done_if"?,
-// "image"?}. Errors name the step ("steps[2]: ...") and the job's source.
-Status read_step(const Reader& job_reader, const json& body, size_t index, JobStep& step,
-                 SpecOrigin origin) {
-  auto at = [&](const std::string& message) {
-    return job_reader.error(fmt::format("steps[{}]: {}", index, message));
-  };
-  if (!body.is_object()) return at("a step must be an object with \"argv\" or \"script\"");
+// "image"?}. Errors say what is wrong with the step; the caller says which step it is.
+Status read_step(const json& body, JobStep& step, SpecOrigin origin) {
+  if (!body.is_object())
+    return fail(Code::kInvalidArgument, "a step must be an object with \"argv\" or \"script\"");
   for (const auto& [key, value] : body.items()) {
     if (key != "name" && key != "argv" && key != "script" && key != "timeout" && key != "timeout_ms" &&
         key != "done_if" && key != "image") {
-      return at(fmt::format("unknown field '{}'; known: name, argv, script, timeout, done_if, image",
-                            clip_for_message(key)));
+      return fail(
+          Code::kInvalidArgument,
+          fmt::format("unknown field '{}'; known: name, argv, script, timeout, done_if, image",
+                      clip_for_message(key)));
     }
   }
   Reader r(body, origin);
-  auto wrap = [&](const Status& st) -> Status {
-    if (st) return st;
-    return at(st.error().message);
-  };
   JobSpec holder;
-  if (auto st = wrap(r.strings("argv", step.argv)); !st) return st;
-  if (body.contains("argv") && step.argv.empty()) return at("field 'argv' is empty: name a command to run");
-  if (auto st = wrap(read_script(r, body, holder)); !st) return st;
+  GPUQ_TRY(r.strings("argv", step.argv));
+  if (body.contains("argv") && step.argv.empty())
+    return r.error("field 'argv' is empty: name a command to run");
+  GPUQ_TRY(read_script(r, body, holder));
   if (body.contains("argv") == body.contains("script")) {
-    return at("give exactly one of 'argv' (a command) or 'script'");
+    return r.error("give exactly one of 'argv' (a command) or 'script'");
   }
   step.script_name = std::move(holder.script_name);
   step.script_text = std::move(holder.script_text);
   step.script_args = std::move(holder.script_args);
-  if (auto st = wrap(r.string("name", step.name)); !st) return st;
+  GPUQ_TRY(r.string("name", step.name));
   if (step.name.empty()) step.name = default_step_name(step);
-  if (auto st = wrap(r.duration("timeout", step.timeout_ms)); !st) return st;
-  if (auto st = wrap(r.string("done_if", step.done_if)); !st) return st;
-  if (auto st = wrap(r.string("image", step.image)); !st) return st;
+  GPUQ_TRY(r.duration("timeout", step.timeout_ms));
+  GPUQ_TRY(r.string("done_if", step.done_if));
+  GPUQ_TRY(r.image("image", step.image));
   return ok();
 }
 
@@ -258,14 +265,16 @@ Status read_steps(const Reader& r, const json& body, JobSpec& spec, SpecOrigin o
   }
   for (size_t i = 0; i < steps.size(); ++i) {
     JobStep step;
-    if (auto st = read_step(r, steps[i], i, step, origin); !st) return st;
+    if (auto st = read_step(steps[i], step, origin); !st) {
+      return r.error(fmt::format("steps[{}]: {}", i, st.error().message));
+    }
     spec.steps.push_back(std::move(step));
   }
   return ok();
 }
 
-Status read_container(const Reader& r, const json& body, JobSpec& spec) {
-  GPUQ_TRY(r.string("image", spec.image));
+Status read_container(const Reader& r, const json& body, JobSpec& spec, SpecOrigin origin) {
+  GPUQ_TRY(r.image("image", spec.image));
   std::string pull;
   GPUQ_TRY(r.string("pull", pull));
   if (!pull.empty()) {
@@ -274,6 +283,11 @@ Status read_container(const Reader& r, const json& body, JobSpec& spec) {
     spec.pull = *policy;
   }
   GPUQ_TRY(r.string("container_user", spec.container_user));
+  if (origin != SpecOrigin::kStore && body.contains("container_user")) {
+    if (auto st = check_container_user(spec.container_user); !st) {
+      return r.error("field 'container_user': " + st.error().message);
+    }
+  }
   bool any_image = !spec.image.empty();
   for (const auto& step : spec.steps) any_image = any_image || !step.image.empty();
   if (!any_image && (body.contains("pull") || !spec.container_user.empty())) {
@@ -431,7 +445,7 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   if (!body.contains("steps") && body.contains("argv") == body.contains("script")) {
     return r.error("give exactly one of 'argv' (a command), 'script' or 'steps'");
   }
-  GPUQ_TRY(read_container(r, body, spec));
+  GPUQ_TRY(read_container(r, body, spec, origin));
   GPUQ_TRY(read_deps(r, body, spec));
   GPUQ_TRY(r.string("done_if", spec.done_if));
   GPUQ_TRY(r.strings("lane", spec.lanes));
@@ -466,6 +480,12 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   }
   GPUQ_TRY(r.string("claim_deadline_file", spec.claim_deadline_file));
   return spec;
+}
+
+Result<JobStep> step_from_json(const json& body) {
+  JobStep step;
+  if (auto st = read_step(body, step, SpecOrigin::kRequest); !st) return tl::unexpected(st.error());
+  return step;
 }
 
 json job_step_to_json(const JobStep& step) {

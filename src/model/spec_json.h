@@ -42,6 +42,9 @@ Status check_env_var(std::string_view name, std::string_view value);
 // The stored form; spec_from_json(spec_to_json(s)) == s. Default values are left out
 // (`preempt` only when not never, `restart_within_ms` only when set).
 nlohmann::json spec_to_json(const JobSpec& spec);
+// One entry of a submit request's "steps" on its own (a plan checks each where it was written);
+// errors name the field but not the step, as in "field 'image': ...".
+Result<JobStep> step_from_json(const nlohmann::json& body);
 // One step's stored form: {"name", "argv" | "script": {name, text, args}, "timeout_ms"?,
 // "done_if"?, "image"?}.
 nlohmann::json job_step_to_json(const JobStep& step);

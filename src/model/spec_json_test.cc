@@ -452,5 +452,50 @@ TEST(SpecJsonSteps, ContainerFieldsRoundTrip) {
   EXPECT_EQ(again->pull, PullPolicy::kNever);
 }
 
+TEST(SpecJsonSteps, RefusesBadImagesAndUsersNamingTheField) {
+  struct Case {
+    const char* body;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{R"({"argv":["y"],"image":"Busybox"})",
+                "field 'image': 'Busybox' is not an image reference"},
+           Case{R"({"argv":["y"],"image":""})",
+                "field 'image': '' is not an image reference: it is empty"},
+           Case{R"({"steps":[{"argv":["y"]},{"argv":["z"],"image":"a b"}]})",
+                "steps[1]: field 'image': 'a b' is not an image reference"},
+           Case{R"({"source":"plan.json:3","steps":[{"argv":["y"],"image":"x:"}]})",
+                "plan.json:3: steps[0]: field 'image'"},
+           Case{R"({"argv":["y"],"image":"busybox","container_user":"me me"})",
+                "field 'container_user': 'me me' is not a container user"},
+       }) {
+    auto spec = spec_from_json(json::parse(c.body));
+    ASSERT_FALSE(spec) << c.body;
+    EXPECT_NE(spec.error().message.find(c.says), std::string::npos)
+        << c.body << " -> " << spec.error().message;
+  }
+  // A stored spec is read as it was accepted, even should the check grow stricter.
+  auto stored = spec_from_json(
+      json::parse(R"({"argv":["y"],"image":"Old","container_user":"x y"})"), SpecOrigin::kStore);
+  ASSERT_TRUE(stored) << stored.error().message;
+  EXPECT_EQ(stored->image, "Old");
+  // A step's image alone makes a container job: pull and container_user apply.
+  auto step_image = spec_from_json(json::parse(
+      R"({"steps":[{"argv":["y"],"image":"busybox"}],"pull":"always","container_user":"1000:1000"})"));
+  ASSERT_TRUE(step_image) << step_image.error().message;
+  EXPECT_EQ(step_image->pull, PullPolicy::kAlways);
+}
+
+TEST(SpecJsonSteps, OneStepOnItsOwn) {
+  auto step = step_from_json(json::parse(R"({"argv":["make","data"],"timeout":"30m"})"));
+  ASSERT_TRUE(step) << step.error().message;
+  EXPECT_EQ(step->name, "make data");
+  EXPECT_EQ(step->timeout_ms, 30 * 60 * 1000);
+  auto bad = step_from_json(json::parse(R"({"argv":["x"],"image":"A"})"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("field 'image': 'A' is not an image reference", 0), 0u)
+      << bad.error().message;
+}
+
 }  // namespace
 }  // namespace gpuq

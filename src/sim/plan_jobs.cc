@@ -67,7 +67,10 @@ Result<json> as_submit_request(const json& entry, const std::string& name) {
     body["est_ms"] = static_cast<int64_t>(std::llround(h.get<double>() * 3600.0 * 1000.0));
     body.erase("est_hours");
   }
-  if (!body.contains("argv") && !body.contains("script")) body["argv"] = json::array({"true"});
+  // Something to run, for a plan written for simulation alone; a job with steps has its own.
+  if (!body.contains("argv") && !body.contains("script") && !body.contains("steps")) {
+    body["argv"] = json::array({"true"});
+  }
   return body;
 }
 

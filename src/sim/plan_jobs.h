@@ -2,7 +2,8 @@
 // additions)"): {"jobs": [submit request with "name"], "reservations": [{"name", "gpus",
 // "jobs"}]} — into simulator input. Each job is validated with model/spec_json's
 // spec_from_json (the daemon's own rules), with two allowances for plans written for
-// simulation: a job may leave out argv/script, and may give `est_hours` (a number).
+// simulation: a job may leave out argv/script/steps, and may give `est_hours` (a number). A job
+// with steps or a container image is simulated as any other, for its whole estimate.
 // A plan says nothing about true run times, so each job runs for exactly its estimate, and a
 // job without one is an error. Every job is submitted at time 0 in the plan's order.
 // afterok/afterany dependencies are kept (every simulated job succeeds; a dependency on a job

@@ -49,6 +49,19 @@ TEST(PlanJobs, SubmitRequestsBecomeSimJobs) {
   EXPECT_EQ((*reservations)[0].slots, std::vector<int>{1});
 }
 
+TEST(PlanJobs, AJobWithStepsOrAnImageRunsForTheJobsEstimate) {
+  json plan = json::parse(R"({"jobs": [
+      {"name": "pipe", "gpus": 2, "est": "2h", "image": "busybox",
+       "steps": [{"argv": ["prep"]}, {"argv": ["train"], "timeout": "1h", "image": "ubuntu:24.04"}]},
+      {"name": "after", "est": "1h", "after": ["pipe"]}]})");
+  auto jobs = jobs_from_plan(plan);
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].gpus, 2);
+  EXPECT_EQ((*jobs)[0].duration_ms, 2 * 3600 * 1000);
+  EXPECT_EQ((*jobs)[1].after, std::vector<std::string>{"pipe"});
+}
+
 TEST(PlanJobs, Errors) {
   struct Case {
     const char* plan;

@@ -9,109 +9,24 @@
 
 #include "base/duration.h"
 #include "base/time.h"
+#include "model/image_ref.h"
 #include "model/job.h"
 #include "model/spec_json.h"
+#include "spec/header_keys.h"
 #include "spec/script.h"
+#include "spec/shell_words.h"
 #include "spec/sweep.h"
 
 namespace gpuq::spec {
 namespace {
 
+using header_keys::directive_of;
+using header_keys::find_key;
+using header_keys::Key;
+using header_keys::keys;
+using header_keys::Kind;
+using header_keys::suggestion;
 using nlohmann::json;
-
-enum class Kind {
-  kString,       // one non-empty string
-  kInteger,      // a whole number in [min, max]
-  kPriority,     // an integer or a priority name, kept as written
-  kList,         // repeatable; each value one entry
-  kCommaList,    // repeatable; values split at commas
-  kDuration,     // "3h", kept as a string
-  kBool,         // bare key = true
-  kTime,         // RFC 3339 (kept as a string) or epoch milliseconds
-  kPreempt,      // yield | restart | never
-  kArray,        // a job array's indexes, as `gpuq submit --array` (spec/sweep.h)
-  kGridParam,    // repeatable; one grid parameter NAME=VALUES per line, as `--grid`
-  kUnsupported,  // a key of the design that this gpuq cannot honour yet
-};
-
-struct Key {
-  const char* flag;   // as written in `#gpuq` lines and `gpuq submit` flags
-  const char* field;  // the submit-request field
-  Kind kind;
-  int64_t min = 0;
-  int64_t max = 0;
-};
-
-const std::vector<Key>& keys() {
-  static const std::vector<Key> table = {
-      {"name", "name", Kind::kString},
-      {"gpus", "gpus", Kind::kInteger, 0, 1024},
-      {"priority", "priority", Kind::kPriority},
-      {"after", "after", Kind::kCommaList},
-      {"after-any", "after_any", Kind::kCommaList},
-      {"after-notok", "after_notok", Kind::kCommaList},
-      {"requires", "requires", Kind::kList},
-      {"done-if", "done_if", Kind::kString},
-      {"wait-file", "wait_file", Kind::kList},
-      {"lane", "lanes", Kind::kCommaList},
-      {"retries", "retries", Kind::kInteger, 0, 1000},
-      {"retry-delay", "retry_delay", Kind::kDuration},
-      {"timeout", "timeout", Kind::kDuration},
-      {"est", "est", Kind::kDuration},
-      {"gpu-mem", "gpu_mem", Kind::kInteger, 0, int64_t{1} << 30},
-      {"share", "share", Kind::kBool},
-      {"not-before", "not_before", Kind::kTime},
-      {"hold", "hold", Kind::kBool},
-      {"preempt", "preempt", Kind::kPreempt},
-      {"restart-within", "restart_within", Kind::kDuration},
-      {"requires-warn", "requires_warn", Kind::kDuration},
-      {"quiet", "quiet", Kind::kDuration},
-      {"warn-after", "warn_after", Kind::kDuration},
-      {"array", "array", Kind::kArray},
-      {"grid", "grid", Kind::kGridParam},
-      {"max-running", "max_running", Kind::kInteger, 1, 1'000'000},
-  };
-  return table;
-}
-
-// Accepts the request spelling (done_if) and `lanes` as well as the flag spelling.
-const Key* find_key(std::string name) {
-  std::replace(name.begin(), name.end(), '_', '-');
-  if (name == "lanes") name = "lane";
-  for (const Key& k : keys()) {
-    if (name == k.flag) return &k;
-  }
-  return nullptr;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string suggestion(std::string_view unknown) {
-  const Key* best = nullptr;
-  size_t best_distance = 3;
-  for (const Key& k : keys()) {
-    if (k.kind == Kind::kUnsupported) continue;
-    size_t d = edit_distance(unknown, k.flag);
-    if (d < best_distance) {
-      best_distance = d;
-      best = &k;
-    }
-  }
-  return best ? fmt::format("did you mean '{}'? ", best->flag) : "";
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -137,47 +52,6 @@ std::string unquote_whole(std::string_view value) {
     return out;
   }
   return std::string(value);
-}
-
-// Splits the rest of a `#gpuq` line into words as a shell would: whitespace separates, "..."
-// (with \" \\ \$ \` escapes) and '...' quote, a backslash outside quotes escapes one character,
-// and a word starting with '#' starts a trailing comment.
-Result<std::vector<std::string>> split_words(std::string_view rest) {
-  std::vector<std::string> words;
-  size_t i = 0;
-  const size_t n = rest.size();
-  while (true) {
-    while (i < n && is_space(rest[i])) ++i;
-    if (i >= n || rest[i] == '#') break;
-    std::string word;
-    const size_t word_start = i;
-    while (i < n && !is_space(rest[i])) {
-      char c = rest[i];
-      if (c == '"' || c == '\'') {
-        ++i;
-        while (i < n && rest[i] != c) {
-          if (c == '"' && rest[i] == '\\' && i + 1 < n &&
-              std::string_view("\"\\$`").find(rest[i + 1]) != std::string_view::npos)
-            ++i;
-          word += rest[i++];
-        }
-        if (i >= n) {
-          return fail(Code::kInvalidArgument,
-                      fmt::format("unbalanced {} quote in {}; close it on the same line",
-                                  c == '"' ? "double" : "single", trim(rest.substr(word_start))));
-        }
-        ++i;
-      } else if (c == '\\' && i + 1 < n) {
-        word += rest[i + 1];
-        i += 2;
-      } else {
-        word += c;
-        ++i;
-      }
-    }
-    words.push_back(std::move(word));
-  }
-  return words;
 }
 
 std::vector<std::string> split_commas(const std::string& value) {
@@ -263,6 +137,12 @@ class HeaderReader {
         return "array=0-9 (or 0-99:2%4, or 1,4,9)";
       case Kind::kGridParam:
         return "grid=lr=1e-4,3e-4 (one parameter per line)";
+      case Kind::kImage:
+        return "image=nvcr.io/nvidia/pytorch:24.01-py3";
+      case Kind::kPull:
+        return "pull=always (or missing, or never)";
+      case Kind::kContainerUser:
+        return "container-user=1000:1000";
       case Kind::kList:
       case Kind::kCommaList:
       case Kind::kString:
@@ -340,6 +220,18 @@ class HeaderReader {
         if (auto param = parse_grid_param(value, kMostSweepElements); !param)
           return bad(fmt::format("{}{}: {}", form, value, param.error().message));
         return json::array({value});
+      case Kind::kImage:
+        if (auto st = check_image_reference(value); !st)
+          return bad(fmt::format("{}{}: {}", form, value, st.error().message));
+        return json(value);
+      case Kind::kPull:
+        if (auto policy = parse_pull_policy(value); !policy)
+          return bad(fmt::format("{}{}: {}", form, value, policy.error().message));
+        return json(value);
+      case Kind::kContainerUser:
+        if (auto st = check_container_user(value); !st)
+          return bad(fmt::format("{}{}: {}", form, value, st.error().message));
+        return json(value);
       case Kind::kUnsupported:
         break;
     }
@@ -392,8 +284,11 @@ Directive classify(std::string_view body) {
 }
 
 void read_gpuq_line(HeaderReader& reader, std::string_view rest, int line) {
-  auto words = split_words(rest);
-  if (!words) return reader.error(line, fmt::format("#gpuq line: {}", words.error().message));
+  auto words = split_shell_words(rest, {.comments = true});
+  if (!words) {
+    return reader.error(
+        line, fmt::format("#gpuq line: {}; close it on the same line", words.error().message));
+  }
   for (const std::string& word : *words) {
     size_t eq = word.find('=');
     std::string name = word.substr(0, eq);
@@ -470,6 +365,46 @@ void check_preemption(HeaderReader& reader, const HeaderScan& scan) {
                            mode));
 }
 
+// pull= and container-user= say how a container job runs, so they mean nothing without image=;
+// a header block must say both, as a submit request must.
+void check_container(const HeaderScan& scan, HeaderReader& reader) {
+  const json& fields = scan.headers.fields;
+  if (fields.contains("image") || reader.rejected("image")) return;
+  for (const char* field : {"pull", "container_user"}) {
+    if (!fields.contains(field)) continue;
+    reader.error(scan.headers.lines.at(field),
+                 fmt::format("{}= applies only to a job that runs in a container; add "
+                             "image=IMAGE or remove {}=",
+                             find_key(field)->flag, find_key(field)->flag));
+  }
+}
+
+// A step's script: every field that sets the whole job is an error at its line, and dropped.
+void refuse_job_fields(HeaderScan& scan, HeaderReader& reader) {
+  std::vector<std::pair<int, std::string>> job_fields;  // by line, as a person reads them
+  for (const auto& [field, line] : scan.headers.lines) {
+    const auto& allowed = kStepHeaderFields;
+    if (std::find(std::begin(allowed), std::end(allowed), field) == std::end(allowed)) {
+      job_fields.emplace_back(line, field);
+    }
+  }
+  std::sort(job_fields.begin(), job_fields.end());
+  for (const auto& [line, field] : job_fields) {
+    const Key* key = find_key(field);
+    std::string on_job =
+        key ? fmt::format("gpuq submit --{}, or \"{}\" in a plan's job", key->flag, field)
+            : fmt::format("\"{}\" in a plan's job", field);
+    reader.error(line,
+                 fmt::format("{} sets the whole job, not one step: set it on the job ({}) and "
+                             "remove it from this step's script, which may set only name, "
+                             "timeout, done-if and image",
+                             directive_of(field), on_job));
+    scan.headers.fields.erase(field);
+    scan.headers.item_lines.erase(field);
+  }
+  for (const auto& [line, field] : job_fields) scan.headers.lines.erase(field);
+}
+
 // A sweep's headers together: array= or grid=, max-running= only with one of them and agreeing
 // with array='s %MAX, and the grid's parameters distinct; the sweep into `scan.sweep`.
 void read_sweep(HeaderReader& reader, HeaderScan& scan) {
@@ -513,17 +448,7 @@ void read_sweep(HeaderReader& reader, HeaderScan& scan) {
 
 }  // namespace
 
-std::string known_header_keys() {
-  std::string out;
-  for (const Key& k : keys()) {
-    if (k.kind == Kind::kUnsupported) continue;
-    if (!out.empty()) out += ", ";
-    out += k.flag;
-  }
-  return out;
-}
-
-HeaderScan scan_script_headers(std::string_view file_name, std::string_view text) {
+HeaderScan scan_script_headers(std::string_view file_name, std::string_view text, ScriptRole role) {
   HeaderScan scan;
   if (auto checked = check_script_text(file_name, text); !checked) {
     scan.errors.push_back(error_from_message(std::string(file_name), checked.error().message));
@@ -583,13 +508,21 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
         break;
     }
   }
+  if (role == ScriptRole::kStep) {
+    refuse_job_fields(scan, reader);
+    std::stable_sort(scan.errors.begin(), scan.errors.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+    return scan;
+  }
   check_preemption(reader, scan);
+  check_container(scan, reader);
   read_sweep(reader, scan);
   return scan;
 }
 
-Result<HeaderFields> parse_script_headers(std::string_view file_name, std::string_view text) {
-  HeaderScan scan = scan_script_headers(file_name, text);
+Result<HeaderFields> parse_script_headers(std::string_view file_name, std::string_view text,
+                                          ScriptRole role) {
+  HeaderScan scan = scan_script_headers(file_name, text, role);
   if (!scan.errors.empty())
     return fail(Code::kInvalidArgument, scan.errors.front().located_message());
   return std::move(scan.headers);

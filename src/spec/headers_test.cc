@@ -141,7 +141,7 @@ TEST(Headers, Errors) {
             "after, after-any, after-notok, requires, done-if, wait-file, lane, retries, "
             "retry-delay, timeout, "
             "est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, quiet, "
-            "warn-after, array, grid, max-running");
+            "warn-after, array, grid, max-running, image, pull, container-user");
   EXPECT_EQ(error_of("#gpuq gpus=two\n"),
             "job.sh:1: gpus=two is not a whole number; write it as gpus=2");
   EXPECT_EQ(error_of("#gpuq gpus=-1\n"),

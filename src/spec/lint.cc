@@ -20,6 +20,11 @@ namespace fs = std::filesystem;
 
 constexpr Millis kBashTimeout{10'000};
 
+// A script's findings; `alone` when it is linted for itself, not as a plan's (whose job is
+// judged as a whole: check_done_if_in_containers).
+std::vector<Diagnostic> lint_script_file(const std::string& path, const LintOptions& options,
+                                         ScriptRole role, bool alone);
+
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -144,6 +149,43 @@ bool declares(const fs::path& output, const fs::path& wanted) {
          path[glob.size()] == '/';
 }
 
+// A done-if test runs on the host before its job or step starts, never in the container, so in
+// a container job it sees the host's files and commands, not the image's: worth a warning, not
+// an error (testing a file in a directory the host shares is what it is for).
+Diagnostic host_done_if(const std::string& file, int line, const std::string& what,
+                        const std::string& image) {
+  return warning_at(file, line,
+                    fmt::format("{}'s done-if runs on the host before it starts, not in its "
+                                "container (image {}): it sees the host's files and commands, not "
+                                "the image's; test a file the job writes to a directory the host "
+                                "shares, or remove done-if",
+                                what, image));
+}
+
+// Every done-if of a plan's job and its steps that would run for a container.
+void check_done_if_in_containers(const PlanCheck& plan, const std::string& path,
+                                 std::vector<Diagnostic>& out) {
+  for (size_t i = 0; i < plan.jobs.size() && i < plan.specs.size(); ++i) {
+    const PlanJob& job = plan.jobs[i];
+    const JobSpec& spec = plan.specs[i];
+    std::string any_image = spec.image;
+    for (const auto& step : spec.steps) {
+      if (any_image.empty()) any_image = step.image;
+    }
+    if (!spec.done_if.empty() && !any_image.empty()) {
+      out.push_back(host_done_if(path, job.line, fmt::format("job '{}'", job.id), any_image));
+    }
+    for (size_t k = 0; k < spec.steps.size() && k < job.steps.size(); ++k) {
+      const JobStep& step = spec.steps[k];
+      const std::string& image = step.image.empty() ? spec.image : step.image;
+      if (step.done_if.empty() || image.empty()) continue;
+      out.push_back(host_done_if(path, job.steps[k].line,
+                                 fmt::format("job '{}', step {} ({})", job.id, k, step.name),
+                                 image));
+    }
+  }
+}
+
 void check_declared_outputs(const PlanCheck& plan, const std::string& default_cwd,
                             std::vector<Diagnostic>& out) {
   struct Output {
@@ -185,13 +227,18 @@ std::vector<Diagnostic> lint_plan(const std::string& path, const LintOptions& op
   std::string cwd = fs::current_path(ec).string();
   PlanCheck plan = check_plan(path, PlanContext{cwd, {}, options.max_sweep_elements});
   std::vector<Diagnostic> out = std::move(plan.diagnostics);
-  std::set<std::string> scripts;
+  std::set<std::pair<ScriptRole, std::string>> scripts;
+  // Each script once in each role; its done-if in a container is judged with the plan's job.
+  auto lint_once = [&](const std::string& script, ScriptRole role) {
+    if (script.empty() || !scripts.emplace(role, script).second) return;
+    for (auto& d : lint_script_file(script, options, role, false)) out.push_back(std::move(d));
+  };
   for (const auto& job : plan.jobs) {
     check_gpus(path, job.line, fmt::format("job '{}'", job.id), job.gpus, options, out);
-    if (!job.script_path.empty() && scripts.insert(job.script_path).second) {
-      for (auto& d : lint_script(job.script_path, options)) out.push_back(std::move(d));
-    }
+    lint_once(job.script_path, ScriptRole::kJob);
+    for (const auto& step : job.steps) lint_once(step.script_path, ScriptRole::kStep);
   }
+  check_done_if_in_containers(plan, path, out);
   for (const auto& r : plan.reservations) {
     for (int gpu : r.gpus) {
       if (options.machine_gpus >= 0 && gpu >= options.machine_gpus) {
@@ -223,16 +270,29 @@ std::vector<std::string> paths_tested_by(const std::string& command) {
   return paths;
 }
 
-std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& options) {
+std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& options,
+                                    ScriptRole role) {
+  return lint_script_file(path, options, role, true);
+}
+
+namespace {
+
+std::vector<Diagnostic> lint_script_file(const std::string& path, const LintOptions& options,
+                                         ScriptRole role, bool alone) {
   std::vector<Diagnostic> out;
   auto text = read_script(path);
   if (!text) {
     out.push_back(error_from_message(path, text.error().message));
     return out;
   }
-  HeaderScan scan = scan_script_headers(path, *text);
+  HeaderScan scan = scan_script_headers(path, *text, role);
   out = std::move(scan.errors);
   const auto& fields = scan.headers.fields;
+  if (alone && fields.contains("done_if") && fields.contains("image")) {
+    out.push_back(host_done_if(path, scan.headers.lines["done_if"],
+                               role == ScriptRole::kStep ? "the step" : "the job",
+                               fields["image"].get<std::string>()));
+  }
   if (fields.contains("gpus")) {
     check_gpus(path, scan.headers.lines["gpus"], "the script", fields["gpus"].get<int>(), options,
                out);
@@ -249,6 +309,8 @@ std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& 
   if (is_shell_script(*text)) check_shell_syntax(path, out);
   return out;
 }
+
+}  // namespace
 
 std::vector<Diagnostic> lint_files(const std::vector<std::string>& paths,
                                    const LintOptions& options) {

@@ -1,7 +1,8 @@
 // `gpuq lint`: every finding about job scripts and plan files before anything is queued, so a
 // bad job is fixed at the desk, not discovered by a queue gone quiet (DESIGN.md §6). A `.json`
-// file is a plan (checked with check_plan, plus the scripts it names); anything else is a
-// script (empty/binary text, header errors, `bash -n` syntax).
+// file is a plan (checked with check_plan, plus the scripts its jobs and steps name); anything
+// else is a script (empty/binary text, header errors, `bash -n` syntax). A done-if test of a
+// container job or step is a warning: it runs on the host, not in the image.
 // Reads the named files and runs `bash -n` (through os::run_command, with a timeout); holds no
 // state; thread-safe.
 #pragma once
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "spec/diagnostic.h"
+#include "spec/headers.h"
 
 namespace gpuq::spec {
 
@@ -22,8 +24,10 @@ struct LintOptions {
 std::vector<Diagnostic> lint_files(const std::vector<std::string>& paths,
                                    const LintOptions& options);
 
-// The findings about one script file (plans lint the scripts they name with this).
-std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& options);
+// The findings about one script file, as a job's script or as a step's (plans lint the scripts
+// they name in their role). A done-if in a container (image=) is a warning: it runs on the host.
+std::vector<Diagnostic> lint_script(const std::string& path, const LintOptions& options,
+                                    ScriptRole role = ScriptRole::kJob);
 
 // Paths that a REQUIRES test waits for: the PATH of each `test -e/-f/-s/-d/-r PATH` or
 // `[ -f PATH ]` in `command` (not negated, without shell expansions). Other tests are opaque.

@@ -131,7 +131,7 @@ TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
           "priority, after, after-any, after-notok, requires, done-if, wait-file, lane, "
           "retries, retry-delay, "
           "timeout, est, gpu-mem, share, not-before, hold, preempt, restart-within, requires-warn, "
-          "quiet, warn-after, array, grid, max-running",
+          "quiet, warn-after, array, grid, max-running, image, pull, container-user",
           "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
           "h.sh:4: error: gpuq directive below the header block (the first command is at "
           "line 3); gpuq reads "
@@ -195,6 +195,79 @@ TEST_F(LintFiles, PlanFindingsIncludeItsScriptsAndGpuCounts) {
                       "plan.json:2: error: job 'train' asks for 3 GPUs; this machine has 2"),
             two_gpus.end())
       << ::testing::PrintToString(two_gpus);
+}
+
+TEST_F(LintFiles, PlanStepsTheirScriptsAndImages) {
+  write("prep.sh", "#!/bin/bash\n#gpuq gpus=2\nif true; then\n");
+  write("plan.json", R"({"jobs": [
+  {"id": "pipe", "steps": [
+    {"script": "prep.sh"},
+    {"script": "missing.sh"},
+    {"argv": ["true"], "image": "Busybox"}]},
+  {"id": "none", "steps": []},
+  {"id": "img", "image": "no spaces", "command": ["true"]},
+  {"id": "gone", "script": "gone.sh"}
+]})");
+  // A script that cannot be read is reported once, by the plan, not again as a script.
+  EXPECT_EQ(
+      lint({"plan.json"}),
+      (std::vector<std::string>{
+          "plan.json:4: error: job 'pipe': steps[1]: no such script missing.sh (script paths "
+          "are relative to the plan file's directory)",
+          "plan.json:5: error: job 'pipe': steps[2]: field 'image': 'Busybox' is not an image "
+          "reference: the path 'Busybox' has capital letters; image paths are lowercase "
+          "('busybox'); an image is [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, "
+          "ubuntu:24.04 or nvcr.io/nvidia/pytorch:24.01-py3",
+          "plan.json:6: error: job 'none': \"steps\" must be a non-empty list of steps, each "
+          "{\"script\": PATH, \"args\": [...]} or {\"argv\": [\"python\", \"eval.py\"]}",
+          "plan.json:7: error: job 'img': field 'image': 'no spaces' is not an image "
+          "reference: it holds a space or a control character; an image is "
+          "[HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST], as in busybox, ubuntu:24.04 or "
+          "nvcr.io/nvidia/pytorch:24.01-py3",
+          "plan.json:8: error: job 'gone': no such script gone.sh (script paths are relative "
+          "to the plan file's directory)",
+          "prep.sh:2: error: gpus= sets the whole job, not one step: set it on the job (gpuq "
+          "submit --gpus, or \"gpus\" in a plan's job) and remove it from this step's "
+          "script, which may set only name, timeout, done-if and image",
+          "prep.sh:4: error: shell syntax: syntax error: unexpected end of file",
+      }));
+}
+
+TEST_F(LintFiles, ADoneIfInAContainerIsAWarningItRunsOnTheHost) {
+  write("step.sh", "#!/bin/bash\n#gpuq image=busybox\n#gpuq done-if='test -s out'\necho\n");
+  write("plan.json", R"({"jobs": [
+  {"id": "pipe", "image": "ubuntu:24.04", "done_if": "test -s all", "steps": [
+    {"argv": ["true"], "done_if": "test -s a"},
+    {"argv": ["true"]},
+    {"script": "step.sh"}]},
+  {"id": "host", "steps": [{"argv": ["true"], "done_if": "test -s b"}]}
+]})");
+  auto found = lint({"plan.json"});
+  ASSERT_EQ(found.size(), 3u) << ::testing::PrintToString(found);
+  EXPECT_EQ(found[0],
+            "plan.json:2: warning: job 'pipe''s done-if runs on the host before it starts, not in "
+            "its container (image ubuntu:24.04): it sees the host's files and commands, not the "
+            "image's; test a file the job writes to a directory the host shares, or remove "
+            "done-if");
+  EXPECT_EQ(found[1].find("plan.json:3: warning: job 'pipe', step 0 (true)'s done-if runs on the "
+                          "host before it starts, not in its container (image ubuntu:24.04)"),
+            0u)
+      << found[1];
+  EXPECT_EQ(found[2].find("plan.json:5: warning: job 'pipe', step 2 (step.sh)'s done-if runs on "
+                          "the host before it starts, not in its container (image busybox)"),
+            0u)
+      << found[2];
+  // A script on its own: its header's image= and done-if=.
+  EXPECT_EQ(lint({"step.sh"}),
+            (std::vector<std::string>{
+                "step.sh:3: warning: the job's done-if runs on the host before it starts, not in "
+                "its container (image busybox): it sees the host's files and commands, not the "
+                "image's; test a file the job writes to a directory the host shares, or remove "
+                "done-if"}));
+  EXPECT_EQ(lint_script((dir_ / "step.sh").string(), {}, ScriptRole::kStep)
+                .front()
+                .message.find("the step's done-if"),
+            0u);
 }
 
 TEST_F(LintFiles, WarnsAboutWaitsForUndeclaredOutputs) {

@@ -33,8 +33,8 @@ constexpr int kMaxPlanDepth = 32;
 constexpr int kMaxEstHours = 36'500 * 24;
 
 // Keys of a plan entry that are not submit-request fields; the rest pass through as they are.
-const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",
-                                             "args", "deps",   "est_hours"};
+const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",  "args",
+                                             "deps", "steps",  "est_hours"};
 
 // Fields that hold dependencies, whose entries are checked and located one by one.
 const std::set<std::string> kDependencyFields = {"after", "after_any", "after_notok", "wait_file",
@@ -261,53 +261,73 @@ json PlanChecker::plan_fields(const json& entry, const std::string& pointer, con
   return fields;
 }
 
-// Reads the entry's script (snapshot into `request`) and its headers; false when unusable.
-bool PlanChecker::read_job_script(const json& entry, const std::string& pointer,
-                                  const std::string& id, json& request, HeaderFields& headers,
-                                  std::string& script_path) {
+const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
+                                                              const std::string& pointer,
+                                                              const std::string& what,
+                                                              ScriptRole role,
+                                                              std::string& script_path) {
   int at = line(JsonLines::child(pointer, "script"));
   if (!entry["script"].is_string() || entry["script"].get<std::string>().empty()) {
     error(path_, at,
-          fmt::format(
-              "job '{}': \"script\" must be the path of a script file, relative to the plan", id));
-    return false;
+          fmt::format("{}: \"script\" must be the path of a script file, relative to the plan",
+                      what));
+    return nullptr;
   }
   fs::path written(entry["script"].get<std::string>());
-  script_path = (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
-  const ReadScript& read = read_once(script_path);
+  std::string path =
+      (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
+  const ReadScript& read = read_once(path, role);
   const Result<std::string>& text = read.text;
   if (!text && text.error().code == Code::kNotFound) {
     error(path_, at,
-          fmt::format("job '{}': no such script {} (script paths are relative to the plan file's "
+          fmt::format("{}: no such script {} (script paths are relative to the plan file's "
                       "directory)",
-                      id, script_path));
-    return false;
+                      what, path));
+    return nullptr;
   }
   if (!text) {
-    error(path_, at, fmt::format("job '{}': {}", id, text.error().message));
-    return false;
+    error(path_, at, fmt::format("{}: {}", what, text.error().message));
+    return nullptr;
   }
   for (const auto& d : read.scan.errors) out_.diagnostics.push_back(d);
-  headers = read.scan.headers;
+  script_path = std::move(path);  // only a script that was read: lint reads it again
+  return &read;
+}
+
+json PlanChecker::script_request(const json& entry, const std::string& pointer,
+                                 const std::string& what, const std::string& script_path,
+                                 const std::string& text) {
   json args = json::array();
   if (entry.contains("args")) {
     auto list = string_list(entry["args"]);
     if (!list || !entry["args"].is_array()) {
       error(path_, line(JsonLines::child(pointer, "args")),
-            fmt::format("job '{}': \"args\" must be a list of strings", id));
+            fmt::format("{}: \"args\" must be a list of strings", what));
     } else {
       args = *list;
     }
   }
-  request["script"] = {{"name", script_path}, {"text", *text}, {"args", args}};
-  return read.scan.errors.empty();
+  return {{"name", script_path}, {"text", text}, {"args", args}};
 }
 
-const PlanChecker::ReadScript& PlanChecker::read_once(const std::string& path) {
-  if (auto found = scripts_.find(path); found != scripts_.end()) return found->second;
+// Reads the entry's script (snapshot into `request`) and its headers; false when unusable.
+bool PlanChecker::read_job_script(const json& entry, const std::string& pointer,
+                                  const std::string& id, json& request, HeaderFields& headers,
+                                  std::string& script_path) {
+  std::string what = fmt::format("job '{}'", id);
+  const ReadScript* read = read_entry_script(entry, pointer, what, ScriptRole::kJob, script_path);
+  if (!read) return false;
+  headers = read->scan.headers;
+  request["script"] = script_request(entry, pointer, what, script_path, *read->text);
+  return read->scan.errors.empty();
+}
+
+const PlanChecker::ReadScript& PlanChecker::read_once(const std::string& path, ScriptRole role) {
+  auto key = std::pair(role, path);
+  if (auto found = scripts_.find(key); found != scripts_.end()) return found->second;
   ReadScript read{read_script_(path), {}};
-  if (read.text) read.scan = scan_script_headers(path, *read.text);
-  return scripts_.emplace(path, std::move(read)).first->second;
+  if (read.text) read.scan = scan_script_headers(path, *read.text, role);
+  return scripts_.emplace(key, std::move(read)).first->second;
 }
 
 void PlanChecker::build_job(const json& entry, const std::string& pointer) {
@@ -337,7 +357,18 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
   HeaderFields headers;
   json own = plan_fields(entry, pointer, id, job.refs);
   bool has_command = own.contains("argv");
-  if (entry.contains("script")) {
+  if (entry.contains("steps")) {
+    if (entry.contains("script") || entry.contains("command") || has_command ||
+        entry.contains("args")) {
+      error(path_, job_line,
+            fmt::format("job '{}': give \"steps\" or \"script\"/\"command\", not both: with "
+                        "steps, each step says what it runs",
+                        id));
+      runnable = false;
+    } else if (!read_job_steps(entry, pointer, id, job.request, info)) {
+      runnable = false;
+    }
+  } else if (entry.contains("script")) {
     if (has_command || entry.contains("command")) {
       error(path_, job_line, fmt::format("job '{}': give \"script\" or \"command\", not both", id));
       runnable = false;
@@ -347,8 +378,8 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
   } else if (!has_command) {
     if (!entry.contains("command")) {
       error(path_, job_line,
-            fmt::format("job '{}' has no \"script\" (a path, relative to the plan) or "
-                        "\"command\" (a list such as [\"python\", \"eval.py\"])",
+            fmt::format("job '{}' has no \"script\" (a path, relative to the plan), "
+                        "\"command\" (a list such as [\"python\", \"eval.py\"]) or \"steps\"",
                         id));
     }
     runnable = false;
@@ -397,6 +428,7 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
     if (!runnable) {
       stand_in = job.request;
       stand_in->erase("script");
+      stand_in->erase("steps");
       (*stand_in)["argv"] = {"true"};
     }
     auto spec = spec_from_json(stand_in ? *stand_in : job.request);

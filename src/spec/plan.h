@@ -1,14 +1,16 @@
 // Plan files: a JSON list of jobs (with scripts, dependencies and estimates) and GPU
 // reservations, turned into the body of POST /v1/plans (docs/api.md). The format is the one in
 // use today (DESIGN.md §2):
-//   {"jobs": [{"id", "script" | "command", "args"?, "gpus", "priority", "deps", "est_hours",
-//              ...any submit-request field}],
+//   {"jobs": [{"id", "script" | "command" | "steps", "args"?, "gpus", "priority", "deps",
+//              "est_hours", ...any submit-request field}],
 //    "reservations": [{"name"?, "gpus": [indices], "jobs": [ids]}]}
 // or a bare list of jobs. Each script is read and snapshotted, and its `#gpuq` headers apply;
-// fields in the plan entry override header fields of the same key. A job with "array" ("0-9%2")
-// or "grid" (["lr=1e-4,3e-4", "seed=0..4"]) and an optional "max_running" is a job array whose
-// id is the array's name (docs/sweeps.md); "deps": ["shards"] waits for all its elements,
-// "shards[3]" for one.
+// fields in the plan entry override header fields of the same key. A job's "steps" are
+// [{"script": PATH, "args"?} | {"argv": [...]}, with "name", "timeout", "done_if", "image"?]:
+// each step's script is snapshotted too, and its step headers apply (ScriptRole::kStep). A job
+// with "array" ("0-9%2") or "grid" (["lr=1e-4,3e-4", "seed=0..4"]) and an optional
+// "max_running" is a job array whose id is the array's name (docs/sweeps.md); "deps":
+// ["shards"] waits for all its elements, "shards[3]" for one.
 // Validation happens here, before anything is sent: every finding names file:line, the first
 // error is what load_plan returns, and check_plan returns all of them (for `gpuq lint`).
 // Reads the plan and the scripts it names (check_plan_text: only the scripts, through the
@@ -69,6 +71,12 @@ struct Located {
   int line = 0;
 };
 
+// One step of a plan's job, where it is written: for `gpuq lint`.
+struct PlanStep {
+  int line = 0;             // where its object starts in the plan
+  std::string script_path;  // its script as read (empty for a command)
+};
+
 // What `gpuq lint` needs to know about each job beyond the request.
 struct PlanJob {
   std::string id;
@@ -79,6 +87,7 @@ struct PlanJob {
   std::vector<std::string> outputs;  // declared `gpuq-out:` paths and globs
   std::vector<Located> wait_files;   // `file:` deps and wait_file entries
   std::vector<Located> requires_;    // REQUIRES shell tests
+  std::vector<PlanStep> steps;       // a job with steps: each, in order
 };
 
 struct PlanCheck {

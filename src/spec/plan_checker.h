@@ -1,7 +1,8 @@
 // Internal to the plan reader (plan.h): the checker behind check_plan_text, one object per
 // plan read. Its work is split by concern over plan.cc (the plan's shape, each job's fields,
-// script and dependencies), plan_reservations.cc (GPU reservations) and plan_sweep.cc (job
-// arrays and grids: "array", "grid", "max_running", and dependencies on their elements).
+// script and dependencies), plan_steps.cc (a job's "steps"), plan_reservations.cc (GPU
+// reservations) and plan_sweep.cc (job arrays and grids: "array", "grid", "max_running", and
+// dependencies on their elements).
 // Every finding goes to the PlanCheck it builds, naming file:line and the fix.
 // Owns the plan's parsed values while it runs; not shared between threads.
 #pragma once
@@ -74,15 +75,33 @@ class PlanChecker {
   bool read_job_script(const nlohmann::json& entry, const std::string& pointer,
                        const std::string& id, nlohmann::json& request, HeaderFields& headers,
                        std::string& script_path);
-  // A script and its headers, read and scanned once however many jobs run it.
+  // A script and its headers, read and scanned once however many jobs (or steps) run it.
   struct ReadScript {
     Result<std::string> text;
     HeaderScan scan;
   };
-  const ReadScript& read_once(const std::string& path);
+  const ReadScript& read_once(const std::string& path, ScriptRole role);
+  // The script that the entry (a job's or a step's; `what` names it in messages) names in
+  // "script", resolved from the plan's directory and read (its path into `script_path`), its
+  // header errors reported; nullptr when it cannot be read (reported).
+  const ReadScript* read_entry_script(const nlohmann::json& entry, const std::string& pointer,
+                                      const std::string& what, ScriptRole role,
+                                      std::string& script_path);
+  // A request's "script": {"name", "text", "args"}, with the entry's "args".
+  nlohmann::json script_request(const nlohmann::json& entry, const std::string& pointer,
+                                const std::string& what, const std::string& script_path,
+                                const std::string& text);
   void build_job(const nlohmann::json& entry, const std::string& pointer);
   void check_dependencies();
   void check_cycles();
+
+  // Steps (plan_steps.cc): the entry's "steps" into the request's, each step checked where it
+  // is written and its script snapshotted; false when one is unusable (reported).
+  bool read_job_steps(const nlohmann::json& entry, const std::string& pointer,
+                      const std::string& id, nlohmann::json& request, PlanJob& info);
+  std::optional<nlohmann::json> read_plan_step(const nlohmann::json& entry,
+                                               const std::string& pointer, const std::string& what,
+                                               PlanStep& where);
 
   // Reservations (plan_reservations.cc).
   void read_reservation(const nlohmann::json& r, const std::string& pointer, size_t index,
@@ -110,7 +129,7 @@ class PlanChecker {
   PlanContext context_;
   const ScriptReader& read_script_;
   const nlohmann::json env_;                   // context_.env, converted once for every job
-  std::map<std::string, ReadScript> scripts_;  // by normalised path
+  std::map<std::pair<ScriptRole, std::string>, ReadScript> scripts_;  // by role, normalised path
   std::optional<JsonLines> lines_;
   PlanCheck out_;
   std::vector<BuiltJob> built_;

@@ -191,9 +191,8 @@ TEST_F(PlanFiles, StructuralErrorsNameTheLine) {
   EXPECT_EQ(error_of("[{\"id\": \"a\", \"command\": [\"true\"], \"gpus\": \"two\"}]"),
             "plan.json:1: job 'a': field 'gpus' must be an integer");
   EXPECT_EQ(error_of("[{\"id\": \"a\"}]"),
-            "plan.json:1: job 'a' has no \"script\" (a path, relative to the plan) or \"command\" "
-            "(a list such as "
-            "[\"python\", \"eval.py\"])");
+            "plan.json:1: job 'a' has no \"script\" (a path, relative to the plan), \"command\" "
+            "(a list such as [\"python\", \"eval.py\"]) or \"steps\"");
   EXPECT_EQ(error_of("[{\"id\": \"a\",\n \"script\": \"nope.sh\"}]"),
             "plan.json:2: job 'a': no such script nope.sh (script paths are relative to the plan "
             "file's directory)");

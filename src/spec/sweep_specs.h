@@ -13,7 +13,9 @@
 namespace gpuq::spec {
 
 // Every element's spec: `base` named `name` + the element's suffix ("[3]", "[lr=3e-4]"), its
-// arguments substituted and its variables (GPUQ_ARRAY_INDEX, GPUQ_PARAM_*) set. GPUQ_ARRAY_ID
+// arguments substituted (substitute_element: argv and script arguments; of each step, its name,
+// argv, script arguments and done-if test; never a script's text) and its variables
+// (GPUQ_ARRAY_INDEX, GPUQ_PARAM_*) set. GPUQ_ARRAY_ID
 // comes with each run of a daemon's array (runner/run_env.h).
 std::vector<JobSpec> element_specs(const JobSpec& base, const std::string& name,
                                    const Sweep& sweep);

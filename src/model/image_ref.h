@@ -1,0 +1,27 @@
+// Container image references and container users, checked when a job is submitted (docs/jobs.md,
+// "Containers"), so that a typo is refused at the desk rather than by a pull at run time.
+// An image reference follows the grammar container runtimes read (docker's
+// distribution/reference):
+//   [HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]
+// HOST is a registry (a first component with a '.' or a ':', or "localhost"); PATH is one or
+// more lowercase components [a-z0-9]+ joined by '.', '_', '__' or dashes, separated by '/';
+// TAG is [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; DIGEST is 64 lowercase hex digits. Nothing is
+// resolved or pulled here. Pure functions; thread-safe.
+#pragma once
+
+#include <string_view>
+
+#include "base/status.h"
+
+namespace gpuq {
+
+// ok() for a well-formed reference; otherwise kInvalidArgument whose message quotes the text,
+// says what is wrong and how such a reference is written. Callers prefix the field or flag.
+Status check_image_reference(std::string_view reference);
+
+// The user a container runs as (`--container-user`, "container_user"): UID[:GID] with numbers,
+// or NAME[:GROUP] with names of letters, digits, '_', '.' and '-'. ok() or kInvalidArgument
+// naming the form.
+Status check_container_user(std::string_view user);
+
+}  // namespace gpuq
