@@ -49,7 +49,9 @@ struct ContainerCleanup {
 
 // Confirms that no container of run `run_id` is left: lists them by label, removes what it finds
 // (`rm -f`) and lists again. An error when the runtime cannot list them (it is not running, say):
-// then nothing is confirmed.
+// then nothing is confirmed. One pass: a container the runtime is removing at that moment (docker
+// removing an --rm container that just exited) may still be listed, so a caller calls again,
+// within `[cleanup] limit`, before it counts what is left.
 Result<ContainerCleanup> cleanup_run_containers(const ContainerRuntime& runtime,
                                                 const std::string& run_id,
                                                 Millis timeout = kRuntimeCommandTimeout);
