@@ -18,6 +18,7 @@
 #include "config/config_hooks.h"
 #include "config/config_http.h"
 #include "config/config_cgroup.h"
+#include "config/config_containers.h"
 #include "config/config_sweeps.h"
 #include "config/config_tables.h"
 #include "config/config_text.h"
@@ -52,7 +53,7 @@ class ConfigReader {
     if (auto status = read_hook_tables(root.get(kHookKey), path_, config.hooks); !status) {
       return tl::unexpected(status.error());
     }
-    for (std::string_view name : {"fleet", "http", "cgroup", "sweeps"}) {
+    for (std::string_view name : {"fleet", "http", "cgroup", "sweeps", "containers"}) {
       const toml::table* table = sub_table(root, name);
       if (auto status = table ? check_keys(*table, spec_named(name)) : ok(); !status) return tl::unexpected(status.error());
     }
@@ -63,6 +64,8 @@ class ConfigReader {
     }
     auto sweeps = read_sweeps_table(sub_table(root, "sweeps"), path_, config.sweeps_max_elements);
     if (!sweeps) return tl::unexpected(sweeps.error());
+    auto containers = read_containers_table(sub_table(root, "containers"), path_, config.containers);
+    if (!containers) return tl::unexpected(containers.error());
     return config;
   }
 

@@ -53,6 +53,10 @@
 //   [sweeps]                       # job arrays and grids (docs/sweeps.md)
 //   max_elements = 10000           # a larger sweep is refused with its count (1..1000000)
 //
+//   [containers]                   # container jobs and steps (docs/containers.md)
+//   runtime = "podman"             # "docker" | "podman"; unset: whichever is on PATH, docker first
+//   extra_args = ["--runtime", "runc"]  # added to every `RUNTIME run`, after `run`
+//
 //   [gpu]
 //   probe_interval = "10s"         # how often the GPU probe reads usage and processes
 //   foreign_repeat = "10m"         # resource.foreign is repeated this often while it lasts
@@ -158,6 +162,13 @@ struct HttpConfig {
   bool allow_submit = false;               // POST /v1/jobs and /v1/plans over TCP
 };
 
+// [containers] (docs/containers.md): how container jobs and steps run. The runner finds the
+// binary (runner/container_runtime.h); the config only names it.
+struct ContainersConfig {
+  std::string runtime;                  // "docker" | "podman"; "": whichever is on PATH, docker first
+  std::vector<std::string> extra_args;  // after `RUNTIME run`, before gpuq's own arguments
+};
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -187,6 +198,7 @@ struct Config {
   // "off" keeps the marker sweep, a directory uses that cgroup v2 subtree (docs/containment.md).
   std::string cgroup_root;
   int64_t sweeps_max_elements = 10'000;  // [sweeps] max_elements, 1..kMostSweepElements
+  ContainersConfig containers;
 };
 
 // The largest `[runs] max_not_started`: the rule bounds a loop of daemon deaths; it cannot be off.

@@ -23,13 +23,14 @@ const std::vector<TableSpec>& table_specs() {
         "gpu_idle_utilization", "idle_with_work", "empty"}},
       {"http", {"listen", "allowed_hosts", "allow_submit"}}, {"cgroup", {"root"}},
       {"sweeps", {"max_elements"}},
+      {"containers", {"runtime", "extra_args"}},
   };
   return kSpecs;
 }
 
 const std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [http], [cgroup], [sweeps], [[hook]]";
+    "[watch], [fleet], [http], [cgroup], [sweeps], [containers], [[hook]]";
 
 bool contains(const std::vector<std::string_view>& words, std::string_view word) {
   return std::find(words.begin(), words.end(), word) != words.end();

@@ -1,5 +1,5 @@
 // The tables config.toml's reader takes from their own files (config_fleet.cc, config_http.cc,
-// config_cgroup.cc, config_sweeps.cc): what each reads, and each mistake's line and fix.
+// config_cgroup.cc, config_sweeps.cc, config_containers.cc): what each reads, and each mistake's line and fix.
 #include "config/config.h"
 
 #include <gtest/gtest.h>
@@ -112,6 +112,33 @@ TEST(ParseConfigTest, TheCgroupTable) {
   expect_refused({{"[cgroup]\nroot = \"gpuq\"\n", "2:8", "cgroup.root must be \"off\" or an absolute"},
                   {"[cgroup]\nroot = 1\n", "2:8", "cgroup.root must be"},
                   {"[cgroup]\nparent = \"/x\"\n", "2:", "parent"}});
+}
+
+TEST(ParseConfigTest, TheContainersTable) {
+  auto defaults = parse_config("", kPath);
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_EQ(defaults->containers.runtime, "");  // whichever is on PATH, docker first
+  EXPECT_TRUE(defaults->containers.extra_args.empty());
+  auto config = parse_config(
+      "[containers]\nruntime = \"podman\"\nextra_args = [\"--runtime\", \"runc\", \"--ulimit\", "
+      "\"nofile=1024:1024\"]\n",
+      kPath);
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->containers.runtime, "podman");
+  EXPECT_EQ(config->containers.extra_args,
+            (std::vector<std::string>{"--runtime", "runc", "--ulimit", "nofile=1024:1024"}));
+  EXPECT_EQ(parse_config("[containers]\nruntime = \"docker\"\n", kPath)->containers.runtime, "docker");
+  EXPECT_TRUE(parse_config("[containers]\nextra_args = []\n", kPath)->containers.extra_args.empty());
+  expect_refused(
+      {{"[containers]\nruntime = \"nerdctl\"\n", "2:11", "containers.runtime must be \"docker\" or \"podman\""},
+       {"[containers]\nruntime = 1\n", "2:11", "containers.runtime must be"},
+       {"[containers]\nextra_args = \"--runtime runc\"\n", "2:14", "containers.extra_args must be a list of strings"},
+       {"[containers]\nextra_args = [\"--init\", 2]\n", "2:25", "one argument each"},
+       {"[containers]\nextra_args = [\"\"]\n", "2:15", "an argument is empty"},
+       {"[containers]\nimage = \"x\"\n", "2:1", "unknown setting containers.image; the settings of "
+                                             "[containers] are runtime, extra_args"},
+       {"[runs]\nruntime = \"podman\"\n", "2:1", "runtime is not a setting of [runs]; move it under [containers]"},
+       {"runtime = \"podman\"\n", "1:1", "runtime belongs in a table: write it under [containers]"}});
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 namespace gpuq::daemon {
 
 using config::Config;
+using config::ContainersConfig;
 using config::HookConfig;
 using config::kConfigFileName;
 using config::kMaxLaneCapacity;

@@ -1,0 +1,22 @@
+// Internal to the config reader (config.cc): reading the `[containers]` table (the runtime that
+// runs container jobs and steps, docs/containers.md), kept in its own file so config.cc stays
+// small. The table's keys are checked by config.cc; this reads their values. Pure functions of
+// a parsed document; thread-safe. Errors use config.h's form "path:line:column: what is wrong;
+// how to fix it" (Code::kInvalidArgument).
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <string_view>
+
+#include "base/status.h"
+#include "config/config.h"
+
+namespace gpuq::config {
+
+// Reads `table` (nullptr when the file has no [containers]) into `containers`; settings the
+// table leaves out keep their defaults (the runtime found on PATH, no extra arguments).
+Status read_containers_table(const toml::table* table, std::string_view path,
+                             ContainersConfig& containers);
+
+}  // namespace gpuq::config
