@@ -15,8 +15,6 @@ class RunStepsTest : public RunLifecycleTest {
  protected:
   int64_t add_steps_job(int count, PreemptMode preempt = PreemptMode::kNever, int retries = 0) {
     Job job;
-    job.spec.cwd = "/tmp";
-    job.spec.gpus = 1;
     job.spec.preempt = preempt;
     job.spec.retries = retries;
     for (int i = 0; i < count; ++i) {
@@ -25,21 +23,7 @@ class RunStepsTest : public RunLifecycleTest {
       step.argv = {"sh", "-c", fmt::format("echo {}", i)};
       job.spec.steps.push_back(step);
     }
-    job.submitted_at_ms = world_->now();
-    int64_t id = 0;
-    EXPECT_TRUE(world_->commit([&]() -> Status {
-      auto inserted = store_->insert_job(job);
-      if (!inserted) return tl::unexpected(inserted.error());
-      id = *inserted;
-      return ok();
-    }));
-    ActiveJob active;
-    active.id = id;
-    active.gpus = 1;
-    active.preempt = preempt;
-    active.retries = retries;
-    host_->active[id] = active;
-    return id;
+    return insert_job(std::move(job));
   }
 
   static StepRun step(int index, StepState state, int64_t at = 100) {

@@ -146,9 +146,14 @@ class RunLifecycleTest : public ::testing::Test {
   int64_t add_job(int64_t timeout_ms = 0) {
     Job job;
     job.spec.argv = {"sh", "-c", "true"};
-    job.spec.cwd = "/tmp";
-    job.spec.gpus = 1;
     job.spec.timeout_ms = timeout_ms;
+    return insert_job(std::move(job));
+  }
+  // `job` (its spec's cwd and gpus filled in when unset) in the store, pending, and its
+  // ActiveJob with the spec's GPUs, timeout, preemption mode and retries.
+  int64_t insert_job(Job job) {
+    if (job.spec.cwd.empty()) job.spec.cwd = "/tmp";
+    if (job.spec.gpus == 0) job.spec.gpus = 1;
     job.submitted_at_ms = world_->now();
     int64_t id = 0;
     EXPECT_TRUE(world_->commit([&]() -> Status {
@@ -159,8 +164,10 @@ class RunLifecycleTest : public ::testing::Test {
     }));
     ActiveJob active;
     active.id = id;
-    active.gpus = 1;
-    active.timeout_ms = timeout_ms;
+    active.gpus = job.spec.gpus;
+    active.timeout_ms = job.spec.timeout_ms;
+    active.preempt = job.spec.preempt;
+    active.retries = job.spec.retries;
     host_->active[id] = active;
     return id;
   }
