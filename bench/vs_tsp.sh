@@ -105,7 +105,14 @@ start_queues() {  # $1: slots
   daemon_pid="$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' <<<"$out" | head -1)"
   [ -n "$daemon_pid" ] || { echo "vs_tsp.sh: could not start the daemon: $out" >&2; exit 1; }
   tsp -K >/dev/null 2>&1 || true
-  tsp -S "$1" >/dev/null
+  # The server -K stopped may still hold its socket for a moment: a client that reaches it then
+  # fails ("Error calling recv_msg"). Try again until a fresh server answers.
+  local tries=0
+  until tsp -S "$1" >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 100 ] || { echo "vs_tsp.sh: tsp -S $1 keeps failing" >&2; exit 1; }
+    sleep 0.05
+  done
 }
 
 now_us() { local t="${EPOCHREALTIME/./}"; echo "$((10#$t))"; }

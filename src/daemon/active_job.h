@@ -21,6 +21,18 @@ enum class ConditionState {
   kTrue,      // all held at the last check: the job may start
 };
 
+// A container job's images (docs/containers.md, "Images"), made ready before it may take GPUs:
+// checked off-thread, then, when one must be pulled, the job is first scheduled as its pull (no
+// GPUs, the `net` lane when config.toml has one), and only once that pull is done as itself.
+enum class ImageState : uint8_t {
+  kNone,       // no image
+  kUnchecked,  // to be checked (whether they are present, as the job's pull policy says)
+  kChecking,   // a check is running
+  kToPull,     // one must be pulled: the job is scheduled as that pull
+  kPulling,    // the pull is running
+  kReady,      // present: the job may be scheduled as itself
+};
+
 // The reason a person's hold records (gpuq hold). A held job with another reason was held by the
 // daemon itself (too many runs in a row never began), and its wait shows that reason, which says
 // what to do (Queue::held_reasons_).
@@ -66,6 +78,7 @@ struct ActiveJob {
   // A cancel that could not be recorded yet (the store failed): the job starts no more, and the
   // cancel is recorded as soon as the store works.
   bool cancel_requested = false;
+  ImageState images = ImageState::kNone;
   // What the last check found false lives in Queue::condition_texts_, keyed by job id: few jobs
   // have conditions, and a string here would cost every job 32 bytes.
 };

@@ -309,6 +309,7 @@ std::string JobWait::render(int64_t now_ms) const {
                          format_duration(Millis(std::max<int64_t>(0, until_ms - now_ms))));
     case Kind::kCancelling:
       return "cancelled; the cancel waits for the store to work again before it is recorded";
+    case Kind::kImages: return text;
   }
   return "";
 }

@@ -182,7 +182,8 @@ struct MoveRequest {
 // Why a job the scheduler never saw is not ready: compact, rendered on demand.
 struct JobWait {
   enum class Kind {
-    kNotBefore, kRetry, kDependency, kCondition, kChecking, kHeld, kBlocked, kStartRetry, kCancelling
+    kNotBefore, kRetry, kDependency, kCondition, kChecking, kHeld, kBlocked, kStartRetry, kCancelling,
+    kImages  // its images are being checked or pulled (text says which)
   };
   JobWait() = default;
   JobWait(int64_t id, Kind k, int64_t until = 0) : job_id(id), kind(k), until_ms(until) {}
@@ -350,6 +351,7 @@ private:
     std::vector<std::pair<int64_t, std::string>> to_block;
     std::vector<int64_t> to_unblock;
     std::vector<int64_t> to_check;
+    std::vector<int64_t> to_check_images;
   };
   void request_pass();
   void run_pass();
@@ -362,6 +364,24 @@ private:
                sched::Decision decision, std::chrono::steady_clock::time_point started);
   void check_conditions(ActiveJob& job);
   void on_conditions(const ConditionResult& result);
+  // A container job's images (queue_images.cc): checked off-thread once its conditions hold;
+  // one that must be pulled makes the job ready as its pull (no GPUs; the `net` lane when
+  // config.toml has one), which the pass begins instead of a start; a check or pull that fails
+  // fails the job with the runtime's message.
+  void check_images(ActiveJob& job);
+  void on_images_checked(const ImagePrepResult& result);
+  ActiveJob as_pull(const ActiveJob& job) const;  // what the scheduler sees of its pull
+  void begin_pull(ActiveJob& job);
+  void on_pulled(const ImagePrepResult& result);
+  void fail_for_images(int64_t job_id, const std::string& why);
+  // Pulls under way, by job: the lanes each holds and its images.
+  struct Pull {
+    std::vector<int> lanes;
+    std::vector<std::string> images;
+    int64_t started_ms = 0;
+  };
+  std::unordered_map<int64_t, Pull> pulls_;
+  std::unordered_map<int64_t, std::vector<std::string>> pulls_to_begin_;  // kToPull: its images
   void arm_wake(int64_t at_ms);
   bool block(int64_t job_id, const std::string& why);
   bool unblock(int64_t job_id);
@@ -489,6 +509,7 @@ private:
   std::shared_ptr<WaitList> last_published_;
   std::shared_ptr<WaitList> recycling_;
   std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
+  std::unordered_map<int64_t, std::string> image_texts_;      // what a job's images wait for
   std::unordered_map<int64_t, std::string> held_reasons_;     // why the daemon held a job itself
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::vector<GpuHealth> health_;                       // per GPU slot

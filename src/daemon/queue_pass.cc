@@ -104,6 +104,13 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     r.gpu_mem_mib = it->second.gpu_mem_mib;
     snapshot.running.push_back(std::move(r));
   }
+  // A pull holds its lanes while it runs (queue_images.cc).
+  for (const auto& [id, pull] : pulls_) {
+    sched::RunningJob r;
+    r.id = id;
+    r.lanes = pull.lanes;
+    snapshot.running.push_back(std::move(r));
+  }
   // A finished run under cleanup holds its GPUs and lanes for a moment more.
   for (const auto& [row, c] : runs_->cleanings()) {
     sched::RunningJob r;
@@ -133,8 +140,8 @@ void Queue::evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& ac
   using K = Readiness::Kind;
   const int64_t id = job.id;
   Readiness r = job_readiness(job, now, [this](int64_t other) { return state_of(other); });
-  if (r.kind == K::kReady) {
-    ready_index_.set_ready(job);
+  if (r.kind == K::kReady || r.kind == K::kPull) {
+    ready_index_.set_ready(r.kind == K::kPull ? as_pull(job) : job);
     forget_wait(id);
     return;
   }
@@ -191,6 +198,17 @@ void Queue::evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& ac
       w.since_ms = job.conditions_false_since_ms;
       break;
     }
+    case K::kCheckImages:
+    case K::kImagesWait:
+      if (r.kind == K::kCheckImages) {
+        if (store_ok) actions.to_check_images.push_back(id);
+        else ready_index_.mark(id);
+      }
+      w.kind = JobWait::Kind::kImages;
+      if (auto text = image_texts_.find(id); text != image_texts_.end()) w.text = text->second;
+      else w.text = "checking whether its images are present";
+      break;
+    case K::kPull:
     case K::kReady: break;
   }
   set_wait(std::move(w));
@@ -222,6 +240,7 @@ void Queue::run_pass() {
   for (int64_t id : actions.to_unblock) changed = unblock(id) || changed;
   if (changed) request_pass();  // the cascade continues
   for (int64_t id : actions.to_check) check_conditions(active_.at(id));
+  for (int64_t id : actions.to_check_images) check_images(active_.at(id));
 
   snapshot.queue = ready_index_.lend_queue();
   sched::Decision buffers;
@@ -232,6 +251,10 @@ void Queue::run_pass() {
     std::vector<sched::Start> starts;
     for (const auto& start : decision.starts) {
       ActiveJob& job = active_.at(start.job_id);
+      if (job.images == ImageState::kToPull) {  // scheduled as its image's pull
+        begin_pull(job);
+        continue;
+      }
       // DONE_IF (and REQUIRES) are checked again before a start when their last check is old:
       // the job may have waited long for a GPU, and its work may be done by now.
       if (conditions_stale(job, now, config_.requires_poll_ms)) {

@@ -7,6 +7,7 @@
 #include "base/time.h"
 #include "daemon/queue.h"
 #include "os/process_table.h"
+#include "runner/container_run_spec.h"
 #include "runner/run_env.h"
 #include "spec/script.h"
 
@@ -192,6 +193,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   }
   a.has_conditions = a.has_conditions || !spec.done_if.empty();
   a.conditions = a.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+  a.images = runner::runs_in_containers(spec) ? ImageState::kUnchecked : ImageState::kNone;
   if (a.has_conditions) a.conditions_false_since_ms = job.conditions_false_since_ms;
   a.retries = spec.retries;
   a.retry_delay_ms = spec.retry_delay_ms;
@@ -226,6 +228,7 @@ void Queue::untrack(int64_t job_id) {
   active_.erase(job_id);
   ready_index_.remove(job_id);
   condition_texts_.erase(job_id);
+  image_texts_.erase(job_id);
   held_reasons_.erase(job_id);
 }
 

@@ -45,12 +45,9 @@ TEST_F(QueueTest, AGpuServesAgainOnlyOnceItsCleanupIsConfirmed) {
   EXPECT_EQ(state(first), JobState::kSucceeded);
   EXPECT_EQ(state(second), JobState::kPending) << "the GPU is still being cleaned";
   ASSERT_EQ(world_->cleanup_calls().size(), 1u);
-  auto call = std::move(world_->cleanup_calls().front());
-  world_->cleanup_calls().pop_front();
   runner::CleanupOutcome outcome;
-  outcome.key = call.target.key;
   outcome.confirmed = true;
-  call.done(outcome);
+  world_->answer_cleanup(outcome);
   world_->run();
   EXPECT_EQ(state(second), JobState::kRunning);
 }

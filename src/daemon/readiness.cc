@@ -97,15 +97,25 @@ Readiness job_readiness(const ActiveJob& job, int64_t now_ms, const StateLookup&
   r.dependency = evaluate_job_dependencies(job, state_of);
   if (r.dependency.kind == DependencyVerdict::Kind::kImpossible) return {K::kBlock, 0, r.dependency};
   if (r.dependency.kind == DependencyVerdict::Kind::kWaiting) return {K::kDependency, 0, r.dependency};
-  if (!job.has_conditions) return r;
-  switch (job.conditions) {
-    case ConditionState::kNone:
-    case ConditionState::kTrue: return r;
-    case ConditionState::kUnknown: return {K::kCheck};
-    case ConditionState::kChecking: return {K::kChecking};
-    case ConditionState::kFalse:
-      if (job.next_check_ms <= now_ms) return {K::kCheck};
-      return {K::kConditionFalse, job.next_check_ms};
+  if (job.has_conditions) {
+    switch (job.conditions) {
+      case ConditionState::kNone:
+      case ConditionState::kTrue: break;
+      case ConditionState::kUnknown: return {K::kCheck};
+      case ConditionState::kChecking: return {K::kChecking};
+      case ConditionState::kFalse:
+        if (job.next_check_ms <= now_ms) return {K::kCheck};
+        return {K::kConditionFalse, job.next_check_ms};
+    }
+  }
+  // Its images last: nothing is pulled for a job whose conditions do not hold.
+  switch (job.images) {
+    case ImageState::kNone:
+    case ImageState::kReady: return r;
+    case ImageState::kUnchecked: return {K::kCheckImages};
+    case ImageState::kChecking:
+    case ImageState::kPulling: return {K::kImagesWait};
+    case ImageState::kToPull: return {K::kPull};
   }
   return r;
 }

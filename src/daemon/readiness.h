@@ -43,6 +43,9 @@ struct Readiness {
     kCheck,          // its conditions must be checked now (unchecked, or a recheck is due)
     kChecking,       // a check of its conditions is running
     kConditionFalse, // its conditions were false; checked again at until_ms
+    kCheckImages,    // its images must be checked now
+    kImagesWait,     // its images are being checked or pulled
+    kPull,           // an image must be pulled: hand the pull to the scheduler
     kReady,          // may start: hand it to the scheduler
   };
   Readiness(Kind k = Kind::kReady, int64_t until = 0, DependencyVerdict verdict = {})

@@ -138,8 +138,7 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       processes_(os::make_linux_process_table()),
       checker_(actor, options_.condition_threads),
       file_watcher_(actor),
-      cleaner_(os::make_linux_process_table(), options_.cleanup),
-      worker_([this] { worker_loop(); }) {
+      cleaner_(os::make_linux_process_table(), options_.cleanup) {
   if (options_.containment.kind != "cgroup") return;
   auto started = runner::CgroupCleaner::start(*cgroup_files_, options_.cleanup);
   if (!started) {
@@ -153,12 +152,11 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
 RealWorld::~RealWorld() {
   *alive_ = false;
   cgroup_cleaner_.reset();
-  {
-    std::lock_guard lock(worker_mutex_);
-    stopping_ = true;
+  // A pull under way ends now; the read end stays open until the pull worker has stopped.
+  if (pull_cancel_.write >= 0) {
+    char byte = 1;
+    (void)!::write(pull_cancel_.write, &byte, 1);
   }
-  worker_ready_.notify_all();
-  worker_.join();
 }
 
 int64_t RealWorld::now_ms() { return wall_now_ms(); }
@@ -214,32 +212,10 @@ Result<std::unique_ptr<FileWatch>> RealWorld::watch_file(const std::string& path
   return file_watcher_.watch(path, std::move(changed));
 }
 
-void RealWorld::on_worker(std::function<void()> task) {
-  {
-    std::lock_guard lock(worker_mutex_);
-    tasks_.push_back(std::move(task));
-  }
-  worker_ready_.notify_one();
-}
-
-void RealWorld::worker_loop() {
-  while (true) {
-    std::function<void()> task;
-    {
-      std::unique_lock lock(worker_mutex_);
-      worker_ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (stopping_) return;
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
-    }
-    task();
-  }
-}
-
 void RealWorld::sweep_session(pid_t session, uint64_t shim_start_ticks,
                               std::function<void(int killed)> done) {
   std::weak_ptr<bool> alive = alive_;
-  on_worker([this, alive, session, shim_start_ticks, done = std::move(done)]() mutable {
+  worker_.post([this, alive, session, shim_start_ticks, done = std::move(done)]() mutable {
     // A killed process leaves the session a moment later: rounds 10 ms apart, for at most 1 s.
     auto table = os::make_linux_process_table();
     int killed = 0;
@@ -258,7 +234,7 @@ void RealWorld::sweep_session(pid_t session, uint64_t shim_start_ticks,
 void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
                               std::function<void(int64_t bytes)> done) {
   std::weak_ptr<bool> alive = alive_;
-  on_worker([this, alive, paths = std::move(paths), remove, done = std::move(done)]() mutable {
+  worker_.post([this, alive, paths = std::move(paths), remove, done = std::move(done)]() mutable {
     int64_t bytes = 0;
     for (const auto& path : paths) {
       std::error_code ec;
@@ -313,11 +289,22 @@ void RealWorld::check_conditions(ConditionRequest request,
 void RealWorld::clean_up(runner::CleanupTarget target,
                          std::function<void(runner::CleanupOutcome)> done) {
   std::weak_ptr<bool> alive = alive_;
-  auto deliver = [this, alive, done = std::move(done)](runner::CleanupOutcome outcome) {
-    asio::post(actor_, [alive, done, outcome = std::move(outcome)] {
-      if (auto a = alive.lock(); a && *a) done(outcome);
-    });
-  };
+  std::function<void(runner::CleanupOutcome)> deliver =
+      [this, alive, done = std::move(done)](runner::CleanupOutcome outcome) {
+        asio::post(actor_, [alive, done, outcome = std::move(outcome)] {
+          if (auto a = alive.lock(); a && *a) done(outcome);
+        });
+      };
+  if (target.containers) {
+    // The run's processes first, then its containers, whose processes may be elsewhere.
+    deliver = [this, runtime = *target.containers, run_id = target.run_id,
+               deliver = std::move(deliver)](runner::CleanupOutcome outcome) {
+      container_cleanup_worker_.post([this, runtime, run_id, deliver, outcome]() mutable {
+        add_container_cleanup(runtime, run_id, outcome);
+        deliver(std::move(outcome));
+      });
+    };
+  }
   // A run started under cgroup containment (also one adopted after a restart) has its group
   // under the root still; other runs, and runs of a daemon without cgroups, are swept.
   if (cgroups_ && !target.run_id.empty() && cgroups_->has_group(target.run_id)) {

@@ -2,7 +2,9 @@
 // actor's io_context, SQLite transactions of the daemon's store, shims launched through the
 // spawner (or by exec) and watched and signalled through pidfds, run files on disk, condition
 // checks on the ConditionChecker's threads, cleanup sweeps on the Cleaner's thread, and the
-// sweeps of lost runs' sessions and the removal of pruned jobs' directories on a worker thread.
+// sweeps of lost runs' sessions and the removal of pruned jobs' directories on a worker thread,
+// and the container runtime's commands (stops, image checks, cleanup by label, pulls) on
+// workers of their own, so a long pull never delays a stop.
 //
 // Owns those threads (the destructor stops and joins them; callbacks not yet delivered are
 // dropped) and borrows the io_context, the store and the spawner, which must outlive it.
@@ -18,6 +20,7 @@
 #include <thread>
 
 #include "base/asio.h"
+#include "base/serial_worker.h"
 #include "daemon/file_watcher.h"
 #include "daemon/world.h"
 #include "runner/cgroup.h"
@@ -70,16 +73,21 @@ class RealWorld : public World {
                         std::function<void(ConditionResult)> done) override;
   void clean_up(runner::CleanupTarget target,
                 std::function<void(runner::CleanupOutcome)> done) override;
+  Result<runner::ContainerRuntime> container_runtime(const ContainersConfig& config) override;
+  void stop_containers(runner::ContainerRuntime runtime, std::string run_id,
+                       int64_t grace_ms) override;
+  void prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) override;
+  Status give_dir(const std::string& path, uid_t uid, gid_t gid) override;
   os::ProcessTable& processes() override { return *processes_; }
   // The containment in use: the options' one, or "marker" when its cgroup cleaner could not
   // start (the reason says why).
   const runner::Containment& containment() const { return options_.containment; }
 
  private:
-  // Runs `task` on the worker thread, one task after another.
-  void on_worker(std::function<void()> task);
-  void worker_loop();
-
+  // On the container cleanup worker: the run's containers removed by label within the cleanup
+  // limit, what was found added to `outcome` (not confirmed when some are left).
+  void add_container_cleanup(const runner::ContainerRuntime& runtime, const std::string& run_id,
+                             runner::CleanupOutcome& outcome);
   boost::asio::io_context& actor_;
   store::Store& store_;
   RealWorldOptions options_;
@@ -91,14 +99,25 @@ class RealWorld : public World {
   std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();
   std::unique_ptr<runner::RunCgroups> cgroups_;
   std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
-  std::mutex worker_mutex_;
-  std::condition_variable worker_ready_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
   // Cleared by the destructor before the threads stop: late results are dropped, not posted to
   // an actor that is going away.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  std::thread worker_;  // last: starts once everything above exists
+  // Written to by the destructor: a pull under way ends at once. Closed after the workers stop.
+  struct CancelPipe {
+    int read = -1;
+    int write = -1;
+    CancelPipe();
+    ~CancelPipe();
+    CancelPipe(const CancelPipe&) = delete;
+    CancelPipe& operator=(const CancelPipe&) = delete;
+  };
+  CancelPipe pull_cancel_;
+  // Last, so they stop first (the running task is waited for): the sweeps of lost sessions and
+  // pruned trees; the container runtime's stops and image checks; containers' cleanups; pulls.
+  SerialWorker worker_;
+  SerialWorker container_worker_;
+  SerialWorker container_cleanup_worker_;
+  SerialWorker pull_worker_;
 };
 
 }  // namespace gpuq::daemon

@@ -4,8 +4,10 @@
 // them (Queue::release_attention). A cgroup's accounting (CPU time, peak memory) is recorded on
 // the run with the confirmation.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/time.h"
 #include "daemon/run_lifecycle.h"
@@ -21,6 +23,20 @@ nlohmann::json strays_json(const std::vector<runner::StrayProcess>& strays) {
   return out;
 }
 
+// Why a cleanup is not confirmed, for people: the processes, or the containers, left.
+std::string unconfirmed_why(const Cleaning& c, const runner::CleanupOutcome& outcome) {
+  if (!outcome.containers_left.empty()) {
+    return fmt::format("cleanup after run {} of job {} could not be confirmed: container {} still "
+                       "there at the cleanup limit{}{}",
+                       c.run_number, c.job_id, fmt::join(outcome.containers_left, ", "),
+                       outcome.containers_message.empty() ? "" : ": ", outcome.containers_message);
+  }
+  return fmt::format("cleanup after run {} of job {} could not be confirmed: {} still there at the "
+                     "cleanup limit",
+                     c.run_number, c.job_id,
+                     outcome.by_cgroup ? "processes in its cgroup were" : "processes carrying its marker were");
+}
+
 }  // namespace
 
 void RunLifecycle::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks) {
@@ -29,6 +45,15 @@ void RunLifecycle::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t st
   target.key = run_row;
   target.run_id = cleaning.run_id;
   target.started_ticks = started_ticks;
+  if (cleaning.containers) {
+    auto runtime = world_.container_runtime(config_.containers);
+    if (runtime) {
+      target.containers = std::move(*runtime);
+    } else {
+      std::fprintf(stderr, "gpuq daemon: the containers of run %s cannot be looked for: %s\n",
+                   cleaning.run_id.c_str(), runtime.error().message.c_str());
+    }
+  }
   cleaning_[run_row] = std::move(cleaning);
   if (target.run_id.empty()) {
     // A run from before markers existed: nothing to sweep for.
@@ -69,7 +94,7 @@ void RunLifecycle::record_cleanup(int64_t run_row) {
       st = store_.set_run_usage(run_row, outcome.usage.cpu_usec, outcome.usage.peak_bytes);
       if (!st) return st;
     }
-    if (!outcome.killed.empty() || !outcome.confirmed) {
+    if (!outcome.killed.empty() || !outcome.confirmed || !outcome.containers_removed.empty()) {
       st = host_.add_event("job.cleanup", c.job_id, c.run_number,
                            {{"confirmed", outcome.confirmed},
                             {"by", outcome.by_cgroup ? "cgroup" : "marker"},
@@ -77,7 +102,9 @@ void RunLifecycle::record_cleanup(int64_t run_row) {
                             {"killed_total", outcome.killed_total},
                             {"remaining", strays_json(outcome.remaining)},
                             {"gpus", gpus},
-                            {"scans", outcome.scans}});
+                            {"scans", outcome.scans},
+                            {"containers_removed", outcome.containers_removed},
+                            {"containers_left", outcome.containers_left}});
       if (!st) return st;
     }
     if (outcome.confirmed) return ok();
@@ -86,12 +113,13 @@ void RunLifecycle::record_cleanup(int64_t run_row) {
           "resource.attention", c.job_id, c.run_number,
           {{"gpu", gpu},
            {"processes", strays_json(outcome.remaining)},
-           {"why", fmt::format("cleanup after run {} of job {} could not be confirmed: {} "
-                               "still there at the cleanup limit",
-                               c.run_number, c.job_id,
-                               outcome.by_cgroup ? "processes in its cgroup were"
-                                                 : "processes carrying its marker were")},
-           {"fix", fmt::format("check the processes, then: gpuq release --attention {}", gpu)}});
+           {"why", unconfirmed_why(c, outcome)},
+           {"containers", outcome.containers_left},
+           {"fix", outcome.containers_left.empty()
+                       ? fmt::format("check the processes, then: gpuq release --attention {}", gpu)
+                       : fmt::format("remove the containers ({} rm -f NAME), then: gpuq release "
+                                     "--attention {}", config_.containers.runtime.empty() ? "docker|podman"
+                                                                                          : config_.containers.runtime, gpu)}});
       if (!st) return st;
     }
     return ok();
@@ -115,7 +143,8 @@ void RunLifecycle::record_cleanup(int64_t run_row) {
                                  {"job", done.job_id},
                                  {"run", done.run_number},
                                  {"processes", strays_json(done.outcome->remaining)},
-                                 {"why", "cleanup could not be confirmed"}});
+                                 {"containers", done.outcome->containers_left},
+                                 {"why", unconfirmed_why(done, *done.outcome)}});
     }
   }
   host_.request_pass();

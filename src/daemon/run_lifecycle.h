@@ -37,6 +37,7 @@
 #include "gpu/discovery.h"
 #include "model/job.h"
 #include "runner/cleanup.h"
+#include "runner/run_env.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 
@@ -67,6 +68,8 @@ struct LiveRun {
   // run's steps.json that records each step's start and end as they happen (run_steps.cc).
   std::vector<std::string> step_names;
   std::unique_ptr<FileWatch> steps_watch;
+  // A container job's run (docs/containers.md): a stop goes through this runtime too.
+  std::optional<runner::ContainerRuntime> containers;
 };
 
 // Each step's name, by index; empty for a job without steps.
@@ -87,6 +90,7 @@ struct Cleaning {
   std::vector<int> lanes;
   int64_t preempted_by = 0;  // the job its GPUs go to, when the run was being preempted
   std::optional<runner::CleanupOutcome> outcome;  // done; waits to be recorded
+  bool containers = false;  // a container job's run: its containers are removed by label too
 };
 
 // The inventory slots of the GPUs a run names.
@@ -142,6 +146,7 @@ class RunLifecycle {
     std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
     bool resume = false;
     std::vector<std::string> step_names;
+    std::optional<runner::ContainerRuntime> containers;
     Run run;
     std::unique_ptr<ShimProcess> shim;
   };
@@ -171,6 +176,8 @@ class RunLifecycle {
   void arm_timeout(int64_t job_id);
   void on_timeout(int64_t job_id);
   void record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data);
+  // SIGTERM to the run's shim and, for a container job, a stop through the runtime.
+  void signal_stop(LiveRun& live);
   void arm_yield_deadline(int64_t job_id);     // run_preempt.cc
   void stop_for_preemption(int64_t job_id);
 
@@ -194,6 +201,14 @@ class RunLifecycle {
   // The writes (inside a commit) that bring the run's stored steps to `seen`, with an event
   // for each step that began (job.step_started) or ended (job.step_finished) since.
   Status write_steps(const LiveRun& live, const std::vector<StepRun>& seen);
+
+  // A container job's run directory (run_containers.cc): World::create_run_dir with a copy of
+  // `spec` made to run its container steps, then the run's and job's directories given to the
+  // containers' user when that is not the daemon's. The runtime used; kConflict as
+  // create_run_dir.
+  Result<runner::ContainerRuntime> create_container_run_dir(const Job& job,
+                                                            const runner::RunContext& context,
+                                                            const runner::RunSpec& spec);
 
   // Recovery (run_recovery.cc).
   Status recover_run(const Run& run);

@@ -173,13 +173,10 @@ TEST_F(RunLifecycleTest, CleanupHoldsTheGpusUntilConfirmed) {
   ASSERT_EQ(world_->cleanup_calls().size(), 1u);
   int passes = host_->passes;
 
-  auto call = std::move(world_->cleanup_calls().front());
-  world_->cleanup_calls().pop_front();
   runner::CleanupOutcome outcome;
-  outcome.key = call.target.key;
   outcome.confirmed = true;
   outcome.scans = 2;
-  call.done(outcome);
+  world_->answer_cleanup(outcome);
 
   EXPECT_THAT(host_->holders[0], IsEmpty());
   EXPECT_FALSE(host_->cleaning[0]);
@@ -195,12 +192,7 @@ TEST_F(RunLifecycleTest, ACleanupThatCannotBeConfirmedPutsTheGpuInAttention) {
   world_->exit_shim(run_dir(a, 1), exited(0));
   world_->run();
   ASSERT_EQ(world_->cleanup_calls().size(), 1u);
-  auto call = std::move(world_->cleanup_calls().front());
-  world_->cleanup_calls().pop_front();
-  runner::CleanupOutcome outcome;
-  outcome.key = call.target.key;
-  outcome.confirmed = false;
-  call.done(outcome);
+  world_->answer_cleanup({});  // not confirmed
 
   EXPECT_THAT(host_->holders[1], IsEmpty());
   EXPECT_EQ(host_->attention[1].value("job", int64_t{0}), a);

@@ -45,7 +45,7 @@ void RunLifecycle::request_preemption(int64_t victim, int64_t by, const std::vec
   run.preempted_by = by;
   if (mode == PreemptMode::kRestart) {
     run.stop_reason = StopReason::kPreempt;
-    if (it->second.shim) it->second.shim->signal(SIGTERM);
+    signal_stop(it->second);
     return;
   }
   run.preempt_deadline_ms = deadline;

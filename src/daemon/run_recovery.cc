@@ -6,6 +6,7 @@
 
 #include "base/time.h"
 #include "daemon/run_lifecycle.h"
+#include "runner/container_run_spec.h"
 
 namespace gpuq::daemon {
 
@@ -24,7 +25,12 @@ Status RunLifecycle::recover_run(const Run& run) {
   live.slots = slots_of(inventory_, run);
   if (const ActiveJob* active = host_.active_job(run.job_id)) live.lanes = active->lanes;
   if (run.peak_gpu_mem_mib) live.peak_mib = *run.peak_gpu_mem_mib;  // never lower it
-  if (auto job = host_.load_job(run.job_id, false)) live.step_names = step_names_of(job->spec);
+  if (auto job = host_.load_job(run.job_id, false)) {
+    live.step_names = step_names_of(job->spec);
+    if (runner::runs_in_containers(job->spec)) {
+      if (auto runtime = world_.container_runtime(config_.containers)) live.containers = std::move(*runtime);
+    }
+  }
   host_.hold_slots(run.job_id, live.slots, live.lanes);
   int64_t job_id = run.job_id;
   running_[job_id] = std::move(live);
@@ -69,9 +75,13 @@ Status RunLifecycle::recover_cleanups() {
     if (cleaning_.count(run.id)) continue;
     std::vector<int> slots = slots_of(inventory_, run);
     std::vector<int> lanes;
-    if (auto job = host_.load_job(run.job_id, false)) lanes = host_.lanes_of(job->spec);
+    bool containers = false;
+    if (auto job = host_.load_job(run.job_id, false)) {
+      lanes = host_.lanes_of(job->spec);
+      containers = runner::runs_in_containers(job->spec);
+    }
     host_.hold_slots(run.job_id, slots, lanes);
-    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes, 0, std::nullopt},
+    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes, 0, std::nullopt, containers},
                   run.shim_start_ticks);
   }
   auto attention = store_.runs_in_cleanup(store::CleanupState::kAttention);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "daemon/run_lifecycle.h"
+#include "runner/container_run_spec.h"
 
 namespace gpuq::daemon {
 
@@ -60,7 +61,7 @@ void RunLifecycle::settle_run(int64_t job_id, bool while_down) {
     live.cleanup_begun = true;
     begin_cleanup(run.id,
                   {run.job_id, run.number, run.run_id, std::move(live.slots), std::move(live.lanes),
-                   run.preempted_by, std::nullopt},
+                   run.preempted_by, std::nullopt, runner::runs_in_containers(job->spec)},
                   run.shim_start_ticks);
     live.slots.clear();
     live.lanes.clear();

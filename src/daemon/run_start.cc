@@ -9,6 +9,7 @@
 
 #include "base/random.h"
 #include "daemon/run_lifecycle.h"
+#include "runner/container_run_spec.h"
 #include "runner/run_env.h"
 
 namespace gpuq::daemon {
@@ -127,6 +128,7 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
   // The next number whose directory is free: one left by a start that was never recorded
   // (its commit failed) keeps its files, and its number is not used again.
   int number = *last_number + 1;
+  bool containers = runner::runs_in_containers(p.job.spec);
   Status created = fail(Code::kConflict, "");
   for (int tries = 0; tries < kMaxRunDirTries && !created && created.error().code == Code::kConflict;
        ++tries, ++number) {
@@ -136,7 +138,17 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
     context.run_dir = run.run_dir;
     context.run_id = new_run_id(job_id, number);
     spec.env = runner::build_run_env(p.job.spec, context);
-    created = world_.create_run_dir(run.run_dir, spec);
+    if (!containers) {
+      created = world_.create_run_dir(run.run_dir, spec);
+      continue;
+    }
+    auto runtime = create_container_run_dir(p.job, context, spec);
+    if (runtime) {
+      p.containers = std::move(*runtime);
+      created = ok();
+    } else {
+      created = tl::unexpected(runtime.error());
+    }
   }
   if (!created) {
     start_failed(job_id, slots, created.error().message);
@@ -197,6 +209,7 @@ void RunLifecycle::begin_run(PreparedStart p) {
   live.lanes = std::move(p.lanes);
   live.shim = std::move(p.shim);
   live.step_names = std::move(p.step_names);
+  live.containers = std::move(p.containers);
   running_[job_id] = std::move(live);
   watch_exit(job_id);
   watch_steps(job_id);

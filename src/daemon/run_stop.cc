@@ -43,8 +43,15 @@ void RunLifecycle::stop_run(int64_t job_id, StopReason reason, const std::string
   live.stop_recorded = false;
   // The stop comes first: a job must not outlive its timeout or a cancel because the disk is
   // full. The reason is in memory now and recorded as soon as the store takes it.
-  if (live.shim && !live.ended) live.shim->signal(SIGTERM);
+  if (!live.ended) signal_stop(live);
   record_stop(job_id, event, std::move(event_data));
+}
+
+void RunLifecycle::signal_stop(LiveRun& live) {
+  if (live.shim) live.shim->signal(SIGTERM);
+  // SIGTERM reaches only the runtime's client under the shim; the container is stopped by name,
+  // so that a client killed first does not leave it running.
+  if (live.containers) world_.stop_containers(*live.containers, live.run.run_id, config_.kill_grace_ms);
 }
 
 void RunLifecycle::record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data) {
@@ -73,8 +80,8 @@ bool RunLifecycle::cancel(int64_t job_id, nlohmann::json event_data) {
   // after the grace period; the job becomes cancelled when the shim exits.
   if (it->second.run.stop_reason != StopReason::kCancel) {
     stop_run(job_id, StopReason::kCancel, "job.cancel_requested", std::move(event_data));
-  } else if (it->second.shim) {
-    it->second.shim->signal(SIGTERM);
+  } else if (!it->second.ended) {
+    signal_stop(it->second);
   }
   auto now = running_.find(job_id);
   return now == running_.end() || now->second.stop_recorded;

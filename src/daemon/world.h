@@ -20,8 +20,11 @@
 
 #include "base/status.h"
 #include "daemon/condition_checker.h"
+#include "daemon/config.h"
+#include "model/job.h"
 #include "os/process_table.h"
 #include "runner/cleanup.h"
+#include "runner/container_runtime.h"
 #include "runner/run_files.h"
 
 namespace gpuq::daemon {
@@ -56,6 +59,22 @@ class ShimProcess {
 class FileWatch {
  public:
   virtual ~FileWatch() = default;
+};
+
+// The images of a container job made ready before it takes GPUs (World::prepare_images).
+struct ImagePrep {
+  int64_t job_id = 0;
+  runner::ContainerRuntime runtime;
+  std::vector<std::string> images;
+  PullPolicy policy = PullPolicy::kMissing;
+  bool pull = false;     // false: find which to pull; true: pull `images`
+  std::string log_path;  // a pull's progress is appended here
+};
+struct ImagePrepResult {
+  int64_t job_id = 0;
+  bool ok = false;
+  std::string error;                 // the runtime's message when !ok
+  std::vector<std::string> to_pull;  // a check: the images that must be pulled
 };
 
 class World {
@@ -122,6 +141,20 @@ class World {
   // else by the marker sweep (runner/cleanup.h).
   virtual void clean_up(runner::CleanupTarget target,
                         std::function<void(runner::CleanupOutcome)> done) = 0;
+  // --- containers (docs/containers.md) ---
+  // The runtime `config` names, found on the daemon's PATH.
+  virtual Result<runner::ContainerRuntime> container_runtime(const ContainersConfig& config) = 0;
+  // On another thread: stops every container of run `run_id` (stop -t GRACE, then kill). Its
+  // result is not reported: the run's cleanup confirms that none is left.
+  virtual void stop_containers(runner::ContainerRuntime runtime, std::string run_id,
+                               int64_t grace_ms) = 0;
+  // On another thread: which of a job's images must be pulled, or their pull (one pull at a
+  // time, beside checks and stops).
+  virtual void prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) = 0;
+  // Gives the directory `path` (not what is in it) to uid:gid: a container job's user that is
+  // not the daemon's then writes its run directory.
+  virtual Status give_dir(const std::string& path, uid_t uid, gid_t gid) = 0;
+
   // The process table, for telling runs' GPU processes from foreign ones (actor thread only).
   virtual os::ProcessTable& processes() = 0;
 };

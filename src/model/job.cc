@@ -102,8 +102,9 @@ bool is_legal_transition(JobState from, JobState to) {
   using S = JobState;
   switch (from) {
     case S::kPending:
+      // failed without a run: its container image could not be made ready (pulled, found)
       return to == S::kRunning || to == S::kHeld || to == S::kCancelled || to == S::kBlocked ||
-             to == S::kSkipped;
+             to == S::kSkipped || to == S::kFailed;
     case S::kHeld: return to == S::kPending || to == S::kCancelled;
     case S::kRunning:
       // back to pending after a lost or preempted run, or a retry; held after too many runs in

@@ -40,6 +40,7 @@
 
 #include "os/process_table.h"
 #include "runner/cgroup.h"
+#include "runner/container_runtime.h"
 
 namespace gpuq::runner {
 
@@ -56,6 +57,10 @@ struct CleanupTarget {
   int64_t key = 0;             // the caller's name for this cleanup (e.g. the run's id)
   std::string run_id;          // the GPUQ_RUN_ID value
   uint64_t started_ticks = 0;  // processes started before this are never touched
+  // A run of a container job: its containers are found by its label and removed too, by this
+  // runtime (container_commands.h), after its processes; their processes may live outside the
+  // run's cgroup and session. Unset for other runs.
+  std::optional<ContainerRuntime> containers;
 };
 
 struct StrayProcess {
@@ -77,6 +82,11 @@ struct CleanupOutcome {
   // once it was empty. Empty for the marker sweep.
   RunUsage usage;
   bool by_cgroup = false;               // confirmed (or not) by the run's cgroup, not a sweep
+  // A container job's run: the containers found by its label and removed, those still listed
+  // at the cleanup limit (then it is not confirmed), and the runtime's word on them.
+  std::vector<std::string> containers_removed;
+  std::vector<std::string> containers_left;
+  std::string containers_message;
 };
 
 // The uid whose processes a sweep may examine: nullopt (all) when running as root, else our

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <csignal>
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 namespace gpuq::daemon::testing {
 
 class FakeWorld::FakeTimer : public Timer {
@@ -289,6 +292,7 @@ bool FakeWorld::answer_conditions(int64_t job_id, bool holds, bool done, std::st
 }
 
 void FakeWorld::clean_up(runner::CleanupTarget target, std::function<void(runner::CleanupOutcome)> done) {
+  cleanup_targets_.push_back(target);
   if (!auto_clean_) {
     cleanups_.push_back({std::move(target), std::move(done)});
     return;
@@ -298,6 +302,55 @@ void FakeWorld::clean_up(runner::CleanupTarget target, std::function<void(runner
   outcome.confirmed = true;
   outcome.scans = 2;
   post([done = std::move(done), outcome] { done(outcome); });
+}
+
+runner::CleanupTarget FakeWorld::answer_cleanup(runner::CleanupOutcome outcome) {
+  if (cleanups_.empty()) {
+    ADD_FAILURE() << "no cleanup to answer";
+    return {};
+  }
+  CleanupCall call = std::move(cleanups_.front());
+  cleanups_.pop_front();
+  outcome.key = call.target.key;
+  call.done(outcome);
+  return call.target;
+}
+
+Result<runner::ContainerRuntime> FakeWorld::container_runtime(const ContainersConfig& config) {
+  if (runtime_ && !config.extra_args.empty()) {
+    runner::ContainerRuntime runtime = *runtime_;
+    runtime.extra_args = config.extra_args;
+    return runtime;
+  }
+  return runtime_;
+}
+
+void FakeWorld::stop_containers(runner::ContainerRuntime, std::string run_id, int64_t) {
+  stopped_containers_.push_back(std::move(run_id));
+}
+
+void FakeWorld::prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) {
+  image_calls_.push_back({std::move(request), std::move(done)});
+}
+
+bool FakeWorld::answer_images(int64_t job_id, std::vector<std::string> to_pull, std::string error) {
+  auto it = std::find_if(image_calls_.begin(), image_calls_.end(),
+                         [&](const ImageCall& c) { return c.request.job_id == job_id; });
+  if (it == image_calls_.end()) return false;
+  ImagePrepResult result;
+  result.job_id = job_id;
+  result.ok = error.empty();
+  result.error = std::move(error);
+  if (!it->request.pull) result.to_pull = std::move(to_pull);
+  auto done = std::move(it->done);
+  image_calls_.erase(it);
+  post([done = std::move(done), result = std::move(result)] { done(result); });
+  return true;
+}
+
+Status FakeWorld::give_dir(const std::string& path, uid_t uid, gid_t gid) {
+  given_dirs_[path] = fmt::format("{}:{}", uid, gid);
+  return ok();
 }
 
 }  // namespace gpuq::daemon::testing

@@ -97,7 +97,29 @@ class FakeWorld : public World {
     std::function<void(runner::CleanupOutcome)> done;
   };
   std::deque<CleanupCall>& cleanup_calls() { return cleanups_; }
+  // Answers the oldest open cleanup with `outcome` (its key set to the cleanup's) and returns
+  // what it was for; fails the test when none is open.
+  runner::CleanupTarget answer_cleanup(runner::CleanupOutcome outcome);
   os::FakeProcessTable& table() { return table_; }
+  // Every cleanup asked for, oldest first (answered or not).
+  const std::vector<runner::CleanupTarget>& cleanup_targets() const { return cleanup_targets_; }
+
+  // --- containers ---
+  // What container_runtime() answers: a docker at /usr/bin/docker unless set.
+  void set_container_runtime(Result<runner::ContainerRuntime> runtime) { runtime_ = std::move(runtime); }
+  // The runs whose containers stop_containers() was asked to stop, in order.
+  const std::vector<std::string>& stopped_containers() const { return stopped_containers_; }
+  struct ImageCall {
+    ImagePrep request;
+    std::function<void(ImagePrepResult)> done;
+  };
+  // Image checks and pulls not answered yet, oldest first.
+  std::deque<ImageCall>& image_calls() { return image_calls_; }
+  // Answers the oldest open image call of `job_id` (a check: `to_pull`; a pull: `to_pull`
+  // ignored); an `error` fails it. False when there is none.
+  bool answer_images(int64_t job_id, std::vector<std::string> to_pull = {}, std::string error = "");
+  // Directories given to another user: path -> "uid:gid".
+  const std::map<std::string, std::string>& given_dirs() const { return given_dirs_; }
 
   // --- World ---
   int64_t now_ms() override { return now_ms_; }
@@ -128,6 +150,11 @@ class FakeWorld : public World {
                         std::function<void(ConditionResult)> done) override;
   void clean_up(runner::CleanupTarget target,
                 std::function<void(runner::CleanupOutcome)> done) override;
+  Result<runner::ContainerRuntime> container_runtime(const ContainersConfig& config) override;
+  void stop_containers(runner::ContainerRuntime runtime, std::string run_id,
+                       int64_t grace_ms) override;
+  void prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) override;
+  Status give_dir(const std::string& path, uid_t uid, gid_t gid) override;
   os::ProcessTable& processes() override { return table_; }
 
   // The runs' specs as written to run.json, by run directory.
@@ -172,6 +199,12 @@ class FakeWorld : public World {
   std::deque<ConditionCall> conditions_;
   std::deque<CleanupCall> cleanups_;
   bool auto_clean_ = true;
+  std::vector<runner::CleanupTarget> cleanup_targets_;
+  Result<runner::ContainerRuntime> runtime_ =
+      runner::ContainerRuntime{runner::RuntimeKind::kDocker, "/usr/bin/docker", {}};
+  std::vector<std::string> stopped_containers_;
+  std::deque<ImageCall> image_calls_;
+  std::map<std::string, std::string> given_dirs_;
   os::FakeProcessTable table_;
 };
 

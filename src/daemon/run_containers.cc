@@ -1,0 +1,79 @@
+// A container job's run directory (docs/containers.md): the run's spec, built as for the host,
+// made to run each container step as `RUNTIME run` (runner/container_run_spec.h) before it is
+// written, and the directories the containers mount given to their user when the daemon is not
+// that user (the run directory stays under the owner-only home; a bind mount does not need its
+// parents to be open).
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "daemon/run_lifecycle.h"
+#include "runner/container_run_spec.h"
+
+namespace gpuq::daemon {
+namespace {
+
+using Ids = std::pair<uid_t, gid_t>;
+
+std::optional<uint32_t> number(std::string_view text) {
+  uint32_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+// The host's uid and gid of a login name.
+std::optional<Ids> ids_of_login(const std::string& name) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buffer[4096];
+  if (name.empty() || ::getpwnam_r(name.c_str(), &pw, buffer, sizeof buffer, &found) != 0 || !found) {
+    return std::nullopt;
+  }
+  return Ids{found->pw_uid, found->pw_gid};
+}
+
+// The host ids a --container-user of the form UID or UID:GID names; nullopt for a name, which
+// only the image knows.
+std::optional<Ids> ids_of_container_user(const std::string& user) {
+  auto colon = user.find(':');
+  auto uid = number(std::string_view(user).substr(0, colon));
+  if (!uid) return std::nullopt;
+  if (colon == std::string::npos) return Ids{*uid, *uid};
+  auto gid = number(std::string_view(user).substr(colon + 1));
+  if (!gid) return std::nullopt;
+  return Ids{*uid, *gid};
+}
+
+}  // namespace
+
+Result<runner::ContainerRuntime> RunLifecycle::create_container_run_dir(
+    const Job& job, const runner::RunContext& context, const runner::RunSpec& spec) {
+  auto runtime = world_.container_runtime(config_.containers);
+  if (!runtime) return tl::unexpected(runtime.error());
+  // The submitter's ids (the daemon's own when it runs for one person, or for an older job).
+  Ids submitter{::geteuid(), ::getegid()};
+  if (auto ids = ids_of_login(job.spec.user)) submitter = *ids;
+  std::string user = runner::container_user_arg(job.spec, submitter.first, submitter.second);
+  std::optional<Ids> owner = job.spec.container_user.empty() ? std::optional<Ids>(submitter)
+                                                             : ids_of_container_user(job.spec.container_user);
+  runner::RunSpec contained = spec;
+  if (auto st = runner::containerize_run_spec(contained, job.spec, context, *runtime, user); !st) {
+    return tl::unexpected(st.error());
+  }
+  if (auto st = world_.create_run_dir(context.run_dir, contained); !st) return tl::unexpected(st.error());
+  if (owner && owner->first != ::geteuid()) {
+    for (const std::string& dir : {context.run_dir, context.job_dir}) {
+      if (auto st = world_.give_dir(dir, owner->first, owner->second); !st) return tl::unexpected(st.error());
+    }
+  }
+  return runtime;
+}
+
+}  // namespace gpuq::daemon
