@@ -4,13 +4,16 @@
 import { run, newPage, check, waitFor } from './harness.mjs';
 
 const PAGES = [['#/', 'table.gpus'], ['#/job/1', '.job-page'], ['#/timeline', 'svg.gantt'],
-  ['#/usage', '.usage-page'], ['#/events', 'ul.events li'], ['#/fleet', '.fleet-page']];
+  ['#/usage', '.usage-page'], ['#/events', 'ul.events li'], ['#/fleet', '.fleet-page'], ['#/job/4', 'table.steps tr.current']];
 
 await run('every page renders, light and dark, desktop and phone', async (d, browser) => {
   const first = d.submit('echo hello; sleep 600', ['--gpus', '1', '--name', 'first']);
   d.submit('sleep 600', ['--gpus', '2', '--name', 'second']);
   d.submit('sleep 600', ['--gpus', '4', '--name', 'third']);
   check(first === 1, 'job 1 is first');
+  // Job 4 has steps, the second running (its name as long as a step's name may be).
+  d.gpuq(['submit', '--name', 'stepped', '--step', 'true', '--step', `sh -c 'sleep 600' ${'x'.repeat(60)}`, '--step', 'true']);
+  await waitFor(async () => (await d.api('/v1/jobs/4')).step === 1, 'job 4 in its second step');
   for (const [width, scheme] of [[1280, 'light'], [390, 'dark']]) {
     const page = await newPage(browser, { width, height: 800, colorScheme: scheme });
     await page.goto(d.link());
@@ -38,6 +41,6 @@ await run('every page renders, light and dark, desktop and phone', async (d, bro
     await stranger.locator('.unauth h1', { hasText: 'Not signed in' }).waitFor();
     await stranger.context().close();
   }
-  d.gpuq(['cancel', '1', '2', '3']);
+  d.gpuq(['cancel', '1', '2', '3', '4']);
   await waitFor(() => d.json(['show', '1']).state === 'cancelled', 'job 1 cancelled');
 });

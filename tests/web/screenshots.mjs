@@ -1,6 +1,6 @@
 // Writes docs/screenshots/{queue,job,timeline,usage,events,fleet}.png from a real daemon
 // (fake:4) with a few minutes' worth of real jobs: finished runs of each outcome, running jobs
-// with utilisation (from a fake GPU state file), a GPU held by a foreign process, pending jobs
+// (the one on the job page in the second of its three steps) with utilisation (from a fake GPU state file), a GPU held by a foreign process, pending jobs
 // with their reasons, a held job. Run by scripts/screenshots.sh. Takes about a minute.
 import { writeFileSync, renameSync, mkdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
@@ -32,8 +32,10 @@ try {
   d.gpuq(['wait', ...wave.map(String)], { ok: [0, 1] });
   d.gpuq(['cancel', String(doomed)]);
   // Now: three running jobs, a foreign process on gpu3, a queue behind them.
-  const train = sh('for i in $(seq 1 100000); do echo "step $i loss=$(( (100000 - i) % 997 ))e-4"; sleep 0.2; done',
-    ['--gpus', '2', '--name', 'train-llama-8b', '--est', '2h']);
+  const train = JSON.parse(d.gpuq(['submit', '--json', '--gpus', '2', '--name', 'train-llama-8b', '--est', '2h',
+    '--step', 'bash -c "echo tokenizing; sleep 1"',
+    '--step', 'bash -c \'for i in $(seq 1 100000); do echo "step $i loss=$(( (100000 - i) % 997 ))e-4"; sleep 0.2; done\'',
+    '--step', 'bash -c "echo evaluating"'])).id;
   sh('while :; do echo tick; sleep 1; done', ['--gpus', '1', '--name', 'eval-harness', '--est', '30m']);
   writeState([{ index: 0, memory_used_mib: 71230, utilization: 97 }, { index: 1, memory_used_mib: 70112, utilization: 94 },
     { index: 2, memory_used_mib: 18020, utilization: 41 },
@@ -43,7 +45,7 @@ try {
   sh('sleep 600', ['--gpus', '1', '--name', 'ablation-b', '--est', '40m']);
   sh('sleep 600', ['--gpus', '2', '--name', 'finetune-7b', '--priority', 'low', '--est', '3h']);
   sh('sleep 600', ['--gpus', '1', '--name', 'tokenize-shard', '--hold']);
-  await waitFor(() => d.json(['show', String(train)]).state === 'running', 'training running');
+  await waitFor(async () => (await d.api(`/v1/jobs/${train}`)).step === 1, 'training running its second step');
   await waitFor(async () => (await d.api('/v1/status')).resources.some((r) => r.state === 'foreign'), 'gpu3 foreign', 60000);
 
   // Utilisation samples come at most every 30 s: wait for two, for the job page's sparkline.

@@ -1,5 +1,5 @@
-// Cross-site scripting through what jobs and users write: a job's command, the lines it prints,
-// the reason it waits (a REQUIRES test's text) and the event payload that tells of that wait all
+// Cross-site scripting through what jobs and users write: a job's command, a step's name (a
+// command step's default name is its command), the lines it prints, the reason it waits (a REQUIRES test's text) and the event payload that tells of that wait all
 // hold markup that would run if a page put it into the DOM as HTML. Every page that shows them
 // must show the markup as text: no element made from it, nothing run, no CSP violation (the
 // policy would block inline code, and say so, if markup got in). A job name cannot hold markup
@@ -25,8 +25,13 @@ await run('markup in commands, logs, reasons and events is shown as text and nev
   check(d.json(['status']).jobs.length === 0, 'no job queued under a markup name');
 
   const printer = d.submit(`echo '${payload(1)}'`, ['--name', 'printer']);
+  // Steps named by their commands: a step's name is clipped at 60 characters, so one markup each.
+  const stepper = JSON.parse(d.gpuq(['submit', '--json', '--name', 'stepper',
+    '--step', "echo '<img src=x onerror=window.__xss=3>'", '--step', "echo '<svg onload=window.__xss=4>'",
+    '--step', "echo '<script>window.__xss=5</script>'"])).id;
   const waiter = d.submit('true', ['--name', 'waiter', '--requires', `test -f '${payload(2)}'`, '--requires-warn', '1s']);
   await waitFor(() => d.json(['show', String(printer)]).state === 'succeeded', 'the printer to finish');
+  await waitFor(() => d.json(['show', String(stepper)]).state === 'succeeded', 'the stepper to finish');
   await waitFor(async () => (await d.api('/v1/events?after=0')).events.some(
     (e) => e.kind === 'job.requires_wait' && e.job === waiter && JSON.stringify(e.data).includes('onerror')),
   'job.requires_wait with the markup in its payload');
@@ -41,6 +46,13 @@ await run('markup in commands, logs, reasons and events is shown as text and nev
   await page.locator('pre.log-text .line', { hasText: 'onerror' }).first().waitFor();
   await page.getByText('window.__xss=1', { exact: false }).first().waitFor();
   await expectInert(page, 'the job page of the printer');
+  // The stepper's page: its steps' names, its command and its step events.
+  await page.goto(`${d.origin}/#/job/${stepper}`);
+  await page.locator('table.steps td.name', { hasText: 'onerror' }).waitFor();
+  await page.locator('table.steps td.name', { hasText: '<svg onload' }).waitFor();
+  await page.locator('table.steps td.name', { hasText: '<script>' }).waitFor();
+  await page.locator('ul.events li', { hasText: 'job.step_finished' }).nth(2).waitFor();
+  await expectInert(page, 'the job page of the stepper');
   // The waiter's page: its reason.
   await page.goto(`${d.origin}/#/job/${waiter}`);
   await page.locator('.reason', { hasText: 'onerror' }).first().waitFor();

@@ -3,7 +3,7 @@
 // event). The stream starts after the newest event at load time; the browser resumes with
 // Last-Event-ID after a drop, and when it gives up (a 401, the daemon gone for long) this
 // module reconnects by itself with backoff and marks the connection down meanwhile.
-import { useEffect, useRef } from './html.js';
+import { useEffect, useRef, useState } from './html.js';
 import { getJson } from './api.js';
 import { setConnection, setShared } from './state.js';
 import { EVENT_KINDS } from './kinds.js';
@@ -87,4 +87,17 @@ export function useRefresh(load, deps = [], { ms = 300, filter = null, pollMs = 
     const poll = setInterval(kick, pollMs);
     return () => { off(); clearInterval(poll); if (timer) clearTimeout(timer); };
   }, deps);
+}
+
+// The time now, ticking each second while `active` (elapsed times of running things); a tick
+// is skipped while `paused()` says so (a drag in progress).
+export function useNow({ active = true, paused = null } = {}) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!active) return undefined;
+    setNow(Date.now());
+    const t = setInterval(() => (paused && paused()) || setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [active]);
+  return now;
 }

@@ -1,16 +1,18 @@
-// One job: its spec (script text when the daemon sends it, command, directory, scheduling
-// fields, dependencies), every run (GPUs given and GPUs its processes were seen on, a mismatch
-// flagged; times, exit, outcome, peak memory, a utilisation sparkline), its events, its log,
-// the actions its state allows, and (with --http-allow-submit) "resubmit with changes".
+// One job: its steps (components/steps.js; the one running now in the title), its spec (script
+// text when the daemon sends it, command, directory, scheduling fields, dependencies), every
+// run (GPUs given and GPUs its processes were seen on, a mismatch flagged; times, exit,
+// outcome, peak memory, a utilisation sparkline), its events, its log, the actions its state
+// allows, and (with --http-allow-submit) "resubmit with changes".
 import { html, useState, useCallback, useEffect, useRef } from '../lib/html.js';
 import { getJson } from '../lib/api.js';
-import { useRefresh, onEvent } from '../lib/live.js';
+import { useRefresh, useNow, onEvent } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
 import { jobEvents } from '../lib/jobevents.js';
 import { useShared } from '../lib/state.js';
 import { LogView } from '../components/logview.js';
 import { Sparkline } from '../components/sparkline.js';
 import { Resubmit } from '../components/resubmit.js';
+import { Steps, stepProgress } from '../components/steps.js';
 import { dur, time, mib, jobLabel, runGpus, priorityName, lastRun, ms } from '../lib/format.js';
 
 function Spec({ job }) {
@@ -20,7 +22,7 @@ function Spec({ job }) {
     ['estimate', job.est_ms != null ? dur(job.est_ms) : null], ['timeout', job.timeout_ms != null ? dur(job.timeout_ms) : null],
     ['retries', job.retries || null], ['lanes', (job.lanes || []).join(', ') || null],
     ['not before', job.not_before], ['preempt', job.preempt !== 'never' ? job.preempt : null],
-    ['done if', job.done_if], ['source', job.source], ['fleet job', job.fleet_id],
+    ['done if', job.done_if], ['image', job.image], ['source', job.source], ['fleet job', job.fleet_id],
     ['learned GPU memory', job.gpu_mem_learned ? `${mib(job.gpu_mem_learned.mib)} (from ${job.gpu_mem_learned.runs} runs)` : null],
     ['submitted', time(job.submitted_at_ms)], ['finished', job.finished_at ? time(ms(job.finished_at)) : null],
   ].filter(([, v]) => v != null && v !== '');
@@ -35,16 +37,16 @@ function Spec({ job }) {
   </section>`;
 }
 
-function Runs({ job }) {
+function Runs({ job, now }) {
   const runs = job.runs || [];
   if (!runs.length) return html`<section class="card"><h2>Runs</h2><p class="muted">No run yet.</p></section>`;
   return html`<section class="card"><h2>Runs <span class="count">${runs.length}</span></h2>
     <div class="table-wrap"><table class="runs">
       <thead><tr><th>#</th><th>GPUs</th><th>seen on</th><th>started</th><th>took</th><th>exit</th><th>outcome</th><th>peak mem.</th><th>utilisation</th></tr></thead>
       <tbody>${runs.slice().reverse().map((r) => {
-        const end = r.ended_at_ms || (r.outcome === 'running' ? Date.now() : null);
+        const end = r.ended_at_ms || (r.outcome === 'running' ? now : null);
         return html`<tr>
-          <td>${r.number}</td><td>${runGpus(r)}</td>
+          <td>${r.number}${r.first_step > 0 && html`<div class="small muted">from step ${r.first_step + 1}</div>`}</td><td>${runGpus(r)}</td>
           <td>${r.seen_gpus && r.seen_gpus.length ? runGpus({ gpus: r.seen_gpus }) : '—'}
             ${r.gpu_mismatch && html` <span class="badge attention" title="its processes were seen on a GPU the run was not given">mismatch</span>`}</td>
           <td>${time(r.started_at_ms)}</td><td>${end && r.started_at_ms ? dur(end - r.started_at_ms) : '—'}</td>
@@ -75,6 +77,7 @@ export function JobPage({ id }) {
   const [run, setRun] = useState(null);
   const s = useShared();
   const jobId = useRef(null);
+  const now = useNow({ active: !!job && job.state === 'running' });
   const load = useCallback(async () => {
     try {
       const j = await getJson(`/v1/jobs/${encodeURIComponent(id)}`);
@@ -107,8 +110,10 @@ export function JobPage({ id }) {
   const latest = lastRun(job);
   const shownRun = run || (latest ? latest.number : null);
   const reload = load;
+  const progress = stepProgress(job);
   return html`<div class="job-page">
-    <div class="title-row"><h1>${job.id} ${jobLabel(job)} <span class=${`badge ${job.state}`}>${job.state}</span></h1>
+    <div class="title-row"><h1>${job.id} ${jobLabel(job)} <span class=${`badge ${job.state}`}>${job.state}</span>
+      ${progress && html` <span class="step-progress">${progress}</span>`}</h1>
       <span class="actions">
         ${job.state === 'pending' && html`<button onClick=${() => jobAction('hold', job, reload)}>Hold</button>`}
         ${job.state === 'held' && html`<button onClick=${() => jobAction('release', job, reload)}>Release</button>`}
@@ -117,7 +122,8 @@ export function JobPage({ id }) {
       </span></div>
     ${job.reason && html`<p class="reason">${job.reason}</p>`}
     ${error && html`<p class="error">${error}</p>`}
-    <${Runs} job=${job} />
+    <${Steps} job=${job} now=${now} />
+    <${Runs} job=${job} now=${now} />
     <section class="card"><h2>Log
       ${job.runs && job.runs.length > 1 && html` <select aria-label="run" value=${shownRun} onChange=${(e) => setRun(Number(e.target.value))}>
         ${job.runs.map((r) => html`<option value=${r.number}>run ${r.number}</option>`)}</select>`}</h2>

@@ -1,9 +1,9 @@
 // The queue at a glance: every GPU and lane, the watchers' open episodes, the pending jobs in
 // serving order (paged by the daemon), held and blocked jobs, and the last finished jobs.
 // Reloads on every event (debounced) and ticks elapsed times each second.
-import { html, useState, useEffect, useCallback } from '../lib/html.js';
+import { html, useState, useCallback } from '../lib/html.js';
 import { getJson } from '../lib/api.js';
-import { useRefresh } from '../lib/live.js';
+import { useRefresh, useNow } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
 import { GpuTable } from '../components/gpus.js';
 import { PendingList, isDragging } from '../components/pending.js';
@@ -15,12 +15,6 @@ const PAGE = 100;
 function servingOrder(a, b) {
   if (a.serving_position != null && b.serving_position != null) return a.serving_position - b.serving_position;
   return a.priority - b.priority || a.id - b.id;
-}
-
-function useNow() {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => { const t = setInterval(() => isDragging() || setNow(Date.now()), 1000); return () => clearInterval(t); }, []);
-  return now;
 }
 
 function Episodes({ watch }) {
@@ -65,7 +59,7 @@ export function QueuePage() {
   const [data, setData] = useState(null);
   const [error, setError] = useState(null);
   const [offset, setOffset] = useState(0);
-  const now = useNow();
+  const now = useNow({ paused: isDragging });
   const load = useCallback(async () => {
     if (isDragging()) { setTimeout(load, 300); return; }
     try {
