@@ -8,7 +8,7 @@ export const EVENT_KINDS = [
   'job.cancel_requested', 'job.held', 'job.released', 'job.retried', 'job.moved', 'job.skipped',
   'job.blocked', 'job.unblocked', 'job.adopted', 'job.lost', 'job.not_started', 'job.requeued',
   'job.preempt_requested', 'job.preempted', 'job.preemption_withdrawn', 'job.cleanup',
-  'job.step_started', 'job.step_finished',
+  'job.step_started', 'job.step_finished', 'job.image_pulling', 'job.image_pulled',
   'job.claimed', 'job.reclaimed', 'job.claim_lost', 'job.output_failed', 'job.outputs_unreadable', 'node.stale', 'node.back',
   'node.low_disk', 'node.disk_ok', 'fleet.stopped',
   'resource.attention', 'resource.released', 'resource.foreign', 'resource.freed',
