@@ -84,10 +84,12 @@ boost::asio::awaitable<Response> Server::act_on_array(const std::string& ref, co
                                         const Request& request) {
   auto found = find_array(ref);
   if (!found) co_return error_response(found.error());
-  auto action = decode_array_action(verb, request.body());
-  if (!action) co_return error_response(action.error());
+  auto asked = decode_array_action(verb, request.body());
+  if (!asked) co_return error_response(asked.error());
   daemon::Queue* queue = &context_.queue;
-  auto work = [queue, id = found->id, action = *action] { return queue->act_on_array(id, action); };
+  auto work = [queue, id = found->id, asked = *asked] {
+    return queue->act_on_array(id, asked.action, asked.from_start);
+  };
   auto acted = co_await on_actor<Result<daemon::ArrayActed>>(context_.actor_ioc, work);
   if (!acted) co_return error_response(acted.error());
   nlohmann::json jobs = nlohmann::json::array();

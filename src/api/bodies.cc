@@ -273,26 +273,41 @@ Result<GcBody> decode_gc(std::string_view text) {
   return out;
 }
 
-Result<daemon::ArrayAction> decode_array_action(std::string_view verb, std::string_view text) {
+Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::string_view text) {
   using A = daemon::ArrayAction;
   bool retry = verb == "retry";
   if (!retry && verb != "cancel" && verb != "hold" && verb != "release") {
     return invalid(fmt::format("an array takes move, cancel, hold, release or retry, not '{}'", clip(verb)));
   }
-  std::string how = retry ? "send {} or {\"failed\": true} (the failed elements only)" : "send {} or no body";
-  A action = verb == "cancel" ? A::kCancel : verb == "hold" ? A::kHold : verb == "release" ? A::kRelease : A::kRetry;
-  if (text.empty()) return action;
+  std::string how =
+      retry
+          ? "send {}, {\"failed\": true} (the failed elements only) and/or {\"from_start\": true} "
+            "(every step again)"
+          : "send {} or no body";
+  ArrayActionRequest out;
+  out.action = verb == "cancel"    ? A::kCancel
+               : verb == "hold"    ? A::kHold
+               : verb == "release" ? A::kRelease
+                                   : A::kRetry;
+  if (text.empty()) return out;
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
   if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", how));
   for (const auto& [key, value] : body->items()) {
-    if (!retry || key != "failed") return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
-    if (!value.is_boolean()) {
-      return invalid(fmt::format("field 'failed' must be true or false, not {}; {}", value.type_name(), how));
+    if (!retry || (key != "failed" && key != "from_start")) {
+      return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
     }
-    if (value.get<bool>()) action = A::kRetryFailed;
+    if (!value.is_boolean()) {
+      return invalid(
+          fmt::format("field '{}' must be true or false, not {}; {}", key, value.type_name(), how));
+    }
+    if (key == "from_start") {
+      out.from_start = value.get<bool>();
+    } else if (value.get<bool>()) {
+      out.action = A::kRetryFailed;
+    }
   }
-  return action;
+  return out;
 }
 
 Result<bool> decode_job_retry(std::string_view text) {
@@ -383,6 +398,11 @@ Result<LogQuery> decode_log_query(const Target& target) {
     auto run = query_number(target, "run", 0, 1, INT_MAX);
     if (!run) return tl::unexpected(run.error());
     query.run = static_cast<int>(*run);
+  }
+  if (target.find("step") != nullptr) {
+    auto step = query_number(target, "step", 0, 0, INT_MAX);  // step_slice names the job's steps
+    if (!step) return tl::unexpected(step.error());
+    query.step = static_cast<int>(*step);
   }
   auto offset = query_number(target, "offset", 0, 0);
   if (!offset) return tl::unexpected(offset.error());

@@ -53,8 +53,14 @@ struct ReleaseBody {
 Result<ReleaseBody> decode_release(std::string_view body);
 
 // POST /v1/arrays/{ref}/cancel|hold|release|retry: an empty body or {}; retry also takes
-// {"failed": true}, which retries the failed elements only (`gpuq retry NAME --failed`).
-Result<daemon::ArrayAction> decode_array_action(std::string_view verb, std::string_view body);
+// {"failed": true}, which retries the failed elements only (`gpuq retry NAME --failed`), and
+// {"from_start": true}, with which each element with steps runs every step again (`gpuq retry
+// NAME --from-start`).
+struct ArrayActionRequest {
+  daemon::ArrayAction action = daemon::ArrayAction::kCancel;
+  bool from_start = false;
+};
+Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::string_view body);
 // POST /v1/jobs/{ref}/retry: an empty body or {}, or {"from_start": true} (a job with steps runs
 // every step again, `gpuq retry --from-start`). Returns from_start.
 Result<bool> decode_job_retry(std::string_view body);
@@ -80,10 +86,11 @@ struct EventsQuery {
 };
 Result<EventsQuery> decode_events_query(const Target& target);
 
-// GET /v1/jobs/{ref}/log?run=N&offset=B&limit=L. `limit` above limits::kMaxLogChunk is taken
-// as that.
+// GET /v1/jobs/{ref}/log?run=N&offset=B&limit=L&step=S. `limit` above limits::kMaxLogChunk is
+// taken as that. With `step`, the offset counts from the step's first byte (api/step_log.h).
 struct LogQuery {
-  std::optional<int> run;  // absent: the latest run
+  std::optional<int> run;   // absent: the latest run (with `step`: the newest that reached it)
+  std::optional<int> step;  // absent: the whole log
   int64_t offset = 0;
   int64_t limit = 0;
 };

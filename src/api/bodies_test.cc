@@ -74,15 +74,33 @@ TEST(ParseJsonBody, ANumberTooLargeForADoubleIsInvalid) {
 
 TEST(DecodeArrayAction, TakesAnEmptyBodyAndRetrysFailedFlagOnly) {
   using daemon::ArrayAction;
-  EXPECT_EQ(decode_array_action("cancel", ""), ArrayAction::kCancel);
-  EXPECT_EQ(decode_array_action("hold", "{}"), ArrayAction::kHold);
-  EXPECT_EQ(decode_array_action("release", ""), ArrayAction::kRelease);
-  EXPECT_EQ(decode_array_action("retry", R"({"failed": false})"), ArrayAction::kRetry);
-  EXPECT_EQ(decode_array_action("retry", R"({"failed": true})"), ArrayAction::kRetryFailed);
+  auto action = [](std::string_view verb, std::string_view body) {
+    auto decoded = decode_array_action(verb, body);
+    return decoded ? std::optional<ArrayAction>(decoded->action) : std::nullopt;
+  };
+  EXPECT_EQ(action("cancel", ""), ArrayAction::kCancel);
+  EXPECT_EQ(action("hold", "{}"), ArrayAction::kHold);
+  EXPECT_EQ(action("release", ""), ArrayAction::kRelease);
+  EXPECT_EQ(action("retry", R"({"failed": false})"), ArrayAction::kRetry);
+  EXPECT_EQ(action("retry", R"({"failed": true})"), ArrayAction::kRetryFailed);
   EXPECT_REFUSED(decode_array_action("hold", R"({"failed": true})"), "unknown field 'failed'; send {} or no body");
   EXPECT_REFUSED(decode_array_action("retry", R"({"failed": "yes"})"), "field 'failed' must be true or false, not string");
   EXPECT_REFUSED(decode_array_action("retry", "[]"), "the body must be a JSON object");
   EXPECT_REFUSED(decode_array_action("start", ""), "an array takes move, cancel, hold, release or retry, not 'start'");
+}
+
+TEST(DecodeArrayAction, RetryTakesFromStartBesideFailed) {
+  auto both = decode_array_action("retry", R"({"failed": true, "from_start": true})");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->action, daemon::ArrayAction::kRetryFailed);
+  EXPECT_TRUE(both->from_start);
+  auto plain = decode_array_action("retry", "");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->from_start);
+  EXPECT_REFUSED(decode_array_action("retry", R"({"from_start": 1})"),
+                 "field 'from_start' must be true or false, not number");
+  EXPECT_REFUSED(decode_array_action("cancel", R"({"from_start": true})"),
+                 "unknown field 'from_start'");
 }
 
 TEST(DecodeSubmit, NamesTheFieldOfEachError) {

@@ -14,6 +14,7 @@
 #include "api/metrics.h"
 #include "api/on_actor.h"
 #include "api/server.h"
+#include "api/step_log.h"
 #include "base/api_version.h"
 #include "base/time.h"
 #include "model/event.h"
@@ -294,10 +295,20 @@ Response Server::log(const std::string& ref, const Target& target) {
   if (!*job) return not_found(fmt::format("no job {}", ref));
   auto query = decode_log_query(target);
   if (!query) return error_response(query.error());
-  int run_number = query->run.value_or((*job)->runs.empty() ? 0 : (*job)->runs.back().number);
+  // One step's part of the log (api/step_log.h), or the whole log of a run.
+  std::optional<StepSlice> slice;
+  if (query->step) {
+    auto found = step_slice(**job, *query->step, query->run);
+    if (!found) return error_response(found.error());
+    slice = *found;
+  }
+  int run_number = slice
+                       ? slice->run
+                       : query->run.value_or((*job)->runs.empty() ? 0 : (*job)->runs.back().number);
   Response res = text_response(http::status::ok, "");
   res.set("X-Gpuq-Run", std::to_string(run_number));
   res.set("X-Gpuq-Job-State", std::string(to_string((*job)->state)));
+  if (slice) res.set("X-Gpuq-Step-State", slice->state);
   if (run_number == 0) {
     res.set("X-Gpuq-Log-Size", "0");
     return res;
@@ -305,14 +316,15 @@ Response Server::log(const std::string& ref, const Target& target) {
   std::string path = context_.layout.run_dir(*id, run_number) + "/output.log";
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   int64_t size = in ? static_cast<int64_t>(in.tellg()) : 0;
-  int64_t offset = std::min(query->offset, size);
-  int64_t count = std::min(query->limit, size - offset);
-  if (in && count > 0) {
-    res.body().resize(static_cast<size_t>(count));
-    in.seekg(offset);
-    in.read(res.body().data(), count);
+  const StepSlice part =
+      slice ? *slice : StepSlice{run_number, "", 0, std::nullopt};  // else the whole log
+  SliceRead read = read_in_slice(part, size, query->offset, query->limit);
+  if (in && read.count > 0) {
+    res.body().resize(static_cast<size_t>(read.count));
+    in.seekg(read.first);
+    in.read(res.body().data(), read.count);
   }
-  res.set("X-Gpuq-Log-Size", std::to_string(size));
+  res.set("X-Gpuq-Log-Size", std::to_string(read.size));
   return res;
 }
 

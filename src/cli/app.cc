@@ -203,7 +203,7 @@ void define_commands(CLI::App& app, Parsed& p) {
                      "list each element of an unfinished array (default: one line per array)");
   }
 
-  if (auto* show = add_command(app, p, "show", "show one job and its runs")) {
+  if (auto* show = add_command(app, p, "show", "show one job, its steps and its runs")) {
     show->add_option("job", p.show.ref, "job id or name")->required();
     show->add_flag("--json", p.show.json, "print the job as JSON");
   }
@@ -212,6 +212,10 @@ void define_commands(CLI::App& app, Parsed& p) {
     logs->add_option("job", p.logs.ref, "job id or name")->required();
     logs->add_flag("-f,--follow", p.logs.follow, "keep printing until the job has finished");
     logs->add_option("--run", p.logs.run, "which run (default: the latest)")->type_name("N");
+    logs->add_option("--step", p.logs.step,
+                     "only this step's output (0-based, as gpuq show numbers them), from the "
+                     "newest run that reached it; with -f, until the step ends")
+        ->type_name("N");
   }
 
   if (auto* wait =
@@ -252,7 +256,8 @@ void define_commands(CLI::App& app, Parsed& p) {
     retry->add_flag("--failed", p.retry.failed,
                     "of an array: only its failed elements (not the cancelled or blocked ones)");
     retry->add_flag("--from-start", p.retry.from_start,
-                    "a job with steps: run every step again (default: resume at the step that did not finish)");
+                    "a job with steps (or each retried element of an array): run every step again "
+                    "(default: resume at the step that did not finish)");
   }
 
   if (auto* move = add_command(app, p, "move", "move a pending job in the queue")) {

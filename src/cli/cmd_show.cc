@@ -1,5 +1,7 @@
-// `gpuq show ID|NAME`: one job in full, with a table of its runs: how each ended (and which
-// job preempted it), the most GPU memory it was seen to use, and why its log may lack output.
+// `gpuq show ID|NAME`: one job in full, with a table of its steps (docs/jobs.md, "Steps": each
+// as the newest run that reached it left it, and the one running now) and of its runs: how each
+// ended (and which job preempted it), the most GPU memory it was seen to use, and why its log may
+// lack output.
 // For an array's name: the array's summary (counts, when it ran, GPU-hours, failed elements).
 #include <fmt/format.h>
 
@@ -35,6 +37,52 @@ std::string cpu_text(const Json& run) {
   std::string text = fmt::format("{:.1f} s", run["cpu_seconds"].get<double>());
   if (auto peak = json_int(run, "peak_memory_bytes")) text += ", peak " + format_mib(*peak >> 20);
   return text;
+}
+
+// Step `step`'s record in the run that last reached it (the runs' "steps"), or null.
+const Json* step_record(const Json& job, const Json& step) {
+  auto run = json_int(step, "run");
+  auto index = json_int(step, "index");
+  if (!run || !index) return nullptr;
+  for (const auto& r : json_array(job, "runs")) {
+    if (json_int(r, "number") != run) continue;
+    for (const auto& s : json_array(r, "steps")) {
+      if (json_int(s, "index") == index) return &s;
+    }
+  }
+  return nullptr;
+}
+
+// A job's steps: each as the newest run that reached it left it; empty for a job without.
+std::string render_steps(const Json& job, int64_t now_ms, bool color) {
+  const Json& steps = json_array(job, "steps");
+  if (steps.empty()) return "";
+  Table table({"STEP", "NAME", "STATE", "STARTED", "DURATION", "EXIT", "RUN"});
+  for (const auto& step : steps) {
+    std::string state = json_string(step, "state");
+    const Json* record = step_record(job, step);
+    std::string duration =
+        record ? span_duration(json_int(*record, "started_at_ms"), json_int(*record, "ended_at_ms"),
+                               state == "running", now_ms)
+               : "-";
+    table.add_row({field_text(step, "index"), field_text(step, "name"),
+                   Cell(state, state_style(state)), field_text(step, "started"), duration,
+                   exit_text(step), field_text(step, "run")});
+  }
+  return table.render(color) + "\n";
+}
+
+// "1 (train.sh), running (steps 0 to 2)": the step running now; empty when none is.
+std::string running_step_text(const Json& job) {
+  auto now = json_int(job, "step");
+  const Json& steps = json_array(job, "steps");
+  if (!now || steps.empty()) return "";
+  std::string name;
+  for (const auto& step : steps) {
+    if (json_int(step, "index") == now) name = json_string(step, "name");
+  }
+  return fmt::format("{}{}, running (steps 0 to {})", *now, name.empty() ? "" : " (" + name + ")",
+                     steps.size() - 1);
 }
 
 std::string render_runs(const Json& job, int64_t now_ms, bool color) {
@@ -126,6 +174,7 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
       {"state", Cell(state, state_style(state))},
   };
   if (!json_string(job, "reason").empty()) lines.emplace_back("reason", json_string(job, "reason"));
+  if (std::string step = running_step_text(job); !step.empty()) lines.emplace_back("step", step);
   lines.emplace_back("priority", field_text(job, "priority"));
   lines.emplace_back("gpus", field_text(job, "gpus_requested"));
   if (std::string preempt = preempt_text(job); !preempt.empty()) {
@@ -139,7 +188,8 @@ std::string render_job(const Json& job, int64_t now_ms, bool color) {
 
   Table table({});
   for (auto& [key, value] : lines) table.add_row({key + ":", value});
-  return table.render(color) + learned_memory_text(job) + "\n" + render_runs(job, now_ms, color);
+  return table.render(color) + learned_memory_text(job) + "\n" + render_steps(job, now_ms, color) +
+         render_runs(job, now_ms, color);
 }
 
 // A sweep's definition as given: "array 0-9%2", "grid lr=1e-4,3e-4 seed=0..4 (at most 2 at once)".

@@ -98,7 +98,8 @@ int run_show(Context& ctx, const ShowOptions& options);
 struct LogsOptions {
   std::string ref;
   bool follow = false;
-  int run = 0;  // 0: the latest run
+  int run = 0;              // 0: the latest run (with `step`: the newest run that reached the step)
+  std::optional<int> step;  // only this step's output (0-based, as `gpuq show` numbers them)
 };
 constexpr Millis kLogPollInterval{250};
 int run_logs(Context& ctx, const LogsOptions& options);

@@ -32,10 +32,13 @@ const Json* latest_run(const Json& job) {
 }
 
 std::string run_duration(const Json& run, int64_t now_ms) {
-  auto started = json_int(run, "started_at_ms");
+  return span_duration(json_int(run, "started_at_ms"), json_int(run, "ended_at_ms"),
+                       json_string(run, "outcome") == "running", now_ms);
+}
+
+std::string span_duration(std::optional<int64_t> started, std::optional<int64_t> ended,
+                          bool running, int64_t now_ms) {
   if (!started || *started <= 0) return "-";
-  auto ended = json_int(run, "ended_at_ms");
-  bool running = json_string(run, "outcome") == "running";
   int64_t end = ended && *ended > 0 ? *ended : (running ? now_ms : 0);
   if (end == 0) return "-";
   return format_duration(Millis(std::max<int64_t>(0, end - *started)));

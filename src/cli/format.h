@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cli/context.h"
@@ -25,6 +26,9 @@ std::string job_time(const Json& job, int64_t now_ms);
 
 // A run's duration: ended - started, or now - started while it runs; "-" when unknown.
 std::string run_duration(const Json& run, int64_t now_ms);
+// The same for anything with a start and an end in epoch milliseconds (0 or null: none yet).
+std::string span_duration(std::optional<int64_t> started_ms, std::optional<int64_t> ended_ms,
+                          bool running, int64_t now_ms);
 
 // GPU memory for people: "900 MiB" below 1 GiB, else "17.6 GiB" (one decimal).
 std::string format_mib(int64_t mib);

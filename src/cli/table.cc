@@ -78,11 +78,13 @@ size_t display_width(std::string_view text) {
 
 Style state_style(std::string_view state) {
   if (state == "succeeded" || state == "running" || state == "skipped") return Style::kGreen;
-  if (state == "failed" || state == "blocked" || state == "timed-out" || state == "lost") {
+  // A step's states too (model/step.h): "timed_out", "stopped".
+  if (state == "failed" || state == "blocked" || state == "timed-out" || state == "timed_out" ||
+      state == "lost") {
     return Style::kRed;
   }
   if (state == "pending" || state == "held") return Style::kYellow;
-  if (state == "cancelled" || state == "preempted") return Style::kDim;
+  if (state == "cancelled" || state == "preempted" || state == "stopped") return Style::kDim;
   return Style::kPlain;
 }
 

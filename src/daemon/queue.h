@@ -257,8 +257,9 @@ class Queue {
   // The action on every element it applies to, in one transaction (queue_array_actions.cc):
   // a cancel stops the running elements and ends the waiting ones; hold and release take the
   // pending or held ones; retry the failed (and, but for kRetryFailed, cancelled and blocked)
-  // ones. kConflict when it applies to none.
-  Result<ArrayActed> act_on_array(int64_t array_id, ArrayAction action);
+  // ones. kConflict when it applies to none. `from_start` (retries): each element with steps
+  // runs every step again, as Queue::retry's.
+  Result<ArrayActed> act_on_array(int64_t array_id, ArrayAction action, bool from_start = false);
   Result<bool> set_draining(bool draining);
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").

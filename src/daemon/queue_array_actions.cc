@@ -1,7 +1,8 @@
 // `gpuq cancel|hold|release|retry NAME` for an array or grid: the action on every element it
 // applies to, in one transaction, so that the array changes at once or not at all
 // (docs/sweeps.md, "One unit"). A cancel also signals the running elements, each recorded as a
-// single cancel of a running job is.
+// single cancel of a running job is. A retry `from_start` runs every step of each element with
+// steps again, as `gpuq retry --from-start` of one job does (Queue::retry).
 #include <unordered_map>
 #include <unordered_set>
 
@@ -49,7 +50,7 @@ std::string either(const std::vector<JobState>& states) {
 
 }  // namespace
 
-Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
+Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, bool from_start) {
   auto array = store_.find_array(array_id);
   if (!array) return tl::unexpected(array.error());
   if (!*array) return fail(Code::kNotFound, fmt::format("no array {}", array_id));
@@ -120,6 +121,10 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action) {
         if (auto st = store_.set_retry_at(id, 0); !st) return st;
         if (auto st = store_.set_retry_base(id, job.runs.empty() ? 0 : job.runs.back().number); !st) return st;
         nlohmann::json data = {{"from", to_string(from)}, {"array", array_id}};
+        if (!job.spec.steps.empty()) {
+          if (auto st = store_.set_steps_from_start(id, from_start); !st) return st;
+          data["from_start"] = from_start;
+        }
         if (auto st = add_event("job.retried", id, std::nullopt, data); !st) return st;
       }
     }

@@ -152,5 +152,64 @@ TEST_F(ArrayActionTest, RetryFailedTakesTheFailedElementsAndRetryTheCancelledOne
   EXPECT_EQ(none.error().message, "array four has no element to retry: none is failed");
 }
 
+// `gpuq retry NAME --from-start`: each retried element with steps runs every step again;
+// without it, each resumes at the step that failed.
+TEST_F(ArrayActionTest, RetryFromStartRunsEveryStepOfEachElementAgain) {
+  start("fake:4");
+  JobSpec base = command("", 1);
+  base.argv.clear();
+  base.name = "pipes";
+  for (const char* name : {"s0", "s1", "s2"}) {
+    JobStep step;
+    step.name = name;
+    step.argv = {"true"};
+    base.steps.push_back(step);
+  }
+  auto sweep = spec::parse_array("0-1");
+  ASSERT_TRUE(sweep);
+  auto submitted = queue_->submit_sweep(SweepRequest{base, *sweep, R"({"array":"0-1"})"});
+  world_->run();
+  ASSERT_TRUE(submitted) << submitted.error().message;
+  array_id_ = submitted->array.id;
+  const std::vector<int64_t>& ids = submitted->element_ids;
+  // Each element's run 1 did step 0 and failed in step 1.
+  auto failed_in_step_1 = [&](int64_t id, int run) {
+    runner::ExitRecord record = exited(3);
+    StepRun s0, s1;
+    s0.index = 0;
+    s0.state = StepState::kSucceeded;
+    s0.started_at_ms = 1;
+    s0.exit_code = 0;
+    s1.index = 1;
+    s1.state = StepState::kFailed;
+    s1.started_at_ms = 1;
+    s1.exit_code = 3;
+    record.steps = {s0, s1};
+    end_run(id, run, record);
+  };
+  for (int64_t id : ids) failed_in_step_1(id, 1);
+  ASSERT_EQ(states(ids), (std::vector<JobState>{JobState::kFailed, JobState::kFailed}));
+
+  auto again = queue_->act_on_array(array_id_, ArrayAction::kRetryFailed, /*from_start=*/true);
+  world_->run();
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(ids_of(*again), ids);
+  for (int64_t id : ids) {
+    EXPECT_EQ(state(id), kRunning);
+    EXPECT_EQ(world_->run_specs().at(run_dir(id, 2)).first_step, 0)
+        << "element " << id << " begins at step 0";
+    EXPECT_FALSE(job(id).steps_from_start) << "the mark is spent by the run it asked for";
+  }
+  EXPECT_EQ(last_data("job.retried"),
+            (nlohmann::json{{"from", "failed"}, {"array", array_id_}, {"from_start", true}}));
+
+  // A plain retry resumes each element at the step that failed.
+  for (int64_t id : ids) failed_in_step_1(id, 2);
+  auto resumed = act(ArrayAction::kRetry);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  for (int64_t id : ids) EXPECT_EQ(world_->run_specs().at(run_dir(id, 3)).first_step, 1);
+  EXPECT_EQ(last_data("job.retried")["from_start"], false);
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing

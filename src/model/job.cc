@@ -1,6 +1,7 @@
 #include "model/job.h"
 #include "model/dependency_kind.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 
@@ -150,6 +151,12 @@ bool same_work(const JobSpec& a, const JobSpec& b) {
          a.preempt == b.preempt && a.restart_within_ms == b.restart_within_ms &&
          a.requires_warn_ms == b.requires_warn_ms && a.quiet_ms == b.quiet_ms &&
          a.warn_after_ms == b.warn_after_ms;
+}
+
+bool uses_image(const JobSpec& spec) {
+  if (!spec.image.empty()) return true;
+  return std::any_of(spec.steps.begin(), spec.steps.end(),
+                     [](const JobStep& step) { return !step.image.empty(); });
 }
 
 std::string_view to_string(PullPolicy policy) {

@@ -150,6 +150,9 @@ struct JobSpec {
   std::string user;
 };
 
+// Whether any of the job runs in a container: the job's image, or a step's own.
+bool uses_image(const JobSpec& spec);
+
 // Whether two specs describe the same work, for idempotent submits by name: everything that
 // changes what runs or when, not where it was declared or the submitter's environment.
 bool same_work(const JobSpec& a, const JobSpec& b);

@@ -3,12 +3,18 @@
 #include <algorithm>
 
 #include "base/time.h"
+#include "model/job_steps.h"
 
 namespace gpuq {
 
 namespace {
 nlohmann::json time_or_null(int64_t ms) {
   return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(format_rfc3339(ms));
+}
+
+template <typename T>
+nlohmann::json int_or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
 // The step the job's running run is in now; null when none.
@@ -95,7 +101,12 @@ nlohmann::json run_to_json(const Run& run) {
   if (!run.steps.empty() || run.first_step != 0) {
     j["first_step"] = run.first_step;
     nlohmann::json steps = nlohmann::json::array();
-    for (const auto& step : run.steps) steps.push_back(step_run_to_json(step));
+    for (const auto& step : run.steps) {
+      nlohmann::json entry = step_run_to_json(step);
+      entry["log_end"] =
+          step_reached(step) ? int_or_null(step_log_end(run, step)) : nlohmann::json(nullptr);
+      steps.push_back(std::move(entry));
+    }
     j["steps"] = std::move(steps);
   }
   return j;
@@ -105,28 +116,22 @@ nlohmann::json job_steps_to_json(const Job& job) {
   nlohmann::json steps = nlohmann::json::array();
   for (size_t i = 0; i < job.spec.steps.size(); ++i) {
     const JobStep& spec = job.spec.steps[i];
-    // The step as its latest run that reached it left it.
-    const StepRun* latest = nullptr;
-    int run_number = 0;
-    for (const Run& run : job.runs) {
-      for (const StepRun& s : run.steps) {
-        if (s.index == static_cast<int>(i) && s.state != StepState::kPending) {
-          latest = &s;
-          run_number = run.number;
-        }
-      }
-    }
-    auto optional_int = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    // The step as the newest run that reached it left it.
+    auto found = newest_run_of_step(job, static_cast<int>(i));
+    const StepRun* latest = found ? found->step : nullptr;
+    std::optional<int64_t> log_end = found ? step_log_end(*found->run, *latest) : std::nullopt;
     nlohmann::json entry = {
         {"index", i},
         {"name", spec.name.empty() ? default_step_name(spec) : spec.name},
         {"state", latest ? to_string(latest->state) : "pending"},
         {"started", time_or_null(latest ? latest->started_at_ms : 0)},
         {"ended", time_or_null(latest ? latest->ended_at_ms : 0)},
-        {"exit_code", latest ? optional_int(latest->exit_code) : nlohmann::json(nullptr)},
-        {"signal", latest ? optional_int(latest->signal) : nlohmann::json(nullptr)},
-        {"run", run_number ? nlohmann::json(run_number) : nlohmann::json(nullptr)},
+        {"exit_code", latest ? int_or_null(latest->exit_code) : nlohmann::json(nullptr)},
+        {"signal", latest ? int_or_null(latest->signal) : nlohmann::json(nullptr)},
+        {"run", found ? nlohmann::json(found->run->number) : nlohmann::json(nullptr)},
         {"image", spec.image.empty() ? nlohmann::json(nullptr) : nlohmann::json(spec.image)},
+        {"log_offset", latest ? nlohmann::json(latest->log_offset) : nlohmann::json(nullptr)},
+        {"log_end", int_or_null(log_end)},
     };
     steps.push_back(std::move(entry));
   }
@@ -171,6 +176,12 @@ nlohmann::json job_to_json(const Job& job) {
       {"steps", job_steps_to_json(job)},
       {"step", running_step(job)},
       {"image", job.spec.image.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.spec.image)},
+      // How a container job's images are pulled and whom it runs as; null without an image.
+      {"pull",
+       uses_image(job.spec) ? nlohmann::json(to_string(job.spec.pull)) : nlohmann::json(nullptr)},
+      {"container_user", job.spec.container_user.empty()
+                             ? nlohmann::json(nullptr)
+                             : nlohmann::json(job.spec.container_user)},
   };
 }
 

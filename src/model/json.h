@@ -14,7 +14,9 @@ namespace gpuq {
 //  "preempt_deadline","log_note","log_incomplete","seen_gpus":[as gpus],"gpu_mismatch"};
 //  absent values are null (`preempted_by` is null when no job preempts or preempted the run,
 //  `peak_gpu_mem_mib` when the probe saw none). A run of a job with steps adds "first_step"
-//  (where it began) and "steps" (model/step.h's records: index, state, started_at_ms, ...).
+//  (where it began) and "steps" (model/step.h's records: index, state, started_at_ms, ...,
+//  log_offset, and "log_end": where the step's output ends in output.log, null while it runs
+//  or when it is the last step the run reached; model/job_steps.h).
 //  GET /v1/jobs/{ref} adds "samples".
 nlohmann::json run_to_json(const Run& run);
 
@@ -24,9 +26,10 @@ nlohmann::json run_to_json(const Run& run);
 //  job has none, `user` for jobs of daemons older than it; `preempt` is "never", "yield" or
 //  "restart"; `restart_within_ms` is null when unset. The API may add fields it alone knows,
 //  such as "gpu_mem_learned". "steps" lists a job's steps ([] without): each {"index","name",
-//  "state","started","ended","exit_code","signal","run","image"} as the latest run that reached
-//  it left it ("pending" and nulls before); "step" is the index of the step running now, or
-//  null; "image" the job's container image, or null.
+//  "state","started","ended","exit_code","signal","run","image","log_offset","log_end"} as the
+//  newest run that reached it left it ("pending" and nulls before; log_offset and log_end as in
+//  that run's steps); "step" is the index of the step running now, or null; "image" the job's
+//  container image, or null; "pull" and "container_user" null without any image.
 nlohmann::json job_to_json(const Job& job);
 
 // The "steps" of job_to_json.

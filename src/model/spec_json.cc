@@ -288,9 +288,7 @@ Status read_container(const Reader& r, const json& body, JobSpec& spec, SpecOrig
       return r.error("field 'container_user': " + st.error().message);
     }
   }
-  bool any_image = !spec.image.empty();
-  for (const auto& step : spec.steps) any_image = any_image || !step.image.empty();
-  if (!any_image && (body.contains("pull") || !spec.container_user.empty())) {
+  if (!uses_image(spec) && (body.contains("pull") || !spec.container_user.empty())) {
     return r.error(fmt::format("field '{}' applies only to container jobs; add \"image\" or remove it",
                                body.contains("pull") ? "pull" : "container_user"));
   }
