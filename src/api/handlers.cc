@@ -309,15 +309,19 @@ Response Server::log(const std::string& ref, const Target& target) {
   res.set("X-Gpuq-Run", std::to_string(run_number));
   res.set("X-Gpuq-Job-State", std::string(to_string((*job)->state)));
   if (slice) res.set("X-Gpuq-Step-State", slice->state);
-  if (run_number == 0) {
+  // Before its first run, a container job's log is its image's pull (docs/containers.md).
+  std::string path = run_number == 0 ? context_.layout.job_dir(*id) + "/pull.log"
+                                     : context_.layout.run_dir(*id, run_number) + "/output.log";
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (run_number == 0 && (slice || !in)) {
     res.set("X-Gpuq-Log-Size", "0");
     return res;
   }
-  std::string path = context_.layout.run_dir(*id, run_number) + "/output.log";
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
   int64_t size = in ? static_cast<int64_t>(in.tellg()) : 0;
+  // Else the whole file; read_in_slice reads nothing of a slice no run reached (run 0), so the
+  // pull's log stands as run 1's would.
   const StepSlice part =
-      slice ? *slice : StepSlice{run_number, "", 0, std::nullopt};  // else the whole log
+      slice ? *slice : StepSlice{std::max(run_number, 1), "", 0, std::nullopt};
   SliceRead read = read_in_slice(part, size, query->offset, query->limit);
   if (in && read.count > 0) {
     res.body().resize(static_cast<size_t>(read.count));

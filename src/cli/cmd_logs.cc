@@ -96,7 +96,16 @@ class LogReader {
     for (;;) {
       auto chunk = fetch(run_, offset_);
       if (!chunk) return chunk;
-      if (run_ == 0) run_ = static_cast<int>(header_int(*chunk, "X-Gpuq-Run", 0));
+      if (run_ == 0) {
+        run_ = static_cast<int>(header_int(*chunk, "X-Gpuq-Run", 0));
+        if (run_ != 0 && offset_ > 0 && !options_.step) {
+          // What came before was the image's pull (a container job's log before its first
+          // run): the run's own log is read from its start.
+          ctx_.err() << fmt::format("gpuq: --- run {} ---\n", run_);
+          offset_ = 0;
+          continue;
+        }
+      }
       ctx_.out().write(chunk->body.data(), static_cast<std::streamsize>(chunk->body.size()));
       ctx_.out().flush();
       offset_ += static_cast<int64_t>(chunk->body.size());

@@ -370,6 +370,25 @@ TEST_F(Commands, LogsFollowWaitsForTheEndAndCrossesRuns) {
   EXPECT_TRUE(steps_.empty());
 }
 
+TEST_F(Commands, LogsFollowShowsTheImagesPullThenTheRunFromItsStart) {
+  auto log = [](std::string body, int size, std::string state, int run) {
+    return json_answer(200, std::move(body),
+                       {{"x-gpuq-log-size", std::to_string(size)},
+                        {"x-gpuq-run", std::to_string(run)},
+                        {"x-gpuq-job-state", state}});
+  };
+  // Before its first run, a container job's log is its image's pull (run 0).
+  script({{"/v1/jobs/7/log?offset=0", log("pulling\n", 8, "pending", 0)},
+          {"/v1/jobs/7/log?offset=0&limit=1", log("p", 8, "pending", 0)},
+          {"/v1/jobs/7/log?offset=8", log("un 1 output\n", 16, "running", 1)},  // run 1 began
+          {"/v1/jobs/7/log?offset=0&run=1", log("run 1 output\n", 13, "succeeded", 1)},
+          {"/v1/jobs/7/log?offset=0&limit=1", log("r", 13, "succeeded", 1)}});
+  EXPECT_EQ(run({"logs", "7", "-f"}), 0);
+  EXPECT_EQ(out(), "pulling\nrun 1 output\n") << "run 1's log from its first byte";
+  EXPECT_EQ(err(), "gpuq: --- run 1 ---\n");
+  EXPECT_TRUE(steps_.empty());
+}
+
 TEST_F(Commands, GpusShowsModeAndTable) {
   script(
       {{"/v1/gpus",

@@ -305,6 +305,9 @@ TEST_F(DaemonPodmanTest, AFailedPullOrAMissingImageUnderNeverFailsTheJob) {
   EXPECT_NE(why_a.find("pull policy is never"), std::string::npos) << why_a;
   EXPECT_NE(why_b.find("localhost/gpuq-absent:2"), std::string::npos) << why_b;
   EXPECT_TRUE(h_->show(a)["runs"].empty()) << "nothing ran";
+  // Without a run, the job's log is its pull's.
+  std::string pull_log = log_of(b);
+  EXPECT_NE(pull_log.find("localhost/gpuq-absent:2"), std::string::npos) << pull_log << " / " << h_->show(b).dump();
 }
 
 }  // namespace
