@@ -375,14 +375,22 @@ private:
   void begin_pull(ActiveJob& job);
   void on_pulled(const ImagePrepResult& result);
   void fail_for_images(int64_t job_id, const std::string& why);
+  // Whether an image result (`seq`) is the job's latest request, found in state `expected`, and
+  // the job still pending; else it is dropped (a job held or cancelled is checked again later).
+  bool latest_image_request(ActiveJob& job, uint64_t seq, ImageState expected);
   // Pulls under way, by job: the lanes each holds and its images.
   struct Pull {
+    uint64_t seq = 0;
     std::vector<int> lanes;
     std::vector<std::string> images;
     int64_t started_ms = 0;
   };
   std::unordered_map<int64_t, Pull> pulls_;
   std::unordered_map<int64_t, std::vector<std::string>> pulls_to_begin_;  // kToPull: its images
+  // The latest image check or pull asked for each job: a result of an earlier one (the job was
+  // cancelled and retried meanwhile) is not the job's now.
+  std::unordered_map<int64_t, uint64_t> image_requests_;
+  uint64_t image_request_seq_ = 0;
   void arm_wake(int64_t at_ms);
   bool block(int64_t job_id, const std::string& why);
   bool unblock(int64_t job_id);

@@ -52,6 +52,7 @@ TEST_F(QueueContainersTest, AnImageToPullIsPulledInTheNetLaneBeforeTheJobTakesIt
   EXPECT_EQ(check->request.images, std::vector<std::string>{"reg.example/train:1"});
   EXPECT_EQ(check->request.runtime.binary, "/usr/bin/docker");
   EXPECT_EQ(shim(id, 1), nullptr) << "no start before its image is known to be present";
+  EXPECT_EQ(queue_->readiness_differences(), std::vector<std::string>{}) << "checking";
   ASSERT_TRUE(world_->answer_images(id, {"reg.example/train:1"}));
   world_->run();
 
@@ -62,11 +63,15 @@ TEST_F(QueueContainersTest, AnImageToPullIsPulledInTheNetLaneBeforeTheJobTakesIt
   EXPECT_EQ(count("job.image_pulling", id), 1);
   EXPECT_EQ(state(id), JobState::kPending);
   EXPECT_EQ(shim(id, 1), nullptr);
+  EXPECT_EQ(queue_->readiness_differences(), std::vector<std::string>{}) << "pulling";
   // The pull holds the net lane: a download job waits for it, and the GPU stays free for others.
   JobSpec download = command("fetch", 0);
   download.lanes = {"net"};
   int64_t fetch = submit(download);
   EXPECT_EQ(shim(fetch, 1), nullptr) << "the net lane is the pull's";
+  auto published = queue_->waits();
+  ASSERT_EQ(published->lane_holders.size(), 1u);
+  EXPECT_EQ(published->lane_holders[0].second, std::vector<int64_t>{id}) << "status names the pull";
   int64_t other = submit(command("other gpu work"));
   ASSERT_NE(shim(other, 1), nullptr) << "a pull never holds a GPU";
   end_run(other, 1, exited(0));
@@ -97,6 +102,34 @@ TEST_F(QueueContainersTest, AFailedPullFailsTheJobWithTheRuntimesMessage) {
   download.lanes = {"net"};
   int64_t fetch = submit(download);
   EXPECT_NE(shim(fetch, 1), nullptr);
+}
+
+TEST_F(QueueContainersTest, APullOfACancelledJobDoesNotDecideForItsRetry) {
+  int64_t id = submit(in_image("train"));
+  ASSERT_TRUE(world_->answer_images(id, {"reg.example/train:1"}));
+  world_->run();
+  ASSERT_TRUE(image_call(id) && image_call(id)->request.pull);
+  ASSERT_TRUE(queue_->cancel(id));
+  world_->run();
+  ASSERT_EQ(state(id), JobState::kCancelled);
+  ASSERT_TRUE(queue_->retry(id, false));
+  world_->run();
+  // The retried job's own check (the old pull still runs: it is the oldest call).
+  ASSERT_EQ(world_->image_calls().size(), 2u);
+  EXPECT_FALSE(world_->image_calls().back().request.pull);
+  world_->image_calls().back().done({id, world_->image_calls().back().request.seq, true, "", {"reg.example/train:1"}});
+  world_->image_calls().pop_back();
+  world_->run();
+  EXPECT_EQ(world_->image_calls().size(), 1u) << "no second pull while the first runs";
+  ASSERT_TRUE(world_->answer_images(id, {}, "Error: the old pull failed"));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kPending) << "the earlier pull's failure is not the retried job's";
+  auto* pull = image_call(id);
+  ASSERT_NE(pull, nullptr);
+  EXPECT_TRUE(pull->request.pull) << "its own pull begins once the lane is free";
+  ASSERT_TRUE(world_->answer_images(id));
+  world_->run();
+  EXPECT_NE(shim(id, 1), nullptr);
 }
 
 TEST_F(QueueContainersTest, NoRuntimeFailsTheJobSayingWhatToInstall) {
@@ -146,14 +179,51 @@ TEST_F(QueueContainersTest, AContainerLeftBehindPutsTheGpuInAttentionNamingIt) {
   EXPECT_EQ(shim(next, 1), nullptr);
 }
 
-TEST_F(QueueContainersTest, AContainerUserThatIsNotTheDaemonsGetsTheRunAndJobDirectories) {
+TEST_F(QueueContainersTest, ARuntimeGoneAtCleanupLeavesItUnconfirmed) {
+  int64_t id = submit(in_image("train"));
+  image_present(id);
+  world_->set_container_runtime(fail(Code::kNotFound, "no docker or podman on PATH"));
+  end_run(id, 1, exited(0));
+  auto attention = last_data("resource.attention", id);
+  EXPECT_NE(attention["why"].get<std::string>().find("no container runtime"), std::string::npos)
+      << attention.dump();
+  int64_t next = submit(command("next"));
+  EXPECT_EQ(shim(next, 1), nullptr) << "its GPU stays out";
+}
+
+TEST_F(QueueContainersTest, AFailedPullOfAHeldJobLeavesItHeldAndARetriedRunChecksAgain) {
+  int64_t id = submit(in_image("train"));
+  ASSERT_TRUE(world_->answer_images(id, {"reg.example/train:1"}));
+  world_->run();
+  ASSERT_TRUE(queue_->hold(id));
+  world_->run();
+  ASSERT_TRUE(world_->answer_images(id, {}, "Error: manifest unknown"));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kHeld) << "a held job's pull failing does not fail it";
+  ASSERT_TRUE(queue_->release(id));
+  world_->run();
+  auto* check = image_call(id);
+  ASSERT_NE(check, nullptr) << "checked again once released";
+  EXPECT_FALSE(check->request.pull);
+  // Present now; its run is lost (requeued): the next run's image is checked again.
+  image_present(id);
+  ASSERT_NE(shim(id, 1), nullptr);
+  world_->vanish_shim(run_dir(id, 1));
+  world_->run();
+  EXPECT_EQ(state(id), JobState::kPending);
+  EXPECT_NE(image_call(id), nullptr) << "checked again before run 2";
+  EXPECT_EQ(shim(id, 2), nullptr);
+}
+
+TEST_F(QueueContainersTest, AContainerUserThatIsNotTheDaemonsGetsTheRunDirectoryAndReadsTheJobs) {
   JobSpec spec = in_image("train");
   spec.container_user = "4321:4322";
   int64_t id = submit(spec);
   image_present(id);
   ASSERT_NE(shim(id, 1), nullptr);
   EXPECT_EQ(world_->given_dirs().at(run_dir(id, 1)), "4321:4322");
-  EXPECT_EQ(world_->given_dirs().at(layout().job_dir(id)), "4321:4322");
+  EXPECT_EQ(world_->given_dirs().count(layout().job_dir(id)), 0u) << "the daemon writes the job directory";
+  EXPECT_EQ(world_->dir_modes().at(layout().job_dir(id)), 0755u);
   const auto& argv = world_->run_specs().at(run_dir(id, 1)).argv;
   auto user = std::find(argv.begin(), argv.end(), "--user");
   ASSERT_NE(user, argv.end());

@@ -30,6 +30,7 @@ void Queue::check_images(ActiveJob& job) {
   }
   ImagePrep request;
   request.job_id = job.id;
+  request.seq = image_requests_[job.id] = ++image_request_seq_;
   request.runtime = std::move(*runtime);
   request.images = runner::job_images(loaded->spec);
   request.policy = loaded->spec.pull;
@@ -43,10 +44,7 @@ void Queue::on_images_checked(const ImagePrepResult& result) {
   if (it == active_.end() || stopping_) return;
   ActiveJob& job = it->second;
   ready_index_.mark(job.id);
-  if (job.state != JobState::kPending || job.cancel_requested) {
-    job.images = ImageState::kUnchecked;  // checked again if it becomes pending
-    return;
-  }
+  if (!latest_image_request(job, result.seq, ImageState::kChecking)) return;
   if (!result.ok) {
     fail_for_images(job.id, result.error);
     return;
@@ -77,7 +75,22 @@ ActiveJob Queue::as_pull(const ActiveJob& job) const {
   return pull;
 }
 
+bool Queue::latest_image_request(ActiveJob& job, uint64_t seq, ImageState expected) {
+  auto latest = image_requests_.find(job.id);
+  if (latest == image_requests_.end() || latest->second != seq || job.images != expected) {
+    return false;  // an earlier request's answer: the job has moved on
+  }
+  if (job.state != JobState::kPending || job.cancel_requested) {
+    job.images = ImageState::kUnchecked;  // checked again if it becomes pending
+    return false;
+  }
+  return true;
+}
+
 void Queue::begin_pull(ActiveJob& job) {
+  // A pull of an earlier life of the job (cancelled, then retried) still runs: this one begins
+  // once it ends, and it holds no lane meanwhile.
+  if (pulls_.count(job.id)) return;
   auto images = pulls_to_begin_.find(job.id);
   auto runtime = world_.container_runtime(config_.containers);
   if (images == pulls_to_begin_.end() || !runtime) {
@@ -86,6 +99,7 @@ void Queue::begin_pull(ActiveJob& job) {
     return;
   }
   Pull pull;
+  pull.seq = image_requests_[job.id] = ++image_request_seq_;
   pull.lanes = as_pull(job).lanes;
   pull.images = std::move(images->second);
   pull.started_ms = world_.now_ms();
@@ -107,6 +121,7 @@ void Queue::begin_pull(ActiveJob& job) {
   ImagePrep request;
   request.job_id = job.id;
   request.runtime = std::move(*runtime);
+  request.seq = pull.seq;
   request.images = pull.images;
   request.pull = true;
   request.log_path = log;
@@ -125,6 +140,7 @@ void Queue::on_pulled(const ImagePrepResult& result) {
   if (it == active_.end()) return;  // cancelled meanwhile
   ActiveJob& job = it->second;
   ready_index_.mark(job.id);
+  if (!latest_image_request(job, done.seq, ImageState::kPulling)) return;
   if (!result.ok) {
     fail_for_images(job.id, result.error);
     return;
@@ -133,14 +149,13 @@ void Queue::on_pulled(const ImagePrepResult& result) {
   (void)commit([&] {
     return add_event("job.image_pulled", job.id, std::nullopt, {{"images", done.images}, {"duration_ms", took}});
   });
-  // Present now, unless the job left pending meanwhile (held): then checked again.
-  job.images = job.state == JobState::kPending ? ImageState::kReady : ImageState::kUnchecked;
+  job.images = ImageState::kReady;
   image_texts_.erase(job.id);
 }
 
 void Queue::fail_for_images(int64_t job_id, const std::string& why) {
   auto it = active_.find(job_id);
-  if (it == active_.end()) return;
+  if (it == active_.end() || it->second.state != JobState::kPending) return;
   std::string reason = fmt::format("its image could not be made ready: {}", why);
   auto committed = commit([&]() -> Status {
     if (auto st = set_state(job_id, JobState::kPending, JobState::kFailed, reason); !st) return st;

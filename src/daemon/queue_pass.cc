@@ -298,6 +298,11 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
         holders.push_back(id);
       }
     }
+    for (const auto& [id, pull] : pulls_) {  // a container job pulling its image (queue_images.cc)
+      if (std::find(pull.lanes.begin(), pull.lanes.end(), static_cast<int>(i)) != pull.lanes.end()) {
+        holders.push_back(id);
+      }
+    }
     published->lane_holders.emplace_back(config_.lanes[i].name, std::move(holders));
   }
   published->active_jobs = active_.size();
@@ -435,9 +440,10 @@ std::vector<std::string> Queue::readiness_differences() const {
     if (ready_index_.due(id, now)) continue;
     Readiness r = job_readiness(job, now, lookup);
     bool ready = ready_index_.ready_as(job);
-    if ((r.kind == K::kReady) != ready) {
+    bool ready_afresh = r.kind == K::kReady || r.kind == K::kPull;  // a pull is scheduled too
+    if (ready_afresh != ready) {
       out.push_back(fmt::format("job {}: {} in the index, {} afresh", id, ready ? "ready" : "not ready",
-                                r.kind == K::kReady ? "ready" : "not ready"));
+                                ready_afresh ? "ready" : "not ready"));
       continue;
     }
     std::optional<JobWait::Kind> wait;
@@ -450,6 +456,8 @@ std::vector<std::string> Queue::readiness_differences() const {
       case K::kDependency: wait = JobWait::Kind::kDependency; break;
       case K::kChecking: wait = JobWait::Kind::kChecking; break;
       case K::kConditionFalse: wait = JobWait::Kind::kCondition; break;
+      case K::kCheckImages:
+      case K::kImagesWait: wait = JobWait::Kind::kImages; break;
       case K::kCheck:
         wait = job.conditions == ConditionState::kFalse ? JobWait::Kind::kCondition : JobWait::Kind::kChecking;
         break;

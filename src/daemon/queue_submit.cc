@@ -229,6 +229,8 @@ void Queue::untrack(int64_t job_id) {
   ready_index_.remove(job_id);
   condition_texts_.erase(job_id);
   image_texts_.erase(job_id);
+  pulls_to_begin_.erase(job_id);
+  image_requests_.erase(job_id);
   held_reasons_.erase(job_id);
 }
 

@@ -78,6 +78,7 @@ class RealWorld : public World {
                        int64_t grace_ms) override;
   void prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) override;
   Status give_dir(const std::string& path, uid_t uid, gid_t gid) override;
+  Status set_dir_mode(const std::string& path, mode_t mode) override;
   os::ProcessTable& processes() override { return *processes_; }
   // The containment in use: the options' one, or "marker" when its cgroup cleaner could not
   // start (the reason says why).
@@ -94,15 +95,10 @@ class RealWorld : public World {
   std::unique_ptr<os::ProcessTable> processes_;
   ConditionChecker checker_;
   FileWatcher file_watcher_;
-  runner::Cleaner cleaner_;
-  // Under cgroup containment: the runs' cgroups and their cleaner (null otherwise).
-  std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();
-  std::unique_ptr<runner::RunCgroups> cgroups_;
-  std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
-  // Cleared by the destructor before the threads stop: late results are dropped, not posted to
-  // an actor that is going away.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  // Written to by the destructor: a pull under way ends at once. Closed after the workers stop.
+  // The container runtime's work (real_world_containers.cc): stops; image checks; cleanups by
+  // label; pulls, one at a time. Before the cleaners, whose threads hand them cleanups: they stop
+  // after those threads have. A pull under way ends at once when the destructor writes to
+  // pull_cancel_.
   struct CancelPipe {
     int read = -1;
     int write = -1;
@@ -112,12 +108,21 @@ class RealWorld : public World {
     CancelPipe& operator=(const CancelPipe&) = delete;
   };
   CancelPipe pull_cancel_;
-  // Last, so they stop first (the running task is waited for): the sweeps of lost sessions and
-  // pruned trees; the container runtime's stops and image checks; containers' cleanups; pulls.
-  SerialWorker worker_;
-  SerialWorker container_worker_;
+  SerialWorker container_stop_worker_;
+  SerialWorker image_check_worker_;
   SerialWorker container_cleanup_worker_;
   SerialWorker pull_worker_;
+  runner::Cleaner cleaner_;
+  // Under cgroup containment: the runs' cgroups and their cleaner (null otherwise).
+  std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();
+  std::unique_ptr<runner::RunCgroups> cgroups_;
+  std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
+  // Cleared by the destructor before the threads stop: late results are dropped, not posted to
+  // an actor that is going away.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Last, so it stops first (the running task is waited for): the sweeps of lost sessions and
+  // pruned trees.
+  SerialWorker worker_;
 };
 
 }  // namespace gpuq::daemon

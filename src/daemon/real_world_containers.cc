@@ -1,7 +1,8 @@
-// RealWorld's container work (world.h, "containers"): the runtime found on the daemon's PATH,
-// stops and image checks on one worker, cleanups by label on another, pulls on a third (one at a
-// time), each result posted back to the actor.
+// RealWorld's container work (world.h, "containers"): the runtime found on the daemon's PATH;
+// stops, image checks, cleanups by label and pulls (one at a time) each on a worker of its own,
+// so none waits behind another kind; each result posted back to the actor.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ Result<runner::ContainerRuntime> RealWorld::container_runtime(const ContainersCo
 
 void RealWorld::stop_containers(runner::ContainerRuntime runtime, std::string run_id,
                                 int64_t grace_ms) {
-  container_worker_.post([runtime = std::move(runtime), run_id = std::move(run_id), grace_ms] {
+  container_stop_worker_.post([runtime = std::move(runtime), run_id = std::move(run_id), grace_ms] {
     auto stopped = runner::stop_run_containers(runtime, run_id, Millis(grace_ms));
     if (!stopped) {
       std::fprintf(stderr, "gpuq daemon: stopping the containers of run %s: %s (cleanup removes them)\n",
@@ -54,6 +55,7 @@ void RealWorld::prepare_images(ImagePrep request, std::function<void(ImagePrepRe
   auto work = [this, alive, request = std::move(request), done = std::move(done)]() mutable {
     ImagePrepResult result;
     result.job_id = request.job_id;
+    result.seq = request.seq;
     if (request.pull) {
       std::string dir = request.log_path.substr(0, request.log_path.rfind('/'));
       if (auto made = os::make_dirs(dir, 0700); !made) {
@@ -77,13 +79,19 @@ void RealWorld::prepare_images(ImagePrep request, std::function<void(ImagePrepRe
   if (request.pull) {
     pull_worker_.post(std::move(work));
   } else {
-    container_worker_.post(std::move(work));
+    image_check_worker_.post(std::move(work));
   }
 }
 
 Status RealWorld::give_dir(const std::string& path, uid_t uid, gid_t gid) {
   if (::chown(path.c_str(), uid, gid) == 0) return ok();
   return fail(Code::kIoError, fmt::format("cannot give {} to {}:{}: {}", path, uid, gid,
+                                          std::strerror(errno)));
+}
+
+Status RealWorld::set_dir_mode(const std::string& path, mode_t mode) {
+  if (::chmod(path.c_str(), mode) == 0) return ok();
+  return fail(Code::kIoError, fmt::format("cannot set the mode of {} to {:o}: {}", path, mode,
                                           std::strerror(errno)));
 }
 

@@ -45,16 +45,28 @@ void RunLifecycle::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t st
   target.key = run_row;
   target.run_id = cleaning.run_id;
   target.started_ticks = started_ticks;
+  // A container job's run whose runtime cannot be found now: its containers cannot be looked
+  // for, so its cleanup is not confirmed, whatever its processes say.
+  std::string no_runtime;
   if (cleaning.containers) {
     auto runtime = world_.container_runtime(config_.containers);
     if (runtime) {
       target.containers = std::move(*runtime);
     } else {
-      std::fprintf(stderr, "gpuq daemon: the containers of run %s cannot be looked for: %s\n",
-                   cleaning.run_id.c_str(), runtime.error().message.c_str());
+      no_runtime = runtime.error().message;
     }
   }
   cleaning_[run_row] = std::move(cleaning);
+  if (!no_runtime.empty()) {
+    std::string label = runner::container_label(target.run_id);
+    world_.clean_up(std::move(target), [this, no_runtime, label](runner::CleanupOutcome outcome) {
+      outcome.confirmed = false;
+      outcome.containers_left = {"containers labelled " + label};
+      outcome.containers_message = "no container runtime to look for them: " + no_runtime;
+      on_cleanup(outcome);
+    });
+    return;
+  }
   if (target.run_id.empty()) {
     // A run from before markers existed: nothing to sweep for.
     runner::CleanupOutcome outcome;

@@ -1,8 +1,8 @@
 // A container job's run directory (docs/containers.md): the run's spec, built as for the host,
 // made to run each container step as `RUNTIME run` (runner/container_run_spec.h) before it is
-// written, and the directories the containers mount given to their user when the daemon is not
-// that user (the run directory stays under the owner-only home; a bind mount does not need its
-// parents to be open).
+// written; when the daemon is not the containers' user, the run directory is given to that user
+// and the job directory opened for reading (both stay under the owner-only home; a bind mount
+// does not need its parents to be open).
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -68,10 +68,16 @@ Result<runner::ContainerRuntime> RunLifecycle::create_container_run_dir(
     return tl::unexpected(st.error());
   }
   if (auto st = world_.create_run_dir(context.run_dir, contained); !st) return tl::unexpected(st.error());
+  // A user that is not the daemon's gets the run directory to write; the job directory (script
+  // snapshots, the pull's log, which the daemon writes) it may only read. Both stay under the
+  // owner-only home, which no one else can enter.
   if (owner && owner->first != ::geteuid()) {
-    for (const std::string& dir : {context.run_dir, context.job_dir}) {
-      if (auto st = world_.give_dir(dir, owner->first, owner->second); !st) return tl::unexpected(st.error());
+    if (auto st = world_.give_dir(context.run_dir, owner->first, owner->second); !st) {
+      return tl::unexpected(st.error());
     }
+  }
+  if (!owner || owner->first != ::geteuid()) {
+    if (auto st = world_.set_dir_mode(context.job_dir, 0755); !st) return tl::unexpected(st.error());
   }
   return runtime;
 }

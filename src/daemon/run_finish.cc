@@ -146,6 +146,8 @@ void RunLifecycle::after_finish(const Finish& f) {
     job->failed_runs = f.after.failed_runs;
     if (f.after.retry) job->retry_at_ms = f.after.retry_at_ms;
     job->conditions = job->has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+    // Its images are checked again before the next run (one may have been removed meanwhile).
+    if (job->images != ImageState::kNone) job->images = ImageState::kUnchecked;
   } else {
     host_.note_finished(job_id, f.after.to);
   }

@@ -68,8 +68,9 @@ struct LiveRun {
   // run's steps.json that records each step's start and end as they happen (run_steps.cc).
   std::vector<std::string> step_names;
   std::unique_ptr<FileWatch> steps_watch;
-  // A container job's run (docs/containers.md): a stop goes through this runtime too.
+  // A container job's run (docs/containers.md): a stop goes through this runtime too, once.
   std::optional<runner::ContainerRuntime> containers;
+  bool containers_stopping = false;
 };
 
 // Each step's name, by index; empty for a job without steps.
@@ -203,8 +204,8 @@ class RunLifecycle {
   Status write_steps(const LiveRun& live, const std::vector<StepRun>& seen);
 
   // A container job's run directory (run_containers.cc): World::create_run_dir with a copy of
-  // `spec` made to run its container steps, then the run's and job's directories given to the
-  // containers' user when that is not the daemon's. The runtime used; kConflict as
+  // `spec` made to run its container steps, then, when the containers' user is not the
+  // daemon's, the run directory given to it and the job directory opened for it to read. The runtime used; kConflict as
   // create_run_dir.
   Result<runner::ContainerRuntime> create_container_run_dir(const Job& job,
                                                             const runner::RunContext& context,

@@ -173,6 +173,7 @@ void RunLifecycle::settle_lost_run(int64_t job_id, bool released) {
     if (ActiveJob* a = host_.active_job(job_id)) {
       a->state = decision.to;
       a->conditions = a->has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
+      if (a->images != ImageState::kNone) a->images = ImageState::kUnchecked;  // checked again
     }
     if (decision.to == JobState::kHeld) host_.note_held_by_daemon(job_id, decision.reason);
   } else {

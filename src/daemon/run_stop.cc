@@ -51,7 +51,10 @@ void RunLifecycle::signal_stop(LiveRun& live) {
   if (live.shim) live.shim->signal(SIGTERM);
   // SIGTERM reaches only the runtime's client under the shim; the container is stopped by name,
   // so that a client killed first does not leave it running.
-  if (live.containers) world_.stop_containers(*live.containers, live.run.run_id, config_.kill_grace_ms);
+  if (live.containers && !live.containers_stopping) {
+    live.containers_stopping = true;  // a second cancel asks the shim again, not the runtime
+    world_.stop_containers(*live.containers, live.run.run_id, config_.kill_grace_ms);
+  }
 }
 
 void RunLifecycle::record_stop(int64_t job_id, const std::string& event, nlohmann::json event_data) {

@@ -64,6 +64,7 @@ class FileWatch {
 // The images of a container job made ready before it takes GPUs (World::prepare_images).
 struct ImagePrep {
   int64_t job_id = 0;
+  uint64_t seq = 0;  // the caller's name for this request; its result carries it
   runner::ContainerRuntime runtime;
   std::vector<std::string> images;
   PullPolicy policy = PullPolicy::kMissing;
@@ -72,6 +73,7 @@ struct ImagePrep {
 };
 struct ImagePrepResult {
   int64_t job_id = 0;
+  uint64_t seq = 0;
   bool ok = false;
   std::string error;                 // the runtime's message when !ok
   std::vector<std::string> to_pull;  // a check: the images that must be pulled
@@ -154,6 +156,8 @@ class World {
   // Gives the directory `path` (not what is in it) to uid:gid: a container job's user that is
   // not the daemon's then writes its run directory.
   virtual Status give_dir(const std::string& path, uid_t uid, gid_t gid) = 0;
+  // Sets the directory's mode (a container job's directory, readable by its user).
+  virtual Status set_dir_mode(const std::string& path, mode_t mode) = 0;
 
   // The process table, for telling runs' GPU processes from foreign ones (actor thread only).
   virtual os::ProcessTable& processes() = 0;

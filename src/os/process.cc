@@ -106,7 +106,10 @@ std::vector<pid_t> processes_in_session(pid_t sid) { return processes_with_stat_
 
 Status write_file_atomic(const std::string& path, const std::string& content, bool durable) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A fresh file, never one found there: the directory may be writable by someone else (a run
+  // directory a container step writes), who could leave a link to a file of the caller's.
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + tmp);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_error("open " + tmp);
   // A failed write (a full disk) must not leave a partial temporary file holding space.
   auto give_up = [&](std::string_view what) {

@@ -58,5 +58,20 @@ TEST(Files, AtomicWriteReplacesWholly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Files, AtomicWriteNeverWritesThroughALinkLeftAtItsTemporaryName) {
+  // A run directory a container step can write: it leaves steps.json.tmp pointing elsewhere.
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-os-link-" + std::to_string(getpid()));
+  ASSERT_TRUE(make_dirs(dir.string()));
+  auto victim = (dir / "victim").string();
+  ASSERT_TRUE(write_file_atomic(victim, "keep me"));
+  auto path = (dir / "steps.json").string();
+  std::filesystem::create_symlink(victim, path + ".tmp");
+  ASSERT_TRUE(write_file_atomic(path, "[]"));
+  EXPECT_EQ(*read_file(victim), "keep me");
+  EXPECT_EQ(*read_file(path), "[]");
+  EXPECT_FALSE(std::filesystem::is_symlink(path));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuq::os

@@ -154,6 +154,7 @@ TEST_F(FakeDockerTest, ARunArgvRunsTheCommandAfterTheImageWithTheGpuFlags) {
   EXPECT_EQ(calls()[0], Argv(argv.begin() + 1, argv.end()));
   EXPECT_EQ(calls()[0], (Argv{"run",       "--network",
                               "none",      "--rm",
+                              "--pull=never",
                               "--name",    "gpuq-5-1-ff-1",
                               "--label",   "gpuq.run=5-1-ff",
                               "--mount",   "type=bind,source=" + dir_ + ",target=/gpuq/job",

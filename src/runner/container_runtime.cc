@@ -142,7 +142,9 @@ std::vector<std::string> container_run_argv(const ContainerRuntime& runtime,
   argv.insert(argv.end(), runtime.extra_args.begin(), runtime.extra_args.end());
   argv.insert(
       argv.end(),
-      {"--rm", "--name", container_name(step.run_id, step.step_index), "--label",
+      // --pull=never: the daemon made the image present before the run took its GPUs; a run
+      // never pulls while they wait (a removed image fails the step instead).
+      {"--rm", "--pull=never", "--name", container_name(step.run_id, step.step_index), "--label",
        container_label(step.run_id), "--mount",
        fmt::format("type=bind,source={},target={}", step.job_dir, kContainerJobDir), "--mount",
        fmt::format("type=bind,source={},target={}", step.run_dir, kContainerRunDir), "--workdir",

@@ -40,6 +40,7 @@ TEST(ContainerRunArgvTest, DockerWithoutGpusUserOrEnv) {
             (Argv{"/usr/bin/docker",
                   "run",
                   "--rm",
+                  "--pull=never",
                   "--name",
                   "gpuq-12-1-00ff-0",
                   "--label",
@@ -77,10 +78,11 @@ TEST(ContainerRunArgvTest, NameAndLabelCarryTheRunAndStep) {
   ContainerStep step = a_step();
   step.step_index = 3;
   Argv argv = container_run_argv(kPodman, step);
-  EXPECT_EQ(argv[3], "--name");
-  EXPECT_EQ(argv[4], "gpuq-12-1-00ff-3");
-  EXPECT_EQ(argv[5], "--label");
-  EXPECT_EQ(argv[6], "gpuq.run=12-1-00ff");
+  EXPECT_EQ(argv[3], "--pull=never") << "a run never pulls: the daemon did, before its GPUs";
+  EXPECT_EQ(argv[4], "--name");
+  EXPECT_EQ(argv[5], "gpuq-12-1-00ff-3");
+  EXPECT_EQ(argv[6], "--label");
+  EXPECT_EQ(argv[7], "gpuq.run=12-1-00ff");
   EXPECT_EQ(container_name("7-2-abc", 0), "gpuq-7-2-abc-0");
   EXPECT_EQ(container_label("7-2-abc"), "gpuq.run=7-2-abc");
 }

@@ -1,6 +1,6 @@
 // The job page's steps: a real job of three steps, held while the page opens, then released.
 // Its second and third steps each wait for a file the test makes, so the page is seen with each
-// running (marked, in the title as "step 2/3: ...", its duration ticking); the move from the
+// running (marked, in the title as "step 1 of 0–2: ...", its duration ticking); the move from the
 // second to the third is told by the step events alone (no other event of the job), so the
 // page follows them live. At the end the first two succeeded and the third failed with exit 3.
 // A job without steps has no steps section; a job with an image shows it for each step.
@@ -35,7 +35,7 @@ await run('the job page shows a job\'s steps and follows them live', async (d, b
   await page.locator('table.steps tbody tr').nth(2).waitFor();
   let r = await rows(page);
   check(r.length === 3, `three steps (${r.length})`);
-  check(r.map((x) => x.n).join() === '1,2,3', `numbered from 1: ${r.map((x) => x.n)}`);
+  check(r.map((x) => x.n).join() === '0,1,2', `numbered from 0, as the CLI and API do: ${r.map((x) => x.n)}`);
   check(r[0].name === 'bash -c echo prepared', `the first step's name: ${r[0].name}`);
   check(r.every((x) => x.state === 'pending' && x.exit === '—' && x.current == null), `all pending: ${JSON.stringify(r)}`);
   check(await page.locator('table.steps th', { hasText: 'image' }).count() === 0, 'no image column without images');
@@ -43,7 +43,7 @@ await run('the job page shows a job\'s steps and follows them live', async (d, b
   // Released: the page follows the run live to the second step, which waits for its file.
   d.gpuq(['release', String(id)]);
   const progress = page.locator('.title-row .step-progress');
-  await progress.filter({ hasText: 'step 2/3: sh -c while' }).waitFor({ timeout: 10000 });
+  await progress.filter({ hasText: 'step 1 of 0–2: sh -c while' }).waitFor({ timeout: 10000 });
   await page.locator('table.steps tr[aria-current="step"]', { hasText: 'running' }).waitFor({ timeout: 10000 });
   r = await rows(page);
   check(r[0].state === 'succeeded' && r[0].exit === '0' && r[0].run === '1' && r[0].took !== '—', `step 1 done: ${JSON.stringify(r[0])}`);
@@ -57,7 +57,7 @@ await run('the job page shows a job\'s steps and follows them live', async (d, b
 
   // The first file: step 2 ends and step 3 starts, which only the step events tell.
   writeFileSync(`${d.home}/go`, '');
-  await progress.filter({ hasText: 'step 3/3: sh -c while [ ! -e go2 ]' }).waitFor({ timeout: 10000 });
+  await progress.filter({ hasText: 'step 2 of 0–2: sh -c while [ ! -e go2 ]' }).waitFor({ timeout: 10000 });
   await page.locator('table.steps tr[aria-current="step"]', { hasText: 'go2' }).waitFor({ timeout: 10000 });
   r = await rows(page);
   check(r[1].state === 'succeeded' && r[1].exit === '0' && r[1].current == null, `step 2 done: ${JSON.stringify(r[1])}`);

@@ -339,6 +339,7 @@ bool FakeWorld::answer_images(int64_t job_id, std::vector<std::string> to_pull, 
   if (it == image_calls_.end()) return false;
   ImagePrepResult result;
   result.job_id = job_id;
+  result.seq = it->request.seq;
   result.ok = error.empty();
   result.error = std::move(error);
   if (!it->request.pull) result.to_pull = std::move(to_pull);
@@ -346,6 +347,11 @@ bool FakeWorld::answer_images(int64_t job_id, std::vector<std::string> to_pull, 
   image_calls_.erase(it);
   post([done = std::move(done), result = std::move(result)] { done(result); });
   return true;
+}
+
+Status FakeWorld::set_dir_mode(const std::string& path, mode_t mode) {
+  dir_modes_[path] = mode;
+  return ok();
 }
 
 Status FakeWorld::give_dir(const std::string& path, uid_t uid, gid_t gid) {

@@ -118,8 +118,9 @@ class FakeWorld : public World {
   // Answers the oldest open image call of `job_id` (a check: `to_pull`; a pull: `to_pull`
   // ignored); an `error` fails it. False when there is none.
   bool answer_images(int64_t job_id, std::vector<std::string> to_pull = {}, std::string error = "");
-  // Directories given to another user: path -> "uid:gid".
+  // Directories given to another user: path -> "uid:gid"; directories whose mode was set.
   const std::map<std::string, std::string>& given_dirs() const { return given_dirs_; }
+  const std::map<std::string, mode_t>& dir_modes() const { return dir_modes_; }
 
   // --- World ---
   int64_t now_ms() override { return now_ms_; }
@@ -155,6 +156,7 @@ class FakeWorld : public World {
                        int64_t grace_ms) override;
   void prepare_images(ImagePrep request, std::function<void(ImagePrepResult)> done) override;
   Status give_dir(const std::string& path, uid_t uid, gid_t gid) override;
+  Status set_dir_mode(const std::string& path, mode_t mode) override;
   os::ProcessTable& processes() override { return table_; }
 
   // The runs' specs as written to run.json, by run directory.
@@ -205,6 +207,7 @@ class FakeWorld : public World {
   std::vector<std::string> stopped_containers_;
   std::deque<ImageCall> image_calls_;
   std::map<std::string, std::string> given_dirs_;
+  std::map<std::string, mode_t> dir_modes_;
   os::FakeProcessTable table_;
 };
 

@@ -1,5 +1,5 @@
 // A job's steps (docs/jobs.md, "Steps"), each as the latest run that reached it left it: its
-// number (from 1, as "step 2/4" counts), name, state, start, duration (ticking while it runs),
+// index (from 0, as gpuq show, gpuq logs --step and the API number them), name, state, start, duration (ticking while it runs),
 // exit, the run and the image; the step running now is marked. Nothing for a job without steps.
 import { html } from '../lib/html.js';
 import { dur, time, ms } from '../lib/format.js';
@@ -9,10 +9,10 @@ function current(job) {
   return job.step != null ? (job.steps || []).find((s) => s.index === job.step) || null : null;
 }
 
-// "step 2/4: train" while a step runs, else null.
+// "step 1 of 0–3: train" while a step runs, else null.
 export function stepProgress(job) {
   const s = current(job);
-  return s ? `step ${s.index + 1}/${job.steps.length}: ${s.name}` : null;
+  return s ? `step ${s.index} of 0–${job.steps.length - 1}: ${s.name}` : null;
 }
 
 export function Steps({ job, now }) {
@@ -29,7 +29,7 @@ export function Steps({ job, now }) {
         const start = ms(s.started);
         const end = ms(s.ended) || (live ? now : null);
         return html`<tr class=${live ? 'current' : ''} aria-current=${live ? 'step' : null}>
-          <td>${s.index + 1}</td><td class="name">${s.name}</td>
+          <td>${s.index}</td><td class="name">${s.name}</td>
           <td><span class=${`badge ${s.state.replace('_', '-')}`}>${s.state}</span></td>
           <td>${time(start)}</td><td>${start && end ? dur(end - start) : '—'}</td>
           <td>${s.exit_code != null ? s.exit_code : s.signal ? `signal ${s.signal}` : '—'}</td>
