@@ -2,7 +2,7 @@
 // (fake:4) with a few minutes' worth of real jobs: finished runs of each outcome, running jobs
 // (the one on the job page in the second of its three steps) with utilisation (from a fake GPU state file), a GPU held by a foreign process, pending jobs
 // with their reasons, a held job. Run by scripts/screenshots.sh. Takes about a minute.
-import { writeFileSync, renameSync, mkdirSync } from 'node:fs';
+import { writeFileSync, renameSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daemon, launch, newPage, waitFor } from './harness.mjs';
@@ -75,4 +75,5 @@ try {
 } finally {
   if (browser) await browser.close();
   await d.stop();
+  rmSync(stateFile, { force: true });
 }
