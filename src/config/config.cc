@@ -19,6 +19,7 @@
 #include "config/config_http.h"
 #include "config/config_cgroup.h"
 #include "config/config_containers.h"
+#include "config/config_users.h"
 #include "config/config_sweeps.h"
 #include "config/config_tables.h"
 #include "config/config_text.h"
@@ -66,6 +67,8 @@ class ConfigReader {
     if (!sweeps) return tl::unexpected(sweeps.error());
     auto containers = read_containers_table(sub_table(root, "containers"), path_, config.containers);
     if (!containers) return tl::unexpected(containers.error());
+    auto users = read_users_table(sub_table(root, "users"), path_, config.users);
+    if (!users) return tl::unexpected(users.error());
     return config;
   }
 

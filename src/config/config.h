@@ -90,6 +90,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -169,6 +171,26 @@ struct ContainersConfig {
   std::vector<std::string> extra_args;  // after `RUNTIME run`, before gpuq's own arguments
 };
 
+// [users] (a box many people share, docs/lab.md): who may use the system daemon, who may act on
+// every job, fair share between users, and per-user limits. Read and checked here; the daemon
+// does not use it yet.
+struct UserLimits {
+  std::optional<int64_t> max_gpus;     // GPUs a user's running jobs may hold at once
+  std::optional<int64_t> max_running;  // running jobs
+  std::optional<int64_t> max_queued;   // unfinished jobs (pending, held, blocked, running)
+  bool operator==(const UserLimits&) const = default;
+};
+struct UsersConfig {
+  std::string group = "gpuq";          // the system socket's group: its members may use it
+  std::vector<std::string> admins;     // login names, or "@group" for a group's members
+  bool fair_share = true;              // within a priority, the least recent usage first
+  int64_t fair_share_half_life_ms = 7LL * 24 * 3'600'000;
+  UserLimits limits;                   // every user's, unless overridden
+  std::map<std::string, UserLimits> per_user;  // [users.NAME]: what is set replaces `limits`'
+};
+// The most a user limit may be.
+constexpr int64_t kMostUserLimit = 1'000'000;
+
 struct Config {
   std::vector<LaneConfig> lanes;    // sorted by name
   std::string policy = "backfill";  // "fifo" | "priority" | "backfill"
@@ -199,6 +221,7 @@ struct Config {
   std::string cgroup_root;
   int64_t sweeps_max_elements = 10'000;  // [sweeps] max_elements, 1..kMostSweepElements
   ContainersConfig containers;
+  UsersConfig users;
 };
 
 // The largest `[runs] max_not_started`: the rule bounds a loop of daemon deaths; it cannot be off.

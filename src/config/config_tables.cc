@@ -24,13 +24,17 @@ const std::vector<TableSpec>& table_specs() {
       {"http", {"listen", "allowed_hosts", "allow_submit"}}, {"cgroup", {"root"}},
       {"sweeps", {"max_elements"}},
       {"containers", {"runtime", "extra_args"}},
+      // Its keys are checked by config_users.cc, which also reads its [users.LOGIN] tables.
+      {"users",
+       {"group", "admins", "fair_share", "fair_share_half_life", "max_gpus", "max_running",
+        "max_queued"}},
   };
   return kSpecs;
 }
 
 const std::string_view kKnownTables =
     "[lanes.NAME], [scheduler], [retries], [runs], [retention], [preemption], [cleanup], [gpu], "
-    "[watch], [fleet], [http], [cgroup], [sweeps], [containers], [[hook]]";
+    "[watch], [fleet], [http], [cgroup], [sweeps], [containers], [users], [[hook]]";
 
 bool contains(const std::vector<std::string_view>& words, std::string_view word) {
   return std::find(words.begin(), words.end(), word) != words.end();
