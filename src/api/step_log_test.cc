@@ -5,48 +5,16 @@
 #include <gtest/gtest.h>
 
 #include "api/bodies.h"
+#include "model/testing/three_step_job.h"
 
 namespace gpuq::api {
 namespace {
 
-StepRun reached(int index, StepState state, int64_t log_offset) {
-  StepRun s;
-  s.index = index;
-  s.state = state;
-  s.started_at_ms = 1000 + index;
-  s.log_offset = log_offset;
-  return s;
-}
-
-StepRun not_reached(int index) {
-  StepRun s;
-  s.index = index;
-  return s;
-}
-
-// Steps s0, s1, s2. Run 1: s0 wrote bytes 0-3, s1 failed from byte 4 on. Run 2 (resumed at s1)
-// is running s1.
+// testing::three_step_job() as job 7, "pipe".
 Job pipeline() {
-  Job job;
+  Job job = testing::three_step_job();
   job.id = 7;
   job.spec.name = "pipe";
-  for (const char* name : {"s0", "s1", "s2"}) {
-    JobStep s;
-    s.name = name;
-    s.argv = {"true"};
-    job.spec.steps.push_back(s);
-  }
-  Run first;
-  first.number = 1;
-  first.outcome = RunOutcome::kFailed;
-  first.steps = {reached(0, StepState::kSucceeded, 0), reached(1, StepState::kFailed, 4),
-                 not_reached(2)};
-  Run second;
-  second.number = 2;
-  second.outcome = RunOutcome::kRunning;
-  second.first_step = 1;
-  second.steps = {reached(1, StepState::kRunning, 0), not_reached(2)};
-  job.runs = {first, second};
   return job;
 }
 

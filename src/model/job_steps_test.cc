@@ -5,49 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "model/json.h"
+#include "model/testing/three_step_job.h"
 
 namespace gpuq {
 namespace {
 
 using nlohmann::json;
 
-StepRun step(int index, StepState state, int64_t log_offset) {
-  StepRun s;
-  s.index = index;
-  s.state = state;
-  if (state != StepState::kPending) s.started_at_ms = 1000 + index;
-  if (state != StepState::kPending && state != StepState::kRunning) s.ended_at_ms = 2000 + index;
-  s.log_offset = log_offset;
-  if (state == StepState::kSucceeded) s.exit_code = 0;
-  if (state == StepState::kFailed) s.exit_code = 3;
-  return s;
-}
-
-// Three steps: run 1 did step 0 and failed in step 1 (step 2 not reached); run 2 resumed at
-// step 1 and is running it.
-Job three_step_job() {
-  Job job;
-  job.id = 9;
-  job.state = JobState::kRunning;
-  for (const char* name : {"s0", "s1", "s2"}) {
-    JobStep s;
-    s.name = name;
-    s.argv = {"true"};
-    job.spec.steps.push_back(s);
-  }
-  Run first;
-  first.number = 1;
-  first.outcome = RunOutcome::kFailed;
-  first.steps = {step(0, StepState::kSucceeded, 0), step(1, StepState::kFailed, 4),
-                 step(2, StepState::kPending, 0)};
-  Run second;
-  second.number = 2;
-  second.outcome = RunOutcome::kRunning;
-  second.first_step = 1;
-  second.steps = {step(1, StepState::kRunning, 0), step(2, StepState::kPending, 0)};
-  job.runs = {first, second};
-  return job;
-}
+using testing::three_step_job;
 
 TEST(JobSteps, TheNewestRunThatReachedAStepHasIt) {
   Job job = three_step_job();
