@@ -83,9 +83,10 @@ lay_out() {
   "$dir/bin/gpuq" completion fish >"$dir/share/fish/vendor_completions.d/gpuq.fish"
   unit_for "$prefix" >"$dir/gpuq.service"
 }
-# The system unit for a gpuq installed under PREFIX: user gpuq, state in /var/lib/gpuq.
+# The system unit for a gpuq installed under PREFIX: the box's daemon (root, --system), state
+# in /var/lib/gpuq.
 unit_for() {
-  "$binary" service install --print --run-as gpuq --home /var/lib/gpuq --executable "$1/bin/gpuq"
+  "$binary" service install --print --home /var/lib/gpuq --executable "$1/bin/gpuq"
 }
 # A reproducible tar.gz of DIR's contents under the name NAME.
 pack() {

@@ -13,6 +13,7 @@
 #include "api/gpu_view.h"
 #include "api/metrics.h"
 #include "api/on_actor.h"
+#include "api/permissions.h"
 #include "api/server.h"
 #include "api/step_log.h"
 #include "base/api_version.h"
@@ -57,8 +58,9 @@ Result<std::optional<size_t>> finished_param(const Target& target) {
 
 }  // namespace
 
-awaitable<Response> Server::handle(const Request& request, std::string user) {
+awaitable<Response> Server::handle(const Request& request, Caller caller) {
   Route r = route(request.method(), std::string_view(request.target().data(), request.target().size()));
+  if (auto allowed = authorize(r, caller); !allowed) co_return error_response(allowed.error());
   switch (r.endpoint) {
     case Endpoint::kMetrics: co_return metrics();
     case Endpoint::kHealth: co_return health();
@@ -67,7 +69,7 @@ awaitable<Response> Server::handle(const Request& request, std::string user) {
     case Endpoint::kHooks: co_return hooks();
     case Endpoint::kReleaseGpu: co_return co_await release_gpu(r.subject, request);
     case Endpoint::kEvents: co_return co_await events(r.target);
-    case Endpoint::kSubmit: co_return co_await submit(request, std::move(user));
+    case Endpoint::kSubmit: co_return co_await submit(request, std::move(caller));
     case Endpoint::kShow: co_return show(r.subject);
     case Endpoint::kArray: co_return array(r.subject);
     case Endpoint::kArrayControl:
@@ -75,13 +77,19 @@ awaitable<Response> Server::handle(const Request& request, std::string user) {
       co_return co_await act_on_array(r.subject, r.verb, request);
     case Endpoint::kCancel: co_return co_await cancel(r.subject);
     case Endpoint::kControl: co_return co_await control(r.subject, r.verb, request);
-    case Endpoint::kPlan: co_return co_await submit_plan(request, std::move(user));
+    case Endpoint::kPlan: co_return co_await submit_plan(request, std::move(caller));
     case Endpoint::kDrain: co_return co_await drain(r.verb == "drain");
     case Endpoint::kGc: co_return co_await gc(request);
     case Endpoint::kLog: co_return log(r.subject, r.target);
     case Endpoint::kFleet: co_return fleet();
     case Endpoint::kTimeline: co_return timeline(r.target);
     case Endpoint::kReport: co_return report(r.target);
+    case Endpoint::kDashboardSession: co_return dashboard_session(r.verb, caller);
+    case Endpoint::kMe:
+      co_return json_response(http::status::ok,
+                              {{"user", caller.user.empty() ? login_name(::getuid()) : caller.user},
+                               {"admin", caller.admin},
+                               {"system", context_.peers.shared}});
     case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
     case Endpoint::kNone: break;
   }
@@ -99,6 +107,24 @@ Result<int64_t> Server::resolve(const std::string& ref) {
   if (!job) return tl::unexpected(job.error());
   if (!*job) return fail(Code::kNotFound, fmt::format("no job named '{}'", ref));
   return (*job)->id;
+}
+
+Status Server::authorize(const Route& where, const Caller& caller) {
+  Need need = need_of(where.endpoint);
+  if (caller.admin || need == Need::kAnyone) return ok();
+  std::string action = action_words(where.endpoint, where.verb);
+  if (need == Need::kAdmin) return permit(caller, need, action, "", "");
+  if (where.endpoint == Endpoint::kArrayControl) {
+    auto array = find_array(where.subject);
+    if (!array) return tl::unexpected(array.error());
+    return permit(caller, need, action, fmt::format("array '{}'", array->name), array_owner(array->id));
+  }
+  auto id = resolve(where.subject);
+  if (!id) return tl::unexpected(id.error());
+  auto job = store_->find_job(*id, false);
+  if (!job) return tl::unexpected(job.error());
+  std::string owner = *job ? (*job)->spec.user : "";
+  return permit(caller, need, action, fmt::format("job {}", *id), owner);
 }
 
 void Server::attach_reasons(std::vector<Job>& jobs) {
@@ -182,7 +208,8 @@ Response Server::health() {
                          {"gpu_mode", context_.queue.inventory().mode},
                          {"http", http_info()},
                          {"containment", context_.containment},
-                         {"max_sweep_elements", context_.max_sweep_elements}};
+                         {"max_sweep_elements", context_.max_sweep_elements},
+                         {"system", context_.peers.shared}};
   // What `gpuq check` judges: the actor's heartbeat (the API thread answering proves nothing
   // about the actor), GPUs a person must look at, lasting episodes, long condition waits.
   auto beat = store_->meta("heartbeat");
@@ -378,6 +405,27 @@ Response Server::hooks() {
   return json_response(http::status::ok, {{"hooks", std::move(list)}});
 }
 
+Response Server::dashboard_session(const std::string& verb, const Caller& caller) {
+  if (!context_.sessions) {
+    return error_response({Code::kFailedPrecondition,
+                           "this daemon serves one user, not a box's users (it runs without --system): "
+                           "`gpuq dashboard` reads its token from the daemon's home"});
+  }
+  if (caller.user.empty()) {
+    return error_response({Code::kInvalidArgument,
+                           "the daemon's own token is no user's session: ask on the unix socket "
+                           "(gpuq dashboard) as the user whose session it is"});
+  }
+  if (verb == "revoke") {
+    auto revoked = context_.sessions->revoke(caller.user);
+    if (!revoked) return error_response(revoked.error());
+    return json_response(http::status::ok, {{"user", caller.user}, {"revoked", *revoked}});
+  }
+  auto token = context_.sessions->token_for({caller.user, caller.uid});
+  if (!token) return error_response(token.error());
+  return json_response(http::status::ok, {{"user", caller.user}, {"token", *token}});
+}
+
 Response Server::fleet() {
   std::optional<nlohmann::json> view = context_.fleet ? context_.fleet() : std::nullopt;
   if (!view) {
@@ -387,15 +435,19 @@ Response Server::fleet() {
   return json_response(http::status::ok, *view);
 }
 
-awaitable<Response> Server::submit(const Request& request, std::string user) {
+awaitable<Response> Server::submit(const Request& request, Caller caller) {
   auto body = parse_json_body(request.body());
   if (!body) co_return error_response(body.error());
   auto sweep = decode_sweep_submit(*body, context_.max_sweep_elements);
   if (!sweep) co_return error_response(sweep.error());
-  if (*sweep) co_return co_await submit_sweep(std::move(**sweep), std::move(user));
+  if (*sweep) {
+    if (auto allowed = may_submit(caller, (*sweep)->base); !allowed) co_return error_response(allowed.error());
+    co_return co_await submit_sweep(std::move(**sweep), std::move(caller.user));
+  }
   Result<JobSpec> spec = spec_from_json(*body);
   if (!spec) co_return error_response(spec.error());
-  spec->user = std::move(user);  // who sent it, never the body's say
+  if (auto allowed = may_submit(caller, *spec); !allowed) co_return error_response(allowed.error());
+  spec->user = std::move(caller.user);  // who sent it, never the body's say
   // Before the actor sees it, which must never wait on a file system (docs/architecture.md).
   std::vector<DirToCheck> cwd(1);  // built step by step: GCC 12 miscompiles braces in coroutines
   cwd[0].path = spec->cwd;
@@ -503,10 +555,23 @@ awaitable<Response> Server::gc(const Request& request) {
   co_return json_response(http::status::ok, daemon::gc_report_to_json(*report));
 }
 
-awaitable<Response> Server::submit_plan(const Request& request, std::string user) {
+awaitable<Response> Server::submit_plan(const Request& request, Caller caller) {
   auto decoded = decode_plan(request.body(), context_.max_sweep_elements);
   if (!decoded) co_return error_response(decoded.error());
-  for (JobSpec& job : decoded->jobs) job.user = user;
+  for (JobSpec& job : decoded->jobs) {
+    if (auto allowed = may_submit(caller, job); !allowed) co_return error_response(allowed.error());
+    // A plan that replaces jobs may replace only its sender's (an admin's: anyone's).
+    if (decoded->replace && !caller.admin && !job.name.empty()) {
+      auto existing = store_->find_job_by_name(job.name, false);
+      if (!existing) co_return error_response(existing.error());
+      if (*existing && (*existing)->spec.user != caller.user) {
+        co_return error_response(permit(caller, Need::kOwner, "replace",
+                                        fmt::format("job {} ('{}')", (*existing)->id, job.name),
+                                        (*existing)->spec.user).error());
+      }
+    }
+    job.user = caller.user;
+  }
   std::vector<DirToCheck> cwds;
   for (const JobSpec& job : decoded->jobs) {
     bool seen = false;

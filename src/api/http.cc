@@ -207,6 +207,7 @@ Route route(http::verb method, std::string_view target) {
     if (s[1] == "fleet") return to(Endpoint::kFleet);
     if (s[1] == "timeline") return to(Endpoint::kTimeline);
     if (s[1] == "report") return to(Endpoint::kReport);
+    if (s[1] == "me") return to(Endpoint::kMe);
   }
   if (s.size() == 2 && post) {
     if (s[1] == "jobs") return to(Endpoint::kSubmit);
@@ -215,6 +216,10 @@ Route route(http::verb method, std::string_view target) {
     if (s[1] == "gc") return to(Endpoint::kGc);
   }
   if (s.size() == 3 && s[1] == "events" && s[2] == "stream" && get) return to(Endpoint::kEventStream);
+  if (s.size() == 3 && s[1] == "dashboard" && s[2] == "session" && post) return to(Endpoint::kDashboardSession, "", "open");
+  if (s.size() == 4 && s[1] == "dashboard" && s[2] == "session" && s[3] == "revoke" && post) {
+    return to(Endpoint::kDashboardSession, "", "revoke");
+  }
   if (s.size() == 3 && s[1] == "jobs" && get) return to(Endpoint::kShow, s[2]);
   if (s.size() == 3 && s[1] == "arrays" && get) return to(Endpoint::kArray, s[2]);
   if (s.size() == 4 && s[1] == "arrays" && post &&

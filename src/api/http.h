@@ -67,6 +67,8 @@ enum class Endpoint {
   kNone,  // no such endpoint: 404
   kMetrics, kHealth, kStatus, kGpus, kHooks, kReleaseGpu, kEvents, kEventStream, kSubmit, kShow,
   kCancel, kControl, kPlan, kDrain, kLog, kGc, kFleet, kTimeline, kReport, kArray, kArrayControl,
+  kDashboardSession,  // POST /v1/dashboard/session[/revoke]: a system daemon's user's token
+  kMe,                // GET /v1/me: who the caller is and whether it is an admin
 };
 struct Route {
   Endpoint endpoint = Endpoint::kNone;

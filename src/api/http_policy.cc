@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/user_sessions.h"
 #include "web/assets.h"
 
 namespace gpuq::api {
@@ -88,15 +89,13 @@ Response static_file(const web::Asset& asset, const Request& request) {
 }
 
 // The credentials the request shows: the Bearer token and every gpuq_token cookie.
-bool shows_token(const Request& request, std::string_view token) {
+std::vector<std::string_view> shown_tokens(const Request& request) {
   // A query string never carries it (?token=... would be kept in browser history, proxies'
   // and servers' logs, and Referer headers): only the header and the cookie count.
-  bool good = false;
+  std::vector<std::string_view> shown;
   for (auto [f, end] = request.equal_range(http::field::authorization); f != end; ++f) {
     std::string_view value = trim(std::string_view(f->value().data(), f->value().size()));
-    if (value.size() > 7 && lower(value.substr(0, 7)) == "bearer ") {
-      good = constant_time_equal(trim(value.substr(7)), token) || good;
-    }
+    if (value.size() > 7 && lower(value.substr(0, 7)) == "bearer ") shown.push_back(trim(value.substr(7)));
   }
   for (auto [f, end] = request.equal_range(http::field::cookie); f != end; ++f) {
     std::string_view cookies(f->value().data(), f->value().size());
@@ -106,17 +105,18 @@ bool shows_token(const Request& request, std::string_view token) {
       cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
       size_t eq = pair.find('=');
       if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == kTokenCookie) {
-        good = constant_time_equal(trim(pair.substr(eq + 1)), token) || good;
+        shown.push_back(trim(pair.substr(eq + 1)));
       }
     }
   }
-  return good;
+  return shown;
 }
 
-Response session(const TcpPolicy& policy, bool start) {
+// POST /v1/session (start) and /v1/session/end: the cookie of the token the request showed.
+Response session(const std::string& token, bool start) {
   Response res{http::status::no_content, 11};
   res.set(http::field::set_cookie,
-          start ? fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000", kTokenCookie, policy.token)
+          start ? fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000", kTokenCookie, token)
                 : fmt::format("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", kTokenCookie));
   add_tcp_headers(res, true);
   return res;
@@ -177,8 +177,24 @@ size_t constant_time_compared_bytes(std::string_view given, std::string_view exp
   return compared;
 }
 
+std::optional<TcpIdentity> tcp_identity(const TcpPolicy& policy, const Request& request) {
+  std::optional<TcpIdentity> found;
+  for (std::string_view given : shown_tokens(request)) {
+    // Every candidate is compared with every token: the time tells nothing of which matched.
+    bool daemon = constant_time_equal(given, policy.token);
+    std::optional<UserSession> user = policy.sessions ? policy.sessions->find(given) : std::nullopt;
+    if (found) continue;
+    if (daemon) {
+      found = TcpIdentity{std::string(given), "", 0};
+    } else if (user) {
+      found = TcpIdentity{std::string(given), user->user, user->uid};
+    }
+  }
+  return found;
+}
+
 bool request_shows_token(const TcpPolicy& policy, const Request& request) {
-  return shows_token(request, policy.token);
+  return tcp_identity(policy, request).has_value();
 }
 
 void add_tcp_headers(http::fields& fields, bool api) {
@@ -237,7 +253,8 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
     if (const web::Asset* asset = web::find_asset(path)) return static_file(*asset, request);
   }
   // 5. The token.
-  if (!shows_token(request, policy.token)) {
+  auto identity = tcp_identity(policy, request);
+  if (!identity) {
     return refusal(http::status::unauthorized, "unauthenticated",
                    "this needs the daemon's token: open the link `gpuq dashboard` prints, or send "
                    "the header Authorization: Bearer followed by the contents of the daemon's "
@@ -268,8 +285,8 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
   // The session cookie of the dashboard's page.
   const auto& s = where.target.segments;
   if (request.method() == http::verb::post && s.size() >= 2 && s[0] == "v1" && s[1] == "session") {
-    if (s.size() == 2) return session(policy, true);
-    if (s.size() == 3 && s[2] == "end") return session(policy, false);
+    if (s.size() == 2) return session(identity->token, true);
+    if (s.size() == 3 && s[2] == "end") return session(identity->token, false);
   }
   return std::nullopt;
 }

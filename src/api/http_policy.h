@@ -13,18 +13,26 @@
 // Pure functions of a request (no socket, no clock); thread-safe.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "api/http.h"
 #include "base/listen_address.h"
 
 namespace gpuq::api {
 
+class UserSessions;
+
 struct TcpPolicy {
   std::string token;                       // 64 hex characters (base/token_file.h)
+  // A system daemon's users' dashboard tokens (api/user_sessions.h), accepted beside `token`;
+  // null: only `token`.
+  std::shared_ptr<UserSessions> sessions;
   std::vector<std::string> allowed_hosts;  // lower-case host parts: "localhost", "[::1]", ...
   bool allow_submit = false;               // POST /v1/jobs and /v1/plans
 
@@ -43,8 +51,17 @@ bool constant_time_equal(std::string_view given, std::string_view expected);
 // whatever `given` is (how the tests pin that its time tells nothing about `given`).
 size_t constant_time_compared_bytes(std::string_view given, std::string_view expected);
 
-// Whether the request shows the token (a Bearer header or a gpuq_token cookie).
+// Whether the request shows the token (a Bearer header or a gpuq_token cookie), the daemon's
+// or a user's session token.
 bool request_shows_token(const TcpPolicy& policy, const Request& request);
+
+// Whose token a request shows: the daemon's (`user` empty), or a user's session.
+struct TcpIdentity {
+  std::string token;  // the token shown
+  std::string user;   // "" for the daemon's own token
+  uid_t uid = 0;
+};
+std::optional<TcpIdentity> tcp_identity(const TcpPolicy& policy, const Request& request);
 
 // What to answer at once to a request that came over TCP: a refusal (400 bad_host,
 // 403 forbidden_host, 400 bad_target, 405 method_not_allowed, 401 unauthenticated,

@@ -48,6 +48,8 @@ Status check_request(const Route& route, const Request& request, int64_t now_ms)
     case Endpoint::kGpus:
     case Endpoint::kHooks:
     case Endpoint::kFleet:
+    case Endpoint::kDashboardSession:
+    case Endpoint::kMe:
     case Endpoint::kDrain: return ok();
   }
   return ok();

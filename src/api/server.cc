@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <algorithm>
 #include <exception>
 #include <malloc.h>
@@ -78,39 +79,6 @@ ServerLimits ServerLimits::from_environment() {
   return limits;
 }
 
-std::optional<uid_t> peer_uid(int fd) {
-  ucred peer{};
-  socklen_t len = sizeof peer;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return std::nullopt;
-  return peer.uid;
-}
-
-bool peer_is_trusted(int fd) {
-  auto uid = peer_uid(fd);
-  return uid && (*uid == ::getuid() || *uid == 0);
-}
-
-std::string peer_user_name(int fd) {
-  ucred peer{};
-  socklen_t len = sizeof peer;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || len != sizeof peer) return "";
-  // Looked up once per uid (a directory service may be slow); trusted peers are few.
-  static std::mutex mutex;
-  static std::map<uid_t, std::string> names;
-  std::lock_guard lock(mutex);
-  if (auto it = names.find(peer.uid); it != names.end()) return it->second;
-  std::string buf(16 << 10, '\0');
-  passwd pw{};
-  passwd* found = nullptr;
-  std::string name = std::to_string(peer.uid);  // as os::user_name names a uid without a name
-  if (::getpwuid_r(peer.uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
-      found->pw_name != nullptr && found->pw_name[0] != '\0') {
-    name = found->pw_name;
-  }
-  names.emplace(peer.uid, name);
-  return name;
-}
-
 Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
     : context_(std::move(context)),
       limits_(ServerLimits::from_environment()),
@@ -119,7 +87,26 @@ Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
 
 Server::~Server() { *alive_ = false; }
 
-Status Server::listen_unix(const std::string& path) {
+Caller Server::tcp_caller(const Request& request) const {
+  Caller caller;  // the daemon's own token: its user, an admin
+  auto identity = tcp_policy_ ? tcp_identity(*tcp_policy_, request) : std::nullopt;
+  if (identity && !identity->user.empty()) {
+    caller.user = identity->user;
+    caller.uid = identity->uid;
+    caller.admin = is_admin(identity->uid, identity->user, context_.peers);
+  }
+  return caller;
+}
+
+Caller Server::unix_caller(uid_t uid) const {
+  Caller caller;
+  caller.user = login_name(uid);
+  caller.uid = uid;
+  caller.admin = is_admin(uid, caller.user, context_.peers);
+  return caller;
+}
+
+Status Server::listen_unix(const std::string& path, std::optional<gid_t> group) {
   constexpr size_t kMaxPath = sizeof(sockaddr_un::sun_path) - 1;
   if (path.size() > kMaxPath) {
     return fail(Code::kInvalidArgument,
@@ -139,7 +126,14 @@ Status Server::listen_unix(const std::string& path) {
   }
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(Code::kIoError, "cannot listen on " + path + ": " + ec.message());
-  ::chmod(path.c_str(), 0600);
+  if (group) {
+    // A system daemon's socket: its group may connect (root owns it, so only root can widen it).
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), *group) != 0 || ::chmod(path.c_str(), 0660) != 0) {
+      return fail(Code::kIoError, fmt::format("cannot give {} to its group: {}", path, std::strerror(errno)));
+    }
+  } else {
+    ::chmod(path.c_str(), 0600);
+  }
   asio::co_spawn(context_.api_ioc, accept_loop(*acceptor_), log_exception("the API's accept loop"));
   return ok();
 }
@@ -165,6 +159,7 @@ Status Server::listen_tcp(const ListenAddress& address, TcpPolicy policy) {
   ListenAddress bound = address;
   bound.port = tcp_acceptor_->local_endpoint(ec).port();
   tcp_listen_ = bound.text();
+  policy.sessions = context_.sessions;
   tcp_policy_ = std::move(policy);
   asio::co_spawn(context_.api_ioc, accept_loop(*tcp_acceptor_), log_exception("the HTTP listener's accept loop"));
   return ok();
@@ -212,10 +207,11 @@ awaitable<void> Server::accept_loop(Acceptor& acceptor) {
     if constexpr (kTcp<Socket>) {
       socket.set_option(asio::ip::tcp::no_delay(true), ec);
     } else {
-      // Only the daemon's own user (or root) may drive it, whatever the socket's mode says:
-      // another peer is closed at once and takes no place.
+      // Only the daemon's own user (or root), and on a system daemon the members of its group,
+      // may drive it, whatever the socket's mode says: another peer is closed at once and
+      // takes no place.
       auto peer = peer_uid(socket.native_handle());
-      if (!peer || (*peer != ::getuid() && *peer != 0)) continue;
+      if (!peer || !may_connect(*peer, context_.peers)) continue;
       cls = ConnectionClass::kUnix;
       uid = *peer;
     }
@@ -345,10 +341,10 @@ awaitable<void> Server::answer_and_close(Socket& socket, Response response) {
   socket.close(ec);
 }
 
-awaitable<Response> Server::answer(const Request& request, std::string user) {
+awaitable<Response> Server::answer(const Request& request, Caller caller) {
   std::string what = fmt::format("{} {}", std::string(request.method_string()),
                                  std::string(request.target()));
-  awaitable<Response> handled = handle(request, std::move(user));  // not a temporary of the co_await (see refuse)
+  awaitable<Response> handled = handle(request, std::move(caller));  // not a temporary of the co_await (see refuse)
   co_return co_await answer_or_internal_error(std::move(handled), std::move(what));
 }
 
@@ -441,8 +437,12 @@ awaitable<bool> Server::read_request(Socket& socket, ConnectionLease& lease,
 template <class Socket>
 awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
   ConnectionLease lease(*this, id, socket);
-  std::string user;  // recorded with its submits; over TCP, the daemon's own user
-  if constexpr (!kTcp<Socket>) user = peer_user_name(socket.native_handle());
+  Caller caller;  // over TCP, the daemon's own user
+  if constexpr (!kTcp<Socket>) {
+    auto uid = peer_uid(socket.native_handle());
+    if (!uid) co_return;
+    caller = unix_caller(*uid);
+  }
   SocketDeadline write_deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
   while (true) {
@@ -470,7 +470,8 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
     if (judged) {
       response = std::move(*judged);
     } else {
-      response = co_await answer(request, user);
+      if constexpr (kTcp<Socket>) caller = tcp_caller(request);
+      response = co_await answer(request, caller);
       if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
     }
     add_api_version(response);

@@ -26,11 +26,14 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "api/caller.h"
 #include "api/connection_pools.h"
 #include "api/dir_check.h"
 #include "api/eta.h"
 #include "api/http.h"
 #include "api/http_policy.h"
+#include "api/peer_identity.h"
+#include "api/user_sessions.h"
 #include "base/listen_address.h"
 #include "base/paths.h"
 #include "daemon/hooks.h"
@@ -57,8 +60,14 @@ struct ServerContext {
   // How runs are contained (runner/cgroup.h), for GET /v1/health and /v1/gpus:
   // {"kind": "cgroup"|"marker", "root": dir or null, "reason": why}. Null: not told.
   nlohmann::json containment = nullptr;
+  // A system daemon's users' dashboard sessions (api/user_sessions.h), shared with the TCP
+  // listener's policy; null for a single-user daemon.
+  std::shared_ptr<UserSessions> sessions = {};
   // The most elements a sweep may have ([sweeps] max_elements, docs/sweeps.md).
   size_t max_sweep_elements = spec::kDefaultMaxSweepElements;
+  // Who may connect to the unix socket and who is an admin (docs/lab.md): a single-user
+  // daemon's rules unless it runs with --system.
+  PeerRules peers = {};
 };
 
 // The listener's limits that tests may lower; the defaults are model/limits.h's.
@@ -72,22 +81,14 @@ struct ServerLimits {
   static ServerLimits from_environment();
 };
 
-// The uid of the peer on unix socket `fd` (SO_PEERCRED); nullopt when it cannot be read.
-std::optional<uid_t> peer_uid(int fd);
-// Whether the peer on unix socket `fd` is the daemon's own user or root (SO_PEERCRED). A peer
-// whose credentials cannot be read is refused, not let through.
-bool peer_is_trusted(int fd);
-// The login name of the peer on unix socket `fd` (SO_PEERCRED), recorded as the user of the
-// jobs it submits; "" when its credentials cannot be read.
-std::string peer_user_name(int fd);
-
 class Server {
  public:
   Server(ServerContext context, std::unique_ptr<store::Store> read_store);
   ~Server();
 
-  // Binds the unix socket at `path` (replacing a stale one), mode 0600, and starts accepting.
-  Status listen_unix(const std::string& path);
+  // Binds the unix socket at `path` (replacing a stale one), mode 0600, and starts accepting;
+  // with `group` (a system daemon), mode 0660 and that group.
+  Status listen_unix(const std::string& path, std::optional<gid_t> group = std::nullopt);
   // Binds the TCP listener at `address` (port 0: any free port) and starts accepting; its
   // requests are judged by `policy`. Code::kUnavailable when the address is in use.
   Status listen_tcp(const ListenAddress& address, TcpPolicy policy);
@@ -98,9 +99,9 @@ class Server {
   // Stops accepting; open long-polls answer at once.
   void close();
 
-  // Answers one request (also used by tests without a socket). `user`: who sent it, the
-  // login name recorded with the jobs it submits; "" (TCP, tests): the daemon's own user.
-  boost::asio::awaitable<Response> handle(const Request& request, std::string user = "");
+  // Answers one request (also used by tests without a socket), with `caller`'s rights
+  // (api/permissions.h). The default: the daemon's own user, an admin.
+  boost::asio::awaitable<Response> handle(const Request& request, Caller caller = {});
 
  private:
   using UnixSocket = boost::asio::local::stream_protocol::socket;
@@ -162,20 +163,22 @@ class Server {
   template <class Socket>
   boost::asio::awaitable<void> answer_and_close(Socket& socket, Response response);
   // A request, answered (with the backstop of answer_or_internal_error).
-  boost::asio::awaitable<Response> answer(const Request& request, std::string user);
+  boost::asio::awaitable<Response> answer(const Request& request, Caller caller);
 
-  boost::asio::awaitable<Response> submit(const Request& request, std::string user);
+  boost::asio::awaitable<Response> submit(const Request& request, Caller caller);
   boost::asio::awaitable<Response> submit_sweep(daemon::SweepRequest sweep, std::string user);
   boost::asio::awaitable<Response> cancel(const std::string& ref);
   boost::asio::awaitable<Response> control(const std::string& ref, const std::string& verb,
                                            const Request& request);
-  boost::asio::awaitable<Response> submit_plan(const Request& request, std::string user);
+  boost::asio::awaitable<Response> submit_plan(const Request& request, Caller caller);
   boost::asio::awaitable<Response> drain(bool draining);
   boost::asio::awaitable<Response> gc(const Request& request);
   boost::asio::awaitable<Response> release_gpu(const std::string& gpu, const Request& request);
   boost::asio::awaitable<Response> events(const Target& target);
   Response metrics();
   Response hooks();
+  // POST /v1/dashboard/session (verb "open") and .../revoke: the caller's own dashboard token.
+  Response dashboard_session(const std::string& verb, const Caller& caller);
   Response fleet();
   // GET /v1/events/stream (sse.cc): Server-Sent Events on `socket` until the client leaves
   // or the server closes. Instantiated in sse.cc for both socket types.
@@ -228,6 +231,16 @@ class Server {
   nlohmann::json open_episodes(int64_t now_ms);
   Response log(const std::string& ref, const Target& target);
   Result<int64_t> resolve(const std::string& ref);
+  // Whether `caller` may make the request `where` routes to (api/permissions.h): the owner of
+  // the job or array it names is read from the store.
+  Status authorize(const Route& where, const Caller& caller);
+  // Who submitted array `array_id` (its elements share a submitter); "" when unknown.
+  std::string array_owner(int64_t array_id);
+  // The Caller of a unix socket peer (its name, whether it is an admin).
+  Caller unix_caller(uid_t uid) const;
+  // The Caller of a TCP request that passed the policy: the owner of the session token it
+  // shows, or the daemon's own user for the daemon's token.
+  Caller tcp_caller(const Request& request) const;
   std::vector<nlohmann::json> resource_objects(const std::vector<Resource>& resources);
   void attach_reasons(std::vector<Job>& jobs);
 

@@ -147,6 +147,13 @@ Result<const EtaCache::Etas*> Server::etas_for(const std::vector<Job>& listed, i
   return current_etas(now_ms);
 }
 
+std::string Server::array_owner(int64_t array_id) {
+  auto elements = store_->array_elements(array_id);
+  if (!elements || elements->empty()) return "";
+  auto job = store_->find_job(elements->front(), false);  // an array's elements share a submitter
+  return job && *job ? (*job)->spec.user : "";
+}
+
 Result<Server::StatusList> Server::status_list(const Target& target, std::optional<size_t> finished) {
   auto page = page_param(target);
   if (!page) return tl::unexpected(page.error());
@@ -155,8 +162,13 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   StatusList out;
   auto summaries = store_->active_array_summaries();
   if (!summaries) return tl::unexpected(summaries.error());
+  // ?user=NAME (gpuq status --user, --mine): only that user's jobs and arrays.
+  const std::string only_user = target.param("user");
   out.arrays = nlohmann::json::array();
-  for (const auto& summary : *summaries) out.arrays.push_back(array_summary_json(summary));
+  for (const auto& summary : *summaries) {
+    if (!only_user.empty() && array_owner(summary.array.id) != only_user) continue;
+    out.arrays.push_back(array_summary_json(summary));
+  }
   std::vector<Job> listed;
   std::unordered_map<int64_t, int64_t> positions;  // pending job → serving position
   const EtaCache::Etas* etas = nullptr;
@@ -211,6 +223,7 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   out.eta_note = etas->note;
   out.jobs = nlohmann::json::array();
   for (const Job& job : listed) {
+    if (!only_user.empty() && job.spec.user != only_user) continue;
     nlohmann::json j = job_to_json(job);
     if (job.state == JobState::kPending) {
       auto it = etas->start_ms.find(job.id);

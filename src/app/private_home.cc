@@ -25,7 +25,7 @@ std::string who(uid_t uid) {
 
 }  // namespace
 
-Result<std::vector<std::string>> make_home_private(const std::string& home, uid_t uid) {
+Result<std::vector<std::string>> make_home_private(const std::string& home, uid_t uid, bool pass_through) {
   struct stat st {};
   if (::stat(home.c_str(), &st) != 0) return errno_error("cannot use the state directory " + home);
   auto refuse = [](std::string message) { return fail(Code::kFailedPrecondition, std::move(message)); };
@@ -48,8 +48,10 @@ Result<std::vector<std::string>> make_home_private(const std::string& home, uid_
         home, octal(st.st_mode), home));
   }
   std::vector<std::string> warnings;
-  if ((st.st_mode & kOthersAny) != 0) {
-    mode_t tightened = st.st_mode & ~kOthersAny & 07777;
+  // A system daemon's home lets its users pass through (0711) to their own job directories.
+  const mode_t others_allowed = pass_through ? (S_IXGRP | S_IXOTH) : 0;
+  if ((st.st_mode & kOthersAny & ~others_allowed) != 0) {
+    mode_t tightened = st.st_mode & ~(kOthersAny & ~others_allowed) & 07777;
     if (::chmod(home.c_str(), tightened) != 0) {
       return errno_error(fmt::format("chmod {} {} (it is readable by other users, mode {})",
                                      octal(tightened), home, octal(st.st_mode)));

@@ -21,8 +21,11 @@ namespace gpuq::app {
 // Checks (and, when only readable by others, tightens) the existing directory `home` for a
 // daemon run by `uid`. Refuses, with Code::kFailedPrecondition saying how to fix it, a home that
 // is not a directory, belongs to another user, or that group or others may write. Returns the
-// warnings to print (a tightened mode), empty when nothing changed.
-Result<std::vector<std::string>> make_home_private(const std::string& home, uid_t uid);
+// warnings to print (a tightened mode), empty when nothing changed. With `pass_through` (a
+// system daemon, docs/lab.md) others may keep the search (x) bits, so that the box's users
+// reach their own job directories through it.
+Result<std::vector<std::string>> make_home_private(const std::string& home, uid_t uid,
+                                                   bool pass_through = false);
 
 // Removes the group and other permission bits from the files an older daemon (or a person) may
 // have left wider than 0600. Returns one warning per file changed, and per file that could not

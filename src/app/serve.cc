@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@ extern char** environ;
 #include "app/fleet_node.h"
 #include "app/http_listener.h"
 #include "app/private_home.h"
+#include "app/system_mode.h"
 #include "base/asio.h"
 #include "base/paths.h"
 #include "daemon/config.h"
@@ -144,12 +146,18 @@ int serve(const cli::DaemonFlags& flags) {
     std::fprintf(stderr, "gpuq daemon: %s\n", home.error().message.c_str());
     return 1;
   }
+  if (flags.system) {
+    if (auto root = check_system_user(); !root) {
+      std::fprintf(stderr, "gpuq daemon: %s\n", root.error().message.c_str());
+      return 1;
+    }
+  }
   HomeLayout layout{*home};
   if (auto made = os::make_dirs(layout.home, 0700); !made) {
     std::fprintf(stderr, "gpuq daemon: %s\n", made.error().message.c_str());
     return 1;
   }
-  auto private_home = make_home_private(layout.home, ::geteuid());
+  auto private_home = make_home_private(layout.home, ::geteuid(), flags.system);
   if (!private_home) {
     std::fprintf(stderr, "gpuq daemon: %s\n", private_home.error().message.c_str());
     return 1;
@@ -168,6 +176,20 @@ int serve(const cli::DaemonFlags& flags) {
   if (!config) {
     std::fprintf(stderr, "gpuq daemon: %s\n", config.error().message.c_str());
     return 1;
+  }
+  // A system daemon (docs/lab.md): its users reach their job directories through the home, and
+  // its socket is the box's, open to [users] group.
+  std::optional<SystemSocket> system_socket;
+  if (flags.system) {
+    auto opened = open_home_to_users(layout);
+    auto socket = opened ? prepare_system_socket(system_socket_path(), config->users.group)
+                         : Result<SystemSocket>(tl::unexpected(opened.error()));
+    if (!socket) {
+      std::fprintf(stderr, "gpuq daemon: %s\n", socket.error().message.c_str());
+      return 1;
+    }
+    system_socket = *socket;
+    layout.socket_path = socket->path;
   }
   // The TCP listener's address and token, checked before the daemon detaches: a token file
   // others could read is refused here, on the terminal.
@@ -243,6 +265,8 @@ int serve(const cli::DaemonFlags& flags) {
   if (auto loaded = hooks.load(); !loaded) return fail_start(loaded.error().message);
   api::ServerContext server_context{api_ioc, actor_ioc, queue, layout, GPUQ_VERSION};
   server_context.max_sweep_elements = static_cast<size_t>(config->sweeps_max_elements);
+  server_context.peers = {flags.system, config->users.group, config->users.admins};
+  if (flags.system) server_context.sessions = std::make_shared<api::UserSessions>(layout.home + "/sessions");
   const runner::Containment& contained = world.containment();
   std::fprintf(stderr, "gpuq daemon: containment: %s%s (%s)\n", contained.kind.c_str(),
                contained.root.empty() ? "" : (" at " + contained.root).c_str(), contained.reason.c_str());
@@ -291,7 +315,9 @@ int serve(const cli::DaemonFlags& flags) {
           });
         });
   }
-  if (auto listening = server.listen_unix(layout.socket()); !listening) {
+  std::optional<gid_t> socket_group;
+  if (system_socket) socket_group = system_socket->group;
+  if (auto listening = server.listen_unix(layout.socket(), socket_group); !listening) {
     return fail_start(listening.error().message);
   }
   auto http_note = start_http(*http, server, queue);

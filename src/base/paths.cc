@@ -27,4 +27,9 @@ Result<std::string> resolve_home(const std::string& flag) {
   return absolute.lexically_normal().string();
 }
 
+std::string system_socket_path() {
+  const char* set = std::getenv("GPUQ_SYSTEM_SOCKET");
+  return set != nullptr && *set != 0 ? std::string(set) : std::string("/run/gpuq/gpuq.sock");
+}
+
 }  // namespace gpuq

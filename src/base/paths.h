@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 
@@ -12,9 +13,19 @@ namespace gpuq {
 // The state directory for `flag` (empty when --home was not given), made absolute.
 Result<std::string> resolve_home(const std::string& flag);
 
+// Where a system daemon (`gpuq daemon --system`, docs/lab.md) serves the users of the box:
+// $GPUQ_SYSTEM_SOCKET, else /run/gpuq/gpuq.sock. The CLI uses it when the user has no daemon.
+std::string system_socket_path();
+// Where a system daemon keeps its state when --home does not say: /var/lib/gpuq.
+inline constexpr const char* kSystemHome = "/var/lib/gpuq";
+
 struct HomeLayout {
+  HomeLayout() = default;
+  explicit HomeLayout(std::string home_dir) : home(std::move(home_dir)) {}
   std::string home;
-  std::string socket() const { return home + "/gpuq.sock"; }
+  // The daemon's socket: the home's own, or (a system daemon) the one `socket_path` names.
+  std::string socket_path;
+  std::string socket() const { return socket_path.empty() ? home + "/gpuq.sock" : socket_path; }
   std::string database() const { return home + "/gpuq.db"; }
   std::string lock() const { return home + "/daemon.lock"; }
   std::string daemon_log() const { return home + "/daemon.log"; }

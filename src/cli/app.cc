@@ -101,7 +101,8 @@ void define_service_command(CLI::App& app, Parsed& p) {
   install->add_option("--gpus", o.gpus, "the daemon's --gpus: auto, none, fake:N or 0,2,3")
       ->type_name("SPEC");
   auto* run_as = install->add_option(
-      "--run-as", o.run_as, "system unit: the user the daemon runs as (default: you, $SUDO_USER)");
+      "--run-as", o.run_as, "system unit: run the daemon as this user, for that user alone (default: root, "
+      "serving the box's users with --system, docs/lab.md)");
   run_as->type_name("USER");
   install->add_option("--env", o.env, "an Environment= of the daemon and its hooks (repeatable)")
       ->type_name("K=V")
@@ -165,6 +166,9 @@ void define_commands(CLI::App& app, Parsed& p) {
         ->type_name("ADDR:PORT");
     daemon->add_flag("--http-allow-submit", p.daemon.http_allow_submit,
                      "accept job and plan submits over TCP (they run commands as you)");
+    daemon->add_flag("--system", p.daemon.system,
+                     "serve the users of this box (as root): the socket /run/gpuq/gpuq.sock for "
+                     "[users] group, each job run as its submitter (docs/lab.md)");
   }
 
   if (auto* submit =
@@ -201,6 +205,8 @@ void define_commands(CLI::App& app, Parsed& p) {
     status->add_flag("--all", p.status.all, "show every finished job");
     status->add_flag("--expand", p.status.expand,
                      "list each element of an unfinished array (default: one line per array)");
+    auto* user = status->add_option("--user", p.status.user, "list only the jobs of this user (login name)");
+    status->add_flag("--mine", p.status.mine, "list only your own jobs")->excludes(user);
   }
 
   if (auto* show = add_command(app, p, "show", "show one job, its steps and its runs")) {
@@ -373,6 +379,8 @@ void define_commands(CLI::App& app, Parsed& p) {
           app, p, "dashboard", "print the dashboard's link (it logs the browser in) and open it")) {
     dashboard->add_flag("--no-open", p.dashboard.no_open, "print the link only; open no browser");
     dashboard->add_flag("--json", p.dashboard.json, "print {\"url\", \"listen\"} as JSON");
+    dashboard->add_flag("--revoke", p.dashboard.revoke,
+                        "a box's daemon: revoke your dashboard token (its links and cookies stop working)");
   }
 
   define_service_command(app, p);
@@ -434,7 +442,9 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
       *io.err << "gpuq: this build has no daemon\n";
       return kExitFailed;
     }
-    p.daemon.home = *home;
+    // A system daemon keeps its state in /var/lib/gpuq unless --home says otherwise (a root
+    // shell's GPUQ_HOME or XDG_STATE_HOME is not where the box's queue lives).
+    p.daemon.home = p.daemon.system && p.home.empty() ? std::string(kSystemHome) : *home;
     return hooks.run_daemon(p.daemon);
   }
   Context ctx(io, *home, !p.home.empty());

@@ -24,6 +24,9 @@ struct DaemonFlags {
   // (empty: not given; config.toml's [http] listen, else 127.0.0.1:7878), --http-allow-submit.
   std::string http;
   bool http_allow_submit = false;
+  // --system (docs/lab.md): a daemon for the box's users, run as root; its home defaults to
+  // /var/lib/gpuq and its socket is base/paths.h system_socket_path(), open to [users] group.
+  bool system = false;
 };
 
 struct Hooks {

@@ -27,6 +27,21 @@ bool has_display(const Io& io) {
 }  // namespace
 
 int run_dashboard(Context& ctx, const DashboardOptions& options) {
+  if (options.revoke) {
+    auto revoked = ctx.client().post("/v1/dashboard/session/revoke", "{}");
+    if (!revoked) return ctx.report(revoked.error());
+    auto answer = parse_json(revoked->body);
+    if (!answer) return ctx.report(answer.error());
+    if (options.json) {
+      ctx.out() << json_text(*answer) << '\n';
+    } else if (answer->value("revoked", false)) {
+      ctx.out() << "revoked the dashboard token of " << json_string(*answer, "user")
+                << ": its links and cookies no longer work; `gpuq dashboard` makes a new one\n";
+    } else {
+      ctx.out() << json_string(*answer, "user") << " had no dashboard token\n";
+    }
+    return kExitOk;
+  }
   auto health = ctx.client().get_json("/v1/health");
   if (!health) return ctx.report(health.error());
   auto http = health->find("http");
@@ -43,6 +58,13 @@ int run_dashboard(Context& ctx, const DashboardOptions& options) {
   if (!ctx.remote().base.empty()) {
     base = ctx.remote().base;
     token = ctx.remote_token();
+  } else if (health->value("system", false)) {
+    // A box's daemon (docs/lab.md): a token of the caller's own, so the pages act with its rights.
+    auto session = ctx.client().post("/v1/dashboard/session", "{}");
+    if (!session) return ctx.report(session.error());
+    auto answer = parse_json(session->body);
+    if (!answer) return ctx.report(answer.error());
+    token = json_string(*answer, "token");
   } else {
     auto read = read_token_file(HomeLayout{ctx.home()}.token());
     if (!read) return ctx.report(kExitFailed, read.error().message);

@@ -62,13 +62,6 @@ std::string process_user(const std::vector<std::string>& environ) {
   return environment_value(environ, "USER");
 }
 
-// Who runs the daemon of a system unit when --run-as is not given: the person behind sudo,
-// else the user of this process.
-std::string invoking_user(const std::vector<std::string>& environ) {
-  std::string sudo_user = environment_value(environ, "SUDO_USER");
-  return sudo_user.empty() ? process_user(environ) : sudo_user;
-}
-
 // A word for a POSIX shell: as it is when it is plain, else in single quotes.
 std::string shell_quote(const std::string& word) {
   bool plain = !word.empty() && word.find_first_not_of(
@@ -153,7 +146,9 @@ Result<ServiceUnit> unit_from_options(Context& ctx, const ServiceOptions& option
                 (options.user && !environment_value(environ, "XDG_STATE_HOME").empty());
   if (chosen) unit.home = ctx.home();
   if (!options.user) {
-    unit.run_as = options.run_as.empty() ? invoking_user(environ) : options.run_as;
+    // Without --run-as, the box's daemon: root, each job as its submitter (docs/lab.md).
+    unit.system = options.run_as.empty();
+    unit.run_as = options.run_as.empty() ? "root" : options.run_as;
   }
   unit.environment = options.env;
   if (options.executable.empty()) {

@@ -209,9 +209,16 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
 int run_status(Context& ctx, const StatusOptions& options) {
   // Without a parameter the daemon lists as many finished jobs as this shows (kFinishedShown).
   // The table shows an unfinished array as one line unless --expand; --json lists every job.
-  bool collapse = !options.json && !options.expand;
-  std::string target = options.all ? "/v1/status?finished=all" : "/v1/status";
-  if (collapse) target += options.all ? "&arrays=collapse" : "?arrays=collapse";
+  // One user's jobs (--user, --mine) are listed one by one: an array's line would count others'.
+  std::string user = options.user;
+  if (options.mine) user = ctx.io().login ? ctx.io().login() : "";
+  bool collapse = !options.json && !options.expand && user.empty();
+  std::vector<std::string> params;
+  if (options.all) params.push_back("finished=all");
+  if (collapse) params.push_back("arrays=collapse");
+  if (!user.empty()) params.push_back("user=" + percent_encode(user));
+  std::string target = "/v1/status";
+  for (size_t i = 0; i < params.size(); ++i) target += (i == 0 ? "?" : "&") + params[i];
   auto response = ctx.client().get(target);
   if (!response) return ctx.report(response.error());
   if (options.json) {

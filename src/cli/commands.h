@@ -84,6 +84,8 @@ struct StatusOptions {
   bool json = false;
   bool all = false;  // every finished job, not only the last kFinishedShown
   bool expand = false;  // each element of an unfinished array, not one line for the array
+  std::string user;     // --user NAME: only that user's jobs
+  bool mine = false;    // --mine: only the caller's own jobs
 };
 // The daemon's GET /v1/status lists as many finished jobs by default (api/handlers.cc).
 constexpr size_t kFinishedShown = 10;
@@ -274,6 +276,7 @@ int run_service_uninstall(Context& ctx, const ServiceOptions& options);
 struct DashboardOptions {
   bool no_open = false;
   bool json = false;  // {"url", "listen"}
+  bool revoke = false;  // forget the caller's own token on a box's daemon (docs/lab.md)
 };
 int run_dashboard(Context& ctx, const DashboardOptions& options);
 

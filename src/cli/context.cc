@@ -1,6 +1,7 @@
 #include "cli/context.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <unistd.h>
 
@@ -35,6 +36,15 @@ bool open_in_browser(const std::string& url) {
   return error == 0;
 }
 
+// The login name of `uid`, or its number when it has none.
+std::string login_of(uid_t uid) {
+  std::string buf(16 << 10, '\0');
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) return found->pw_name;
+  return std::to_string(uid);
+}
+
 }  // namespace
 
 Io process_io() {
@@ -58,6 +68,7 @@ Io process_io() {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) io.environ.emplace_back(*e);
   std::error_code ec;
   io.cwd = std::filesystem::current_path(ec).string();
+  io.login = [] { return login_of(::getuid()); };  // looked up only when asked: NSS is slow to load
   return io;
 }
 

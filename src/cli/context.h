@@ -31,6 +31,7 @@ struct Io {
   std::function<void(Millis)> sleep;   // used only by `logs -f`
   std::vector<std::string> environ;    // "KEY=VALUE" of this process
   std::string cwd;                     // absolute current directory
+  std::function<std::string()> login;  // this process's user's login name (`--mine`)
   // How `gpuq --url` reaches a daemon's HTTP listener with its token (CurlTransport::create_tcp).
   std::function<Result<std::unique_ptr<Transport>>(const DaemonUrl& url, const std::string& token)> connect_tcp;
   // Opens a URL in the desktop's browser (`gpuq dashboard`); false when it could not be started.

@@ -1,6 +1,7 @@
 #include "cli/daemon_client.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "base/api_version.h"
 #include "base/paths.h"
@@ -50,11 +51,27 @@ CliError daemon_error(const HttpResponse& response) {
 DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url)
     : factory_(std::move(factory)), home_(std::move(home)), home_given_(home_given), url_(std::move(url)) {}
 
+std::string DaemonClient::socket_path() const {
+  std::string own = HomeLayout{home_}.socket();
+  if (home_given_) return own;
+  // No daemon of the user's own (not even a stale socket): the box's system daemon, if any.
+  struct stat info {};
+  if (::lstat(own.c_str(), &info) == 0) return own;
+  std::string system = system_socket_path();
+  if (::lstat(system.c_str(), &info) == 0) return system;
+  return own;
+}
+
 std::string DaemonClient::no_daemon_message(const std::string& why) const {
   if (!url_.empty()) {
     return fmt::format("no daemon answers at {} ({}). Check the address: `gpuq dashboard` on the "
                        "daemon's machine shows it",
                        url_, why);
+  }
+  if (std::string path = socket_path(); path != HomeLayout{home_}.socket()) {
+    return fmt::format("the box's daemon at {} does not answer ({}): ask its admin, or start "
+                       "one of your own with: gpuq daemon --detach",
+                       path, why);
   }
   return fmt::format("no daemon is running for {} ({}). Start one with: gpuq daemon --detach{}",
                      home_, why, home_given_ ? " --home " + shell_word(home_) : "");
@@ -74,7 +91,7 @@ std::string DaemonClient::other_api_version(const HttpResponse& response) const 
 
 Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
   if (!transport_) {
-    auto made = factory_(HomeLayout{home_}.socket());
+    auto made = factory_(socket_path());
     if (!made) return cli_fail(kExitFailed, made.error().message);
     transport_ = std::move(*made);
   }

@@ -60,6 +60,9 @@ class DaemonClient {
  private:
   Outcome<HttpResponse> send(const HttpRequest& request);
   std::string no_daemon_message(const std::string& why) const;
+  // The socket to use: the home's; without --home, when the home has none, the box's system
+  // daemon's (base/paths.h system_socket_path) if it exists.
+  std::string socket_path() const;
   // What to tell the user when the daemon's answer says it speaks another API version
   // (base/api_version.h); "" when it speaks this one.
   std::string other_api_version(const HttpResponse& response) const;

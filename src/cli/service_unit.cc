@@ -64,7 +64,7 @@ Status check_service_unit(const ServiceUnit& unit) {
         std::string_view(unit.documentation)}) {
     if (has_line_break(text)) return bad(fmt::format("'{}' holds a line break", text));
   }
-  if (!unit.user && !valid_user_name(unit.run_as)) {
+  if (!unit.user && !unit.system && !valid_user_name(unit.run_as)) {
     return bad(fmt::format("--run-as '{}' is not a user name", unit.run_as));
   }
   for (const auto& entry : unit.environment) {
@@ -78,6 +78,7 @@ Status check_service_unit(const ServiceUnit& unit) {
 
 std::string render_service_unit(const ServiceUnit& unit) {
   std::string exec = systemd_quote(unit.executable) + " daemon";
+  if (unit.system) exec += " --system";
   if (!unit.home.empty()) exec += " --home " + systemd_quote(unit.home);
   if (!unit.gpus.empty()) exec += " --gpus " + systemd_quote(unit.gpus);
 
@@ -97,7 +98,13 @@ std::string render_service_unit(const ServiceUnit& unit) {
       "# In the foreground (no --detach): systemd supervises it and the journal keeps its log.\n"
       "Type=simple\n";
   text += "ExecStart=" + exec + "\n";
-  if (!unit.user) text += "User=" + unit.run_as + "\n";
+  if (unit.system) {
+    text +=
+        "# As root: it serves the box's users on /run/gpuq/gpuq.sock (members of [users] group)\n"
+        "# and starts each job as the user who submitted it (docs/lab.md).\n";
+  } else if (!unit.user) {
+    text += "User=" + unit.run_as + "\n";
+  }
   text +=
       "# KillMode=process: stopping or restarting the service stops the daemon only. Each run\n"
       "# belongs to its own `gpuq shim` (its own session and process group), keeps going while\n"

@@ -23,6 +23,9 @@ struct ServiceUnit {
   std::string home;                      // --home for the daemon; empty: the daemon's default
   std::string gpus;                      // --gpus for the daemon; empty: its default (auto)
   std::string run_as;                    // User= of a system unit; unused for a user unit
+  // A system unit that serves the box's users (`gpuq daemon --system`, docs/lab.md): run as
+  // root, each job as its submitter. Set for a system unit without --run-as.
+  bool system = false;
   std::vector<std::string> environment;  // KEY=VALUE, one Environment= line each
   std::string documentation;             // a URI (file:/..., https://...); empty: none
 };

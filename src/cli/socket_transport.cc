@@ -16,6 +16,7 @@
 
 #include "base/api_version.h"
 #include "base/asio.h"  // first: it fixes an include bug of Boost 1.74's Asio
+#include "base/paths.h"
 
 namespace gpuq::cli {
 
@@ -74,6 +75,13 @@ Error connect_error(const ErrorCode& ec, const std::string& path) {
   switch (ec.value()) {  // Asio reports connect(2)'s errno in the system category
     case EACCES:
     case EPERM:
+      if (path == system_socket_path()) {
+        return {Code::kFailedPrecondition,
+                fmt::format("permission denied connecting to {}: the box's daemon serves the members "
+                            "of its group ([users] group, gpuq by default); ask an admin to add you "
+                            "(sudo adduser $USER gpuq), then log in again",
+                            path)};
+      }
       return {Code::kFailedPrecondition,
               fmt::format("permission denied connecting to {} (is the daemon run by another user?)",
                           path)};

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The .deb through its life on this machine: scripts/release.sh --deb builds it (lintian errors
-# fail that), `apt-get install ./gpuq_*.deb` installs it (user gpuq, /var/lib/gpuq, the unit
-# not enabled, man pages, completions), its daemon starts (the service where systemd runs, else
-# by hand as the unit would run it, which is said), a job runs, a rebuilt package is installed
+# fail that), `apt-get install ./gpuq_*.deb` installs it (group gpuq, /var/lib/gpuq root's, the
+# unit a root --system daemon, not enabled, man pages, completions), its daemon starts (the
+# service where systemd runs, else by hand as the unit would run it, which is said), a member of
+# the group gpuq submits a job through the system socket, found by itself, a rebuilt package is installed
 # over it and the daemon restarted on the new binary while the job runs (the job survives and
 # succeeds with one run), and `apt-get remove` then purge take it away (purge: the state too).
 # Needs root and apt; skipped (exit 77) otherwise, and when a gpuq package is installed already
@@ -24,8 +25,9 @@ command -v lintian >/dev/null || skip "lintian is not installed (scripts/install
 if dpkg-query -W -f '${Status}' gpuq 2>/dev/null | grep -q "ok installed"; then
   skip "a gpuq package is installed on this machine; this test would replace it"
 fi
-user_existed=0
-getent passwd gpuq >/dev/null && user_existed=1
+group_existed=0
+getent group gpuq >/dev/null && group_existed=1
+member="gpuqt-deb-$$"
 systemd=0
 [ -d /run/systemd/system ] && systemd=1
 
@@ -33,8 +35,10 @@ work=$(mktemp -d)
 chmod 0755 "$work"
 jobdir="$work/job"
 mkdir "$jobdir"
-as_gpuq() { runuser -u gpuq -- "$@"; }
-q() { as_gpuq /usr/bin/gpuq --home /var/lib/gpuq "$@"; }
+# Without systemd the daemon is started by hand, on a socket of this test's own.
+[ "$systemd" -eq 1 ] || export GPUQ_SYSTEM_SOCKET="$work/run/gpuq.sock"
+# The member submits without --home: the CLI finds the system socket by itself.
+q() { runuser -u "$member" -- env HOME=/nonexistent GPUQ_SYSTEM_SOCKET="${GPUQ_SYSTEM_SOCKET:-}" /usr/bin/gpuq "$@"; }
 stop_daemon() {
   if [ "$systemd" -eq 1 ]; then
     systemctl stop gpuq.service 2>/dev/null || true
@@ -49,7 +53,7 @@ start_daemon() {
   if [ "$systemd" -eq 1 ]; then
     systemctl start gpuq.service
   else
-    as_gpuq /usr/bin/gpuq --home /var/lib/gpuq daemon --detach --gpus fake:2
+    /usr/bin/gpuq --home /var/lib/gpuq daemon --system --detach --gpus fake:2
   fi
 }
 cleanup() {
@@ -57,7 +61,8 @@ cleanup() {
   [ -f "$jobdir/pid" ] && kill "$(cat "$jobdir/pid")" 2>/dev/null
   stop_daemon
   if dpkg-query -W gpuq >/dev/null 2>&1; then dpkg --purge gpuq >/dev/null 2>&1 || true; fi
-  if [ "$user_existed" -eq 0 ] && getent passwd gpuq >/dev/null; then deluser --system --quiet gpuq >/dev/null 2>&1 || true; fi
+  getent passwd "$member" >/dev/null && userdel "$member" >/dev/null 2>&1
+  if [ "$group_existed" -eq 0 ] && getent group gpuq >/dev/null; then delgroup --system --quiet gpuq >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -76,10 +81,11 @@ install_deb() {
 # Install.
 install_deb "$first"
 [ -x /usr/bin/gpuq ] || fail "no /usr/bin/gpuq"
-getent passwd gpuq >/dev/null || fail "no user gpuq"
-[ "$(stat -c '%U %a' /var/lib/gpuq)" = "gpuq 700" ] || fail "/var/lib/gpuq is $(stat -c '%U %a' /var/lib/gpuq)"
-grep -qx "ExecStart=/usr/bin/gpuq daemon --home /var/lib/gpuq" /lib/systemd/system/gpuq.service || fail "the unit does not run /usr/bin/gpuq"
-grep -qx "User=gpuq" /lib/systemd/system/gpuq.service || fail "the unit does not run as gpuq"
+getent group gpuq >/dev/null || fail "no group gpuq"
+[ "$(stat -c '%U %a' /var/lib/gpuq)" = "root 711" ] || fail "/var/lib/gpuq is $(stat -c '%U %a' /var/lib/gpuq)"
+grep -qx "ExecStart=/usr/bin/gpuq daemon --system --home /var/lib/gpuq" /lib/systemd/system/gpuq.service || fail "the unit does not run /usr/bin/gpuq daemon --system"
+! grep -q "^User=" /lib/systemd/system/gpuq.service || fail "the unit does not run as root"
+useradd -M -N -g gpuq -s /bin/sh "$member" || fail "useradd $member"
 [ ! -e /etc/systemd/system/multi-user.target.wants/gpuq.service ] || fail "the package enabled the unit"
 for file in /usr/share/man/man1/gpuq.1.gz /usr/share/man/man1/gpuq-submit.1.gz \
             /usr/share/bash-completion/completions/gpuq /usr/share/zsh/vendor-completions/_gpuq \
@@ -89,13 +95,14 @@ done
 
 # Start, and a job that runs until told to finish.
 if [ "$systemd" -eq 0 ]; then
-  echo "systemd is not running here: the daemon is started as the unit would run it (user gpuq, /var/lib/gpuq)"
+  echo "systemd is not running here: the daemon is started as the unit would run it (root, --system, /var/lib/gpuq)"
 fi
 start_daemon
-chown gpuq "$jobdir"
+chown "$member" "$jobdir"
 id=$(cd "$jobdir" && q submit --id-only --gpus 0 -- sh -c 'echo $$ > pid; while [ ! -e go ]; do sleep 0.05; done; echo finished')
 for _ in $(seq 200); do [ -s "$jobdir/pid" ] && break; sleep 0.05; done
 [ -s "$jobdir/pid" ] || fail "job $id did not start: $(q show "$id" 2>&1)"
+[ "$(q show --json "$id" | grep -o '"user":"[^"]*"')" = "\"user\":\"$member\"" ] || fail "job $id is not $member's"
 old_daemon=$(cat /var/lib/gpuq/daemon.lock)
 
 # Upgrade to the rebuilt package while it runs; the daemon restarts on the new binary.
