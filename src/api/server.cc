@@ -116,15 +116,16 @@ Status Server::listen_unix(const std::string& path, std::optional<gid_t> group) 
   }
   ::unlink(path.c_str());  // a stale socket of a dead daemon; the lock proved none is alive
   boost::system::error_code ec;
-  acceptor_ = std::make_unique<asio::local::stream_protocol::acceptor>(context_.api_ioc);
-  acceptor_->open(asio::local::stream_protocol(), ec);
+  auto& acceptor = *acceptors_.emplace_back(
+      std::make_unique<asio::local::stream_protocol::acceptor>(context_.api_ioc));
+  acceptor.open(asio::local::stream_protocol(), ec);
   if (!ec) {
-    ::fcntl(acceptor_->native_handle(), F_SETFD, FD_CLOEXEC);
+    ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
     mode_t old = ::umask(0177);  // the socket is born 0600: no window with a wider mode
-    acceptor_->bind(asio::local::stream_protocol::endpoint(path), ec);
+    acceptor.bind(asio::local::stream_protocol::endpoint(path), ec);
     ::umask(old);
   }
-  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return fail(Code::kIoError, "cannot listen on " + path + ": " + ec.message());
   if (group) {
     // A system daemon's socket: its group may connect (root owns it, so only root can widen it).
@@ -134,7 +135,7 @@ Status Server::listen_unix(const std::string& path, std::optional<gid_t> group) 
   } else {
     ::chmod(path.c_str(), 0600);
   }
-  asio::co_spawn(context_.api_ioc, accept_loop(*acceptor_), log_exception("the API's accept loop"));
+  asio::co_spawn(context_.api_ioc, accept_loop(acceptor), log_exception("the API's accept loop"));
   return ok();
 }
 
@@ -179,7 +180,7 @@ void Server::notify_events(int64_t) {
 void Server::close() {
   asio::post(context_.api_ioc, [this] {
     closed_ = true;
-    if (acceptor_) acceptor_->close();
+    for (auto& acceptor : acceptors_) acceptor->close();
     if (tcp_acceptor_) tcp_acceptor_->close();
     if (alarm_timer_) alarm_timer_->cancel();
     for (auto* timer : waiters_) timer->cancel();

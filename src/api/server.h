@@ -87,7 +87,8 @@ class Server {
   ~Server();
 
   // Binds the unix socket at `path` (replacing a stale one), mode 0600, and starts accepting;
-  // with `group` (a system daemon), mode 0660 and that group.
+  // with `group` (a system daemon's box socket), mode 0660 and that group. May be called for
+  // more than one socket.
   Status listen_unix(const std::string& path, std::optional<gid_t> group = std::nullopt);
   // Binds the TCP listener at `address` (port 0: any free port) and starts accepting; its
   // requests are judged by `policy`. Code::kUnavailable when the address is in use.
@@ -254,7 +255,8 @@ class Server {
   std::unique_ptr<boost::asio::steady_timer> alarm_timer_;
   bool alarm_armed_ = false;
   std::unique_ptr<store::Store> store_;
-  std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+  // The unix sockets: the home's, and a system daemon's box socket.
+  std::vector<std::unique_ptr<boost::asio::local::stream_protocol::acceptor>> acceptors_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> tcp_acceptor_;
   std::optional<TcpPolicy> tcp_policy_;  // set with the TCP listener, before the api thread runs
   std::string tcp_listen_;

@@ -97,6 +97,10 @@ awaitable<void> Server::stream_events(Socket& socket, const Request& request, co
   std::string text;
   bool write_failed = false;
   while (!closed_ && !state->hung_up) {
+    // A TCP stream lasts as long as its token: a user's session revoked meanwhile ends it.
+    if constexpr (std::is_same_v<Socket, TcpSocket>) {
+      if (tcp_policy_ && !request_shows_token(*tcp_policy_, request)) break;
+    }
     auto events = store_->events_after(seq, kBatch);
     if (!events) {
       text = fmt::format(": error: {}\n\n", events.error().message);  // then end the stream

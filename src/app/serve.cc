@@ -189,7 +189,6 @@ int serve(const cli::DaemonFlags& flags) {
       return 1;
     }
     system_socket = *socket;
-    layout.socket_path = socket->path;
   }
   // The TCP listener's address and token, checked before the daemon detaches: a token file
   // others could read is refused here, on the terminal.
@@ -315,10 +314,14 @@ int serve(const cli::DaemonFlags& flags) {
           });
         });
   }
-  std::optional<gid_t> socket_group;
-  if (system_socket) socket_group = system_socket->group;
-  if (auto listening = server.listen_unix(layout.socket(), socket_group); !listening) {
+  if (auto listening = server.listen_unix(layout.socket()); !listening) {
     return fail_start(listening.error().message);
+  }
+  // A system daemon also serves the box's socket; its home's stays root's (--home).
+  if (system_socket) {
+    if (auto listening = server.listen_unix(system_socket->path, system_socket->group); !listening) {
+      return fail_start(listening.error().message);
+    }
   }
   auto http_note = start_http(*http, server, queue);
   if (!http_note) return fail_start(http_note.error().message);
@@ -337,8 +340,11 @@ int serve(const cli::DaemonFlags& flags) {
   auto api_guard = asio::make_work_guard(api_ioc);
   std::thread api_thread([&] { api_ioc.run(); });
   std::string fleet_note = fleet_node ? fmt::format("  fleet: {}\n", fleet_node->describe()) : "";
-  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}  gpus: {}\n{}",
-                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), *http_note,
+  std::string box_note = system_socket ? fmt::format("  the box's socket: {} (group {})\n", system_socket->path,
+                                                   config->users.group)
+                                     : "";
+  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}{}  gpus: {}\n{}",
+                            GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), box_note, *http_note,
                             inventory->note, fleet_note));
   if (fleet_node) fleet_node->start();
   if (ready_fd >= 0) ::close(ready_fd);
@@ -356,6 +362,7 @@ int serve(const cli::DaemonFlags& flags) {
   api_ioc.stop();
   api_thread.join();
   ::unlink(layout.socket().c_str());
+  if (system_socket) ::unlink(system_socket->path.c_str());
   std::fprintf(stderr, "gpuq daemon: stopped; runs keep going and will be adopted at the next start\n");
   return 0;
 }

@@ -23,9 +23,7 @@ struct HomeLayout {
   HomeLayout() = default;
   explicit HomeLayout(std::string home_dir) : home(std::move(home_dir)) {}
   std::string home;
-  // The daemon's socket: the home's own, or (a system daemon) the one `socket_path` names.
-  std::string socket_path;
-  std::string socket() const { return socket_path.empty() ? home + "/gpuq.sock" : socket_path; }
+  std::string socket() const { return home + "/gpuq.sock"; }
   std::string database() const { return home + "/gpuq.db"; }
   std::string lock() const { return home + "/daemon.lock"; }
   std::string daemon_log() const { return home + "/daemon.log"; }

@@ -208,6 +208,16 @@ TEST_F(Commands, StatusJsonIsTheDaemonsAnswer) {
   EXPECT_EQ(out(), body + "\n");
 }
 
+// --user and --mine ask the daemon for one user's jobs, listed one by one (no array lines).
+TEST_F(Commands, StatusOfOneUserAsksTheDaemonForTheirJobs) {
+  std::string body = R"({"resources":[],"jobs":[]})";
+  script({{"/v1/status?user=ann%20b", json_answer(200, body)}});
+  EXPECT_EQ(run({"status", "--user", "ann b"}), 0) << err();
+  script({{"/v1/status?finished=all&user=me", json_answer(200, body)}});
+  EXPECT_EQ(run({"status", "--all", "--mine"}), 0) << err();
+  EXPECT_NE(run({"status", "--mine", "--user", "ann"}), 0);
+}
+
 TEST_F(Commands, ShowPrintsFieldsAndRuns) {
   std::string runs =
       R"([{"number":1,"gpus":[0,1],"started_at":"2026-11-29T10:00:00.000Z",)"

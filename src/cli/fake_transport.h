@@ -81,6 +81,7 @@ struct FakeProcess {
     };
     io.environ = {"PATH=/usr/bin:/bin", "HOME=/home/me"};
     io.cwd = "/tmp";
+    io.login = [] { return std::string("me"); };
   }
   FakeProcess(const FakeProcess&) = delete;
   FakeProcess& operator=(const FakeProcess&) = delete;

@@ -76,6 +76,18 @@ TEST(ServiceUnitText, SystemUnitRunsAsItsUserAndTakesOptions) {
   EXPECT_TRUE(has_line(text, "Documentation=file:/usr/share/doc/gpuq/runbook.md")) << text;
 }
 
+TEST(ServiceUnitText, TheBoxsUnitRunsTheSystemDaemonAsRoot) {
+  ServiceUnit unit;
+  unit.executable = "/usr/bin/gpuq";
+  unit.home = "/var/lib/gpuq";
+  unit.system = true;
+  unit.run_as = "root";
+  ASSERT_TRUE(check_service_unit(unit));
+  std::string text = render_service_unit(unit);
+  EXPECT_TRUE(has_line(text, "ExecStart=/usr/bin/gpuq daemon --system --home /var/lib/gpuq")) << text;
+  EXPECT_EQ(text.find("User="), std::string::npos) << text;
+}
+
 TEST(ServiceUnitText, QuotesWordsForSystemd) {
   EXPECT_EQ(systemd_quote("/usr/bin/gpuq"), "/usr/bin/gpuq");
   EXPECT_EQ(systemd_quote("/home/a b/gpuq"), "\"/home/a b/gpuq\"");

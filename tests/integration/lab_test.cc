@@ -1,0 +1,263 @@
+// A shared box (docs/lab.md) end to end, as real users: a `gpuq daemon --system` on fake:4 (root,
+// as CI runs), three members of a test group (one an admin by [users] admins) and one user
+// outside it, each running the real `gpuq` through runuser from a directory of their own. The
+// users and the group are made for this suite and removed after it, also when a test fails.
+// Skipped where the suite cannot make users (not root, no useradd).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+#include "tcp_http.h"
+#include "unix_http.h"
+#include "os/process.h"
+
+namespace gpuq::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string name_of(const char* role) { return fmt::format("gpuqt-{}-{}", role, ::getpid()); }
+
+int shell(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()); }
+
+class Lab : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0 || shell("command -v useradd") != 0 || shell("command -v runuser") != 0) return;
+    made_ = shell("groupadd " + group()) == 0;
+    for (const char* role : {"alice", "bob", "carol"}) {
+      made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh -G {} {}", group(), name_of(role))) == 0;
+    }
+    made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh {}", name_of("eve"))) == 0;
+  }
+  static void TearDownTestSuite() {
+    for (const char* role : {"alice", "bob", "carol", "eve"}) shell("userdel " + name_of(role));
+    shell("groupdel " + group());
+  }
+  static std::string group() { return name_of("lab"); }
+
+  void SetUp() override {
+    if (!made_) GTEST_SKIP() << "needs root with useradd and runuser to make the box's users";
+    socket_ = harness_.work() + "/run/gpuq.sock";
+    for (const char* role : {"alice", "bob", "carol", "eve"}) {
+      std::string dir = harness_.path(role);
+      fs::create_directories(dir);
+      ASSERT_EQ(shell(fmt::format("chown {} {}", name_of(role), dir)), 0);
+    }
+    fs::permissions(harness_.work(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  }
+  void TearDown() override { harness_.stop(); }
+
+  // Starts the box's daemon with [users] group and admins (carol).
+  void start_box(std::vector<std::string> flags = {"--http", "off"}) {
+    fs::create_directories(harness_.home());
+    std::ofstream(harness_.home() + "/config.toml")
+        << fmt::format("[users]\ngroup = \"{}\"\nadmins = [\"{}\"]\n", group(), name_of("carol"));
+    ::setenv("GPUQ_SYSTEM_SOCKET", socket_.c_str(), 1);
+    flags.insert(flags.begin(), "--system");
+    harness_.start(flags);
+    ::unsetenv("GPUQ_SYSTEM_SOCKET");
+  }
+
+  // `gpuq ARGS` as `role`, from their own directory, with no daemon of their own.
+  CliResult as(const char* role, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"runuser", "-u", name_of(role), "--", "env", "-i",
+                                     "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/nonexistent",
+                                     "GPUQ_SYSTEM_SOCKET=" + socket_, "sh", "-c", "cd \"$0\" && exec \"$@\"",
+                                     harness_.path(role), GPUQ_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto result = os::run_command(argv, Millis(60'000));
+    if (!result) {
+      ADD_FAILURE() << "cannot run gpuq as " << role << ": " << result.error().message;
+      return {};
+    }
+    return {result->exit_code, result->out, result->err};
+  }
+  int64_t submit(const char* role, const std::string& name, const std::string& script) {
+    auto r = as(role, {"submit", "--id-only", "--gpus", "1", "--name", name, "--", "sh", "-c", script});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return std::atoll(r.out.c_str());
+  }
+  std::string refusal(const char* role, const std::vector<std::string>& args) {
+    auto r = as(role, args);
+    EXPECT_NE(r.status, 0) << role << " may " << fmt::format("{}", fmt::join(args, " ")) << ": " << r.out;
+    return r.err;
+  }
+
+  static inline bool made_ = false;
+  Harness harness_{"fake:4"};
+  std::string socket_;
+};
+
+TEST_F(Lab, ThreeUsersShareOneDaemonEachWithTheirOwnRights) {
+  start_box();
+  std::string alice = name_of("alice"), bob = name_of("bob"), carol = name_of("carol");
+  int64_t a1 = submit("alice", "a1", "while [ ! -e go ]; do sleep 0.05; done");
+  int64_t a2 = submit("alice", "a2", "id -un > whoami; echo hello from a2");
+  int64_t b1 = submit("bob", "b1", "while [ ! -e go ]; do sleep 0.05; done");
+  int64_t c1 = submit("carol", "c1", "id -un > whoami");
+  ASSERT_TRUE(harness_.wait_for(a2, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+
+  // Everyone sees the whole queue, with each job's owner.
+  for (const char* role : {"alice", "bob", "carol"}) {
+    auto r = as(role, {"status", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto jobs = nlohmann::json::parse(r.out)["jobs"];
+    std::map<int64_t, std::string> owners;
+    for (const auto& j : jobs) owners[j["id"].get<int64_t>()] = j["user"].get<std::string>();
+    EXPECT_EQ(owners[a1], alice);
+    EXPECT_EQ(owners[a2], alice);
+    EXPECT_EQ(owners[b1], bob);
+    EXPECT_EQ(owners[c1], carol);
+  }
+  // --mine: only one's own.
+  auto mine = as("bob", {"status", "--json", "--mine"});
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  auto bobs = nlohmann::json::parse(mine.out)["jobs"];
+  ASSERT_EQ(bobs.size(), 1u) << mine.out;
+  EXPECT_EQ(bobs[0]["id"], b1);
+  auto by_user = nlohmann::json::parse(as("bob", {"status", "--json", "--user", alice}).out)["jobs"];
+  EXPECT_EQ(by_user.size(), 2u);
+
+  // Alice reads her own log, not Bob's; acts on her own jobs, not Bob's.
+  auto log = as("alice", {"logs", std::to_string(a2)});
+  EXPECT_EQ(log.status, 0) << log.err;
+  EXPECT_NE(log.out.find("hello from a2"), std::string::npos);
+  std::string owner_named = fmt::format("belongs to '{}': only '{}' or an admin may", bob, bob);
+  EXPECT_NE(refusal("alice", {"logs", std::to_string(b1)}).find(owner_named + " read the log of it"), std::string::npos);
+  for (const char* verb : {"cancel", "hold", "retry"}) {
+    EXPECT_NE(refusal("alice", {verb, std::to_string(b1)}).find(owner_named), std::string::npos) << verb;
+  }
+  EXPECT_NE(refusal("alice", {"move", std::to_string(b1), "--top"}).find(owner_named), std::string::npos);
+  EXPECT_NE(refusal("bob", {"cancel", std::to_string(a1)}).find(fmt::format("belongs to '{}'", alice)),
+            std::string::npos);
+  // The daemon's own acts are the admins'.
+  for (auto args : std::vector<std::vector<std::string>>{{"drain"}, {"gc"}, {"release", "--attention", "gpu0"}}) {
+    EXPECT_NE(refusal("alice", args).find("only an admin may"), std::string::npos) << args[0];
+  }
+  // Bob's job still runs: nothing of the refusals touched it.
+  EXPECT_EQ(harness_.show(b1)["state"], "running");
+
+  // Carol is an admin: she acts on everyone's jobs and on the daemon.
+  auto cancelled = as("carol", {"cancel", std::to_string(b1)});
+  EXPECT_EQ(cancelled.status, 0) << cancelled.err;
+  EXPECT_EQ(as("carol", {"drain"}).status, 0);
+  EXPECT_EQ(as("carol", {"undrain"}).status, 0);
+  auto carol_log = as("carol", {"logs", std::to_string(a2)});
+  EXPECT_NE(carol_log.out.find("hello from a2"), std::string::npos) << carol_log.err;
+
+  // Alice's own cancel works.
+  EXPECT_EQ(as("alice", {"cancel", std::to_string(a1)}).status, 0);
+  EXPECT_TRUE(harness_.wait_for(a1, [](const nlohmann::json& j) { return j["state"] == "cancelled"; }));
+}
+
+TEST_F(Lab, AUserOutsideTheGroupCannotConnect) {
+  start_box();
+  auto r = as("eve", {"status"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("permission denied connecting to " + socket_), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ask an admin to add you"), std::string::npos) << r.err;
+}
+
+TEST_F(Lab, TheSocketIsTheGroupsAndTheHomeOnlyPassesThrough) {
+  start_box();
+  struct stat socket_info {};
+  ASSERT_EQ(::stat(socket_.c_str(), &socket_info), 0);
+  EXPECT_EQ(socket_info.st_mode & 0777, 0660u);
+  EXPECT_EQ(socket_info.st_uid, 0u);
+  struct stat home_info {};
+  ASSERT_EQ(::stat(harness_.home().c_str(), &home_info), 0);
+  EXPECT_EQ(home_info.st_mode & 0777, 0711u);
+  // Root's own CLI with --home still reaches the daemon (its home socket, root's alone).
+  EXPECT_EQ(harness_.gpuq({"status"}).status, 0);
+}
+
+TEST_F(Lab, TheDaemonRefusesSystemModeToAnyoneButRoot) {
+  auto r = as("alice", {"--home", harness_.path("alice") + "/home", "daemon", "--system", "--gpus", "fake:1"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--system starts each job as the user who submitted it, which needs root"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(Lab, ASingleUserDaemonLetsNoOtherUserIn) {
+  harness_.start();  // today's mode: no --system
+  auto r = as("alice", {"--home", harness_.home(), "status"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  auto me = harness_.gpuq_json({"status", "--json"});
+  EXPECT_TRUE(me.contains("jobs"));
+}
+
+TEST_F(Lab, EachUsersDashboardTokenActsWithTheirRightsUntilRevoked) {
+  start_box({"--http", "127.0.0.1:0"});
+  std::string listen = harness_.health()["http"]["listen"].get<std::string>();
+  int64_t b1 = submit("bob", "b1", "while [ ! -e go ]; do sleep 0.05; done");
+  auto token_of = [&](const char* role) {
+    auto r = as(role, {"dashboard", "--no-open", "--json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    std::string url = nlohmann::json::parse(r.out)["url"].get<std::string>();
+    return url.substr(url.find("#token=") + 7);
+  };
+  std::string alice_token = token_of("alice");
+  std::string bob_token = token_of("bob");
+  EXPECT_NE(alice_token, bob_token);
+  EXPECT_EQ(token_of("alice"), alice_token);  // one token per user
+  auto me = tcp_request("GET", "http://" + listen + "/v1/me", {"Authorization: Bearer " + alice_token});
+  ASSERT_EQ(me.status, 200) << me.body;
+  auto who = nlohmann::json::parse(me.body);
+  EXPECT_EQ(who["user"], name_of("alice"));
+  EXPECT_EQ(who["admin"], false);
+  EXPECT_EQ(who["system"], true);
+  auto post_as = [&](const std::string& token, const std::string& path) {
+    return tcp_request("POST", "http://" + listen + path,
+                       {"Authorization: Bearer " + token, "Origin: http://" + listen, "X-Gpuq-Csrf: 1",
+                        "Content-Type: application/json"},
+                       "{}");
+  };
+  auto refused = post_as(alice_token, fmt::format("/v1/jobs/{}/cancel", b1));
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_EQ(code_of(refused), "permission_denied");
+  EXPECT_EQ(harness_.show(b1)["state"], "running");
+  auto log = tcp_request("GET", fmt::format("http://{}/v1/jobs/{}/log", listen, b1),
+                         {"Authorization: Bearer " + alice_token});
+  EXPECT_EQ(log.status, 403);
+
+  auto revoked = as("alice", {"dashboard", "--revoke"});
+  EXPECT_EQ(revoked.status, 0) << revoked.err;
+  EXPECT_NE(revoked.out.find("revoked the dashboard token of " + name_of("alice")), std::string::npos);
+  EXPECT_EQ(tcp_request("GET", "http://" + listen + "/v1/me", {"Authorization: Bearer " + alice_token}).status, 401);
+  // A stream opened with a token ends once the token is revoked (at its next event).
+  std::string bob_stream_token = bob_token;
+  RawAnswer stream;
+  std::thread reader([&] {
+    stream = raw_exchange(listen, fmt::format("GET /v1/events/stream HTTP/1.1\r\nHost: {}\r\n"
+                                              "Authorization: Bearer {}\r\n\r\n",
+                                              listen, bob_stream_token),
+                          60'000);
+  });
+  bool streaming = wait_until([&] {
+    auto metrics = unix_get(harness_.home() + "/gpuq.sock", "/metrics").body;
+    return metrics.find("gpuq_connections_open{class=\"event_streams\"} 1") != std::string::npos;
+  });
+  EXPECT_EQ(as("bob", {"dashboard", "--revoke"}).status, 0);
+  submit("carol", "wake-the-stream", "true");
+  reader.join();
+  ASSERT_TRUE(streaming) << "the stream never opened: " << stream.text.substr(0, 300);
+  EXPECT_TRUE(stream.closed) << "the stream of a revoked token went on: " << stream.text.substr(0, 300);
+  bob_token = token_of("bob");
+
+  // Bob's (new) token works, and acts on his job.
+  auto cancelled = post_as(bob_token, fmt::format("/v1/jobs/{}/cancel", b1));
+  EXPECT_EQ(cancelled.status, 200) << cancelled.body;
+}
+
+}  // namespace
+}  // namespace gpuq::testing
