@@ -39,7 +39,8 @@ export async function waitFor(fn, what, ms = 30000) {
   }
 }
 
-function unixGet(sock, path) {
+// GET a JSON path over a daemon's unix socket.
+export function unixGet(sock, path) {
   return new Promise((resolveP, reject) => {
     const req = http.request({ socketPath: sock, path, method: 'GET', headers: { host: 'gpuq' } }, (res) => {
       let body = '';
@@ -51,7 +52,8 @@ function unixGet(sock, path) {
   });
 }
 
-function pidsWithEnv(needle) {
+// The processes whose environment has a variable that starts with `needle`.
+export function pidsWithEnv(needle) {
   const out = [];
   for (const p of readdirSync('/proc')) {
     if (!/^\d+$/.test(p)) continue;
@@ -62,7 +64,7 @@ function pidsWithEnv(needle) {
   return out;
 }
 
-const alive = (pid) => {
+export const alive = (pid) => {
   try { return !/^\S+ \S+ Z/.test(readFileSync(`/proc/${pid}/stat`, 'latin1').replace(/\(.*\)/, 'x')); } catch (_) { return false; }
 };
 

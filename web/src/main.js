@@ -2,6 +2,7 @@
 // routes by hash: #/ queue, #/job/ID, #/timeline, #/usage, #/events, #/fleet.
 import { html, render, useEffect, useState } from './lib/html.js';
 import { startSession, getJson } from './lib/api.js';
+import { loadMe } from './lib/me.js';
 import { start as startLive } from './lib/live.js';
 import { useShared, setShared } from './lib/state.js';
 import { Nav, Banner, Toasts, Unauthenticated } from './components/chrome.js';
@@ -51,6 +52,8 @@ function App() {
 
 async function boot() {
   await startSession();
+  // Who the page acts as, before the first render: which buttons each job shows.
+  await loadMe();
   // What the listener allows (resubmit needs --http-allow-submit); absent on the unix socket.
   getJson('/v1/health').then((h) => setShared({ allowSubmit: !!(h.http && h.http.allow_submit), health: h }))
     .catch(() => {});

@@ -1,7 +1,9 @@
-// The frame around every page: the navigation, the banner that says when the daemon does not
+// The frame around every page: the navigation (with, on a box's daemon, who the page acts
+// as), the banner that says when the daemon does not
 // answer (or the page is not signed in), and the toasts (with Undo).
 import { html } from '../lib/html.js';
 import { useShared, dismissToast } from '../lib/state.js';
+import { whoami } from '../lib/me.js';
 
 const PAGES = [
   ['#/', 'Queue', 'queue'], ['#/timeline', 'Timeline', 'timeline'], ['#/usage', 'Usage', 'usage'],
@@ -9,11 +11,14 @@ const PAGES = [
 ];
 
 export function Nav({ page }) {
+  const me = whoami();
   return html`<header class="top">
     <a class="brand" href="#/">gpuq</a>
     <nav>${PAGES.map(([href, label, key]) => html`
       <a href=${href} class=${page === key ? 'active' : ''} aria-current=${page === key ? 'page' : null}>${label}</a>`)}
     </nav>
+    ${me.system && me.user && html`<span class="whoami" title="the pages act with this user's rights"
+      >${me.user}${me.admin ? ' (admin)' : ''}</span>`}
   </header>`;
 }
 

@@ -1,9 +1,10 @@
 // One row per GPU (and per lane): its state, the job running on it with its user and elapsed
 // time against its estimate, memory, utilisation, and the processes on it that no run owns
 // (foreign) or that a run's cleanup left (attention), each flagged; release for a GPU in
-// attention.
+// attention (an admin's act).
 import { html } from '../lib/html.js';
 import { releaseGpu } from '../lib/actions.js';
+import { isAdmin } from '../lib/me.js';
 import { dur, mib, jobLabel, lastRun } from '../lib/format.js';
 
 function Progress({ elapsed, estimate }) {
@@ -40,7 +41,7 @@ export function GpuTable({ resources, jobsById, lanes, draining, reload, now }) 
           <td><span class=${`badge ${state}`}>${state}</span>
             ${r.preempting_for != null && html`<div class="small">preempting for <a href=${`#/job/${r.preempting_for}`}>job ${r.preempting_for}</a></div>`}
             ${why && html`<div class="small">${why}</div>`}
-            ${r.state === 'attention' && html`<button class="danger small" onClick=${() => releaseGpu(r.name, reload)}>Release…</button>`}
+            ${r.state === 'attention' && isAdmin() && html`<button class="danger small" onClick=${() => releaseGpu(r.name, reload)}>Release…</button>`}
           </td>
           <td>${r.job != null ? html`<a href=${`#/job/${r.job}`}>${r.job} ${job ? jobLabel(job) : ''}</a>` : ''}
             <${Processes} r=${r} /></td>

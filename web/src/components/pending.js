@@ -2,9 +2,12 @@
 // pages them: pending_limit/pending_offset). Reorder by drag and drop (SortableJS, across
 // groups too) or by keyboard: the row's buttons, or Alt+ArrowUp/Down (up/down one place) and
 // Alt+Home/End (top/bottom) on a focused row. Each move asks the daemon, then the page reloads.
+// Another user's job (on a box's daemon, for a user who is no admin) is read-only: no handle,
+// no buttons, no moving keys; it still takes its place among the rows a job is dropped between.
 import Sortable from 'sortablejs';
 import { html, useEffect, useRef } from '../lib/html.js';
 import { move, jobAction } from '../lib/actions.js';
+import { mayAct } from '../lib/me.js';
 import { dur, priorityName, jobLabel, ms } from '../lib/format.js';
 
 function groups(jobs) {
@@ -28,9 +31,10 @@ function Row({ job, index, list, reload, now }) {
   const next = list[index + 1] || null;
   const known = { priority: job.priority, after: prev ? prev.id : null };
   const go = (where) => move(job, where, known, reload);
+  const mine = mayAct(job);
   const onKey = (e) => {
     if (e.target !== e.currentTarget) return;
-    if (!e.altKey) {
+    if (!e.altKey || !mine) {
       if (e.key === 'ArrowDown' && e.currentTarget.nextElementSibling) e.currentTarget.nextElementSibling.focus();
       if (e.key === 'ArrowUp' && e.currentTarget.previousElementSibling) e.currentTarget.previousElementSibling.focus();
       return;
@@ -41,23 +45,24 @@ function Row({ job, index, list, reload, now }) {
     if (e.key === 'End') { e.preventDefault(); go({ bottom: true }); }
   };
   const when = eta(job, now);
-  return html`<li class="pending-row" data-id=${job.id} tabindex="0" onKeyDown=${onKey}
+  return html`<li class=${`pending-row${mine ? '' : ' read-only'}`} data-id=${job.id} tabindex="0" onKeyDown=${onKey}
       aria-label=${`job ${job.id} ${jobLabel(job)}, place ${job.serving_position ?? ''}`}>
-    <span class="handle" title="drag to reorder" aria-hidden="true">⋮⋮</span>
+    ${mine ? html`<span class="handle" title="drag to reorder" aria-hidden="true">⋮⋮</span>`
+      : html`<span class="no-handle" aria-hidden="true">⋮⋮</span>`}
     <span class="pos">${job.serving_position ?? ''}</span>
     <a class="job" href=${`#/job/${job.id}`}>${job.id} ${jobLabel(job)}</a>
     <span class="user">${job.user || ''}</span>
     <span class="gpus">${job.gpus_requested} GPU${job.gpus_requested === 1 ? '' : 's'}</span>
     <span class="reason">${job.reason}</span>
     <span class="eta">${when ? `ETA ${when}` : ''}</span>
-    <span class="moves">
+    ${mine && html`<span class="moves">
       <button title="to the top (Alt+Home)" aria-label="move to top" onClick=${() => go({ top: true })}>⤒</button>
       <button title="up one (Alt+↑)" aria-label="move up" disabled=${!prev} onClick=${() => go({ before: prev.id })}>↑</button>
       <button title="down one (Alt+↓)" aria-label="move down" disabled=${!next} onClick=${() => go({ after: next.id })}>↓</button>
       <button title="to the bottom (Alt+End)" aria-label="move to bottom" onClick=${() => go({ bottom: true })}>⤓</button>
       <button onClick=${() => jobAction('hold', job, reload)}>Hold</button>
       <button class="danger" onClick=${() => jobAction('cancel', job, reload)}>Cancel</button>
-    </span>
+    </span>`}
   </li>`;
 }
 

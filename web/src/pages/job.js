@@ -2,11 +2,14 @@
 // text when the daemon sends it, command, directory, scheduling fields, dependencies), every
 // run (GPUs given and GPUs its processes were seen on, a mismatch flagged; times, exit,
 // outcome, peak memory, a utilisation sparkline), its events, its log, the actions its state
-// allows, and (with --http-allow-submit) "resubmit with changes".
+// allows, and (with --http-allow-submit) "resubmit with changes". On a box's daemon the title
+// says who submitted it; another user's job (for a user who is no admin) shows no actions, and
+// in place of its log a line that says whose it is to read (lib/me.js).
 import { html, useState, useCallback, useEffect, useRef } from '../lib/html.js';
 import { getJson } from '../lib/api.js';
 import { useRefresh, useNow, onEvent } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
+import { mayAct, showsOwners } from '../lib/me.js';
 import { jobEvents } from '../lib/jobevents.js';
 import { useShared } from '../lib/state.js';
 import { LogView } from '../components/logview.js';
@@ -111,23 +114,26 @@ export function JobPage({ id }) {
   const shownRun = run || (latest ? latest.number : null);
   const reload = load;
   const progress = stepProgress(job);
+  const mine = mayAct(job);
   return html`<div class="job-page">
     <div class="title-row"><h1>${job.id} ${jobLabel(job)} <span class=${`badge ${job.state}`}>${job.state}</span>
       ${progress && html` <span class="step-progress">${progress}</span>`}</h1>
-      <span class="actions">
+      ${showsOwners() && html`<span class="owner muted">submitted by ${job.user || 'an unknown user'}</span>`}
+      ${mine && html`<span class="actions">
         ${job.state === 'pending' && html`<button onClick=${() => jobAction('hold', job, reload)}>Hold</button>`}
         ${job.state === 'held' && html`<button onClick=${() => jobAction('release', job, reload)}>Release</button>`}
         ${['failed', 'cancelled', 'blocked'].includes(job.state) && html`<button onClick=${() => jobAction('retry', job, reload)}>Retry</button>`}
         ${['pending', 'held', 'running', 'blocked'].includes(job.state) && html`<button class="danger" onClick=${() => jobAction('cancel', job, reload)}>Cancel</button>`}
-      </span></div>
+      </span>`}</div>
     ${job.reason && html`<p class="reason">${job.reason}</p>`}
     ${error && html`<p class="error">${error}</p>`}
     <${Steps} job=${job} now=${now} />
     <${Runs} job=${job} now=${now} />
     <section class="card"><h2>Log
-      ${job.runs && job.runs.length > 1 && html` <select aria-label="run" value=${shownRun} onChange=${(e) => setRun(Number(e.target.value))}>
+      ${mine && job.runs && job.runs.length > 1 && html` <select aria-label="run" value=${shownRun} onChange=${(e) => setRun(Number(e.target.value))}>
         ${job.runs.map((r) => html`<option value=${r.number}>run ${r.number}</option>`)}</select>`}</h2>
-      ${shownRun ? html`<${LogView} jobId=${job.id} run=${shownRun}
+      ${!mine ? html`<p class="muted log-refused">This is ${job.user || 'another user'}'s job: only ${job.user || 'its owner'} or an admin may read its log.</p>`
+        : shownRun ? html`<${LogView} jobId=${job.id} run=${shownRun}
           running=${!!(latest && latest.outcome === 'running' && latest.number === shownRun)} />`
         : html`<p class="muted">No run yet, so no log.</p>`}
     </section>

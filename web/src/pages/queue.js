@@ -1,10 +1,12 @@
 // The queue at a glance: every GPU and lane, the watchers' open episodes, the pending jobs in
 // serving order (paged by the daemon), held and blocked jobs, and the last finished jobs.
-// Reloads on every event (debounced) and ticks elapsed times each second.
+// Reloads on every event (debounced) and ticks elapsed times each second. A job's buttons show
+// where the page may act on it (lib/me.js); on a box's daemon every row names its owner.
 import { html, useState, useCallback } from '../lib/html.js';
 import { getJson } from '../lib/api.js';
 import { useRefresh, useNow } from '../lib/live.js';
 import { jobAction } from '../lib/actions.js';
+import { mayAct, showsOwners } from '../lib/me.js';
 import { GpuTable } from '../components/gpus.js';
 import { PendingList, isDragging } from '../components/pending.js';
 import { dur, time, jobLabel, lastRun, ms } from '../lib/format.js';
@@ -31,12 +33,13 @@ function Waiting({ jobs, reload }) {
     <ul class="rows">${jobs.map((j) => html`<li class="row" data-id=${j.id}>
       <span class=${`badge ${j.state}`}>${j.state}</span>
       <a href=${`#/job/${j.id}`}>${j.id} ${jobLabel(j)}</a>
+      ${showsOwners() && html`<span class="muted user">${j.user || ''}</span>`}
       <span class="reason">${j.reason}</span>
-      <span class="actions">
+      ${mayAct(j) && html`<span class="actions">
         ${j.state === 'held' && html`<button onClick=${() => jobAction('release', j, reload)}>Release</button>`}
         ${j.state === 'blocked' && html`<button onClick=${() => jobAction('retry', j, reload)}>Retry</button>`}
         <button class="danger" onClick=${() => jobAction('cancel', j, reload)}>Cancel</button>
-      </span></li>`)}</ul></section>`;
+      </span>`}</li>`)}</ul></section>`;
 }
 
 function Finished({ jobs, total, reload }) {
@@ -47,10 +50,10 @@ function Finished({ jobs, total, reload }) {
       return html`<li class="row" data-id=${j.id}>
         <span class=${`badge ${run ? run.outcome : j.state}`}>${run ? run.outcome : j.state}</span>
         <a href=${`#/job/${j.id}`}>${j.id} ${jobLabel(j)}</a>
-        <span class="muted">${j.user || ''}</span>
+        <span class="muted user">${j.user || ''}</span>
         <span>${took != null ? dur(took) : ''}</span>
         <span class="muted">${time(ms(j.finished_at))}</span>
-        ${['failed', 'cancelled'].includes(j.state) && html`<span class="actions"><button onClick=${() => jobAction('retry', j, reload)}>Retry</button></span>`}
+        ${['failed', 'cancelled'].includes(j.state) && mayAct(j) && html`<span class="actions"><button onClick=${() => jobAction('retry', j, reload)}>Retry</button></span>`}
       </li>`;
     })}</ul>`}</section>`;
 }
@@ -92,8 +95,8 @@ export function QueuePage() {
     ${running.some((j) => !j.gpus_requested) && html`<section class="card"><h2>Running without a GPU</h2>
       <ul class="rows">${running.filter((j) => !j.gpus_requested).map((j) => html`<li class="row" data-id=${j.id}>
         <span class="badge running">running</span><a href=${`#/job/${j.id}`}>${j.id} ${jobLabel(j)}</a>
-        <span class="muted">${j.user || ''}</span><span>${dur(now - ((lastRun(j) || {}).started_at_ms || now))}</span>
-        <span class="actions"><button class="danger" onClick=${() => jobAction('cancel', j, load)}>Cancel</button></span></li>`)}</ul></section>`}
+        <span class="muted user">${j.user || ''}</span><span>${dur(now - ((lastRun(j) || {}).started_at_ms || now))}</span>
+        ${mayAct(j) && html`<span class="actions"><button class="danger" onClick=${() => jobAction('cancel', j, load)}>Cancel</button></span>`}</li>`)}</ul></section>`}
     <${Episodes} watch=${data.watch} />
     <section class="card"><h2>Pending <span class="count">${total}</span>
       ${data.eta_note && html`<span class="muted small">${data.eta_note}</span>`}</h2>
