@@ -42,7 +42,7 @@ for file in bin/gpuq share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/
             share/gpuq/gpuq.service; do
   [ -s "$top/$file" ] || fail "the tarball has no $file"
 done
-grep -qx "ExecStart=/usr/local/bin/gpuq daemon --home /var/lib/gpuq" "$top/share/gpuq/gpuq.service" ||
+grep -qx "ExecStart=/usr/local/bin/gpuq daemon --system --home /var/lib/gpuq" "$top/share/gpuq/gpuq.service" ||
   fail "the unit does not run /usr/local/bin/gpuq: $(grep ExecStart "$top/share/gpuq/gpuq.service")"
 grep -qx "Documentation=file:/usr/local/share/doc/gpuq/runbook.md" "$top/share/gpuq/gpuq.service" ||
   fail "the unit's Documentation= is not the runbook under /usr/local"
