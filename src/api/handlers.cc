@@ -85,11 +85,7 @@ awaitable<Response> Server::handle(const Request& request, Caller caller) {
     case Endpoint::kTimeline: co_return timeline(r.target);
     case Endpoint::kReport: co_return report(r.target);
     case Endpoint::kDashboardSession: co_return dashboard_session(r.verb, caller);
-    case Endpoint::kMe:
-      co_return json_response(http::status::ok,
-                              {{"user", caller.user.empty() ? login_name(::getuid()) : caller.user},
-                               {"admin", caller.admin},
-                               {"system", context_.peers.shared}});
+    case Endpoint::kMe: co_return me(caller);
     case Endpoint::kEventStream:  // answered by the session itself (sse.cc)
     case Endpoint::kNone: break;
   }
@@ -107,24 +103,6 @@ Result<int64_t> Server::resolve(const std::string& ref) {
   if (!job) return tl::unexpected(job.error());
   if (!*job) return fail(Code::kNotFound, fmt::format("no job named '{}'", ref));
   return (*job)->id;
-}
-
-Status Server::authorize(const Route& where, const Caller& caller) {
-  Need need = need_of(where.endpoint);
-  if (caller.admin || need == Need::kAnyone) return ok();
-  std::string action = action_words(where.endpoint, where.verb);
-  if (need == Need::kAdmin) return permit(caller, need, action, "", "");
-  if (where.endpoint == Endpoint::kArrayControl) {
-    auto array = find_array(where.subject);
-    if (!array) return tl::unexpected(array.error());
-    return permit(caller, need, action, fmt::format("array '{}'", array->name), array_owner(array->id));
-  }
-  auto id = resolve(where.subject);
-  if (!id) return tl::unexpected(id.error());
-  auto job = store_->find_job(*id, false);
-  if (!job) return tl::unexpected(job.error());
-  std::string owner = *job ? (*job)->spec.user : "";
-  return permit(caller, need, action, fmt::format("job {}", *id), owner);
 }
 
 void Server::attach_reasons(std::vector<Job>& jobs) {
@@ -403,27 +381,6 @@ Response Server::hooks() {
     }
   }
   return json_response(http::status::ok, {{"hooks", std::move(list)}});
-}
-
-Response Server::dashboard_session(const std::string& verb, const Caller& caller) {
-  if (!context_.sessions) {
-    return error_response({Code::kFailedPrecondition,
-                           "this daemon serves one user, not a box's users (it runs without --system): "
-                           "`gpuq dashboard` reads its token from the daemon's home"});
-  }
-  if (caller.user.empty()) {
-    return error_response({Code::kInvalidArgument,
-                           "the daemon's own token is no user's session: ask on the unix socket "
-                           "(gpuq dashboard) as the user whose session it is"});
-  }
-  if (verb == "revoke") {
-    auto revoked = context_.sessions->revoke(caller.user);
-    if (!revoked) return error_response(revoked.error());
-    return json_response(http::status::ok, {{"user", caller.user}, {"revoked", *revoked}});
-  }
-  auto token = context_.sessions->token_for({caller.user, caller.uid});
-  if (!token) return error_response(token.error());
-  return json_response(http::status::ok, {{"user", caller.user}, {"token", *token}});
 }
 
 Response Server::fleet() {

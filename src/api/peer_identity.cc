@@ -87,11 +87,6 @@ std::string login_name(uid_t uid) {
   return name;
 }
 
-std::string peer_user_name(int fd) {
-  auto uid = peer_uid(fd);
-  return uid ? login_name(*uid) : "";
-}
-
 std::vector<std::string> groups_of(const std::string& login) {
   static std::mutex mutex;
   static std::map<std::string, CachedGroups> cache;

@@ -21,9 +21,6 @@ std::optional<uid_t> peer_uid(int fd);
 bool peer_is_trusted(int fd);
 // The login name of `uid` (its number when it has none).
 std::string login_name(uid_t uid);
-// The login name of the peer on unix socket `fd`, recorded as the user of the jobs it
-// submits; "" when its credentials cannot be read.
-std::string peer_user_name(int fd);
 // The names of the groups `login` belongs to (its primary group and the others); empty when
 // it is not a known user.
 std::vector<std::string> groups_of(const std::string& login);

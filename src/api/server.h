@@ -178,6 +178,8 @@ class Server {
   boost::asio::awaitable<Response> events(const Target& target);
   Response metrics();
   Response hooks();
+  // GET /v1/me (user_handlers.cc): who the caller is and whether it is an admin.
+  Response me(const Caller& caller);
   // POST /v1/dashboard/session (verb "open") and .../revoke: the caller's own dashboard token.
   Response dashboard_session(const std::string& verb, const Caller& caller);
   Response fleet();
