@@ -36,10 +36,22 @@ class Lab : public ::testing::Test {
       made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh -G {} {}", group(), name_of(role))) == 0;
     }
     made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh {}", name_of("eve"))) == 0;
+    // The users run a copy of the binary: the build may lie where only root can reach it (a
+    // checkout in a 0700 directory).
+    binary_ = (fs::temp_directory_path() / name_of("bin")).string();
+    fs::create_directories(binary_);
+    fs::permissions(binary_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+    binary_ += "/gpuq";
+    std::error_code copied;
+    fs::copy_file(GPUQ_BINARY, binary_, fs::copy_options::overwrite_existing, copied);
+    made_ = made_ && !copied && shell("chmod 0755 " + binary_) == 0;
   }
   static void TearDownTestSuite() {
     for (const char* role : {"alice", "bob", "carol", "eve"}) shell("userdel " + name_of(role));
     shell("groupdel " + group());
+    std::error_code ignored;
+    if (!binary_.empty()) fs::remove_all(fs::path(binary_).parent_path(), ignored);
   }
   static std::string group() { return name_of("lab"); }
 
@@ -71,7 +83,7 @@ class Lab : public ::testing::Test {
     std::vector<std::string> argv = {"runuser", "-u", name_of(role), "--", "env", "-i",
                                      "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/nonexistent",
                                      "GPUQ_SYSTEM_SOCKET=" + socket_, "sh", "-c", "cd \"$0\" && exec \"$@\"",
-                                     harness_.path(role), GPUQ_BINARY};
+                                     harness_.path(role), binary_};
     argv.insert(argv.end(), args.begin(), args.end());
     auto result = os::run_command(argv, Millis(60'000));
     if (!result) {
@@ -92,6 +104,7 @@ class Lab : public ::testing::Test {
   }
 
   static inline bool made_ = false;
+  static inline std::string binary_;  // the users' copy of the gpuq binary
   Harness harness_{"fake:4"};
   std::string socket_;
 };
