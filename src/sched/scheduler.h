@@ -141,6 +141,7 @@ struct RunningJob {
   int64_t started_at_ms = 0;
   int64_t restart_within_ms = 0;  // kRestart: only while now - started < this; 0 = always
   int64_t preempted_by = 0;       // != 0: a preemption of this run is in flight for that job
+  int owner = -1;                 // index into Snapshot::owners; -1 = nobody's (never limited)
 };
 
 struct PendingJob {
@@ -154,6 +155,16 @@ struct PendingJob {
   int64_t estimate_ms = 0;             // 0 = unknown
   int64_t timeout_ms = 0;              // 0 = none; an upper bound on the run time
   int reservation = -1;                // index into Snapshot::reservations, or -1
+  int owner = -1;                      // index into Snapshot::owners; -1 = nobody's
+};
+
+// A user with queued or running jobs: their recent usage (fair share) and their limits.
+struct Owner {
+  // GPU-milliseconds with exponential decay (sched/fair_share.h), running jobs' time so far
+  // included: what the fair-share order compares.
+  double usage_gpu_ms = 0;
+  int64_t max_gpus = -1;     // GPUs their running jobs may hold at once; -1 = no limit
+  int64_t max_running = -1;  // running jobs; -1 = no limit
 };
 
 struct Reservation {
@@ -171,6 +182,9 @@ struct Snapshot {
   std::vector<Reservation> reservations;
   std::vector<RunningJob> running;
   std::vector<PendingJob> queue;       // eligible jobs; any order (schedule() sorts a copy)
+  std::vector<Owner> owners;           // indexed by PendingJob::owner and RunningJob::owner
+  // Within a priority, order jobs by their owners' usage (see "Fair share" above).
+  bool fair_share = false;
   Policy policy = Policy::kBackfill;
   bool draining = false;               // start nothing new
   // A job without an estimate (or timeout) may backfill only when the better job it could
@@ -198,6 +212,7 @@ struct WaitReason {
     kNoGpuMemory,       // no GPU has gpu_mem MiB free
     kReservation,       // its reserved GPUs are busy
     kDraining,
+    kUserLimit,         // starting it would take its owner past max_gpus or max_running
   };
   // `lane` and `other_lane` name a lane index, or kGpuWork for the pseudo-lane "gpu".
   static constexpr int kGpuWork = -2;
@@ -217,6 +232,11 @@ struct WaitReason {
   int reservation = -1;          // kReservation: index into Snapshot::reservations
   int64_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
   int usable = -1;               // GPUs that could ever take it, when fewer than needed
+  // kUserLimit: the limit reached (max_running when running_limit, else max_gpus) and what
+  // its owner's jobs hold of it now, counting jobs started earlier in the pass.
+  bool running_limit = false;
+  int64_t limit = 0;
+  int64_t in_use = 0;
   std::string text(const Snapshot& snapshot) const;
 };
 
