@@ -11,6 +11,22 @@
 //  ignores priority. Equal keys keep their order in Snapshot::queue. Each job is considered
 //  once, in that order; `draining` starts nothing and every job waits with kDraining.
 //
+//  Fair share (fair_share.h). With Snapshot::fair_share, under kPriority and kBackfill (kFifo
+//  keeps arrival order), and jobs of two or more owners in the queue (owner -1, nobody's, is
+//  one more owner with no usage), each priority level is ordered by owners instead of by
+//  queue_order alone: again and again, the owner with the least projected usage (Owner::
+//  usage_gpu_ms plus the charges of their jobs already placed in this level; ties to the owner
+//  whose next job comes first in queue order) places their next job in queue order, adding its
+//  charge: max(1, gpus) x (estimate, else timeout, else 1 h). Equal owners alternate job by
+//  job; a heavy owner's jobs wait behind a light one's until their projected usage meets.
+//  Otherwise the order above, by the same radix sort (or none when the queue is in order).
+//  Cost: O(queue log owners) and two index arrays of the queue's size per pass.
+//
+//  Per-user limits. A job whose owner has Owner::max_running jobs running (RunningJob::owner,
+//  plus jobs started earlier in the pass), or would hold more than Owner::max_gpus GPUs with
+//  it, waits with kUserLimit and holds nothing back: it is not protected, reserves nothing and
+//  is not counted among better jobs. Owner -1 is never limited.
+//
 //  Resources. A job needs `gpus` GPUs from its pool (the GPUs of its reservation r, or the
 //  GPUs of no reservation when r = -1) that are usable and free for it: a non-sharing job
 //  needs GPUs with no running job (not held_exclusive, sharers == 0); a `share` job may also
@@ -95,7 +111,7 @@
 //  job first packs onto an already shared GPU, the one with the least memory that fits.
 //
 //  Reasons. Every queued job that does not start gets a WaitReason, in scheduling order: the
-//  first of draining; a lane that is full or excluded now; a reservation's GPUs all busy; no
+//  first of draining; its owner's limit; a lane that is full or excluded now; a reservation's GPUs all busy; no
 //  free GPU with enough memory; too few free GPUs (with the job's expected start when it
 //  is known); free GPUs held back for better jobs (the reservation it would delay and when
 //  that starts, or how many better jobs wait for that pool).
