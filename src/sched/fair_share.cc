@@ -28,21 +28,29 @@ uint32_t owner_key(const PendingJob& job, size_t owners) {
              : static_cast<uint32_t>(job.owner) + 1;
 }
 
+// What the ordering reads of the job at each place of the plain order, gathered in one pass
+// (the jobs are large and visited out of memory order; reading them once keeps this cheap).
+struct Facts {
+  uint32_t owner = 0;
+  int priority = 0;
+  double charge = 0;
+};
+
 // Reorders order[begin, end) (one priority level, in queue order) by fair share.
-void interleave(const Snapshot& snapshot, std::vector<uint32_t>& order, size_t begin, size_t end,
+void interleave(const Snapshot& snapshot, const std::vector<Facts>& facts,
+                std::vector<uint32_t>& order, size_t begin, size_t end,
                 std::vector<uint32_t>& next_of, std::vector<uint32_t>& head,
-                std::vector<uint32_t>& tail) {
+                std::vector<uint32_t>& tail, std::vector<uint32_t>& placed) {
   constexpr uint32_t kNone = UINT32_MAX;
-  const std::vector<PendingJob>& queue = snapshot.queue;
   std::vector<uint32_t> touched;
   for (size_t pos = begin; pos < end; ++pos) {
-    const uint32_t key = owner_key(queue[order[pos]], snapshot.owners.size());
-    next_of[pos - begin] = kNone;
+    const uint32_t key = facts[pos].owner;
+    next_of[pos] = kNone;
     if (head[key] == kNone) {
       head[key] = static_cast<uint32_t>(pos);
       touched.push_back(key);
     } else {
-      next_of[tail[key] - begin] = static_cast<uint32_t>(pos);
+      next_of[tail[key]] = static_cast<uint32_t>(pos);
     }
     tail[key] = static_cast<uint32_t>(pos);
   }
@@ -52,15 +60,13 @@ void interleave(const Snapshot& snapshot, std::vector<uint32_t>& order, size_t b
       const double usage = key == 0 ? 0.0 : snapshot.owners[key - 1].usage_gpu_ms;
       turns.push({usage, head[key], key});
     }
-    std::vector<uint32_t> placed;
-    placed.reserve(end - begin);
+    placed.clear();
     while (!turns.empty()) {
       Turn turn = turns.top();
       turns.pop();
-      const uint32_t job = order[turn.next];
-      placed.push_back(job);
-      turn.projected += fair_share_charge(queue[job]);
-      turn.next = next_of[turn.next - begin];
+      placed.push_back(order[turn.next]);
+      turn.projected += facts[turn.next].charge;
+      turn.next = next_of[turn.next];
       if (turn.next != kNone) turns.push(turn);
     }
     std::copy(placed.begin(), placed.end(), order.begin() + static_cast<ptrdiff_t>(begin));
@@ -115,15 +121,22 @@ std::vector<uint32_t> fair_share_order(const Snapshot& snapshot) {
   } else {
     order = scheduling_order(queue, snapshot.policy);
   }
-  std::vector<uint32_t> next_of(order.size());
+  const size_t n = order.size();
+  std::vector<Facts> facts(n);
+  constexpr size_t kAhead = 16;  // fetch a few jobs ahead: the order is not memory order
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(&queue[order[i + kAhead]]);
+    const PendingJob& job = queue[order[i]];
+    facts[i] = {owner_key(job, snapshot.owners.size()), job.priority, fair_share_charge(job)};
+  }
+  std::vector<uint32_t> next_of(n), placed;
   std::vector<uint32_t> head(snapshot.owners.size() + 1, UINT32_MAX);
   std::vector<uint32_t> tail(snapshot.owners.size() + 1, UINT32_MAX);
   size_t begin = 0;
-  while (begin < order.size()) {
+  while (begin < n) {
     size_t end = begin + 1;
-    const int priority = queue[order[begin]].priority;
-    while (end < order.size() && queue[order[end]].priority == priority) ++end;
-    interleave(snapshot, order, begin, end, next_of, head, tail);
+    while (end < n && facts[end].priority == facts[begin].priority) ++end;
+    interleave(snapshot, facts, order, begin, end, next_of, head, tail, placed);
     begin = end;
   }
   return order;
