@@ -3,7 +3,7 @@
 #include <chrono>
 #include <fmt/format.h>
 
-#include "sched/fair_share.h"
+#include "daemon/user_usage.h"
 #include "sim/simulate.h"
 
 namespace gpuq::api {
@@ -42,6 +42,7 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
   std::vector<sim::SimJob> waiting;
   std::vector<sim::SimRunning> running;
   sim::SimUsers users;  // [users]: fair share and limits, as the daemon applies them
+  daemon::UserUsage usage(config.users);  // the running jobs' usage so far
   auto bound = [](const JobSpec& s) { return s.estimate_ms ? s.estimate_ms : s.timeout_ms; };
   // Each job's place in `jobs`, and which of them the simulation takes (flags by place).
   std::unordered_map<int64_t, size_t> place;
@@ -121,11 +122,8 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
       r.lanes = job.spec.lanes;
       users.of_job[r.name] = job.spec.user;
       // What it has used so far counts towards its user's usage, as in the daemon's passes.
-      if (!job.spec.user.empty()) {
-        users.usage_gpu_ms[job.spec.user] += sched::decayed_gpu_ms(
-            static_cast<int>(r.slots.size()), run.started_at_ms, now_ms, now_ms,
-            config.users.fair_share_half_life_ms);
-      }
+      usage.add_run(usage.owner_of(job.spec.user), static_cast<int>(r.slots.size()),
+                    run.started_at_ms, now_ms);
       running.push_back(std::move(r));
       continue;
     }
@@ -159,6 +157,10 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     machine.lanes.push_back(std::move(l));
   }
   machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
+  for (size_t owner = 0; owner < usage.user_count(); ++owner) {
+    const std::string& user = usage.user_of(static_cast<int>(owner));
+    users.usage_gpu_ms[user] = usage.usage_gpu_ms(user, now_ms);
+  }
   users.fair_share = config.users.fair_share;
   users.half_life_ms = config.users.fair_share_half_life_ms;
   users.limits = {config.users.limits.max_gpus, config.users.limits.max_running};

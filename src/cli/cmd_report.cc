@@ -79,8 +79,10 @@ std::string report_text(const Json& report, bool color) {
                                 format_duration_exact(Millis(std::max<int64_t>(0, until - since))),
                                 json_int(report, "gpus").value_or(0), hours_text(machine));
   std::string by = json_string(report, "by", "user");
-  // By user, each user's part of the GPU-hours used beside their fair share of them.
-  const bool shares = by == "user";
+  // By user, each user's part of the GPU-hours used beside their fair share of them (a daemon
+  // older than [users] sends neither).
+  bool shares = false;
+  for (const auto& g : json_array(report, "groups")) shares = shares || g.contains("used_share");
   std::vector<std::string> headers = {
       by == "gpu" ? "GPU" : by == "name" ? "NAME" : by == "outcome" ? "OUTCOME" : "USER",
       "GPU-HOURS", "SHARE", "RUNS", "JOBS"};
