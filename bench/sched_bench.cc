@@ -3,6 +3,7 @@
 // expected ends, and N queued jobs with mixed GPU counts (1-8), priorities, estimates, some
 // memory needs, some sharing and some lanes. The pass must stay well under 10 ms at
 // N = 100,000 and grow no faster than N log N (reported with ->Complexity).
+// BM_SchedulePassFairShare is the same queue shared by 16 users under fair share.
 // BM_SchedulePassBackfillOneFree is backfill's worst case: every queued job checked and refused.
 // Run: sched_bench [--benchmark_filter=...]; see scripts/bench.sh.
 #include <benchmark/benchmark.h>
@@ -121,12 +122,32 @@ void BM_SchedulePassBackfillOneFree(benchmark::State& state) {
 }
 void BM_SchedulePassPriority(benchmark::State& state) { run_pass(state, Policy::kPriority); }
 
+// Fair share between 16 users of unequal usage (docs/lab.md): each priority is ordered by
+// users rather than by queue order alone, so the pass builds its order every time.
+void BM_SchedulePassFairShare(benchmark::State& state) {
+  Snapshot s = make_snapshot(static_cast<int>(state.range(0)), Policy::kBackfill);
+  s.fair_share = true;
+  constexpr int kUsers = 16;
+  for (int u = 0; u < kUsers; ++u) {
+    Owner owner;
+    owner.usage_gpu_ms = u * 3'600'000.0;
+    s.owners.push_back(owner);
+  }
+  for (PendingJob& job : s.queue) job.owner = static_cast<int>(job.id % kUsers);
+  time_passes(state, s);
+}
+
 BENCHMARK(BM_SchedulePassBackfill)
     ->RangeMultiplier(10)
     ->Range(1'000, 100'000)
     ->Unit(benchmark::kMillisecond)
     ->Complexity(benchmark::oNLogN);
 BENCHMARK(BM_SchedulePassBackfillOneFree)
+    ->RangeMultiplier(10)
+    ->Range(1'000, 100'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Complexity(benchmark::oNLogN);
+BENCHMARK(BM_SchedulePassFairShare)
     ->RangeMultiplier(10)
     ->Range(1'000, 100'000)
     ->Unit(benchmark::kMillisecond)

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fmt/format.h>
 
+#include "daemon/user_usage.h"
 #include "sim/simulate.h"
 
 namespace gpuq::api {
@@ -40,6 +41,8 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
   Etas etas;
   std::vector<sim::SimJob> waiting;
   std::vector<sim::SimRunning> running;
+  sim::SimUsers users;  // [users]: fair share and limits, as the daemon applies them
+  daemon::UserUsage usage(config.users);  // the running jobs' usage so far
   auto bound = [](const JobSpec& s) { return s.estimate_ms ? s.estimate_ms : s.timeout_ms; };
   // Each job's place in `jobs`, and which of them the simulation takes (flags by place).
   std::unordered_map<int64_t, size_t> place;
@@ -117,6 +120,10 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
       // An overrun estimate still ends some time: assume it ends within a minute.
       r.remaining_ms = std::max<int64_t>(60'000, run.started_at_ms + bound(job.spec) - now_ms);
       r.lanes = job.spec.lanes;
+      users.of_job[r.name] = job.spec.user;
+      // What it has used so far counts towards its user's usage, as in the daemon's passes.
+      usage.add_run(usage.owner_of(job.spec.user), static_cast<int>(r.slots.size()),
+                    run.started_at_ms, now_ms);
       running.push_back(std::move(r));
       continue;
     }
@@ -135,6 +142,7 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     s.lanes = job.spec.lanes;
     s.gpu_mem_mib = job.spec.gpu_mem_mib;
     s.share = job.spec.share;
+    users.of_job[s.name] = job.spec.user;
     waiting.push_back(std::move(s));
   }
   if (waiting.empty()) return etas;
@@ -149,6 +157,17 @@ EtaCache::Etas EtaCache::compute(const std::vector<Job>& jobs, const gpu::Invent
     machine.lanes.push_back(std::move(l));
   }
   machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
+  for (size_t owner = 0; owner < usage.user_count(); ++owner) {
+    const std::string& user = usage.user_of(static_cast<int>(owner));
+    users.usage_gpu_ms[user] = usage.usage_gpu_ms(user, now_ms);
+  }
+  users.fair_share = config.users.fair_share;
+  users.half_life_ms = config.users.fair_share_half_life_ms;
+  users.limits = {config.users.limits.max_gpus, config.users.limits.max_running};
+  for (const auto& [name, limits] : config.users.per_user) {
+    users.per_user[name] = {limits.max_gpus, limits.max_running};
+  }
+  machine.users = std::move(users);
   auto result = sim::simulate(waiting, machine, daemon::policy_of(config), running);
   if (!result) {
     etas.note = "no ETAs: " + result.error().message;

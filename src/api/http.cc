@@ -19,6 +19,7 @@ http::status status_for(Code code) {
     case Code::kUnavailable: return http::status::service_unavailable;
     case Code::kUnauthenticated: return http::status::unauthorized;
     case Code::kPermissionDenied: return http::status::forbidden;
+    case Code::kResourceExhausted: return http::status::too_many_requests;
     default: return http::status::internal_server_error;
   }
 }

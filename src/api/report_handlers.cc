@@ -136,9 +136,17 @@ Response Server::report(const Target& target) {
 
   double machine = static_cast<double>(window.length_ms()) * static_cast<double>(gpu_names.size()) / kMsPerHour;
   nlohmann::json groups = nlohmann::json::array();
-  for (const UsageGroup& g : gpu_hours_by(*runs, by, window, now, gpu_names)) {
-    groups.push_back({{"key", g.key}, {"gpu_hours", hours(g.gpu_hours)},
-                      {"share", std::round(g.share * 10000.0) / 10000.0}, {"runs", g.runs}, {"jobs", g.jobs}});
+  std::vector<UsageGroup> grouped = gpu_hours_by(*runs, by, window, now, gpu_names);
+  if (by == GroupBy::kUser) add_fair_shares(grouped);
+  auto fraction = [](double f) { return std::round(f * 10000.0) / 10000.0; };
+  for (const UsageGroup& g : grouped) {
+    nlohmann::json row = {{"key", g.key}, {"gpu_hours", hours(g.gpu_hours)},
+                          {"share", fraction(g.share)}, {"runs", g.runs}, {"jobs", g.jobs}};
+    if (by == GroupBy::kUser) {
+      row["used_share"] = fraction(g.used_share);
+      row["fair_share"] = g.fair_share < 0 ? nlohmann::json() : nlohmann::json(fraction(g.fair_share));
+    }
+    groups.push_back(std::move(row));
   }
   Waits w = waits(*runs, window);
   double idle_held = idle_held_gpu_hours(*runs, *samples, static_cast<int>(config.watch.gpu_idle_utilization),

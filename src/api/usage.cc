@@ -8,6 +8,9 @@
 namespace gpuq::api {
 namespace {
 
+// The key of runs whose job has no user (jobs of older daemons).
+constexpr const char* kUnknownUser = "(unknown)";
+
 using UsageRun = store::Store::UsageRun;
 
 int64_t end_or_now(const UsageRun& run, int64_t now_ms) {
@@ -23,7 +26,7 @@ int64_t overlap(int64_t from, int64_t to, const Window& window) {
 
 std::string key_of(const UsageRun& run, GroupBy by) {
   switch (by) {
-    case GroupBy::kUser: return run.user.empty() ? "(unknown)" : run.user;
+    case GroupBy::kUser: return run.user.empty() ? kUnknownUser : run.user;
     case GroupBy::kName: return run.name.empty() ? "(unnamed)" : run.name;
     case GroupBy::kOutcome: return std::string(to_string(run.outcome));
     case GroupBy::kGpu: break;
@@ -113,6 +116,19 @@ std::vector<UsageGroup> gpu_hours_by(const std::vector<UsageRun>& runs, GroupBy 
   return out;
 }
 
+void add_fair_shares(std::vector<UsageGroup>& by_user) {
+  double used = 0;
+  int users = 0;
+  for (const UsageGroup& g : by_user) {
+    used += g.gpu_hours;
+    users += g.key != kUnknownUser;
+  }
+  for (UsageGroup& g : by_user) {
+    g.used_share = used > 0 ? g.gpu_hours / used : 0;
+    g.fair_share = g.key == kUnknownUser || users == 0 ? -1 : 1.0 / users;
+  }
+}
+
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -127,7 +143,7 @@ Waits waits(const std::vector<UsageRun>& runs, const Window& window) {
   for (const UsageRun& run : runs) {
     if (run.number != 1 || run.started_at_ms < window.from_ms || run.started_at_ms >= window.to_ms) continue;
     double wait_s = static_cast<double>(std::max<int64_t>(0, run.started_at_ms - run.submitted_at_ms)) / 1000.0;
-    by_user[run.user.empty() ? "(unknown)" : run.user].push_back(wait_s);
+    by_user[run.user.empty() ? kUnknownUser : run.user].push_back(wait_s);
     by_gpus[run.gpus_requested].push_back(wait_s);
   }
   Waits out;

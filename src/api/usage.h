@@ -37,6 +37,11 @@ struct UsageGroup {
   double share = 0;   // of the machine's GPU-hours in the window (0 when it has none)
   int64_t runs = 0;   // runs that overlapped the window
   int64_t jobs = 0;   // distinct jobs of those runs
+  // By user only (add_fair_shares), else -1: the user's share of the GPU-hours all users used
+  // in the window, and their fair share of them, 1/N with N the users who ran anything in it
+  // ("(unknown)", jobs of older daemons, is nobody's: it has none and is not counted).
+  double used_share = -1;
+  double fair_share = -1;
 };
 
 enum class GroupBy { kUser, kName, kOutcome, kGpu };
@@ -51,6 +56,9 @@ std::string_view to_string(GroupBy by);
 std::vector<UsageGroup> gpu_hours_by(const std::vector<store::Store::UsageRun>& runs, GroupBy by,
                                      const Window& window, int64_t now_ms,
                                      const std::vector<std::string>& all_gpus);
+
+// Fills used_share and fair_share of groups by user (see UsageGroup).
+void add_fair_shares(std::vector<UsageGroup>& by_user);
 
 // The nearest-rank percentile (`p` in 0..100) of `values` (sorted here); 0 when empty.
 double percentile(std::vector<double> values, double p);

@@ -61,6 +61,25 @@ TEST(Usage, GpuHoursByUserWithSharesOfTheMachine) {
   EXPECT_DOUBLE_EQ(groups[2].gpu_hours, 1.0);
 }
 
+TEST(Usage, EachUsersShareOfWhatWasUsedBesideTheirFairShare) {
+  std::vector<UsageRun> runs = {
+      run(1, "ann", {"gpu0", "gpu1"}, kT0, kT0 + 3 * kHour),  // 6 h
+      run(2, "bob", {"gpu2"}, kT0, kT0 + 3 * kHour),          // 3 h
+      run(3, "", {"gpu3"}, kT0, kT0 + 2 * kHour),             // an older daemon's job: 2 h
+  };
+  auto groups = gpu_hours_by(runs, GroupBy::kUser, kDay, kT0 + 4 * kHour, {"gpu0", "gpu1", "gpu2", "gpu3"});
+  add_fair_shares(groups);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].key, "ann");
+  EXPECT_DOUBLE_EQ(groups[0].used_share, 6.0 / 11.0);
+  EXPECT_DOUBLE_EQ(groups[0].fair_share, 0.5);  // two users ran something
+  EXPECT_EQ(groups[1].key, "bob");
+  EXPECT_DOUBLE_EQ(groups[1].used_share, 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(groups[1].fair_share, 0.5);
+  EXPECT_EQ(groups[2].key, "(unknown)");
+  EXPECT_DOUBLE_EQ(groups[2].fair_share, -1);  // nobody's: no fair share
+}
+
 TEST(Usage, GpuHoursByGpuListEveryGpuAndByOutcomeAndName) {
   std::vector<UsageRun> runs = {
       run(1, "ann", {"gpu0", "gpu1"}, kT0, kT0 + 2 * kHour, RunOutcome::kFailed),

@@ -17,6 +17,7 @@ std::string_view code_name(Code code) {
     case Code::kInternal: return "internal";
     case Code::kUnauthenticated: return "unauthenticated";
     case Code::kPermissionDenied: return "permission_denied";
+    case Code::kResourceExhausted: return "resource_exhausted";
   }
   return "internal";
 }

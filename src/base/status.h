@@ -22,6 +22,7 @@ enum class Code {
   kInternal,            // a bug
   kUnauthenticated,     // no credentials, or wrong ones (the HTTP listener's token)
   kPermissionDenied,    // the credentials are good, but this is not allowed
+  kResourceExhausted,   // a quota is used up (a user's max_queued); wait, or ask an admin
 };
 
 // The stable, lower-case name of a code, used in JSON errors ("invalid_argument").

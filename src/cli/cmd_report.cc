@@ -79,13 +79,27 @@ std::string report_text(const Json& report, bool color) {
                                 format_duration_exact(Millis(std::max<int64_t>(0, until - since))),
                                 json_int(report, "gpus").value_or(0), hours_text(machine));
   std::string by = json_string(report, "by", "user");
-  Table groups({by == "gpu" ? "GPU" : by == "name" ? "NAME" : by == "outcome" ? "OUTCOME" : "USER",
-                "GPU-HOURS", "SHARE", "RUNS", "JOBS"});
+  // By user, each user's part of the GPU-hours used beside their fair share of them (a daemon
+  // older than [users] sends neither).
+  bool shares = false;
+  for (const auto& g : json_array(report, "groups")) shares = shares || g.contains("used_share");
+  std::vector<std::string> headers = {
+      by == "gpu" ? "GPU" : by == "name" ? "NAME" : by == "outcome" ? "OUTCOME" : "USER",
+      "GPU-HOURS", "SHARE", "RUNS", "JOBS"};
+  if (shares) headers.insert(headers.end(), {"OF USED", "FAIR SHARE"});
+  Table groups(headers);
   double used = 0;
   for (const auto& g : json_array(report, "groups")) {
     used += number(g, "gpu_hours");
-    groups.add_row({json_string(g, "key"), hours_text(number(g, "gpu_hours")),
-                    percent_text(number(g, "share")), field_text(g, "runs"), field_text(g, "jobs")});
+    std::vector<Cell> row = {json_string(g, "key"), hours_text(number(g, "gpu_hours")),
+                                    percent_text(number(g, "share")), field_text(g, "runs"),
+                                    field_text(g, "jobs")};
+    if (shares) {
+      const bool fair = g.contains("fair_share") && g["fair_share"].is_number();
+      row.push_back(percent_text(number(g, "used_share")));
+      row.push_back(fair ? percent_text(number(g, "fair_share")) : "-");
+    }
+    groups.add_row(std::move(row));
   }
   if (groups.row_count() == 0) {
     out += "no runs in this window\n";

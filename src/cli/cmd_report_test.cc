@@ -41,6 +41,22 @@ TEST_F(ReportCommand, AsksForTheLastWeekByUserAndPrintsATable) {
   EXPECT_EQ(err(), "");
 }
 
+TEST_F(ReportCommand, ByUserShowsEachUsersPartOfWhatWasUsedBesideTheirFairShare) {
+  std::string report = kReport;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    report.replace(report.find(from), from.size(), to);
+  };
+  replace(R"("runs":12,"jobs":10})", R"("runs":12,"jobs":10,"used_share":0.834,"fair_share":0.5})");
+  replace(R"("runs":1,"jobs":1})", R"("runs":1,"jobs":1,"used_share":0.166,"fair_share":null})");
+  script({{"/v1/report?since=7d&by=user", json_answer(200, report)}});
+  EXPECT_EQ(run({"report"}), kExitOk);
+  EXPECT_NE(out().find("USER     GPU-HOURS  SHARE  RUNS  JOBS  OF USED  FAIR SHARE\n"
+                       "ann      100.5      29.9%  12    10    83.4%    50.0%\n"
+                       "bob, jr  20.0       5.9%   1     1     16.6%    -\n"),
+            std::string::npos)
+      << out();
+}
+
 TEST_F(ReportCommand, CsvHasAHeaderAndOneRowPerGroup) {
   script({{"/v1/report?since=2025-12-01T00%3A00%3A00%2B01%3A00&until=1d&by=name", json_answer(200, kReport)}});
   EXPECT_EQ(run({"report", "--since", "2025-12-01T00:00:00+01:00", "--until", "1d", "--by", "name", "--csv"}),

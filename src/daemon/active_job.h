@@ -51,6 +51,7 @@ struct ActiveJob {
   int64_t estimate_ms = 0;
   int64_t timeout_ms = 0;
   int reservation = -1;            // index into the daemon's reservations
+  int owner = -1;                  // its user in the Queue's UserUsage (user_usage.h); -1: nobody
   std::vector<Dependency> deps;    // job dependencies carry resolved ids
   bool has_conditions = false;     // file or REQUIRES dependencies, or DONE_IF
   int retries = 0;

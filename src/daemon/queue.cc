@@ -34,7 +34,9 @@ Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config
       health_(inventory_.resources.size()),
       foreign_(inventory_.resources.size(), config_.foreign_repeat_ms),
       episodes_(config_.watch.repeat_ms),
-      runs_(make_lifecycle()) {}
+      runs_(make_lifecycle()) {
+  users_.configure(config_.users);
+}
 
 Queue::~Queue() = default;
 

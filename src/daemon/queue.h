@@ -47,6 +47,7 @@
 #include "daemon/ready_index.h"
 #include "daemon/run_end.h"
 #include "daemon/run_lifecycle.h"
+#include "daemon/user_usage.h"
 #include "daemon/world.h"
 #include "gpu/discovery.h"
 #include "gpu/probe.h"
@@ -304,6 +305,7 @@ class Queue {
   void set_event_listener(std::function<void(int64_t)> listener) { listener_ = std::move(listener); }
   const gpu::Inventory& inventory() const { return inventory_; }
   const Config& config() const { return config_; }
+  const UserUsage& users() const { return users_; }
   // How long the watchers' last look took (gathering facts, deciding, committing). Thread-safe.
   int64_t last_look_us() const { return last_look_us_.load(std::memory_order_relaxed); }
   // Counters and histograms for /metrics. Thread-safe (see metrics.h).
@@ -501,6 +503,7 @@ private:
   std::shared_ptr<GcRun> gc_running_;
   std::function<int64_t()> event_floor_;
 
+  UserUsage users_;  // fair share, per-user limits and max_queued ([users])
   std::unordered_map<int64_t, ActiveJob> active_;       // pending, held, blocked, running
   std::unordered_map<int64_t, JobState> finished_;      // every other job's final state
   std::vector<std::vector<int64_t>> holders_;           // per GPU slot: jobs holding it

@@ -102,6 +102,8 @@ sched::Snapshot Queue::machine_snapshot(int64_t now) const {
     r.expected_end_ms = bound ? saturating_add(live.run.started_at_ms, bound) : 0;
     r.share = it->second.share;
     r.gpu_mem_mib = it->second.gpu_mem_mib;
+    r.owner = it->second.owner;
+    r.started_at_ms = live.run.started_at_ms;
     snapshot.running.push_back(std::move(r));
   }
   // A pull holds its lanes while it runs (queue_images.cc).
@@ -220,6 +222,10 @@ void Queue::run_pass() {
   int64_t now = world_.now_ms();
   auto published = std::make_shared<WaitList>();
   sched::Snapshot snapshot = machine_snapshot(now);
+  // Each user's usage (running jobs so far included) and limits, for fair share and limits.
+  users_.observe_running(snapshot.running, now);
+  snapshot.owners = users_.owners(now);
+  snapshot.fair_share = users_.settings().fair_share;
   // While the store fails nothing starts and nothing is checked (both would only produce
   // changes that cannot be recorded); the retry timer passes again.
   bool store_ok = !trouble_;

@@ -11,6 +11,7 @@
 
 #include "base/time.h"
 #include "daemon/queue.h"
+#include "daemon/user_limits.h"
 #include "model/spec_json.h"
 #include "spec/dependency_graph.h"
 #include "spec/sweep_specs.h"
@@ -299,6 +300,17 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
                                 : "submit with --replace to replace waiting ones"));
   }
   if (auto st = check_array_lanes(capped_arrays); !st) {
+    reservations_ = saved_reservations;
+    return tl::unexpected(st.error());
+  }
+  int64_t adding = static_cast<int64_t>(to_insert.size() - to_replace.size());
+  for (size_t index : to_insert) {
+    if (auto array = array_jobs.find(index); array != array_jobs.end()) {
+      adding += static_cast<int64_t>(array->second.elements.size()) - 1;
+    }
+  }
+  if (auto st = check_max_queued(users_, plan.jobs.empty() ? "" : plan.jobs.front().user, adding);
+      !st) {
     reservations_ = saved_reservations;
     return tl::unexpected(st.error());
   }

@@ -56,6 +56,7 @@ Status Queue::start() {
   if (!names) return tl::unexpected(names.error());
   footprint_names_.insert(names->begin(), names->end());
   if (auto recovered = recover(); !recovered) return recovered;
+  if (auto usage = users_.load(store_, world_.now_ms()); !usage) return usage;
   auto started = commit([&] {
     return add_event("daemon.started", std::nullopt, std::nullopt,
                      {{"pid", ::getpid()}, {"gpu_mode", inventory_.mode},

@@ -6,6 +6,7 @@
 
 #include "base/time.h"
 #include "daemon/queue.h"
+#include "daemon/user_limits.h"
 #include "os/process_table.h"
 #include "runner/container_run_spec.h"
 #include "runner/run_env.h"
@@ -183,6 +184,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.share = spec.share;
   a.estimate_ms = spec.estimate_ms;
   a.timeout_ms = spec.timeout_ms;
+  a.owner = users_.owner_of(spec.user);
   for (size_t i = 0; i < reservations_.size(); ++i) {
     if (reservations_[i].name == spec.reservation) a.reservation = static_cast<int>(i);
   }
@@ -217,6 +219,7 @@ void Queue::track(ActiveJob job) {
     for (auto& lane : array_lanes_) lane.tracked += lane.array_id == job.array_id;
   }
   ready_index_.add(job);
+  if (!active_.count(id)) users_.count_unfinished(job.owner, 1);
   active_[id] = std::move(job);
   finished_.erase(id);
 }
@@ -225,6 +228,7 @@ void Queue::untrack(int64_t job_id) {
   if (auto it = active_.find(job_id); it != active_.end() && it->second.array_id != 0) {
     untrack_array_element(it->second.array_id);
   }
+  if (auto it = active_.find(job_id); it != active_.end()) users_.count_unfinished(it->second.owner, -1);
   active_.erase(job_id);
   ready_index_.remove(job_id);
   condition_texts_.erase(job_id);
@@ -248,6 +252,7 @@ Result<Submitted> Queue::submit(JobSpec spec) {
                               spec.name, (*existing)->id, to_string((*existing)->state)));
     }
   }
+  if (auto st = check_max_queued(users_, spec.user, 1); !st) return tl::unexpected(st.error());
   Job job;
   job.spec = std::move(spec);
   job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "daemon/queue.h"
+#include "daemon/user_limits.h"
 #include "model/spec_json.h"
 #include "sched/bits.h"
 #include "spec/sweep_specs.h"
@@ -101,6 +102,9 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
     }
   }
 
+  if (auto st = check_max_queued(users_, base.user, static_cast<int64_t>(elements.size())); !st) {
+    return tl::unexpected(st.error());
+  }
   JobArray array{0, name, request.sweep_json, sweep.max_running, static_cast<int>(sweep.size()),
                  world_.now_ms(), spec_to_json(base).dump()};
   std::vector<Job> inserted;

@@ -17,6 +17,7 @@ sched::PendingJob ReadyIndex::pending_job(const ActiveJob& job) {
   p.estimate_ms = job.estimate_ms;
   p.timeout_ms = job.timeout_ms;
   p.reservation = job.reservation;
+  p.owner = job.owner;
   return p;
 }
 

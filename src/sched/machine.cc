@@ -154,6 +154,7 @@ const GpuSet& Machine::pool_set(int pool) const {
 Need Machine::need_of(const PendingJob& job) const {
   Need need;
   need.id = job.id;
+  need.owner = job.owner;
   need.gpus = std::max(0, job.gpus);
   if (need.gpus > 0) {
     need.reservation = job.reservation;

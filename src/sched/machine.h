@@ -55,6 +55,7 @@ struct Need {
   int bad_lane = -1;             // a lane index it names that cannot be tracked
   int64_t duration = kInfinity;  // estimate, else timeout, else kInfinity
   bool known_duration = false;
+  int owner = -1;                // PendingJob::owner
 };
 
 class Machine {

@@ -98,6 +98,9 @@ std::string WaitReason::text(const Snapshot& snapshot) const {
       if (slots.empty()) return fmt::format("reservation #{} has no GPUs", reservation);
       return fmt::format("reserved GPUs {} busy", slots);
     }
+    case Kind::kUserLimit:
+      if (running_limit) return fmt::format("user limit: {} of {} running jobs", in_use, limit);
+      return fmt::format("user limit: {} of {} GPUs in use", in_use, limit);
     case Kind::kNeedsGpus: {
       std::string text = fmt::format("needs {}, {} free", plural(needed, "GPU"), free);
       if (usable >= 0 && usable < needed) text += fmt::format(", only {} usable", usable);

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "sched/backfill.h"
+#include "sched/fair_share.h"
 #include "sched/machine.h"
 #include "sched/order.h"
 #include "sched/placement.h"
@@ -42,12 +43,25 @@ class Pass {
     decision_.starts.clear();
     decision_.waits.clear();
     decision_.latest_reserved_start_ms = -1;
+    for (const Owner& owner : snapshot.owners) {
+      if (owner.max_gpus >= 0 || owner.max_running >= 0) limited_ = true;
+    }
+    if (limited_) {
+      owner_gpus_.assign(snapshot.owners.size(), 0);
+      owner_running_.assign(snapshot.owners.size(), 0);
+      for (const RunningJob& run : snapshot.running) {
+        charge_owner(run.owner, static_cast<int>(run.slots.size()));
+      }
+    }
   }
 
   Decision run();
 
  private:
   void consider(const PendingJob& job);
+  // Whether starting `job` would take its owner past a limit; fills `reason` when it would.
+  bool over_user_limit(const PendingJob& job, WaitReason& reason) const;
+  void charge_owner(int owner, int gpus);
   void start(const Need& need, const GpuSet& available);
   // `need.gpus` GPUs of `available`, as many as it can from `preferred`.
   GpuSet choose_preferring(const GpuSet& preferred, const GpuSet& available, const Need& need,
@@ -77,6 +91,10 @@ class Pass {
   std::vector<std::vector<Refusal>> refused_;
   std::deque<Claim> refused_conflicts_;  // copies; a deque keeps them in place as it grows
   int waiting_ = 0;
+  // Per owner, what their running jobs and this pass's starts hold (only when a limit is set).
+  bool limited_ = false;
+  std::vector<int64_t> owner_gpus_;
+  std::vector<int64_t> owner_running_;
   Decision decision_;
 };
 
@@ -84,9 +102,10 @@ Decision Pass::run() {
   const std::vector<PendingJob>& jobs = snapshot_.queue;
   if (snapshot_.reasons) decision_.waits.reserve(jobs.size());
   if (snapshot_.draining && !snapshot_.reasons) return std::move(decision_);
+  const bool fair = fair_share_applies(snapshot_);
   // The daemon lends its queue in scheduling order: then it is walked as it is, and no
   // index of the queue's size is built (nor its memory faulted in) for every pass.
-  if (in_scheduling_order(jobs, snapshot_.policy)) {
+  if (!fair && in_scheduling_order(jobs, snapshot_.policy)) {
     if (snapshot_.draining) {
       for (const PendingJob& job : jobs) decision_.waits.push_back({job.id, draining_reason()});
     } else {
@@ -94,7 +113,8 @@ Decision Pass::run() {
     }
     return std::move(decision_);
   }
-  std::vector<uint32_t> order = scheduling_order(jobs, snapshot_.policy);
+  std::vector<uint32_t> order =
+      fair ? fair_share_order(snapshot_) : scheduling_order(jobs, snapshot_.policy);
   if (snapshot_.draining) {
     for (uint32_t index : order) decision_.waits.push_back({jobs[index].id, draining_reason()});
     return std::move(decision_);
@@ -114,9 +134,43 @@ Decision Pass::run() {
   return std::move(decision_);
 }
 
+bool Pass::over_user_limit(const PendingJob& job, WaitReason& reason) const {
+  if (!limited_ || job.owner < 0 || static_cast<size_t>(job.owner) >= owner_gpus_.size()) {
+    return false;
+  }
+  const Owner& owner = snapshot_.owners[job.owner];
+  reason.kind = WaitReason::Kind::kUserLimit;
+  reason.needed = std::max(0, job.gpus);
+  if (owner.max_running >= 0 && owner_running_[job.owner] + 1 > owner.max_running) {
+    reason.running_limit = true;
+    reason.limit = owner.max_running;
+    reason.in_use = owner_running_[job.owner];
+    return true;
+  }
+  if (owner.max_gpus >= 0 && owner_gpus_[job.owner] + reason.needed > owner.max_gpus) {
+    reason.limit = owner.max_gpus;
+    reason.in_use = owner_gpus_[job.owner];
+    return true;
+  }
+  return false;
+}
+
+void Pass::charge_owner(int owner, int gpus) {
+  if (!limited_ || owner < 0 || static_cast<size_t>(owner) >= owner_gpus_.size()) return;
+  owner_gpus_[owner] += gpus;
+  ++owner_running_[owner];
+}
+
 void Pass::consider(const PendingJob& job) {
+  // A job its owner's limits keep back waits and holds nothing back: others may use what it
+  // would have taken.
+  if (WaitReason limit; over_user_limit(job, limit)) {
+    if (snapshot_.reasons) decision_.waits.push_back({job.id, limit});
+    return;
+  }
   if (job.gpus <= 0 && job.lanes.empty()) {
     decision_.starts.push_back({job.id, {}});  // needs nothing that anyone could wait for
+    charge_owner(job.owner, 0);
     return;
   }
   const Need need = machine_.need_of(job);
@@ -206,6 +260,7 @@ void Pass::start(const Need& need, const GpuSet& available) {
   GpuSet chosen = choose_preferring(profile_.reserved_gpus(), available, need,
                                     machine_.shared_now());
   machine_.apply_start(need, chosen);
+  charge_owner(need.owner, need.gpus);
   Claim claim;
   claim.start = machine_.now();
   claim.end = add_time(machine_.now(), need.duration);

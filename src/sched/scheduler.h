@@ -11,6 +11,22 @@
 //  ignores priority. Equal keys keep their order in Snapshot::queue. Each job is considered
 //  once, in that order; `draining` starts nothing and every job waits with kDraining.
 //
+//  Fair share (fair_share.h). With Snapshot::fair_share, under kPriority and kBackfill (kFifo
+//  keeps arrival order), and jobs of two or more owners in the queue (owner -1, nobody's, is
+//  one more owner with no usage), each priority level is ordered by owners instead of by
+//  queue_order alone: again and again, the owner with the least projected usage (Owner::
+//  usage_gpu_ms plus the charges of their jobs already placed in this level; ties to the owner
+//  whose next job comes first in queue order) places their next job in queue order, adding its
+//  charge: max(1, gpus) x (estimate, else timeout, else 1 h). Equal owners alternate job by
+//  job; a heavy owner's jobs wait behind a light one's until their projected usage meets.
+//  Otherwise the order above, by the same radix sort (or none when the queue is in order).
+//  Cost: O(queue log owners) and two index arrays of the queue's size per pass.
+//
+//  Per-user limits. A job whose owner has Owner::max_running jobs running (RunningJob::owner,
+//  plus jobs started earlier in the pass), or would hold more than Owner::max_gpus GPUs with
+//  it, waits with kUserLimit and holds nothing back: it is not protected, reserves nothing and
+//  is not counted among better jobs. Owner -1 is never limited.
+//
 //  Resources. A job needs `gpus` GPUs from its pool (the GPUs of its reservation r, or the
 //  GPUs of no reservation when r = -1) that are usable and free for it: a non-sharing job
 //  needs GPUs with no running job (not held_exclusive, sharers == 0); a `share` job may also
@@ -95,7 +111,7 @@
 //  job first packs onto an already shared GPU, the one with the least memory that fits.
 //
 //  Reasons. Every queued job that does not start gets a WaitReason, in scheduling order: the
-//  first of draining; a lane that is full or excluded now; a reservation's GPUs all busy; no
+//  first of draining; its owner's limit; a lane that is full or excluded now; a reservation's GPUs all busy; no
 //  free GPU with enough memory; too few free GPUs (with the job's expected start when it
 //  is known); free GPUs held back for better jobs (the reservation it would delay and when
 //  that starts, or how many better jobs wait for that pool).
@@ -141,6 +157,7 @@ struct RunningJob {
   int64_t started_at_ms = 0;
   int64_t restart_within_ms = 0;  // kRestart: only while now - started < this; 0 = always
   int64_t preempted_by = 0;       // != 0: a preemption of this run is in flight for that job
+  int owner = -1;                 // index into Snapshot::owners; -1 = nobody's (never limited)
 };
 
 struct PendingJob {
@@ -154,6 +171,16 @@ struct PendingJob {
   int64_t estimate_ms = 0;             // 0 = unknown
   int64_t timeout_ms = 0;              // 0 = none; an upper bound on the run time
   int reservation = -1;                // index into Snapshot::reservations, or -1
+  int owner = -1;                      // index into Snapshot::owners; -1 = nobody's
+};
+
+// A user with queued or running jobs: their recent usage (fair share) and their limits.
+struct Owner {
+  // GPU-milliseconds with exponential decay (sched/fair_share.h), running jobs' time so far
+  // included: what the fair-share order compares.
+  double usage_gpu_ms = 0;
+  int64_t max_gpus = -1;     // GPUs their running jobs may hold at once; -1 = no limit
+  int64_t max_running = -1;  // running jobs; -1 = no limit
 };
 
 struct Reservation {
@@ -171,6 +198,9 @@ struct Snapshot {
   std::vector<Reservation> reservations;
   std::vector<RunningJob> running;
   std::vector<PendingJob> queue;       // eligible jobs; any order (schedule() sorts a copy)
+  std::vector<Owner> owners;           // indexed by PendingJob::owner and RunningJob::owner
+  // Within a priority, order jobs by their owners' usage (see "Fair share" above).
+  bool fair_share = false;
   Policy policy = Policy::kBackfill;
   bool draining = false;               // start nothing new
   // A job without an estimate (or timeout) may backfill only when the better job it could
@@ -198,6 +228,7 @@ struct WaitReason {
     kNoGpuMemory,       // no GPU has gpu_mem MiB free
     kReservation,       // its reserved GPUs are busy
     kDraining,
+    kUserLimit,         // starting it would take its owner past max_gpus or max_running
   };
   // `lane` and `other_lane` name a lane index, or kGpuWork for the pseudo-lane "gpu".
   static constexpr int kGpuWork = -2;
@@ -217,6 +248,11 @@ struct WaitReason {
   int reservation = -1;          // kReservation: index into Snapshot::reservations
   int64_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
   int usable = -1;               // GPUs that could ever take it, when fewer than needed
+  // kUserLimit: the limit reached (max_running when running_limit, else max_gpus) and what
+  // its owner's jobs hold of it now, counting jobs started earlier in the pass.
+  bool running_limit = false;
+  int64_t limit = 0;
+  int64_t in_use = 0;
   std::string text(const Snapshot& snapshot) const;
 };
 

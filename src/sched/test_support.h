@@ -38,6 +38,7 @@ class JobBuilder {
   JobBuilder& estimate(int64_t ms) { return job_.estimate_ms = ms, *this; }
   JobBuilder& timeout(int64_t ms) { return job_.timeout_ms = ms, *this; }
   JobBuilder& reservation(int r) { return job_.reservation = r, *this; }
+  JobBuilder& owner(int o) { return job_.owner = o, *this; }
   operator PendingJob() const { return job_; }
 
  private:
@@ -53,6 +54,7 @@ class RunBuilder {
   RunBuilder& lanes(std::vector<int> l) { return run_.lanes = std::move(l), *this; }
   RunBuilder& ends(int64_t at_ms) { return run_.expected_end_ms = at_ms, *this; }
   RunBuilder& share(int64_t mib) { return run_.share = true, run_.gpu_mem_mib = mib, *this; }
+  RunBuilder& owner(int o) { return run_.owner = o, *this; }
   operator RunningJob() const { return run_; }
 
  private:

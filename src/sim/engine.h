@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,7 @@ struct Entity {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
   std::vector<int> slots;
+  int owner = -1;  // index into Simulation::owners_, -1 = nobody's
   QueueKey key;
   QueueJobInfo info;
 };
@@ -106,6 +108,12 @@ class Simulation {
               std::vector<sched::Lane>& lanes, int64_t t);
   void add_running(int e, int64_t expected_end_ms);
   Status stalled();
+  // Users (SimMachine::users): owner indexes, their limits, usage charged as runs end, and
+  // snap_.owners brought to time t before each pass.
+  int owner_of(const std::string& job);  // the job's user's index, -1 when nobody's
+  void load_owners();
+  void charge_owner(const Entity& e, int64_t t);
+  void update_owners(int64_t t);
 
   const SimMachine& machine_;
   SimOptions options_;
@@ -114,6 +122,11 @@ class Simulation {
   sched::Snapshot snap_;  // the machine now; its queue is the current pass's window
   std::vector<Entity> entities_;
   std::vector<sched::PendingJob> pending_;  // per sim job, as the scheduler sees it
+  std::map<std::string, int> owner_index_;
+  std::vector<std::string> owners_;
+  std::vector<double> owner_usage_;        // of finished runs, as of owner_usage_at_
+  std::vector<int64_t> owner_usage_at_;
+  bool users_matter_ = false;
   std::unordered_map<std::string, int> by_name_;
   std::vector<size_t> running_pos_;  // entity -> index into snap_.running
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

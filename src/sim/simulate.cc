@@ -20,6 +20,7 @@ void Simulation::add_running(int e, int64_t expected_end_ms) {
   r.expected_end_ms = expected_end_ms;
   r.share = ent.share;
   r.gpu_mem_mib = ent.gpu_mem_mib;
+  r.owner = ent.owner;
   running_pos_[static_cast<size_t>(e)] = snap_.running.size();
   snap_.running.push_back(std::move(r));
 }
@@ -32,6 +33,7 @@ void Simulation::finish(int e, int64_t t) {
   Entity& ent = entities_[static_cast<size_t>(e)];
   ent.finished = true;
   ent.end_ms = t;
+  charge_owner(ent, t);
   last_end_ms_ = std::max(last_end_ms_, t);
   for (int slot : ent.slots) {
     sched::Gpu& g = snap_.gpus[static_cast<size_t>(slot)];
@@ -158,6 +160,7 @@ Status Simulation::decide(sched::Decision& decision) {
 Status Simulation::pass(int64_t t) {
   if (queue_.empty()) return ok();
   snap_.now_ms = t;
+  update_owners(t);
   static const std::vector<std::pair<QueueKey, QueueJobInfo>> kNone;
   if (!options_.full_queue &&
       !queue_.first_unproven(snap_.gpus, snap_.lanes, std::nullopt, started_, kNone)) {

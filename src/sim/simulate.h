@@ -11,12 +11,18 @@
 // How a pass stays cheap with 100,000 queued jobs without changing any decision is explained
 // in window.h.
 //
+// With users that matter (fair share between two or more users, or a limit), every pass is
+// handed the whole eligible queue: the window's proofs assume the order and fates that fair
+// share and limits change.
+//
 // Owns nothing beyond one call; pure functions of their arguments; thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +46,26 @@ struct SimJob {
   bool share = false;                  // may share GPUs (needs gpu_mem_mib)
 };
 
+// A user's limits ([users] in config.toml): unset keys fall back to SimUsers::limits.
+struct SimUserLimits {
+  std::optional<int64_t> max_gpus;
+  std::optional<int64_t> max_running;
+};
+
+// The users of a shared box (docs/lab.md), as the daemon treats them: fair share within a
+// priority by decayed usage, and per-user limits. Usage is charged as jobs run on the virtual
+// clock; each user starts at usage_gpu_ms (absent: zero).
+struct SimUsers {
+  // The user of each job (a SimJob's or SimRunning's name); a job not named is nobody's, never
+  // limited.
+  std::map<std::string, std::string> of_job;
+  bool fair_share = false;
+  int64_t half_life_ms = 7LL * 24 * 3'600'000;
+  std::map<std::string, double> usage_gpu_ms;
+  SimUserLimits limits;
+  std::map<std::string, SimUserLimits> per_user;
+};
+
 struct SimMachine {
   int gpus = 0;
   std::vector<sched::Lane> lanes;       // name, capacity, excludes (`used` is ignored)
@@ -49,6 +75,7 @@ struct SimMachine {
   // Passed to the scheduler as they are (sched::Snapshot's fields of the same names).
   int64_t backfill_unknown_limit_ms = 0;
   int max_reservations = sched::Snapshot().max_reservations;
+  SimUsers users;
 };
 
 // A job already running at time 0 (the daemon's live runs, for ETAs). It holds its slots

@@ -159,6 +159,8 @@ Status Simulation::load_job(const SimJob& job, int index) {
   p.share = job.share;
   p.estimate_ms = job.estimate_ms;
   p.reservation = reservation;
+  e.owner = owner_of(job.name);
+  p.owner = e.owner;
   pending_.push_back(std::move(p));
   GPUQ_SIM_TRY(check_can_start(e, reservation, job.reservation));
   e.info = QueueJobInfo{job.gpus, job.estimate_ms,
@@ -187,6 +189,7 @@ Status Simulation::load_running(const SimRunning& r, int index) {
   }
   e.submitted = e.started = true;
   e.slots = r.slots;
+  e.owner = owner_of(r.name);
   if (!by_name_.emplace(e.name, index).second) {
     return fail(Code::kInvalidArgument, fmt::format("two jobs are named '{}'", e.name));
   }
@@ -274,6 +277,7 @@ Status Simulation::load(const std::vector<SimJob>& jobs, const std::vector<SimRu
   for (size_t i = 0; i < running.size(); ++i) {
     GPUQ_SIM_TRY(load_running(running[i], static_cast<int>(jobs.size() + i)));
   }
+  load_owners();
   GPUQ_SIM_TRY(link_dependencies(jobs));
   GPUQ_SIM_TRY(check_cycles(jobs.size()));
   // Queue order: submit time, then the order of the input.
