@@ -50,6 +50,7 @@ Result<std::vector<std::string>> components_of(const std::string& relative) {
 }
 
 tl::unexpected<Error> refusal(const std::string& relative, int err) {
+  if (err == EEXIST) return fail(Code::kConflict, fmt::format("{} exists already", relative));
   if (err == ELOOP || err == EXDEV) {
     return fail(Code::kPermissionDenied,
                 fmt::format("{}: a symbolic link on the way (not followed)", relative));

@@ -5,7 +5,8 @@
 // whatever the link names (/etc/shadow). Here every component below the trusted directory must
 // be a real directory or file: a link anywhere fails with ELOOP (Code::kPermissionDenied), and
 // `..` or an absolute path is refused. The trusted directory itself (and the path to it) is the
-// caller's to trust: make it one only root can change (the daemon's jobs directory).
+// caller's to trust: make it one only root can change (the daemon's jobs directory). With O_EXCL,
+// a file that exists already is Code::kConflict.
 //
 // Linux's openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) does it in one call; on a kernel
 // without it (before 5.6: ENOSYS) the path is walked one component at a time with O_NOFOLLOW.

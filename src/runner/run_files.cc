@@ -16,9 +16,10 @@ namespace {
 
 // Writes `content` to `path` in place (no temporary file and rename): for a file that no one
 // reads before this returns. A failed write (a full disk) leaves no partial file holding space.
-Status write_unread_file(const std::string& path, const std::string& content) {
+Status write_unread_file(int dir_fd, const std::string& path, const std::string& content) {
   // O_EXCL: a fresh file in a fresh directory, never one found there.
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  std::string name = path.substr(path.rfind('/') + 1);
+  int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_error("open " + path);
   size_t done = 0;
   while (done < content.size()) {
@@ -27,14 +28,14 @@ Status write_unread_file(const std::string& path, const std::string& content) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      ::unlink(path.c_str());
+      ::unlinkat(dir_fd, name.c_str(), 0);
       return errno_error("write " + path, err);
     }
     done += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
     int err = errno;
-    ::unlink(path.c_str());
+    ::unlinkat(dir_fd, name.c_str(), 0);
     return errno_error("close " + path, err);
   }
   return ok();
@@ -96,6 +97,14 @@ Result<std::vector<StepRun>> steps_from_json(const json& list, const std::string
 }  // namespace
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
+  int dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return errno_error("open " + run_dir);
+  auto written = write_run_spec_at(dir_fd, spec);
+  ::close(dir_fd);
+  return written;
+}
+
+Status write_run_spec_at(int run_dir_fd, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
             {"umask", static_cast<int>(spec.umask)}};
@@ -112,7 +121,7 @@ Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   // made (a start never reuses one), and its shim, the only reader, is launched after this
   // returns. Not fsynced: a run.json lost or cut short in a crash belongs to a run that was
   // never recorded (the run is recorded only after its shim is launched).
-  return write_unread_file(run_spec_path(run_dir), j.dump());
+  return write_unread_file(run_dir_fd, "run.json", j.dump());
 }
 
 Result<RunSpec> read_run_spec(const std::string& run_dir) {

@@ -88,6 +88,8 @@ std::string steps_path(const std::string& run_dir);
 
 // Writes run.json in place: only into a fresh run directory, before its shim is launched.
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
+// The same through the new run directory's fd.
+Status write_run_spec_at(int run_dir_fd, const RunSpec& spec);
 Result<RunSpec> read_run_spec(const std::string& run_dir);
 Status write_exit_record(const std::string& run_dir, const ExitRecord& record);
 // The same through the run directory's fd (the shim's way; the name is only for messages).
