@@ -49,7 +49,7 @@ void ConditionChecker::worker() {
 
 bool ConditionChecker::run_test(const std::string& shell, const std::string& cwd,
                                 const std::map<std::string, std::string>& env, Millis timeout,
-                                std::string* why) {
+                                std::string* why, const std::optional<os::UserIdentity>& run_as) {
   // env -i gives the test exactly the job's environment, not the daemon's — without any run
   // variable: a test is not the run, and must never carry a run's cleanup marker. "--" ends
   // env's options: a job's variable named "-S..." is a variable, never env's option that splits
@@ -59,7 +59,9 @@ bool ConditionChecker::run_test(const std::string& shell, const std::string& cwd
     if (!is_run_variable(k)) argv.push_back(k + "=" + v);
   }
   argv.insert(argv.end(), {"bash", "-c", "cd -- \"$0\" && eval \"$1\"", cwd, shell});
-  auto result = os::run_command(argv, timeout);
+  os::CommandOptions options;
+  options.run_as = run_as;
+  auto result = os::run_command_with(argv, timeout, options);
   if (!result) {
     if (why) *why = fmt::format("could not run `{}`: {}", shell, result.error().message);
     return false;
@@ -92,13 +94,13 @@ ConditionResult ConditionChecker::evaluate(const ConditionRequest& r) {
   }
   for (const auto& test : r.shell_tests) {
     std::string why;
-    if (!run_test(test, r.cwd, r.env, r.timeout, &why)) {
+    if (!run_test(test, r.cwd, r.env, r.timeout, &why, r.run_as)) {
       result.false_text = "REQUIRES false: " + why;
       return result;
     }
   }
   result.holds = true;
-  if (!r.done_if.empty()) result.done = run_test(r.done_if, r.cwd, r.env, r.timeout, nullptr);
+  if (!r.done_if.empty()) result.done = run_test(r.done_if, r.cwd, r.env, r.timeout, nullptr, r.run_as);
   return result;
 }
 

@@ -13,12 +13,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/asio.h"
 #include "base/duration.h"
+#include "os/identity.h"
 
 namespace gpuq::daemon {
 
@@ -30,6 +32,9 @@ struct ConditionRequest {
   std::vector<std::string> shell_tests;  // REQUIRES: shell tests that must exit 0
   std::string done_if;                // checked when everything else holds; empty: none
   Millis timeout{30'000};             // for each shell test
+  // Set: the shell tests run as this user (os::CommandOptions::run_as): the job's submitter,
+  // filled in by the World from the stored job.
+  std::optional<os::UserIdentity> run_as;
 };
 
 struct ConditionResult {
@@ -51,7 +56,7 @@ class ConditionChecker {
   // `why` receives a description when it does not.
   static bool run_test(const std::string& shell, const std::string& cwd,
                        const std::map<std::string, std::string>& env, Millis timeout,
-                       std::string* why);
+                       std::string* why, const std::optional<os::UserIdentity>& run_as = std::nullopt);
 
  private:
   struct Work {

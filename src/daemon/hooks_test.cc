@@ -114,6 +114,28 @@ TEST(DeliverByCommand, FailureNamesTheExitStatusAndTheTailOfStderr) {
       << delivered.error().message;
 }
 
+// A hook is the daemon's: it runs as the daemon's user with the daemon's environment and the
+// event's variables, never as a job's submitter nor with a job's environment (a submitter's
+// LD_PRELOAD or PATH in a root hook would be root code execution).
+TEST(DeliverByCommand, RunsAsTheDaemonWithoutAnyJobsEnvironment) {
+  std::string out = (std::filesystem::temp_directory_path() /
+                     ("gpuq-hook-identity-" + std::to_string(::getpid()))).string();
+  HookConfig hook;
+  hook.name = "h";
+  hook.command = "cat >/dev/null; { id -u; env; } > " + out;
+  Event event = sample_event();
+  event.data = {{"env", {{"LD_PRELOAD", "/tmp/evil.so"}}}, {"user", "ann"}};
+  ASSERT_TRUE(deliver_by_command(hook, event, -1));
+  std::ifstream file(out);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::filesystem::remove(out);
+  std::string seen = text.str();
+  EXPECT_EQ(seen.substr(0, seen.find('\n')), std::to_string(::geteuid()));
+  EXPECT_EQ(seen.find("\nLD_PRELOAD="), std::string::npos) << seen;
+  EXPECT_NE(seen.find("GPUQ_EVENT_KIND=job.failed"), std::string::npos) << seen;
+}
+
 TEST(DeliverByCommand, TimeoutIsAFailure) {
   HookConfig hook;
   hook.name = "h";

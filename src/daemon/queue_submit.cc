@@ -210,7 +210,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
 
 Status Queue::make_job_dir(const Job& job) {
   std::string job_dir = options_.layout.job_dir(job.id);
-  return world_.write_job_dir(job_dir, runner::script_snapshots(job.spec, job_dir));
+  return world_.write_job_dir(job_dir, runner::script_snapshots(job.spec, job_dir), job.spec.user);
 }
 
 void Queue::track(ActiveJob job) {

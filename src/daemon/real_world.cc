@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "base/time.h"
+#include "os/file_tree.h"
 #include "os/process.h"
+#include "os/safe_open.h"
 #include "runner/launcher.h"
 #include "runner/run_env.h"
 #include "runner/session_sweep.h"
@@ -19,6 +21,19 @@ namespace gpuq::daemon {
 namespace {
 
 namespace asio = boost::asio;
+
+// Owns one file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { ::close(fd_); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 // The longest single wait of a timer: a far-off instant is reached in steps, so that neither
 // the conversion to the steady clock's nanoseconds overflows nor a jump of the wall clock
@@ -170,11 +185,41 @@ Status RealWorld::commit(const std::function<Status()>& writes) { return store_.
 Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) {
   std::string parent = run_dir.substr(0, run_dir.rfind('/'));
   if (auto made = os::make_dirs(parent, 0700); !made) return made;
-  if (::mkdir(run_dir.c_str(), 0700) != 0) {
+  // The job directory may be its user's already (an earlier run): the run directory is made and
+  // filled through fds with no link on the way, and only a directory made now is used.
+  auto [jobs, job_name] = os::split_trusted(parent, 1);
+  auto job_fd = os::open_beneath(jobs, job_name, O_RDONLY | O_DIRECTORY);
+  if (!job_fd) return tl::unexpected(job_fd.error());
+  Fd job(*job_fd);
+  std::string run_name = run_dir.substr(run_dir.rfind('/') + 1);
+  if (::mkdirat(job.get(), run_name.c_str(), 0700) != 0) {
     if (errno == EEXIST) return fail(Code::kConflict, run_dir + " exists already");
     return errno_error("mkdir " + run_dir);
   }
-  return runner::write_run_spec(run_dir, spec);
+  os::BeneathOptions mine;
+  mine.owner = ::geteuid();
+  auto run_fd = os::open_beneath_at(job.get(), run_name, O_RDONLY | O_DIRECTORY, 0, mine);
+  if (!run_fd) return tl::unexpected(run_fd.error());
+  Fd run(*run_fd);
+  if (auto written = runner::write_run_spec_at(run.get(), spec); !written) return written;
+  // The job's checkpoints go to the job directory: it is the user's. (The run directory is given
+  // by the shim, once it has opened the log there.)
+  if (spec.run_as && ::fchown(job.get(), spec.run_as->uid, spec.run_as->gid) != 0) {
+    return errno_error(fmt::format("cannot give {} to {}", parent, spec.run_as->login));
+  }
+  return ok();
+}
+
+Result<std::optional<os::UserIdentity>> RealWorld::submitter_identity(const std::string& login) {
+  if (!os::runs_as_submitter(::geteuid(), login)) return std::nullopt;
+  auto who = os::passwd_entry(login);
+  if (!who && who.error().code == Code::kNotFound) {
+    return fail(Code::kNotFound, fmt::format("the job's user {} is not a user of this machine (any more): "
+                                             "the job runs only as its submitter, never as root", login));
+  }
+  if (!who) return tl::unexpected(who.error());
+  if (who->uid == 0) return std::nullopt;  // another name of root's
+  return std::optional<os::UserIdentity>(std::move(*who));
 }
 
 Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir,
@@ -236,17 +281,13 @@ void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
   std::weak_ptr<bool> alive = alive_;
   worker_.post([this, alive, paths = std::move(paths), remove, done = std::move(done)]() mutable {
     int64_t bytes = 0;
+    // Through fds, never following a link: the trees are their users' (os/file_tree.h).
     for (const auto& path : paths) {
-      std::error_code ec;
-      for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
-           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        std::error_code size_ec;
-        if (it->is_regular_file(size_ec)) {
-          auto size = it->file_size(size_ec);
-          if (!size_ec) bytes += static_cast<int64_t>(size);
-        }
+      bytes += os::tree_bytes(path);
+      if (!remove) continue;
+      if (auto removed = os::remove_tree(path); !removed) {
+        std::fprintf(stderr, "gpuq daemon: %s\n", removed.error().message.c_str());
       }
-      if (remove) std::filesystem::remove_all(path, ec);
     }
     asio::post(actor_, [alive, bytes, done = std::move(done)] {
       if (auto a = alive.lock(); a && *a) done(bytes);
@@ -255,22 +296,42 @@ void RealWorld::measure_trees(std::vector<std::string> paths, bool remove,
 }
 
 Status RealWorld::write_job_dir(const std::string& job_dir,
-                                const std::vector<std::pair<std::string, std::string>>& scripts) {
+                                const std::vector<std::pair<std::string, std::string>>& scripts,
+                                const std::string& login) {
   // A command has nothing to keep before it runs: its directory comes with its first run
   // (start_run makes the run directory's parents), which spares a sweep of 10,000 commands
   // 10,000 mkdirs in its submit.
   if (scripts.empty()) return ok();
-  if (auto made = os::make_dirs(job_dir, 0700); !made) return made;
+  // Made here, now, as the daemon's: never a directory (or a link) found in its place.
+  if (auto made = os::make_dirs(job_dir.substr(0, job_dir.rfind('/')), 0700); !made) return made;
+  if (::mkdir(job_dir.c_str(), 0700) != 0) return errno_error("mkdir " + job_dir);
   // The snapshots: editing the submitted files later changes nothing.
   for (const auto& [path, text] : scripts) {
     if (auto written = os::write_file_atomic(path, text); !written) return written;
     if (::chmod(path.c_str(), 0700) != 0) return errno_error("chmod " + path);
   }
+  // Then the whole directory is the submitter's, whose jobs run as them.
+  auto who = submitter_identity(login);
+  if (!who || !*who) return ok();  // the daemon's jobs; or a user gone, whose runs will fail
+  for (const auto& [path, text] : scripts) {
+    if (::lchown(path.c_str(), (*who)->uid, (*who)->gid) != 0) return errno_error("chown " + path);
+  }
+  if (::chown(job_dir.c_str(), (*who)->uid, (*who)->gid) != 0) return errno_error("chown " + job_dir);
   return ok();
 }
 
 Status RealWorld::write_file(const std::string& path, const std::string& content) {
-  return os::write_file_atomic(path, content, /*durable=*/false);
+  // The yield request, in a run directory its user owns: created new, never through a link
+  // anywhere below the jobs directory. One there already (an earlier request) is the request.
+  auto [trusted, relative] = os::split_trusted(path, 3);
+  auto fd = os::open_beneath(trusted, relative, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!fd && fd.error().code == Code::kConflict) return ok();
+  if (!fd) return tl::unexpected(fd.error());
+  Fd file(*fd);
+  if (::write(file.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    return errno_error("write " + path);
+  }
+  return ok();
 }
 
 void RealWorld::remove_file(const std::string& path) { ::unlink(path.c_str()); }
@@ -283,6 +344,23 @@ int64_t RealWorld::modified_ms(const std::string& path) {
 
 void RealWorld::check_conditions(ConditionRequest request,
                                  std::function<void(ConditionResult)> done) {
+  // The job's shell tests run as its submitter, as its runs do: a root daemon never runs a
+  // user's REQUIRES text as root. The user is the stored job's, whoever asks for the check.
+  auto job = store_.find_job(request.job_id, false);
+  std::string login = job && *job ? (*job)->spec.user : "";
+  auto who = submitter_identity(login);
+  if (!who) {
+    ConditionResult result;
+    result.job_id = request.job_id;
+    result.false_text = who.error().message;
+    asio::post(actor_, [done = std::move(done), result = std::move(result)] { done(result); });
+    return;
+  }
+  if (*who) {
+    auto groups = os::groups_of((*who)->login, (*who)->gid);
+    if (groups) (*who)->groups = std::move(*groups);
+  }
+  request.run_as = std::move(*who);
   checker_.check(std::move(request), std::move(done));
 }
 

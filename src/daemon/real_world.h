@@ -63,7 +63,9 @@ class RealWorld : public World {
   void sweep_session(pid_t session, uint64_t shim_start_ticks,
                      std::function<void(int killed)> done) override;
   Status write_job_dir(const std::string& job_dir,
-                       const std::vector<std::pair<std::string, std::string>>& scripts) override;
+                       const std::vector<std::pair<std::string, std::string>>& scripts,
+                       const std::string& login) override;
+  Result<std::optional<os::UserIdentity>> submitter_identity(const std::string& login) override;
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override;
   int64_t modified_ms(const std::string& path) override;

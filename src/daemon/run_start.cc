@@ -118,6 +118,13 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
   spec.umask = places_.job_umask;
   spec.max_log_bytes = config_.max_log_bytes;
   spec.claim_deadline_file = p.job.spec.claim_deadline_file;
+  // A root daemon runs the job as its submitter; a submitter the machine no longer has makes the
+  // run fail (the shim says why), never run as root.
+  if (auto who = world_.submitter_identity(p.job.spec.user)) {
+    spec.run_as = std::move(*who);
+  } else {
+    spec.run_as_error = who.error().message;
+  }
   if (!p.job.spec.steps.empty()) {
     // Steps that earlier runs finished are not run again (docs/jobs.md, "Steps").
     run.first_step = first_step_of(p.job, p.last);

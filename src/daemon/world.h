@@ -22,6 +22,7 @@
 #include "daemon/condition_checker.h"
 #include "daemon/config.h"
 #include "model/job.h"
+#include "os/identity.h"
 #include "os/process_table.h"
 #include "runner/cleanup.h"
 #include "runner/container_runtime.h"
@@ -96,7 +97,13 @@ class World {
   // --- runs ---
   // Creates the run directory, which must not exist yet (a run directory is never reused), and
   // writes its run.json. kConflict when the directory exists.
+  // With spec.run_as, the job directory becomes that user's (0700); the run directory stays the
+  // daemon's until its shim gives it to the user (runner/run_files.h).
   virtual Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) = 0;
+  // Who the job of `login` (JobSpec::user) runs as: nullopt for the daemon itself (a daemon not
+  // run by root, root's own jobs, an older job without a user); kNotFound naming the login when
+  // it should run as a user the machine no longer has, and must then not run at all.
+  virtual Result<std::optional<os::UserIdentity>> submitter_identity(const std::string& login) = 0;
   // Starts the run's shim; it waits for ShimProcess::release(). Under cgroup containment the
   // shim is in the run's own cgroup (named by `run_id`, the run's marker) before that.
   virtual Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
@@ -124,8 +131,11 @@ class World {
   // --- files ---
   // A job's directory and its script snapshots ({path, text}: runner::script_snapshots); nothing
   // for a command (no scripts), whose directory is made with its first run.
+  // Made as the daemon's and given to `login` (with the snapshots) once written, when its jobs
+  // run as their submitter.
   virtual Status write_job_dir(const std::string& job_dir,
-                               const std::vector<std::pair<std::string, std::string>>& scripts) = 0;
+                               const std::vector<std::pair<std::string, std::string>>& scripts,
+                               const std::string& login) = 0;
   // The yield request a running job finds at $GPUQ_YIELD_FILE; remove_file() withdraws it.
   virtual Status write_file(const std::string& path, const std::string& content) = 0;
   virtual void remove_file(const std::string& path) = 0;

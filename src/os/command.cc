@@ -3,6 +3,7 @@
 #include "os/stuck_helpers.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -165,6 +166,72 @@ Result<pid_t> spawn(const std::vector<std::string>& argv, int in_fd, int out_fd,
   return pid;
 }
 
+// argv[0] as execve needs it: looked up in PATH (the caller's, as posix_spawnp does) before a
+// fork, since the child may only make async-signal-safe calls.
+Result<std::string> program_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = ::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/bin:/bin";
+  while (true) {
+    size_t colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return fail(Code::kNotFound, fmt::format("{}: program not found in PATH", program));
+}
+
+// What spawn() does, as another user: fork, and in the child (async-signal-safe calls only: the
+// caller may have threads) the same process group, stdio and signal setup, then become_user and
+// execve. A failure in the child comes back as its errno on a close-on-exec pipe.
+Result<pid_t> spawn_as(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd,
+                       char* const* envp, const UserIdentity& who) {
+  auto program = program_path(argv[0]);
+  if (!program) return tl::unexpected(program.error());
+  std::vector<char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  auto report = make_pipe();
+  if (!report) return tl::unexpected(report.error());
+  const gid_t* groups = who.groups.data();
+  size_t group_count = who.groups.size();
+  pid_t pid = ::fork();
+  if (pid < 0) return errno_error(fmt::format("cannot run {}", argv[0]));
+  if (pid == 0) {
+    int wfd = report->write.get();
+    auto die = [wfd](int err) {
+      (void)!::write(wfd, &err, sizeof err);
+      ::_exit(127);
+    };
+    ::setpgid(0, 0);
+    struct sigaction defaults{};
+    defaults.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &defaults, nullptr);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int in = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
+    if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) die(errno);
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (int err = become_user(who.uid, who.gid, groups, group_count)) die(err);
+    ::execve(program->c_str(), c_argv.data(), envp);
+    die(errno);
+  }
+  report->write.reset();
+  int err = 0;
+  ssize_t n;
+  do {
+    n = ::read(report->read.get(), &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  if (n != sizeof err) return pid;  // exec'd
+  ::waitpid(pid, nullptr, 0);
+  return errno_error(fmt::format("cannot run {} as {}", argv[0], who.uid), err);
+}
+
 // Whether the child has exited, without reaping it: while it is an unreaped zombie its pid
 // (and so its process group id) cannot be reused, which keeps a later killpg aimed at our group.
 bool has_exited(pid_t pid) {
@@ -317,8 +384,11 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
     envp.push_back(nullptr);
   }
 
-  auto pid = spawn(argv, child_input_fd.get(), out_pipe->write.get(), err_pipe->write.get(),
-                   envp.empty() ? environ : envp.data());
+  auto pid = options.run_as ? spawn_as(argv, child_input_fd.get(), out_pipe->write.get(),
+                                        err_pipe->write.get(), envp.empty() ? environ : envp.data(),
+                                        *options.run_as)
+                            : spawn(argv, child_input_fd.get(), out_pipe->write.get(),
+                                    err_pipe->write.get(), envp.empty() ? environ : envp.data());
   if (!pid) return tl::unexpected(pid.error());
   // Only the child may hold the write ends, or we would never see end of file.
   out_pipe->write.reset();

@@ -2,7 +2,8 @@
 // capturing what it prints. This is for helpers whose output the daemon reads, not for jobs:
 // jobs are started by the runner through `gpuq shim` and outlive the daemon.
 //
-// The child is spawned with posix_spawnp (safe in a multi-threaded caller, unlike fork), in its
+// The child is spawned with posix_spawnp (safe in a multi-threaded caller, unlike fork; with
+// CommandOptions::run_as, a fork whose child makes only async-signal-safe calls), in its
 // own process group, with stdin from /dev/null (or fed CommandOptions::input) and no file
 // descriptor of the caller other than its stdio; it inherits the caller's environment (plus
 // CommandOptions::env). On timeout or cancellation the whole group is killed, so helpers that
@@ -23,6 +24,7 @@
 
 #include "base/duration.h"
 #include "base/status.h"
+#include "os/identity.h"
 
 namespace gpuq::os {
 
@@ -52,6 +54,10 @@ struct CommandOptions {
   // When readable (a pipe or eventfd the caller signals), the child's group is killed at once and
   // the result says `cancelled`: how a caller that shuts down stops a command early.
   int cancel_fd = -1;
+  // Set: the child runs as this user (its uid, gid and groups; the strings are not used), through
+  // fork and become_user instead of posix_spawn, which cannot change them. The root daemon runs
+  // a job's REQUIRES and DONE_IF tests so, as the job's submitter. Look it up before the call.
+  std::optional<UserIdentity> run_as;
 };
 
 // Runs argv (argv[0] is looked up in PATH) and waits until it exits and both of its output pipes

@@ -104,18 +104,18 @@ std::vector<pid_t> processes_in_group(pid_t pgid) { return processes_with_stat_f
 
 std::vector<pid_t> processes_in_session(pid_t sid) { return processes_with_stat_field(6, sid); }
 
-Status write_file_atomic(const std::string& path, const std::string& content, bool durable) {
-  std::string tmp = path + ".tmp";
+Status write_file_atomic_at(int dir_fd, const std::string& name, const std::string& content, bool durable) {
+  std::string tmp = name + ".tmp";
   // A fresh file, never one found there: the directory may be writable by someone else (a run
-  // directory a container step writes), who could leave a link to a file of the caller's.
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return errno_error("unlink " + tmp);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  // directory of the job's user), who could leave a link to a file of the caller's.
+  if (::unlinkat(dir_fd, tmp.c_str(), 0) != 0 && errno != ENOENT) return errno_error("unlink " + tmp);
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_error("open " + tmp);
   // A failed write (a full disk) must not leave a partial temporary file holding space.
   auto give_up = [&](std::string_view what) {
     int err = errno;
     ::close(fd);
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
     return errno_error(std::string(what) + " " + tmp, err);
   };
   size_t done = 0;
@@ -128,21 +128,27 @@ Status write_file_atomic(const std::string& path, const std::string& content, bo
   if (durable && ::fsync(fd) != 0) return give_up("fsync");
   if (::close(fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
     return errno_error("close " + tmp, err);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    return errno_error("rename to " + path, err);
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    return errno_error("rename to " + name, err);
   }
-  if (!durable) return ok();
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  if (durable) ::fsync(dir_fd);
+  return ok();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& content, bool durable) {
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return errno_error("open " + dir);
+  auto written = write_file_atomic_at(dir_fd, name, content, durable);
+  ::close(dir_fd);
+  if (!written) return fail(written.error().code, written.error().message + " in " + dir);
   return ok();
 }
 

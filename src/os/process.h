@@ -48,6 +48,10 @@ std::vector<pid_t> processes_in_session(pid_t sid);
 // The file is created 0600: what is written this way (run.json, exit.json, script snapshots) is
 // the daemon's and its runs', and may hold a job's environment.
 Status write_file_atomic(const std::string& path, const std::string& content, bool durable = true);
+// The same for `name` in the directory `dir_fd`: the root shim writes a run's records through
+// the run directory's fd, so a directory swapped for a link later sends nothing elsewhere.
+Status write_file_atomic_at(int dir_fd, const std::string& name, const std::string& content,
+                            bool durable = true);
 
 // Reads a whole file.
 Result<std::string> read_file(const std::string& path);

@@ -9,10 +9,10 @@
 
 namespace gpuq::runner {
 
-Result<LogCap> LogCap::open(const std::string& log_path, int64_t max_bytes) {
+Result<LogCap> LogCap::open_at(int dir_fd, const std::string& name, int64_t max_bytes) {
   if (max_bytes <= 0) return LogCap(-1, 0);
-  int fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno_error("open " + log_path);
+  int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno_error("open " + name);
   return LogCap(fd, max_bytes);
 }
 

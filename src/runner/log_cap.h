@@ -18,7 +18,8 @@ namespace gpuq::runner {
 class LogCap {
  public:
   // `max_bytes` <= 0: no cap (check() does nothing).
-  static Result<LogCap> open(const std::string& log_path, int64_t max_bytes);
+  // The log `name` in the directory `dir_fd`, never through a link.
+  static Result<LogCap> open_at(int dir_fd, const std::string& name, int64_t max_bytes);
   LogCap(LogCap&& other) noexcept;
   LogCap(const LogCap&) = delete;
   LogCap& operator=(const LogCap&) = delete;

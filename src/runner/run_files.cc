@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "os/process.h"
+#include "os/safe_open.h"
 
 namespace gpuq::runner {
 
@@ -15,8 +16,10 @@ namespace {
 
 // Writes `content` to `path` in place (no temporary file and rename): for a file that no one
 // reads before this returns. A failed write (a full disk) leaves no partial file holding space.
-Status write_unread_file(const std::string& path, const std::string& content) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+Status write_unread_file(int dir_fd, const std::string& path, const std::string& content) {
+  // O_EXCL: a fresh file in a fresh directory, never one found there.
+  std::string name = path.substr(path.rfind('/') + 1);
+  int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_error("open " + path);
   size_t done = 0;
   while (done < content.size()) {
@@ -25,17 +28,44 @@ Status write_unread_file(const std::string& path, const std::string& content) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      ::unlink(path.c_str());
+      ::unlinkat(dir_fd, name.c_str(), 0);
       return errno_error("write " + path, err);
     }
     done += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
     int err = errno;
-    ::unlink(path.c_str());
+    ::unlinkat(dir_fd, name.c_str(), 0);
     return errno_error("close " + path, err);
   }
   return ok();
+}
+
+// The largest record read: far more than any real one, small enough that a planted file cannot
+// fill the reader's memory.
+constexpr size_t kMaxRunSpecBytes = 64 << 20;
+constexpr size_t kMaxRecordBytes = 16 << 20;
+
+// A record of the run directory `run_dir` (JOBS/ID/run-N), read trusting only JOBS: no link
+// below it, a regular file the reader's euid owns (one the shim or daemon wrote, not the job's
+// user), nonblocking (a FIFO is refused, never waited on).
+Result<std::string> read_record(const std::string& path, size_t max_bytes) {
+  auto [trusted, relative] = os::split_trusted(path, 3);
+  return os::read_file_beneath(trusted, relative, max_bytes, ::geteuid());
+}
+
+json identity_to_json(const os::UserIdentity& who) {
+  return {{"uid", who.uid}, {"gid", who.gid}, {"login", who.login}, {"home", who.home}, {"shell", who.shell}};
+}
+
+os::UserIdentity identity_from_json(const json& j) {
+  os::UserIdentity who;
+  who.uid = j.at("uid").get<uid_t>();
+  who.gid = j.at("gid").get<gid_t>();
+  who.login = j.at("login").get<std::string>();
+  who.home = j.value("home", std::string());
+  who.shell = j.value("shell", std::string("/bin/sh"));
+  return who;
 }
 
 }  // namespace
@@ -67,10 +97,20 @@ Result<std::vector<StepRun>> steps_from_json(const json& list, const std::string
 }  // namespace
 
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
+  int dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return errno_error("open " + run_dir);
+  auto written = write_run_spec_at(dir_fd, spec);
+  ::close(dir_fd);
+  return written;
+}
+
+Status write_run_spec_at(int run_dir_fd, const RunSpec& spec) {
   json j = {{"argv", spec.argv}, {"env", spec.env}, {"cwd", spec.cwd},
             {"kill_grace_ms", spec.kill_grace_ms}, {"max_log_bytes", spec.max_log_bytes},
             {"umask", static_cast<int>(spec.umask)}};
   if (!spec.claim_deadline_file.empty()) j["claim_deadline_file"] = spec.claim_deadline_file;
+  if (spec.run_as) j["run_as"] = identity_to_json(*spec.run_as);
+  if (!spec.run_as_error.empty()) j["run_as_error"] = spec.run_as_error;
   if (!spec.steps.empty()) {
     json steps = json::array();
     for (const StepSpec& step : spec.steps) steps.push_back(step_spec_to_json(step));
@@ -81,11 +121,12 @@ Status write_run_spec(const std::string& run_dir, const RunSpec& spec) {
   // made (a start never reuses one), and its shim, the only reader, is launched after this
   // returns. Not fsynced: a run.json lost or cut short in a crash belongs to a run that was
   // never recorded (the run is recorded only after its shim is launched).
-  return write_unread_file(run_spec_path(run_dir), j.dump());
+  return write_unread_file(run_dir_fd, "run.json", j.dump());
 }
 
 Result<RunSpec> read_run_spec(const std::string& run_dir) {
-  auto text = os::read_file(run_spec_path(run_dir));
+  // Only the daemon's own: a run.json the job's user replaced could run anything as root.
+  auto text = read_record(run_spec_path(run_dir), kMaxRunSpecBytes);
   if (!text) return tl::unexpected(text.error());
   json j = json::parse(*text, nullptr, false);
   RunSpec spec;
@@ -108,6 +149,8 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
       spec.steps.push_back(std::move(*step));
     }
     spec.first_step = j.value("first_step", 0);
+    if (j.contains("run_as")) spec.run_as = identity_from_json(j.at("run_as"));
+    spec.run_as_error = j.value("run_as_error", std::string());
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
   }
@@ -121,7 +164,9 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
   return spec;
 }
 
-Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
+namespace {
+
+std::string exit_record_json(const ExitRecord& r) {
   json j = {{"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
             {"signal", r.signal ? json(*r.signal) : json(nullptr)},
             {"started_at_ms", r.started_at_ms},
@@ -135,12 +180,22 @@ Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
             {"released", r.released}};
   if (!r.claim_lapsed.empty()) j["claim_lapsed"] = r.claim_lapsed;
   if (!r.steps.empty()) j["steps"] = steps_to_json(r.steps);
-  return os::write_file_atomic(exit_record_path(run_dir), j.dump());
+  return j.dump();
+}
+
+}  // namespace
+
+Status write_exit_record(const std::string& run_dir, const ExitRecord& r) {
+  return os::write_file_atomic(exit_record_path(run_dir), exit_record_json(r));
+}
+
+Status write_exit_record_at(int run_dir_fd, const ExitRecord& r) {
+  return os::write_file_atomic_at(run_dir_fd, "exit.json", exit_record_json(r));
 }
 
 Result<ExitRecord> read_exit_record(const std::string& run_dir) {
   std::string path = exit_record_path(run_dir);
-  auto text = os::read_file(path);
+  auto text = read_record(path, kMaxRecordBytes);
   if (!text) return tl::unexpected(text.error());  // kNotFound when there is none
   json j = json::parse(*text, nullptr, false);
   ExitRecord r;
@@ -172,9 +227,13 @@ Status write_step_record(const std::string& run_dir, const std::vector<StepRun>&
   return os::write_file_atomic(steps_path(run_dir), json{{"steps", steps_to_json(steps)}}.dump());
 }
 
+Status write_step_record_at(int run_dir_fd, const std::vector<StepRun>& steps) {
+  return os::write_file_atomic_at(run_dir_fd, "steps.json", json{{"steps", steps_to_json(steps)}}.dump());
+}
+
 Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) {
   std::string path = steps_path(run_dir);
-  auto text = os::read_file(path);
+  auto text = read_record(path, kMaxRecordBytes);
   if (!text) return tl::unexpected(text.error());
   json j = json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("steps")) return fail(Code::kCorruption, path + ": not a step record");

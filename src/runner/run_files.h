@@ -7,6 +7,12 @@
 // Because these outlive both processes, a restarted daemon can learn how a run ended while it
 // was down. All are 0600 in a 0700 run directory: they hold the job's environment and
 // output. Pure encoding plus file reads and writes; thread-safe.
+//
+// A run of another user (RunSpec::run_as) has its run directory and output.log given to that
+// user by the shim, which stays root. So no record is trusted by path: run.json is written before
+// the directory is given away, exit.json and steps.json through the run directory's fd, and
+// every read refuses a link anywhere below the jobs directory, anything but a regular file,
+// a file the reader's euid does not own (one the user made) and an oversized one.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,7 @@
 
 #include "base/status.h"
 #include "model/step.h"
+#include "os/identity.h"
 
 namespace gpuq::runner {
 
@@ -39,6 +46,14 @@ struct RunSpec {
   // 0 for the others. Empty: the run is `argv`.
   std::vector<StepSpec> steps;
   int first_step = 0;
+  // Set when the job runs as its submitter (os::runs_as_submitter): the job's processes run with
+  // this uid, gid and the login's groups (looked up by the shim before it forks), and HOME, USER,
+  // LOGNAME and SHELL from it; the run directory and output.log become the user's. Unset: the
+  // job runs as the shim, as it always did.
+  std::optional<os::UserIdentity> run_as;
+  // Why the job cannot run as its submitter (the user no longer exists): the shim runs nothing
+  // and its exit record says this.
+  std::string run_as_error;
 };
 
 struct ExitRecord {
@@ -73,13 +88,18 @@ std::string steps_path(const std::string& run_dir);
 
 // Writes run.json in place: only into a fresh run directory, before its shim is launched.
 Status write_run_spec(const std::string& run_dir, const RunSpec& spec);
+// The same through the new run directory's fd.
+Status write_run_spec_at(int run_dir_fd, const RunSpec& spec);
 Result<RunSpec> read_run_spec(const std::string& run_dir);
 Status write_exit_record(const std::string& run_dir, const ExitRecord& record);
+// The same through the run directory's fd (the shim's way; the name is only for messages).
+Status write_exit_record_at(int run_dir_fd, const ExitRecord& record);
 // NotFound when the shim has not written one (still running, or it died); any other error
 // (unreadable, corrupt) says nothing about whether the run ended.
 Result<ExitRecord> read_exit_record(const std::string& run_dir);
 // steps.json: written atomically (fsynced) by the shim; NotFound before the first step began.
 Status write_step_record(const std::string& run_dir, const std::vector<StepRun>& steps);
+Status write_step_record_at(int run_dir_fd, const std::vector<StepRun>& steps);
 Result<std::vector<StepRun>> read_step_record(const std::string& run_dir);
 
 }  // namespace gpuq::runner

@@ -21,7 +21,9 @@
 
 #include "base/time.h"
 #include "model/job.h"
+#include "os/identity.h"
 #include "os/process.h"
+#include "os/safe_open.h"
 #include "runner/claim_watch.h"
 #include "runner/log_cap.h"
 #include "runner/run_files.h"
@@ -47,11 +49,17 @@ class JobLaunch {
  public:
   explicit JobLaunch(const RunSpec& spec) : JobLaunch(spec, spec.argv, {}) {}
   JobLaunch(const RunSpec& spec, std::vector<std::string> argv, const std::map<std::string, std::string>& extra_env)
-      : argv_strings_(std::move(argv)) {
-    for (const auto& [k, v] : spec.env) {
-      if (!extra_env.count(k)) env_strings_.push_back(k + "=" + v);
+      : argv_strings_(std::move(argv)), run_as_(spec.run_as) {
+    std::map<std::string, std::string> env = spec.env;
+    if (run_as_) {
+      // Who the job is, from the passwd entry: never what the submitted environment said.
+      env["HOME"] = run_as_->home;
+      env["USER"] = run_as_->login;
+      env["LOGNAME"] = run_as_->login;
+      env["SHELL"] = run_as_->shell;
     }
-    for (const auto& [k, v] : extra_env) env_strings_.push_back(k + "=" + v);
+    for (const auto& [k, v] : extra_env) env[k] = v;
+    for (const auto& [k, v] : env) env_strings_.push_back(k + "=" + v);
     for (auto& s : env_strings_) envp_.push_back(s.data());
     envp_.push_back(nullptr);
     for (const auto& a : argv_strings_) argv_.push_back(const_cast<char*>(a.c_str()));
@@ -94,6 +102,7 @@ class JobLaunch {
     // And its umask the job's, not the daemon's 077: the shim's own files are opened already, and
     // exit.json is written with an explicit 0600.
     ::umask(spec.umask);
+    if (run_as_) return spawn_as_user(spec, log_fd);
     pid_t pid = 0;
     int rc = ::posix_spawnp(&pid, argv_[0], &actions_, &attr_, argv_.data(), envp_.data());
     if (rc != 0) return errno_error("cannot run " + argv_strings_[0], rc);
@@ -101,6 +110,69 @@ class JobLaunch {
   }
 
  private:
+  // posix_spawn cannot change a child's ids: a job of another user is forked, and its child does
+  // what the spawn attributes say, then drops every privilege (os::become_user) before it enters
+  // the job's directory (as the user, whose rights decide) and execs. A failure there comes back
+  // as the step and its errno on a close-on-exec pipe; the job then never ran.
+  Result<pid_t> spawn_as_user(const RunSpec& spec, int log_fd) {
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) return errno_error("pipe");
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      int err = errno;
+      ::close(report[0]);
+      ::close(report[1]);
+      return errno_error("cannot fork the job", err);
+    }
+    if (pid == 0) {
+      ::close(report[0]);
+      auto die = [&](int stage) {
+        int failure[2] = {stage, errno};
+        (void)!::write(report[1], failure, sizeof failure);
+        ::_exit(127);
+      };
+      ::setpgid(0, 0);
+      sigset_t defaults = ignored_signals();
+      for (int sig = 1; sig < NSIG; ++sig) {
+        if (sigismember(&defaults, sig) == 1) ::signal(sig, SIG_DFL);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) die(kStageStdio);
+      if (int err = os::become_user(run_as_->uid, run_as_->gid, run_as_->groups.data(), run_as_->groups.size())) {
+        errno = err;
+        die(kStageIdentity);
+      }
+      if (::chdir(spec.cwd.c_str()) != 0) die(kStageDirectory);
+      ::execvpe(argv_[0], argv_.data(), envp_.data());
+      die(kStageExec);
+    }
+    ::close(report[1]);
+    ::setpgid(pid, pid);
+    int failure[2] = {0, 0};
+    ssize_t n;
+    do {
+      n = ::read(report[0], failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    ::close(report[0]);
+    if (n != sizeof failure) return pid;  // exec'd
+    ::waitpid(pid, nullptr, 0);
+    switch (failure[0]) {
+      case kStageIdentity:
+        return errno_error(fmt::format("cannot become the user {} (uid {})", run_as_->login, run_as_->uid), failure[1]);
+      case kStageDirectory:
+        return errno_error(fmt::format("cannot enter the job's directory {} as {}", spec.cwd, run_as_->login),
+                           failure[1]);
+      case kStageStdio:
+        return errno_error("cannot set up the job's stdin and output", failure[1]);
+      default:
+        return errno_error("cannot run " + argv_strings_[0], failure[1]);
+    }
+  }
+  static constexpr int kStageStdio = 1, kStageIdentity = 2, kStageDirectory = 3, kStageExec = 4;
+
   // The signals this process ignores, and SIGPIPE, which the shim ignores: an exec keeps only
   // these dispositions (caught ones are reset by it), so resetting them gives the job every
   // signal's default. Read once per process (64 sigaction calls): the spawner's dispositions
@@ -124,6 +196,7 @@ class JobLaunch {
   std::vector<char*> envp_;
   std::vector<char*> argv_;
   std::string path_;
+  std::optional<os::UserIdentity> run_as_;
   posix_spawn_file_actions_t actions_;
   posix_spawnattr_t attr_;
 };
@@ -134,10 +207,10 @@ constexpr int kTickMs = 1000;
 // Writes exit.json until it is written: the daemon learns of the run's end only from it, so a
 // full disk must delay it, never lose it (the job would otherwise look lost and run again).
 // Only a run directory that is gone ends the attempts. Notes a full disk in the record.
-void write_exit_record_until_written(const std::string& run_dir, ExitRecord& record) {
+void write_exit_record_until_written(const std::string& run_dir, int run_dir_fd, ExitRecord& record) {
   int64_t delay_ms = 50;
   for (int attempt = 1;; ++attempt) {
-    auto written = write_exit_record(run_dir, record);
+    auto written = write_exit_record_at(run_dir_fd, record);
     if (written) return;
     if (written.error().code == Code::kNotFound) return;  // the run directory was removed
     if (disk_is_full(run_dir)) record.disk_full = true;
@@ -150,14 +223,30 @@ void write_exit_record_until_written(const std::string& run_dir, ExitRecord& rec
   }
 }
 
+// The run directory, opened once with no link on the way below the jobs directory: the shim
+// writes through this fd, so the job's user swapping the directory for a link later changes
+// nothing. `fresh`: it must still be the daemon's (made for this run, not yet given away).
+// -1 when it cannot be opened so.
+int open_run_dir(const std::string& run_dir, bool fresh) {
+  auto [trusted, relative] = os::split_trusted(run_dir, 2);
+  os::BeneathOptions options;
+  if (fresh) options.owner = ::geteuid();
+  auto fd = os::open_beneath(trusted, relative, O_RDONLY | O_DIRECTORY, 0, options);
+  return fd ? *fd : -1;
+}
+
 class Shim {
  public:
   Shim(std::string run_dir, RunSpec spec)
       : run_dir_(std::move(run_dir)),
-        log_path_(log_path(run_dir_)),
         spec_(std::move(spec)),
         launch_(spec_),
         claim_(spec_.claim_deadline_file) {}
+  ~Shim() {
+    if (run_dir_fd_ >= 0) ::close(run_dir_fd_);
+  }
+  Shim(const Shim&) = delete;
+  Shim& operator=(const Shim&) = delete;
 
   int run(int go_fd) {
     sigset_t mask;
@@ -167,27 +256,43 @@ class Shim {
     ::signal(SIGPIPE, SIG_IGN);
     signal_fd_ = ::signalfd(-1, &mask, SFD_CLOEXEC);
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    run_dir_fd_ = open_run_dir(run_dir_, /*fresh=*/true);
+    if (run_dir_fd_ < 0) {
+      // Nothing can be written safely: the run reads as lost, and nothing of the job ran.
+      std::fprintf(stderr, "gpuq shim: %s is not a run directory of the daemon's; nothing runs\n",
+                   run_dir_.c_str());
+      ::close(go_fd);
+      return 1;
+    }
     if (!wait_for_go(go_fd)) {
       // Said once, for a daemon that recorded the start and died before the go: the job did
       // not run. (Unwritten, the run reads as lost, which is requeued once.)
       record_.released = false;
       record_.error = "the daemon stopped before it let the run begin";
       record_.ended_at_ms = wall_now_ms();
-      (void)write_exit_record(run_dir_, record_);
+      (void)write_exit_record_at(run_dir_fd_, record_);
       return 0;
     }
     if (claim_.start() == ClaimWatch::Due::kStop) {
       // The claim lapsed before the daemon let the run go: the job must not begin at all.
       record_.claim_lapsed = claim_.lapse();
       record_.ended_at_ms = wall_now_ms();
-      write_exit_record_until_written(run_dir_, record_);
+      write_exit_record_until_written(run_dir_, run_dir_fd_, record_);
       return 0;
     }
 
-    int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    // Opened through the run directory's fd before the directory is the user's (so no link can
+    // be there yet), and only then given to the user with it.
+    int log_fd = ::openat(run_dir_fd_, "output.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (log_fd < 0) return finish_with_error(fmt::format("cannot open the log: {}", std::strerror(errno)));
-    auto cap = LogCap::open(log_path_, spec_.max_log_bytes);
+    auto cap = LogCap::open_at(run_dir_fd_, "output.log", spec_.max_log_bytes);
     if (cap) cap_.emplace(std::move(*cap));
+    if (spec_.run_as) {
+      if (auto given = give_to_user(log_fd); !given) {
+        ::close(log_fd);
+        return finish_with_error(given.error().message);
+      }
+    }
     record_.started_at_ms = wall_now_ms();
     if (spec_.steps.empty()) {
       run_process(launch_, log_fd, 0);
@@ -197,11 +302,21 @@ class Shim {
     ::close(log_fd);
     record_.ended_at_ms = wall_now_ms();
     tick();
-    write_exit_record_until_written(run_dir_, record_);
+    write_exit_record_until_written(run_dir_, run_dir_fd_, record_);
     return 0;
   }
 
  private:
+  // The run directory and its log become the job's user's (0700 and 0600 as made): the job
+  // writes its files there. The records the shim writes later stay root's.
+  Status give_to_user(int log_fd) {
+    const os::UserIdentity& who = *spec_.run_as;
+    if (::fchown(log_fd, who.uid, who.gid) != 0 || ::fchown(run_dir_fd_, who.uid, who.gid) != 0) {
+      return errno_error(fmt::format("cannot give the run directory {} to {}", run_dir_, who.login));
+    }
+    return ok();
+  }
+
   // Blocks until the daemon says go (one byte) or gives up (end of file).
   bool wait_for_go(int go_fd) {
     char byte = 0;
@@ -312,7 +427,7 @@ class Shim {
 
   // steps.json now; a write that fails (a full disk) is not fatal: exit.json has the steps too.
   void note_steps() {
-    if (auto written = write_step_record(run_dir_, record_.steps); !written) {
+    if (auto written = write_step_record_at(run_dir_fd_, record_.steps); !written) {
       std::fprintf(stderr, "gpuq shim: cannot write %s: %s\n", steps_path(run_dir_).c_str(),
                    written.error().message.c_str());
     }
@@ -327,7 +442,7 @@ class Shim {
     record_.error = error;
     record_.exit_code = 127;
     record_.ended_at_ms = wall_now_ms();
-    write_exit_record_until_written(run_dir_, record_);
+    write_exit_record_until_written(run_dir_, run_dir_fd_, record_);
     return 1;
   }
 
@@ -445,7 +560,7 @@ class Shim {
   }
 
   std::string run_dir_;
-  std::string log_path_;
+  int run_dir_fd_ = -1;  // held for the shim's life; every record is written through it
   RunSpec spec_;
   JobLaunch launch_;
   ExitRecord record_;
@@ -471,7 +586,19 @@ PreparedShim PreparedShim::prepare(const std::string& run_dir) {
   auto state = std::make_unique<State>();
   state->run_dir = run_dir;
   auto spec = read_run_spec(run_dir);
-  if (spec) {
+  if (spec && !spec->run_as_error.empty()) {
+    state->error = spec->run_as_error;
+  } else if (spec && spec->run_as && spec->run_as->uid == 0) {
+    state->error = "run.json names root as the job's user: a job runs as root only without run_as";
+  } else if (spec && spec->run_as) {
+    auto groups = os::groups_of(spec->run_as->login, spec->run_as->gid);
+    if (groups) {
+      spec->run_as->groups = std::move(*groups);
+      state->shim.emplace(run_dir, std::move(*spec));
+    } else {
+      state->error = groups.error().message;
+    }
+  } else if (spec) {
     state->shim.emplace(run_dir, std::move(*spec));
   } else {
     state->error = spec.error().message;
@@ -488,7 +615,9 @@ int PreparedShim::run(int go_fd) {
   ExitRecord record;
   record.error = state_->error;
   record.exit_code = 127;
-  write_exit_record_until_written(state_->run_dir, record);
+  int run_dir_fd = open_run_dir(state_->run_dir, /*fresh=*/false);
+  if (run_dir_fd < 0) return 1;
+  write_exit_record_until_written(state_->run_dir, run_dir_fd, record);
   return 1;
 }
 

@@ -423,6 +423,7 @@ TEST_F(ShimClaimTest, ARunSpecAndExitRecordKeepTheClaimFields) {
   EXPECT_EQ(read_exit_record(dir_)->claim_lapsed, record.claim_lapsed);
   // Local runs, and an older daemon's files, have neither.
   spec.claim_deadline_file.clear();
+  ::unlink(run_spec_path(dir_).c_str());  // run.json is only ever written once, into a new directory
   ASSERT_TRUE(write_run_spec(dir_, spec));
   EXPECT_EQ(read_run_spec(dir_)->claim_deadline_file, "");
   ASSERT_TRUE(write_exit_record(dir_, ExitRecord{}));

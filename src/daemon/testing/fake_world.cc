@@ -246,7 +246,8 @@ Result<std::unique_ptr<FileWatch>> FakeWorld::watch_file(const std::string& path
 }
 
 Status FakeWorld::write_job_dir(const std::string&,
-                                const std::vector<std::pair<std::string, std::string>>& scripts) {
+                                const std::vector<std::pair<std::string, std::string>>& scripts,
+                                const std::string&) {
   for (const auto& [path, text] : scripts) files_[path] = text;
   return ok();
 }

@@ -138,7 +138,12 @@ class FakeWorld : public World {
   void sweep_session(pid_t session, uint64_t shim_start_ticks,
                      std::function<void(int killed)> done) override;
   Status write_job_dir(const std::string& job_dir,
-                       const std::vector<std::pair<std::string, std::string>>& scripts) override;
+                       const std::vector<std::pair<std::string, std::string>>& scripts,
+                       const std::string& login) override;
+  // Every job runs as the daemon, as a daemon not run by root does.
+  Result<std::optional<os::UserIdentity>> submitter_identity(const std::string&) override {
+    return std::nullopt;
+  }
   Status write_file(const std::string& path, const std::string& content) override;
   void remove_file(const std::string& path) override { files_.erase(path); }
   int64_t modified_ms(const std::string& path) override;
