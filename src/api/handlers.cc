@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <iterator>
 #include <unordered_map>
 
@@ -18,6 +17,7 @@
 #include "api/step_log.h"
 #include "base/api_version.h"
 #include "base/time.h"
+#include "daemon/job_log_file.h"
 #include "model/event.h"
 #include "model/json.h"
 #include "model/spec_json.h"
@@ -70,7 +70,7 @@ awaitable<Response> Server::handle(const Request& request, Caller caller) {
     case Endpoint::kReleaseGpu: co_return co_await release_gpu(r.subject, request);
     case Endpoint::kEvents: co_return co_await events(r.target);
     case Endpoint::kSubmit: co_return co_await submit(request, std::move(caller));
-    case Endpoint::kShow: co_return show(r.subject);
+    case Endpoint::kShow: co_return show(r.subject, caller);
     case Endpoint::kArray: co_return array(r.subject);
     case Endpoint::kArrayControl:
       if (r.verb == "move") co_return co_await move_array(r.subject, request);
@@ -263,7 +263,7 @@ Response Server::status(const Target& target) {
   return json_response(http::status::ok, body);
 }
 
-Response Server::show(const std::string& ref) {
+Response Server::show(const std::string& ref, const Caller& caller) {
   auto id = resolve(ref);
   if (!id) return error_response(id.error());
   auto job = store_->find_job(*id, true);
@@ -275,9 +275,14 @@ Response Server::show(const std::string& ref) {
   attach_samples(one[0], out);
   const JobSpec& spec = one[0].spec;
   // What the job runs, for people (the Job page): the script snapshot taken at submit with its
-  // arguments, or the command's words. Never in GET /v1/status, which lists many jobs.
+  // arguments, or the command's words. Never in GET /v1/status, which lists many jobs. On a
+  // shared box a script's text is its owner's to read, as its log is (docs/lab.md): others see
+  // its name and arguments, and "text" null.
   if (!spec.script_text.empty()) {
-    out["script"] = {{"name", spec.script_name}, {"text", spec.script_text}, {"args", spec.script_args}};
+    bool readable = caller.admin || caller.user == spec.user;
+    out["script"] = {{"name", spec.script_name},
+                     {"text", readable ? nlohmann::json(spec.script_text) : nlohmann::json(nullptr)},
+                     {"args", spec.script_args}};
     out["argv"] = nullptr;
   } else {
     out["script"] = nullptr;
@@ -315,24 +320,18 @@ Response Server::log(const std::string& ref, const Target& target) {
   res.set("X-Gpuq-Job-State", std::string(to_string((*job)->state)));
   if (slice) res.set("X-Gpuq-Step-State", slice->state);
   // Before its first run, a container job's log is its image's pull (docs/containers.md).
-  std::string path = run_number == 0 ? context_.layout.job_dir(*id) + "/pull.log"
-                                     : context_.layout.run_dir(*id, run_number) + "/output.log";
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (run_number == 0 && (slice || !in)) {
+  // Opened with no link followed (daemon/job_log_file.h): on a shared box the log is the user's.
+  auto log = daemon::JobLogFile::open(context_.layout, *id, run_number);
+  if (run_number == 0 && (slice || !log.found())) {
     res.set("X-Gpuq-Log-Size", "0");
     return res;
   }
-  int64_t size = in ? static_cast<int64_t>(in.tellg()) : 0;
   // Else the whole file; read_in_slice reads nothing of a slice no run reached (run 0), so the
   // pull's log stands as run 1's would.
   const StepSlice part =
       slice ? *slice : StepSlice{std::max(run_number, 1), "", 0, std::nullopt};
-  SliceRead read = read_in_slice(part, size, query->offset, query->limit);
-  if (in && read.count > 0) {
-    res.body().resize(static_cast<size_t>(read.count));
-    in.seekg(read.first);
-    in.read(res.body().data(), read.count);
-  }
+  SliceRead read = read_in_slice(part, log.size(), query->offset, query->limit);
+  res.body() = log.read(read.first, read.count);
   res.set("X-Gpuq-Log-Size", std::to_string(read.size));
   return res;
 }

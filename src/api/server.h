@@ -188,7 +188,7 @@ class Server {
   template <class Socket>
   boost::asio::awaitable<void> stream_events(Socket& socket, const Request& request,
                                              const Target& target);
-  Response show(const std::string& ref);
+  Response show(const std::string& ref, const Caller& caller);
   // GET /v1/arrays/{name or id} (array_handlers.cc).
   Response array(const std::string& ref);
   // POST /v1/arrays/{ref}/move: every waiting element, as one block, in one request.

@@ -125,6 +125,7 @@ void Queue::begin_pull(ActiveJob& job) {
   request.images = pull.images;
   request.pull = true;
   request.log_path = log;
+  if (job.owner >= 0) request.user = users_.user_of(job.owner);
   pulls_[job.id] = std::move(pull);
   world_.prepare_images(std::move(request), [this](ImagePrepResult result) { on_pulled(result); });
 }

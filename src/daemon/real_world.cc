@@ -223,13 +223,16 @@ Result<std::optional<os::UserIdentity>> RealWorld::submitter_identity(const std:
 }
 
 Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir,
-                                                            const std::string& run_id) {
+                                                            const std::string& run_id,
+                                                            const std::string& cgroup_user) {
   auto launched = options_.spawner ? options_.spawner->launch(run_dir)
                                    : runner::launch_shim(options_.shim_executable, run_dir);
   if (!launched) return tl::unexpected(launched.error());
   // Placed while it waits for its go byte: everything the job starts is born in its cgroup.
   if (cgroups_) {
-    if (auto placed = cgroups_->place(run_id, launched->pid()); !placed) return tl::unexpected(placed.error());
+    if (auto placed = cgroups_->place(run_id, launched->pid(), cgroup_user); !placed) {
+      return tl::unexpected(placed.error());
+    }
   }
   auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
   if (!pidfd) return tl::unexpected(pidfd.error());  // the go pipe closes: the shim exits
@@ -334,7 +337,16 @@ Status RealWorld::write_file(const std::string& path, const std::string& content
   return ok();
 }
 
-void RealWorld::remove_file(const std::string& path) { ::unlink(path.c_str()); }
+void RealWorld::remove_file(const std::string& path) {
+  // The yield request withdrawn from its run directory, opened with no link followed (the
+  // directory may be the job's user's, who could put a link in its place).
+  auto slash = path.rfind('/');
+  auto [trusted, relative] = os::split_trusted(path.substr(0, slash), 2);
+  auto dir = os::open_beneath(trusted, relative, O_RDONLY | O_DIRECTORY);
+  if (!dir) return;
+  ::unlinkat(*dir, path.c_str() + slash + 1, 0);
+  ::close(*dir);
+}
 
 int64_t RealWorld::modified_ms(const std::string& path) {
   struct stat st{};
@@ -385,9 +397,11 @@ void RealWorld::clean_up(runner::CleanupTarget target,
   }
   // A run started under cgroup containment (also one adopted after a restart) has its group
   // under the root still; other runs, and runs of a daemon without cgroups, are swept.
-  if (cgroups_ && !target.run_id.empty() && cgroups_->has_group(target.run_id)) {
-    cgroup_cleaner_->add(target.key, cgroups_->group_of(target.run_id), std::move(deliver));
-    return;
+  if (cgroups_ && !target.run_id.empty()) {
+    if (auto group = cgroups_->existing_group(target.run_id, target.cgroup_user)) {
+      cgroup_cleaner_->add(target.key, *group, std::move(deliver));
+      return;
+    }
   }
   cleaner_.add(std::move(target), std::move(deliver));
 }

@@ -54,7 +54,8 @@ class RealWorld : public World {
   Status commit(const std::function<Status()>& writes) override;
   Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) override;
   Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
-                                                   const std::string& run_id) override;
+                                                   const std::string& run_id,
+                                                   const std::string& cgroup_user) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
   Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) override;
@@ -91,6 +92,9 @@ class RealWorld : public World {
   // limit, what was found added to `outcome` (not confirmed when some are left).
   void add_container_cleanup(const runner::ContainerRuntime& runtime, const std::string& run_id,
                              runner::CleanupOutcome& outcome);
+  // On the pull worker: the pull's log opened for appending (made as the job's user's), or -1
+  // when it cannot be kept (daemon.log says why; the pull goes on without it).
+  int open_pull_log(const ImagePrep& request);
   boost::asio::io_context& actor_;
   store::Store& store_;
   RealWorldOptions options_;

@@ -15,6 +15,7 @@
 
 #include "daemon/real_world.h"
 #include "os/process.h"
+#include "os/safe_open.h"
 #include "runner/container_jobs.h"
 
 namespace gpuq::daemon {
@@ -57,13 +58,9 @@ void RealWorld::prepare_images(ImagePrep request, std::function<void(ImagePrepRe
     result.job_id = request.job_id;
     result.seq = request.seq;
     if (request.pull) {
-      std::string dir = request.log_path.substr(0, request.log_path.rfind('/'));
-      if (auto made = os::make_dirs(dir, 0700); !made) {
-        std::fprintf(stderr, "gpuq daemon: %s; the pull's progress is not kept\n", made.error().message.c_str());
-        request.log_path.clear();
-      }
-      auto pulled = runner::pull_images(request.runtime, request.images, request.log_path,
-                                        pull_cancel_.read);
+      int log_fd = open_pull_log(request);
+      auto pulled = runner::pull_images(request.runtime, request.images, log_fd, pull_cancel_.read);
+      if (log_fd >= 0) ::close(log_fd);
       result.ok = pulled.has_value();
       if (!pulled) result.error = pulled.error().message;
     } else {
@@ -83,16 +80,56 @@ void RealWorld::prepare_images(ImagePrep request, std::function<void(ImagePrepRe
   }
 }
 
+int RealWorld::open_pull_log(const ImagePrep& request) {
+  const std::string& path = request.log_path;
+  auto not_kept = [&](const std::string& why) {
+    std::fprintf(stderr, "gpuq daemon: %s; the pull's progress is not kept\n", why.c_str());
+    return -1;
+  };
+  // A command job has no directory before its first run: the daemon makes it, as its own.
+  if (auto made = os::make_dirs(path.substr(0, path.rfind('/')), 0700); !made) return not_kept(made.error().message);
+  // On a shared box the job's directory is its user's, who may leave a link (or a hard link)
+  // named pull.log there: opened beneath the jobs directory with no link followed, and refused
+  // when it has another name elsewhere.
+  auto [trusted, relative] = os::split_trusted(path, 2);
+  os::BeneathOptions options;
+  options.regular_file = true;
+  auto fd = os::open_beneath(trusted, relative, O_RDWR | O_APPEND | O_CREAT, 0600, options);
+  if (!fd) return not_kept(fmt::format("{}: {}", path, fd.error().message));
+  struct stat st {};
+  if (::fstat(*fd, &st) != 0 || st.st_nlink != 1) {
+    ::close(*fd);
+    return not_kept(fmt::format("{}: not a file of its own (it has {} names)", path, st.st_nlink));
+  }
+  // The user reads their pull's log, as they read their runs' logs.
+  if (auto who = submitter_identity(request.user); who && *who && ::fchown(*fd, (*who)->uid, (*who)->gid) != 0) {
+    ::close(*fd);
+    return not_kept(fmt::format("cannot give {} to {}: {}", path, (*who)->login, std::strerror(errno)));
+  }
+  return *fd;
+}
+
+// Both through the directory's fd, opened without following a link in its place.
 Status RealWorld::give_dir(const std::string& path, uid_t uid, gid_t gid) {
-  if (::chown(path.c_str(), uid, gid) == 0) return ok();
-  return fail(Code::kIoError, fmt::format("cannot give {} to {}:{}: {}", path, uid, gid,
-                                          std::strerror(errno)));
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && ::fchown(fd, uid, gid) == 0) {
+    ::close(fd);
+    return ok();
+  }
+  int err = errno;
+  if (fd >= 0) ::close(fd);
+  return fail(Code::kIoError, fmt::format("cannot give {} to {}:{}: {}", path, uid, gid, std::strerror(err)));
 }
 
 Status RealWorld::set_dir_mode(const std::string& path, mode_t mode) {
-  if (::chmod(path.c_str(), mode) == 0) return ok();
-  return fail(Code::kIoError, fmt::format("cannot set the mode of {} to {:o}: {}", path, mode,
-                                          std::strerror(errno)));
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 && ::fchmod(fd, mode) == 0) {
+    ::close(fd);
+    return ok();
+  }
+  int err = errno;
+  if (fd >= 0) ::close(fd);
+  return fail(Code::kIoError, fmt::format("cannot set the mode of {} to {:o}: {}", path, mode, std::strerror(err)));
 }
 
 void RealWorld::add_container_cleanup(const runner::ContainerRuntime& runtime,

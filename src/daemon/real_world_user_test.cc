@@ -145,6 +145,54 @@ TEST_F(RealWorldUserTest, TheYieldFileIsNeverWrittenThroughALink) {
   EXPECT_TRUE(world_->write_file(run_dir + "/yield", "{}"));  // asked again: still asked
 }
 
+TEST_F(RealWorldUserTest, TheYieldRequestIsWithdrawnOnlyFromTheRunDirectoryItself) {
+  std::string run_dir = dir_ + "/jobs/14/run-1";
+  ASSERT_TRUE(world_->create_run_dir(run_dir, spec_of_ann()));
+  fs::create_directory(dir_ + "/elsewhere-run");
+  std::ofstream(dir_ + "/elsewhere-run/yield") << "not the daemon's";
+  fs::rename(run_dir, run_dir + ".moved");  // the run directory swapped for a link
+  fs::create_directory_symlink(dir_ + "/elsewhere-run", run_dir);
+  world_->remove_file(run_dir + "/yield");
+  EXPECT_TRUE(fs::exists(dir_ + "/elsewhere-run/yield"));
+  fs::remove(run_dir);
+  fs::rename(run_dir + ".moved", run_dir);
+  ASSERT_TRUE(world_->write_file(run_dir + "/yield", "{}"));
+  world_->remove_file(run_dir + "/yield");
+  EXPECT_FALSE(fs::exists(run_dir + "/yield"));
+}
+
+TEST_F(RealWorldUserTest, APullsLogIsTheUsersAndNeverWrittenThroughALink) {
+  // A runtime whose pull prints its progress.
+  std::string runtime = dir_ + "/docker";
+  std::ofstream(runtime) << "#!/bin/sh\necho \"pulling $2\"\n";
+  fs::permissions(runtime, fs::perms::owner_all);
+  auto pull = [&](const std::string& log) {
+    ImagePrep request;
+    request.job_id = 15;
+    request.runtime = runner::ContainerRuntime{runner::RuntimeKind::kDocker, runtime, {}};
+    request.images = {"busybox:1"};
+    request.pull = true;
+    request.log_path = log;
+    request.user = ann_.login;
+    std::optional<ImagePrepResult> result;
+    world_->prepare_images(request, [&](ImagePrepResult r) { result = std::move(r); });
+    for (int i = 0; i < 1000 && !result; ++i) ioc_.run_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(result);
+    EXPECT_TRUE(result->ok) << result->error;
+  };
+  std::string log = dir_ + "/jobs/15/pull.log";
+  pull(log);
+  EXPECT_EQ(*os::read_file(log), "pulling busybox:1\n");
+  EXPECT_EQ(owner_of(log).uid, ann_.uid);
+  EXPECT_EQ(owner_of(log).mode, 0600u);
+  // The job's user leaves a link named pull.log: the pull goes on, writing nothing through it.
+  fs::remove(log);
+  fs::create_symlink(dir_ + "/sentinel", log);
+  pull(log);
+  EXPECT_EQ(*os::read_file(dir_ + "/sentinel"), "root's");
+  EXPECT_EQ(owner_of(dir_ + "/sentinel").uid, 0u);
+}
+
 TEST_F(RealWorldUserTest, RequiresTestsRunAsTheSubmitter) {
   auto who = os::identity_of_login(ann_.login);
   ASSERT_TRUE(who);

@@ -39,12 +39,18 @@ std::string unconfirmed_why(const Cleaning& c, const runner::CleanupOutcome& out
 
 }  // namespace
 
+std::string RunLifecycle::cgroup_user_of(const std::string& login) {
+  auto who = world_.submitter_identity(login);
+  return who && *who ? login : "";
+}
+
 void RunLifecycle::begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks) {
   for (int slot : cleaning.slots) host_.set_cleaning(slot, true);
   runner::CleanupTarget target;
   target.key = run_row;
   target.run_id = cleaning.run_id;
   target.started_ticks = started_ticks;
+  target.cgroup_user = cleaning.cgroup_user;
   // A container job's run whose runtime cannot be found now: its containers cannot be looked
   // for, so its cleanup is not confirmed, whatever its processes say.
   std::string no_runtime;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "daemon/run_lifecycle.h"
+#include "os/identity.h"
 #include "runner/container_run_spec.h"
 
 namespace gpuq::daemon {
@@ -64,13 +65,22 @@ Result<runner::ContainerRuntime> RunLifecycle::create_container_run_dir(
   std::optional<Ids> owner = job.spec.container_user.empty() ? std::optional<Ids>(submitter)
                                                              : ids_of_container_user(job.spec.container_user);
   runner::RunSpec contained = spec;
+  // The containers get the user's groups (the shim looks them up again for its own use).
+  if (contained.run_as && contained.run_as->groups.empty()) {
+    auto groups = os::groups_of(contained.run_as->login, contained.run_as->gid);
+    if (!groups) return tl::unexpected(groups.error());
+    contained.run_as->groups = std::move(*groups);
+  }
   if (auto st = runner::containerize_run_spec(contained, job.spec, context, *runtime, user); !st) {
     return tl::unexpected(st.error());
   }
   if (auto st = world_.create_run_dir(context.run_dir, contained); !st) return tl::unexpected(st.error());
-  // A user that is not the daemon's gets the run directory to write; the job directory (script
-  // snapshots, the pull's log, which the daemon writes) it may only read. Both stay under the
-  // owner-only home, which no one else can enter.
+  // A job that runs as its submitter (a root daemon's, docs/lab.md) has both directories as
+  // that user's already: the job directory since its submit, the run directory from its shim.
+  if (spec.run_as) return runtime;
+  // Else a user that is not the daemon's gets the run directory to write; the job directory
+  // (script snapshots, the pull's log, which the daemon writes) it may only read. Both stay
+  // under the owner-only home, which no one else can enter.
   if (owner && owner->first != ::geteuid()) {
     if (auto st = world_.give_dir(context.run_dir, owner->first, owner->second); !st) {
       return tl::unexpected(st.error());

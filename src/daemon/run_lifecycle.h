@@ -92,6 +92,7 @@ struct Cleaning {
   int64_t preempted_by = 0;  // the job its GPUs go to, when the run was being preempted
   std::optional<runner::CleanupOutcome> outcome;  // done; waits to be recorded
   bool containers = false;  // a container job's run: its containers are removed by label too
+  std::string cgroup_user;  // the login it ran as on a shared box (its cgroup's parent); "": the daemon
 };
 
 // The inventory slots of the GPUs a run names.
@@ -217,6 +218,9 @@ class RunLifecycle {
 
   // Cleanup after every run (run_cleanup.cc).
   void begin_cleanup(int64_t run_row, Cleaning cleaning, uint64_t started_ticks);
+  // The login whose cgroup parent a job's runs live under: its submitter's when it runs as them
+  // (a root daemon, docs/lab.md), else "".
+  std::string cgroup_user_of(const std::string& login);
   void on_cleanup(const runner::CleanupOutcome& outcome);
   void record_cleanup(int64_t run_row);
 

@@ -76,12 +76,14 @@ Status RunLifecycle::recover_cleanups() {
     std::vector<int> slots = slots_of(inventory_, run);
     std::vector<int> lanes;
     bool containers = false;
+    std::string cgroup_user;
     if (auto job = host_.load_job(run.job_id, false)) {
       lanes = host_.lanes_of(job->spec);
       containers = runner::runs_in_containers(job->spec);
+      cgroup_user = cgroup_user_of(job->spec.user);
     }
     host_.hold_slots(run.job_id, slots, lanes);
-    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes, 0, std::nullopt, containers},
+    begin_cleanup(run.id, {run.job_id, run.number, run.run_id, slots, lanes, 0, std::nullopt, containers, cgroup_user},
                   run.shim_start_ticks);
   }
   auto attention = store_.runs_in_cleanup(store::CleanupState::kAttention);

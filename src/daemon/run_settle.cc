@@ -61,7 +61,8 @@ void RunLifecycle::settle_run(int64_t job_id, bool while_down) {
     live.cleanup_begun = true;
     begin_cleanup(run.id,
                   {run.job_id, run.number, run.run_id, std::move(live.slots), std::move(live.lanes),
-                   run.preempted_by, std::nullopt, runner::runs_in_containers(job->spec)},
+                   run.preempted_by, std::nullopt, runner::runs_in_containers(job->spec),
+                   cgroup_user_of(job->spec.user)},
                   run.shim_start_ticks);
     live.slots.clear();
     live.lanes.clear();

@@ -162,7 +162,7 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
     return std::nullopt;
   }
   run.run_id = context.run_id;
-  auto shim = world_.launch_shim(run.run_dir, run.run_id);
+  auto shim = world_.launch_shim(run.run_dir, run.run_id, spec.run_as ? spec.run_as->login : "");
   if (!shim) {
     start_failed(job_id, slots, shim.error().message);
     return std::nullopt;

@@ -71,6 +71,7 @@ struct ImagePrep {
   PullPolicy policy = PullPolicy::kMissing;
   bool pull = false;     // false: find which to pull; true: pull `images`
   std::string log_path;  // a pull's progress is appended here
+  std::string user;      // the job's user: on a shared box the pull's log is theirs to read
 };
 struct ImagePrepResult {
   int64_t job_id = 0;
@@ -105,9 +106,11 @@ class World {
   // it should run as a user the machine no longer has, and must then not run at all.
   virtual Result<std::optional<os::UserIdentity>> submitter_identity(const std::string& login) = 0;
   // Starts the run's shim; it waits for ShimProcess::release(). Under cgroup containment the
-  // shim is in the run's own cgroup (named by `run_id`, the run's marker) before that.
+  // shim is in the run's own cgroup (named by `run_id`, the run's marker) before that, under
+  // the parent of `cgroup_user`: the login a job runs as on a shared box, "" for the daemon's.
   virtual Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
-                                                           const std::string& run_id) = 0;
+                                                           const std::string& run_id,
+                                                           const std::string& cgroup_user) = 0;
   // The shim of a run recorded earlier, if that very process (pid and start ticks) still runs:
   // kNotFound when it is gone, another error when that cannot be told now (out of fds).
   virtual Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) = 0;

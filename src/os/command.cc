@@ -384,15 +384,21 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
     envp.push_back(nullptr);
   }
 
-  auto pid = options.run_as ? spawn_as(argv, child_input_fd.get(), out_pipe->write.get(),
-                                        err_pipe->write.get(), envp.empty() ? environ : envp.data(),
-                                        *options.run_as)
-                            : spawn(argv, child_input_fd.get(), out_pipe->write.get(),
-                                    err_pipe->write.get(), envp.empty() ? environ : envp.data());
+  const bool to_file = options.output_fd >= 0;
+  int child_out = to_file ? options.output_fd : out_pipe->write.get();
+  int child_err = to_file ? options.output_fd : err_pipe->write.get();
+  auto pid = options.run_as ? spawn_as(argv, child_input_fd.get(), child_out, child_err,
+                                        envp.empty() ? environ : envp.data(), *options.run_as)
+                            : spawn(argv, child_input_fd.get(), child_out, child_err,
+                                    envp.empty() ? environ : envp.data());
   if (!pid) return tl::unexpected(pid.error());
   // Only the child may hold the write ends, or we would never see end of file.
   out_pipe->write.reset();
   err_pipe->write.reset();
+  if (to_file) {  // nothing comes through the pipes: only the exit is waited for
+    out_pipe->read.reset();
+    err_pipe->read.reset();
+  }
   child_input_fd.reset();
   size_t input_sent = 0;
   if (input_fd.valid()) feed_input(input_fd, *options.input, input_sent);

@@ -58,6 +58,9 @@ struct CommandOptions {
   // fork and become_user instead of posix_spawn, which cannot change them. The root daemon runs
   // a job's REQUIRES and DONE_IF tests so, as the job's submitter. Look it up before the call.
   std::optional<UserIdentity> run_as;
+  // Set (>= 0): the child's stdout and stderr are this fd (a log the caller opened, appended to
+  // as the output comes) instead of pipes; the result's `out` and `err` are then empty.
+  int output_fd = -1;
 };
 
 // Runs argv (argv[0] is looked up in PATH) and waits until it exits and both of its output pipes

@@ -72,7 +72,9 @@ std::optional<int64_t> parse_flat_key(const std::string& text, const std::string
 }
 
 Status RunCgroups::prepare(bool controllers) {
-  if (auto made = files_.make_group(runs_dir()); !made && !is_conflict(made)) return made;
+  for (const std::string& dir : {runs_dir(), users_dir()}) {
+    if (auto made = files_.make_group(dir); !made && !is_conflict(made)) return made;
+  }
   if (!controllers) return ok();
   auto offered = files_.read(root_ + "/cgroup.controllers");
   std::vector<std::string> wanted;
@@ -100,17 +102,39 @@ Status RunCgroups::prepare(bool controllers) {
     // Best effort: without the memory controller runs simply have no peak memory.
     if (files_.write(root_ + "/cgroup.subtree_control", "+" + controller)) {
       (void)files_.write(runs_dir() + "/cgroup.subtree_control", "+" + controller);
+      (void)files_.write(users_dir() + "/cgroup.subtree_control", "+" + controller);
     }
   }
   return ok();
 }
 
-Status RunCgroups::place(const std::string& run_id, pid_t pid) {
-  std::string group = group_of(run_id);
+Status RunCgroups::place(const std::string& run_id, pid_t pid, const std::string& login) {
+  if (!login.empty()) {
+    std::string parent = parent_of(login);
+    auto made = files_.make_group(parent);
+    if (!made && !is_conflict(made)) return made;
+    if (made) {
+      // The user's runs get what the users' parent offers (best effort, as in prepare()).
+      std::istringstream offered(files_.read(parent + "/cgroup.controllers").value_or(""));
+      for (std::string controller; offered >> controller;) {
+        if (controller == "cpu" || controller == "memory") {
+          (void)files_.write(parent + "/cgroup.subtree_control", "+" + controller);
+        }
+      }
+    }
+  }
+  std::string group = group_of(run_id, login);
   if (auto made = files_.make_group(group); !made && !is_conflict(made)) return made;
   auto moved = files_.write(group + "/cgroup.procs", std::to_string(pid));
   if (!moved) (void)files_.remove_group(group);
   return moved;
+}
+
+std::optional<std::string> RunCgroups::existing_group(const std::string& run_id, const std::string& login) {
+  for (const std::string& group : {group_of(run_id, login), group_of(run_id)}) {
+    if (files_.exists(group)) return group;
+  }
+  return std::nullopt;
 }
 
 RunUsage read_run_usage(CgroupFiles& files, const std::string& group) {

@@ -67,19 +67,31 @@ class RunCgroups {
 
   const std::string& root() const { return root_; }
   std::string runs_dir() const { return root_ + "/runs"; }
-  std::string group_of(const std::string& run_id) const { return runs_dir() + "/" + run_id; }
+  // A shared box's user's runs (docs/lab.md) live under that user's parent, `<root>/users/LOGIN`,
+  // where an admin may limit or read all of one user's runs at once (memory.max, cpu.weight,
+  // cpu.stat); the daemon's own runs (login "") under runs_dir().
+  std::string users_dir() const { return root_ + "/users"; }
+  std::string parent_of(const std::string& login) const {
+    return login.empty() ? runs_dir() : users_dir() + "/" + login;
+  }
+  std::string group_of(const std::string& run_id, const std::string& login = "") const {
+    return parent_of(login) + "/" + run_id;
+  }
 
-  // Makes the tree ready for runs: `<root>/runs`, and with `controllers` the ones root offers
-  // (cpu, memory) enabled for the runs. cgroup v2 lets a cgroup enable controllers for its
+  // Makes the tree ready for runs: `<root>/runs` and `<root>/users`, and with `controllers` the
+  // ones root offers (cpu, memory) enabled for the runs and the users' parents. cgroup v2 lets a cgroup enable controllers for its
   // children only while it holds no process itself, so the processes in root (the daemon,
   // when root is its own cgroup) move first into the leaf `<root>/daemon`. Controllers that
   // cannot be enabled are skipped: cpu.stat's usage_usec and cgroup.kill need none.
   Status prepare(bool controllers = true);
-  // Creates the run's cgroup and moves `pid` (a shim still waiting for its go byte) into it,
-  // so that everything the job starts is born inside. On failure the group is removed again.
-  Status place(const std::string& run_id, pid_t pid);
-  // Whether the run's cgroup exists (a run started under cgroup containment).
-  bool has_group(const std::string& run_id) { return files_.exists(group_of(run_id)); }
+  // Creates the run's cgroup (under its user's parent, made with the controllers its parent
+  // offers when it is the user's first run) and moves `pid` (a shim still waiting for its go
+  // byte) into it, so that everything the job starts is born inside. On failure the group is
+  // removed again.
+  Status place(const std::string& run_id, pid_t pid, const std::string& login = "");
+  // The run's cgroup when it exists (a run started under cgroup containment): under its user's
+  // parent, or under runs_dir() (the daemon's own runs, and runs of an older daemon).
+  std::optional<std::string> existing_group(const std::string& run_id, const std::string& login = "");
 
  private:
   CgroupFiles& files_;

@@ -97,7 +97,7 @@ TEST_F(CgroupCleanerTest, ASetsidDoubleForkedSleeperIsKilledAndCleanupConfirmed)
   EXPECT_TRUE(outcome.by_cgroup);
   EXPECT_GE(outcome.killed_total, 1);
   EXPECT_FALSE(alive(sleeper, *ticks));
-  EXPECT_FALSE(tree_.has_group("1-1-a"));
+  EXPECT_FALSE(tree_.existing_group("1-1-a").has_value());
 }
 
 TEST_F(CgroupCleanerTest, ABusyJobsCpuTimeIsAccounted) {

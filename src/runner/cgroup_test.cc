@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "runner/cgroup.h"
 #include "runner/cgroup_cleanup.h"
@@ -55,8 +56,13 @@ class FakeCgroupFiles : public CgroupFiles {
   }
   Status make_group(const std::string& path) override {
     if (groups.count(path)) return fail(Code::kConflict, path);
-    add_group(path);
+    // As the kernel does: a new group is offered what its parent enabled for its children.
+    std::string offered;
+    std::istringstream enabled(files[path.substr(0, path.rfind('/')) + "/cgroup.subtree_control"]);
+    for (std::string word; enabled >> word;) offered += (offered.empty() ? "" : " ") + word.substr(1);
+    add_group(path, offered);
     files[path + "/cgroup.kill"] = "";
+    files[path + "/cgroup.subtree_control"] = "";
     return ok();
   }
   Status remove_group(const std::string& path) override {
@@ -157,11 +163,31 @@ TEST(Cgroup, PlacesARunInItsOwnGroup) {
   RunCgroups tree(fs, "/cg/root");
   ASSERT_TRUE(tree.prepare());
   ASSERT_TRUE(tree.place("7-1-ab", 999));
-  EXPECT_TRUE(tree.has_group("7-1-ab"));
+  EXPECT_TRUE(tree.existing_group("7-1-ab").has_value());
   EXPECT_EQ(fs.files["/cg/root/runs/7-1-ab/cgroup.procs"], "999\n");
   fs.refuse.insert("/cg/root/runs/7-2-cd/cgroup.procs");
   EXPECT_FALSE(tree.place("7-2-cd", 1000));
-  EXPECT_FALSE(tree.has_group("7-2-cd"));  // removed again
+  EXPECT_FALSE(tree.existing_group("7-2-cd").has_value());  // removed again
+}
+
+TEST(Cgroup, AUsersRunsShareTheirOwnParentWithTheControllersOffered) {
+  FakeCgroupFiles fs;
+  fs.add_group("/cg/root", "cpu memory");
+  fs.files["/cg/root/cgroup.subtree_control"] = "";
+  RunCgroups tree(fs, "/cg/root");
+  ASSERT_TRUE(tree.prepare());
+  EXPECT_EQ(fs.files["/cg/root/users/cgroup.subtree_control"], "+cpu\n+memory\n");
+  ASSERT_TRUE(tree.place("7-1-ab", 999, "ann"));
+  ASSERT_TRUE(tree.place("8-1-cd", 1000, "ann"));
+  EXPECT_TRUE(fs.groups.count("/cg/root/users/ann/7-1-ab"));
+  EXPECT_EQ(fs.files["/cg/root/users/ann/8-1-cd/cgroup.procs"], "1000\n");
+  EXPECT_EQ(fs.files["/cg/root/users/ann/cgroup.subtree_control"], "+cpu\n+memory\n");  // once
+  EXPECT_EQ(tree.existing_group("7-1-ab", "ann"), "/cg/root/users/ann/7-1-ab");
+  EXPECT_EQ(tree.existing_group("7-1-ab"), std::nullopt);
+  // The daemon's own runs, and an older daemon's runs of a user, under runs/.
+  ASSERT_TRUE(tree.place("9-1-ef", 1001));
+  EXPECT_EQ(tree.existing_group("9-1-ef", "ann"), "/cg/root/runs/9-1-ef");
+  EXPECT_FALSE(fs.groups.count("/cg/root/users/ann/9-1-ef"));
 }
 
 TEST(CgroupCleanup, AnEmptyGroupIsConfirmedAtOnceWithItsAccounting) {

@@ -119,7 +119,7 @@ class CleanerRealTest : public ::testing::Test {
     Cleaner cleaner(os::make_linux_process_table(), limits);
     std::promise<CleanupOutcome> promise;
     auto future = promise.get_future();
-    cleaner.add(CleanupTarget{42, marker_, started_ticks, std::nullopt},
+    cleaner.add(CleanupTarget{42, marker_, started_ticks, std::nullopt, ""},
                 [&promise](CleanupOutcome outcome) { promise.set_value(std::move(outcome)); });
     if (future.wait_for(kDeadline) != std::future_status::ready) {
       ADD_FAILURE() << "no outcome within the deadline";
@@ -241,10 +241,10 @@ TEST(Cleaner, ReportsEachCleanupAndStopsPromptlyWithWorkPending) {
   auto start = std::chrono::steady_clock::now();
   {
     Cleaner cleaner(std::move(fake), CleanupLimits{5, 50, 600'000}, std::nullopt);
-    cleaner.add(CleanupTarget{1, "stuck", 1000, std::nullopt}, [&](CleanupOutcome) { ++stuck_calls; });
-    cleaner.add(CleanupTarget{2, "clean", 1000, std::nullopt}, [&](CleanupOutcome outcome) {
+    cleaner.add(CleanupTarget{1, "stuck", 1000, std::nullopt, ""}, [&](CleanupOutcome) { ++stuck_calls; });
+    cleaner.add(CleanupTarget{2, "clean", 1000, std::nullopt, ""}, [&](CleanupOutcome outcome) {
       first.set_value(std::move(outcome));
-      cleaner.add(CleanupTarget{3, "also-clean", 1000, std::nullopt},
+      cleaner.add(CleanupTarget{3, "also-clean", 1000, std::nullopt, ""},
                   [&](CleanupOutcome o) { second.set_value(std::move(o)); });
     });
     auto f1 = first.get_future();

@@ -61,6 +61,9 @@ struct CleanupTarget {
   // runtime (container_commands.h), after its processes; their processes may live outside the
   // run's cgroup and session. Unset for other runs.
   std::optional<ContainerRuntime> containers;
+  // The login whose runs' parent cgroup holds the run's (cgroup.h): a shared box's user; "" for
+  // the daemon's own runs.
+  std::string cgroup_user;
 };
 
 struct StrayProcess {

@@ -34,7 +34,7 @@ class CleanupTest : public ::testing::Test {
   }
   static CleanupTarget target(int64_t key = 7, std::string run_id = "7-1-abc",
                               uint64_t started = kRunStart) {
-    return CleanupTarget{key, std::move(run_id), started, std::nullopt};
+    return CleanupTarget{key, std::move(run_id), started, std::nullopt, ""};
   }
   // Steps every poll from `from` until an outcome comes (or `until` passes).
   static std::vector<CleanupOutcome> run_until_done(CleanupSweep& sweep, int64_t& now,

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
 
 #include "os/command.h"
@@ -112,22 +112,16 @@ std::vector<ContainerRef> parse_listing(std::string_view text) {
   return refs;
 }
 
-int64_t file_size(const std::string& path) {
+// What was appended to the file open at `fd` after `offset`, at most its last kMostMessageBytes.
+std::string appended(int fd, int64_t offset) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-}
-
-// What was appended to `path` after `offset`, at most its last kMostMessageBytes.
-std::string appended(const std::string& path, int64_t offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  std::streamoff end = in.tellg();
-  std::streamoff from = std::max<std::streamoff>(offset, end - kMostMessageBytes);
+  if (::fstat(fd, &st) != 0) return "";
+  int64_t end = static_cast<int64_t>(st.st_size);
+  int64_t from = std::max<int64_t>(offset, end - kMostMessageBytes);
   if (from >= end) return "";
-  in.seekg(from);
   std::string text(static_cast<size_t>(end - from), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  ssize_t got = ::pread(fd, text.data(), text.size(), from);
+  text.resize(got > 0 ? static_cast<size_t>(got) : 0);
   return text;
 }
 
@@ -207,25 +201,21 @@ Result<bool> image_present(const ContainerRuntime& runtime, const std::string& i
   return fail(Code::kUnavailable, failure(runtime, argv, *looked, timeout));
 }
 
-Status pull_image(const ContainerRuntime& runtime, const std::string& image,
-                  const std::string& log_path, Millis timeout, int cancel_fd) {
+Status pull_image(const ContainerRuntime& runtime, const std::string& image, int log_fd,
+                  Millis timeout, int cancel_fd) {
   auto argv = image_pull_argv(runtime, image);
-  if (log_path.empty()) {
-    auto pulled = call(argv, timeout, cancel_fd);
-    if (!pulled) return tl::unexpected(pulled.error());
-    if (succeeded(*pulled)) return ok();
-    return fail(Code::kUnavailable, failure(runtime, argv, *pulled, timeout));
-  }
-  // os::run_command gives a child only pipes, so a shell opens the log for it: the runtime then
-  // writes its progress straight there, as it comes, and its message is read back from there.
-  std::vector<std::string> through_shell = {"/bin/sh", "-c", "exec \"$@\" >>\"$0\" 2>&1", log_path};
-  through_shell.insert(through_shell.end(), argv.begin(), argv.end());
-  int64_t offset = file_size(log_path);
-  auto pulled = call(through_shell, timeout, cancel_fd);
+  os::CommandOptions options;
+  options.cancel_fd = cancel_fd;
+  // The runtime writes its progress straight to the log, as it comes; its message is read back
+  // from there.
+  options.output_fd = log_fd;
+  struct stat st {};
+  int64_t offset = log_fd >= 0 && ::fstat(log_fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+  auto pulled = os::run_command_with(argv, timeout, options);
   if (!pulled) return tl::unexpected(pulled.error());
   if (succeeded(*pulled)) return ok();
   os::CommandResult seen = *pulled;
-  seen.err = appended(log_path, offset) + pulled->err;
+  if (log_fd >= 0) seen.err = appended(log_fd, offset);
   return fail(Code::kUnavailable, failure(runtime, argv, seen, timeout));
 }
 

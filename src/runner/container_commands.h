@@ -61,11 +61,13 @@ Result<ContainerCleanup> cleanup_run_containers(const ContainerRuntime& runtime,
 Result<bool> image_present(const ContainerRuntime& runtime, const std::string& image,
                            Millis timeout = kRuntimeCommandTimeout);
 
-// Pulls `image`. With a `log_path`, the runtime's output (stdout and stderr) is appended to that
-// file as it comes (the job's log, so a long pull shows its progress there); else it is only
-// captured. `cancel_fd` (-1: none) readable ends the pull at once, as os::CommandOptions says.
-// An error carries the runtime's message (its last "Error..." line onwards, else its last line).
-Status pull_image(const ContainerRuntime& runtime, const std::string& image,
-                  const std::string& log_path, Millis timeout, int cancel_fd = -1);
+// Pulls `image`. With a `log_fd` (>= 0: a file open for reading and appending), the runtime's output
+// (stdout and stderr) goes there as it comes (the job's pull log, so a long pull shows its
+// progress); else (-1) it is only captured. The caller opens the log: in a directory of the job's
+// user, only without following links (os/safe_open.h). `cancel_fd` (-1: none) readable ends the
+// pull at once, as os::CommandOptions says. An error carries the runtime's message (its last
+// "Error..." line onwards, else its last line).
+Status pull_image(const ContainerRuntime& runtime, const std::string& image, int log_fd,
+                  Millis timeout, int cancel_fd = -1);
 
 }  // namespace gpuq::runner

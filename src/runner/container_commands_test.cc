@@ -4,6 +4,7 @@
 // No docker daemon and no GPU are needed: GPU flags are checked as the arguments docker gets.
 #include "runner/container_commands.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -284,10 +285,18 @@ TEST_F(FakeDockerTest, ImagePresence) {
   EXPECT_NE(unknown.error().message.find("Cannot connect to the Docker daemon"), std::string::npos);
 }
 
+// A log opened for reading and appending, as the daemon opens a job's pull log.
+struct LogFd {
+  explicit LogFd(const std::string& path) : fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) {}
+  ~LogFd() { ::close(fd); }
+  int fd;
+};
+
 TEST_F(FakeDockerTest, APullStreamsItsOutputToTheLog) {
   write("registry", "busybox:1\n");
   write("output.log", "the job's earlier output\n");
-  ASSERT_TRUE(pull_image(runtime_, "busybox:1", dir_ + "/output.log", Millis(10'000)));
+  LogFd log(dir_ + "/output.log");
+  ASSERT_TRUE(pull_image(runtime_, "busybox:1", log.fd, Millis(10'000)));
   EXPECT_EQ(read("output.log"),
             "the job's earlier output\nUsing default tag: latest\nlatest: Pulling from busybox:1\n"
             "Status: Downloaded newer image for busybox:1\n");
@@ -297,7 +306,8 @@ TEST_F(FakeDockerTest, APullStreamsItsOutputToTheLog) {
 
 TEST_F(FakeDockerTest, AFailedPullSaysWhyInTheRuntimesWords) {
   write("output.log", "Error: an old line of the job's\n");
-  auto pulled = pull_image(runtime_, "nope:1", dir_ + "/output.log", Millis(10'000));
+  LogFd log(dir_ + "/output.log");
+  auto pulled = pull_image(runtime_, "nope:1", log.fd, Millis(10'000));
   ASSERT_FALSE(pulled);
   EXPECT_EQ(pulled.error().message,
             "docker pull nope:1: Error response from daemon: pull access denied for nope:1, "
@@ -305,7 +315,7 @@ TEST_F(FakeDockerTest, AFailedPullSaysWhyInTheRuntimesWords) {
             "or may require 'docker login'");
   EXPECT_NE(read("output.log").find("latest: Pulling from nope:1\nError response from daemon"),
             std::string::npos);
-  auto captured = pull_image(runtime_, "nope:1", "", Millis(10'000));
+  auto captured = pull_image(runtime_, "nope:1", -1, Millis(10'000));
   ASSERT_FALSE(captured);
   EXPECT_EQ(captured.error().message, pulled.error().message);
 }
@@ -319,7 +329,8 @@ TEST_F(FakeDockerTest, APullThatIsCancelledEndsAtOnce) {
   ::chmod((dir_ + "/bin/slow").c_str(), 0755);
   ContainerRuntime slow = runtime_;
   slow.binary = dir_ + "/bin/slow";
-  auto pulled = pull_image(slow, "busybox:1", dir_ + "/output.log", Millis(20'000), fds[0]);
+  LogFd log(dir_ + "/output.log");
+  auto pulled = pull_image(slow, "busybox:1", log.fd, Millis(20'000), fds[0]);
   ::close(fds[0]);
   ::close(fds[1]);
   ASSERT_FALSE(pulled);

@@ -78,9 +78,9 @@ Result<std::vector<std::string>> images_to_pull(const ContainerRuntime& runtime,
 }
 
 Status pull_images(const ContainerRuntime& runtime, const std::vector<std::string>& images,
-                   const std::string& log_path, int cancel_fd) {
+                   int log_fd, int cancel_fd) {
   for (const auto& image : images) {
-    if (auto st = pull_image(runtime, image, log_path, kPullTimeout, cancel_fd); !st) return st;
+    if (auto st = pull_image(runtime, image, log_fd, kPullTimeout, cancel_fd); !st) return st;
   }
   return ok();
 }

@@ -42,9 +42,10 @@ Result<std::vector<std::string>> images_to_pull(const ContainerRuntime& runtime,
 // How long one pull may take before it is ended.
 inline constexpr Millis kPullTimeout{4 * 3'600'000};
 
-// Pulls `images` one after another, their progress appended to `log_path`; the first failure
-// ends it with the runtime's message. `cancel_fd` readable (-1: none) ends a pull at once.
+// Pulls `images` one after another, their progress appended to the file open at `log_fd` (-1:
+// none); the first failure ends it with the runtime's message. `cancel_fd` readable (-1: none)
+// ends a pull at once.
 Status pull_images(const ContainerRuntime& runtime, const std::vector<std::string>& images,
-                   const std::string& log_path, int cancel_fd = -1);
+                   int log_fd, int cancel_fd = -1);
 
 }  // namespace gpuq::runner

@@ -46,12 +46,25 @@ Status containerize_run_spec(RunSpec& spec, const JobSpec& job, const RunContext
   step.env = spec.env;
   step.user = user;
   step.gpus = held_gpu_indices(context);
+  // A root daemon's run for another user: the runtime runs as root, the container as the user.
+  if (spec.run_as) {
+    spec.root_runtime.emplace();
+    step.env_file = true;
+    if (job.container_user.empty()) {
+      step.confined = true;
+      step.groups = spec.run_as->groups;
+    }
+  }
   auto in_container = [&](int index, std::vector<std::string>& argv) {
     step.image = step_image(job, index);
     if (step.image.empty()) return;
     step.step_index = index;
     step.argv = std::move(argv);
     argv = container_run_argv(runtime, step);
+    if (spec.root_runtime) {
+      spec.root_runtime->steps.push_back(index);
+      spec.root_runtime->env_file = variables_by_name(step);
+    }
   };
   if (job.steps.empty()) {
     in_container(0, spec.argv);

@@ -37,6 +37,9 @@ std::vector<int> held_gpu_indices(const RunContext& context);
 // which the shim still gives the runtime: variables pass by name), `user` and the GPUs the
 // context holds. Steps without an image are left as they are. kInternal when spec.steps does
 // not match job.steps.
+// With spec.run_as (a root daemon's run for another user) the runtime runs as root: those
+// steps are listed in spec.root_runtime with the variables their env file carries; the
+// containers get spec.run_as->groups and, without a container_user, no capability.
 Status containerize_run_spec(RunSpec& spec, const JobSpec& job, const RunContext& context,
                              const ContainerRuntime& runtime, const std::string& user);
 

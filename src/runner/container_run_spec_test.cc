@@ -98,6 +98,37 @@ TEST(ContainerizeRunSpecTest, EachStepInItsImageOrOnTheHost) {
   EXPECT_FALSE(has(spec.steps[2].argv, "--device"));
 }
 
+TEST(ContainerizeRunSpecTest, ARunForAnotherUserListsItsRootRuntimeStepsAndTheirEnvFile) {
+  JobSpec job;
+  job.steps.resize(3);
+  job.steps[0].image = "prep:1";
+  job.steps[2].image = "train:2";
+  RunSpec spec;
+  spec.steps = {{"prep", {"prep"}, 0, ""}, {"host", {"rsync"}, 0, ""}, {"train", {"train"}, 0, ""}};
+  spec.env = {{"TOKEN", "s3cret"}, {"PATH", "/home/ann/bin"}};
+  spec.run_as = os::UserIdentity{1001, 1001, {1001, 44}, "ann", "/home/ann", "/bin/sh"};
+  ASSERT_TRUE(containerize_run_spec(spec, job, a_context({}), kPodman, "1001:1001"));
+  ASSERT_TRUE(spec.root_runtime);
+  EXPECT_EQ(spec.root_runtime->steps, (std::vector<int>{0, 2}));
+  EXPECT_EQ(spec.root_runtime->env_file, (Argv{"TOKEN", "GPUQ_STEP_INDEX", "GPUQ_STEP_COUNT", "GPUQ_STEP_NAME"}));
+  for (int i : {0, 2}) {
+    const Argv& argv = spec.steps[static_cast<size_t>(i)].argv;
+    EXPECT_TRUE(has(argv, "/dev/fd/3")) << i;
+    EXPECT_TRUE(has(argv, "no-new-privileges")) << i;
+    EXPECT_TRUE(has(argv, "44")) << i;  // --group-add
+    EXPECT_FALSE(has(argv, "TOKEN")) << i;
+  }
+  // An admin's --container-user: the runtime is still root's, the confinement theirs to choose.
+  RunSpec other = spec;
+  other.steps = {{"prep", {"prep"}, 0, ""}, {"host", {"rsync"}, 0, ""}, {"train", {"train"}, 0, ""}};
+  other.root_runtime.reset();
+  job.container_user = "0:0";
+  ASSERT_TRUE(containerize_run_spec(other, job, a_context({}), kPodman, "0:0"));
+  ASSERT_TRUE(other.root_runtime);
+  EXPECT_TRUE(has(other.steps[0].argv, "/dev/fd/3"));
+  EXPECT_FALSE(has(other.steps[0].argv, "no-new-privileges"));
+}
+
 TEST(ContainerizeRunSpecTest, StepsThatDoNotMatchTheJobAreABug) {
   JobSpec job;
   job.image = "x";

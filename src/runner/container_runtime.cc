@@ -59,28 +59,48 @@ void add_gpu_flags(const ContainerRuntime& runtime, const std::vector<int>& gpus
   for (int gpu : gpus) argv.insert(argv.end(), {"--device", fmt::format("nvidia.com/gpu={}", gpu)});
 }
 
+// Whether a variable of the run's environment stays out of every container.
+bool host_only(const std::string& name) {
+  return listed(kHostOnlyVariables, name) || name == "NVIDIA_VISIBLE_DEVICES" ||
+         name == "CUDA_VISIBLE_DEVICES";
+}
+
+// Whether it is passed by value: a path under the run's directories, rewritten.
+bool by_value(const ContainerStep& step, const std::string& value) {
+  return under(value, step.job_dir) || under(value, step.run_dir);
+}
+
 void add_env_flags(const ContainerStep& step, std::vector<std::string>& argv) {
   for (const auto& [name, value] : step.env) {
-    if (listed(kHostOnlyVariables, name) || name == "NVIDIA_VISIBLE_DEVICES" ||
-        name == "CUDA_VISIBLE_DEVICES") {
-      continue;
-    }
-    if (under(value, step.job_dir) || under(value, step.run_dir)) {
+    if (host_only(name)) continue;
+    if (by_value(step, value)) {
       argv.insert(argv.end(),
                   {"--env", name + "=" + container_path(value, step.job_dir, step.run_dir)});
-    } else {
+    } else if (!step.env_file) {
       argv.insert(argv.end(), {"--env", name});
     }
   }
   for (std::string_view name : kShimStepVariables) {
-    if (!step.env.count(std::string(name))) argv.insert(argv.end(), {"--env", std::string(name)});
+    if (!step.env_file && !step.env.count(std::string(name))) argv.insert(argv.end(), {"--env", std::string(name)});
   }
+  if (step.env_file) argv.insert(argv.end(), {"--env-file", fmt::format("/dev/fd/{}", kEnvFileFd)});
   argv.insert(argv.end(),
               {"--env", "CUDA_VISIBLE_DEVICES=" + numbered_from_zero(step.gpus.size())});
   if (step.gpus.empty()) argv.insert(argv.end(), {"--env", "NVIDIA_VISIBLE_DEVICES=void"});
 }
 
 }  // namespace
+
+std::vector<std::string> variables_by_name(const ContainerStep& step) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : step.env) {
+    if (!host_only(name) && !by_value(step, value)) names.push_back(name);
+  }
+  for (std::string_view name : kShimStepVariables) {
+    if (!step.env.count(std::string(name))) names.emplace_back(name);
+  }
+  return names;
+}
 
 std::string_view to_string(RuntimeKind kind) {
   return kind == RuntimeKind::kDocker ? "docker" : "podman";
@@ -150,6 +170,10 @@ std::vector<std::string> container_run_argv(const ContainerRuntime& runtime,
        fmt::format("type=bind,source={},target={}", step.run_dir, kContainerRunDir), "--workdir",
        std::string(kContainerJobDir)});
   if (!step.user.empty()) argv.insert(argv.end(), {"--user", step.user});
+  for (gid_t group : step.groups) argv.insert(argv.end(), {"--group-add", std::to_string(group)});
+  if (step.confined) {
+    argv.insert(argv.end(), {"--cap-drop", "all", "--security-opt", "no-new-privileges"});
+  }
   add_gpu_flags(runtime, step.gpus, argv);
   add_env_flags(step, argv);
   argv.push_back(step.image);

@@ -24,6 +24,8 @@
 // Pure values and functions, except find_container_runtime (reads the file system); thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <map>
 #include <string>
@@ -87,7 +89,24 @@ struct ContainerStep {
   std::string user;                        // --user ("uid:gid", a name); "": the image's user
   std::vector<int> gpus;                   // host indices of the GPUs the run holds
   std::vector<std::string> argv;           // the command inside (host paths are rewritten)
+  // A root daemon's run for another user (docs/lab.md, "Containers"): the runtime runs as root,
+  // so it gets nothing of the job's. With `env_file`, the variables passed by name come from the
+  // env file the shim gives the runtime on fd kEnvFileFd (`--env-file /dev/fd/3`), never from the
+  // runtime's environment; `groups` (the user's) are added with --group-add; `confined` drops
+  // every capability and forbids gaining one (`--cap-drop all --security-opt no-new-privileges`:
+  // a setuid binary of the image runs as the user).
+  bool env_file = false;
+  bool confined = false;
+  std::vector<gid_t> groups;
 };
+
+// The fd on which the shim gives a root runtime a step's env file (ContainerStep::env_file).
+inline constexpr int kEnvFileFd = 3;
+
+// The variables container_run_argv passes by name (`--env NAME`, or in the env file): those of
+// step.env not passed by value and not the host's own (in name order), then the shim's step
+// variables that step.env lacks.
+std::vector<std::string> variables_by_name(const ContainerStep& step);
 
 // RUNTIME run --rm EXTRA... --name --label --mount x2 --workdir [--user] [GPUs] --env... IMAGE
 // ARGV...

@@ -201,6 +201,30 @@ TEST(ContainerRunArgvTest, StepVariablesTheEnvironmentHasArePassedOnce) {
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "GPUQ_STEP_INDEX"), 1);
 }
 
+// A root daemon's run for another user: the variables passed by name go in the env file the
+// shim gives on fd 3, the user's groups are added, and the container can gain no capability.
+TEST(ContainerRunArgvTest, ForAnotherUserVariablesComeFromTheEnvFileAndNothingCanBeGained) {
+  ContainerStep step = a_step();
+  step.env = {{"TOKEN", "s3cret"}, {"GPUQ_RUN_DIR", "/var/lib/gpuq/jobs/12/run-1"}, {"LD_PRELOAD", "/x.so"}};
+  step.user = "1001:1001";
+  step.groups = {1001, 27};
+  step.env_file = true;
+  step.confined = true;
+  EXPECT_EQ(after_workdir(container_run_argv(kPodman, step)),
+            (Argv{"--user", "1001:1001", "--group-add", "1001", "--group-add", "27", "--cap-drop", "all",
+                  "--security-opt", "no-new-privileges", "--env", "GPUQ_RUN_DIR=/gpuq/run", "--env-file",
+                  "/dev/fd/3", "--env", "CUDA_VISIBLE_DEVICES=", "--env", "NVIDIA_VISIBLE_DEVICES=void",
+                  "pytorch/pytorch:2.3", "python", "train.py"}));
+  EXPECT_EQ(variables_by_name(step), (Argv{"TOKEN", "GPUQ_STEP_INDEX", "GPUQ_STEP_COUNT", "GPUQ_STEP_NAME"}));
+  // An admin's --container-user: the env file still, no confinement chosen for it.
+  step.confined = false;
+  step.groups.clear();
+  Argv argv = container_run_argv(kDocker, step);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--cap-drop"), 0);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--env-file"), 1);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "TOKEN"), 0);
+}
+
 TEST(ContainerRunArgvTest, HostPathsInTheCommandAreRewritten) {
   ContainerStep step = a_step();
   step.argv = {"bash",

@@ -111,6 +111,9 @@ Status write_run_spec_at(int run_dir_fd, const RunSpec& spec) {
   if (!spec.claim_deadline_file.empty()) j["claim_deadline_file"] = spec.claim_deadline_file;
   if (spec.run_as) j["run_as"] = identity_to_json(*spec.run_as);
   if (!spec.run_as_error.empty()) j["run_as_error"] = spec.run_as_error;
+  if (spec.root_runtime) {
+    j["root_runtime"] = {{"steps", spec.root_runtime->steps}, {"env_file", spec.root_runtime->env_file}};
+  }
   if (!spec.steps.empty()) {
     json steps = json::array();
     for (const StepSpec& step : spec.steps) steps.push_back(step_spec_to_json(step));
@@ -151,6 +154,11 @@ Result<RunSpec> read_run_spec(const std::string& run_dir) {
     spec.first_step = j.value("first_step", 0);
     if (j.contains("run_as")) spec.run_as = identity_from_json(j.at("run_as"));
     spec.run_as_error = j.value("run_as_error", std::string());
+    if (j.contains("root_runtime")) {
+      const json& r = j.at("root_runtime");
+      spec.root_runtime = RunSpec::RootRuntime{r.at("steps").get<std::vector<int>>(),
+                                               r.at("env_file").get<std::vector<std::string>>()};
+    }
   } catch (const json::exception& e) {
     return fail(Code::kCorruption, run_spec_path(run_dir) + ": " + e.what());
   }

@@ -54,6 +54,16 @@ struct RunSpec {
   // Why the job cannot run as its submitter (the user no longer exists): the shim runs nothing
   // and its exit record says this.
   std::string run_as_error;
+  // With run_as, the steps that run in containers (runner/container_run_spec.h): their argv is
+  // `RUNTIME run`, which runs as root (the daemon's images, containers and cleanup are root's)
+  // and so must get nothing of the job: the shim starts it as itself with its own environment
+  // (the daemon's), and gives it the variables named in `env_file` (their values from the step's
+  // environment) as an env file on fd runner::kEnvFileFd. Unset: every step runs as run_as says.
+  struct RootRuntime {
+    std::vector<int> steps;             // their indices (0 for a job without steps)
+    std::vector<std::string> env_file;  // the variables it passes by name
+  };
+  std::optional<RootRuntime> root_runtime;
 };
 
 struct ExitRecord {

@@ -1,5 +1,6 @@
 #include "runner/shim.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <string>
 #include <sys/prctl.h>
@@ -25,6 +27,7 @@
 #include "os/process.h"
 #include "os/safe_open.h"
 #include "runner/claim_watch.h"
+#include "runner/container_runtime.h"
 #include "runner/log_cap.h"
 #include "runner/run_files.h"
 
@@ -45,10 +48,16 @@ void write_all(int fd, const std::string& text) {
 // the job's argv and environment as C arrays, its file actions and attributes. Only the log's
 // two dup2s are added by the shim itself, once it has opened the log.
 // A step's launch has its own argv and a few variables of its own (`extra_env`, which wins).
+//
+// A container step of a root daemon's run for another user (RunSpec::root_runtime) is the
+// runtime's `run`, which runs as root: it starts with the shim's own environment (the daemon's),
+// never the job's, which it gets as an env file on fd kEnvFileFd instead.
 class JobLaunch {
  public:
-  explicit JobLaunch(const RunSpec& spec) : JobLaunch(spec, spec.argv, {}) {}
-  JobLaunch(const RunSpec& spec, std::vector<std::string> argv, const std::map<std::string, std::string>& extra_env)
+  explicit JobLaunch(const RunSpec& spec, const std::vector<std::string>* runtime_env = nullptr)
+      : JobLaunch(spec, spec.argv, {}, runtime_env) {}
+  JobLaunch(const RunSpec& spec, std::vector<std::string> argv, const std::map<std::string, std::string>& extra_env,
+            const std::vector<std::string>* runtime_env = nullptr)
       : argv_strings_(std::move(argv)), run_as_(spec.run_as) {
     std::map<std::string, std::string> env = spec.env;
     if (run_as_) {
@@ -59,13 +68,24 @@ class JobLaunch {
       env["SHELL"] = run_as_->shell;
     }
     for (const auto& [k, v] : extra_env) env[k] = v;
-    for (const auto& [k, v] : env) env_strings_.push_back(k + "=" + v);
+    auto path = spec.env.find("PATH");
+    path_ = path != spec.env.end() ? path->second : "/usr/bin:/bin";
+    if (runtime_env != nullptr && spec.root_runtime) {
+      as_runtime_ = true;
+      run_as_.reset();
+      env_file_ = env_file_text(spec.root_runtime->env_file, env);
+      env_strings_ = *runtime_env;
+      path_ = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+      for (const std::string& entry : env_strings_) {
+        if (entry.rfind("PATH=", 0) == 0) path_ = entry.substr(5);
+      }
+    } else {
+      for (const auto& [k, v] : env) env_strings_.push_back(k + "=" + v);
+    }
     for (auto& s : env_strings_) envp_.push_back(s.data());
     envp_.push_back(nullptr);
     for (const auto& a : argv_strings_) argv_.push_back(const_cast<char*>(a.c_str()));
     argv_.push_back(nullptr);
-    auto path = spec.env.find("PATH");
-    path_ = path != spec.env.end() ? path->second : "/usr/bin:/bin";
     posix_spawn_file_actions_init(&actions_);
     posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addchdir_np(&actions_, spec.cwd.c_str());
@@ -102,6 +122,7 @@ class JobLaunch {
     // And its umask the job's, not the daemon's 077: the shim's own files are opened already, and
     // exit.json is written with an explicit 0600.
     ::umask(spec.umask);
+    if (as_runtime_) return spawn_runtime();
     if (run_as_) return spawn_as_user(spec, log_fd);
     pid_t pid = 0;
     int rc = ::posix_spawnp(&pid, argv_[0], &actions_, &attr_, argv_.data(), envp_.data());
@@ -173,6 +194,54 @@ class JobLaunch {
   }
   static constexpr int kStageStdio = 1, kStageIdentity = 2, kStageDirectory = 3, kStageExec = 4;
 
+  // The env file of a root runtime's step: NAME=VALUE lines of the variables it passes by name
+  // that the step's environment has. A value with a line break cannot be one line: the step
+  // fails, saying so, rather than lose or split it.
+  Result<std::string> env_file_text(const std::vector<std::string>& names,
+                                    const std::map<std::string, std::string>& env) {
+    std::string text;
+    for (const std::string& name : names) {
+      auto it = env.find(name);
+      if (it == env.end()) continue;
+      if (it->second.find_first_of("\n\r") != std::string::npos) {
+        return fail(Code::kInvalidArgument,
+                    fmt::format("the variable {} holds a line break, which the container's env file "
+                                "cannot carry (on a shared box a container step gets the job's "
+                                "variables through one): pass it as a file instead", name));
+      }
+      text += name + "=" + it->second + "\n";
+    }
+    return text;
+  }
+
+  // The runtime's `run`, as the shim itself, with the env file on fd kEnvFileFd (a memfd,
+  // which only this process and the runtime hold).
+  Result<pid_t> spawn_runtime() {
+    if (!env_file_) return tl::unexpected(env_file_.error());
+    int file = ::memfd_create("gpuq-env-file", MFD_CLOEXEC);
+    if (file < 0) return errno_error("cannot make the container's env file");
+    if (file <= kEnvFileFd) {  // never one the dup2s below replace first
+      int moved = ::fcntl(file, F_DUPFD_CLOEXEC, kEnvFileFd + 1);
+      ::close(file);
+      if (moved < 0) return errno_error("cannot make the container's env file");
+      file = moved;
+    }
+    const std::string& text = *env_file_;
+    bool written = ::write(file, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                   ::lseek(file, 0, SEEK_SET) == 0;
+    if (!written) {
+      int err = errno;
+      ::close(file);
+      return errno_error("cannot write the container's env file", err);
+    }
+    posix_spawn_file_actions_adddup2(&actions_, file, kEnvFileFd);
+    pid_t pid = 0;
+    int rc = ::posix_spawnp(&pid, argv_[0], &actions_, &attr_, argv_.data(), envp_.data());
+    ::close(file);
+    if (rc != 0) return errno_error("cannot run " + argv_strings_[0], rc);
+    return pid;
+  }
+
   // The signals this process ignores, and SIGPIPE, which the shim ignores: an exec keeps only
   // these dispositions (caught ones are reset by it), so resetting them gives the job every
   // signal's default. Read once per process (64 sigaction calls): the spawner's dispositions
@@ -197,6 +266,8 @@ class JobLaunch {
   std::vector<char*> argv_;
   std::string path_;
   std::optional<os::UserIdentity> run_as_;
+  bool as_runtime_ = false;       // a root runtime's `run` (RunSpec::root_runtime)
+  Result<std::string> env_file_;  // its env file's text, or why there can be none
   posix_spawn_file_actions_t actions_;
   posix_spawnattr_t attr_;
 };
@@ -240,7 +311,8 @@ class Shim {
   Shim(std::string run_dir, RunSpec spec)
       : run_dir_(std::move(run_dir)),
         spec_(std::move(spec)),
-        launch_(spec_),
+        own_env_(own_environment()),
+        launch_(spec_, runtime_env_for(0)),
         claim_(spec_.claim_deadline_file) {}
   ~Shim() {
     if (run_dir_fd_ >= 0) ::close(run_dir_fd_);
@@ -383,7 +455,7 @@ class Shim {
           break;
         }
       }
-      JobLaunch launch(spec_, spec.argv, env);
+      JobLaunch launch(spec_, spec.argv, env, runtime_env_for(step.index));
       step_timed_out_ = false;
       int64_t deadline = spec.timeout_ms > 0 ? saturating_add(step.started_at_ms, spec.timeout_ms) : 0;
       run_process(launch, log_fd, deadline);
@@ -559,9 +631,24 @@ class Shim {
     return static_cast<int>(os::processes_in_group(pgid_).size());
   }
 
+  // The shim's environment as it started (the daemon's: spawn() later sets PATH to the job's).
+  static std::vector<std::string> own_environment() {
+    std::vector<std::string> entries;
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) entries.emplace_back(*entry);
+    return entries;
+  }
+  // The environment a step starts its runtime with when the step is a root runtime's `run`
+  // (RunSpec::root_runtime); nullptr for every other step, which runs as the job.
+  const std::vector<std::string>* runtime_env_for(int step_index) const {
+    if (!spec_.root_runtime) return nullptr;
+    const auto& steps = spec_.root_runtime->steps;
+    return std::find(steps.begin(), steps.end(), step_index) != steps.end() ? &own_env_ : nullptr;
+  }
+
   std::string run_dir_;
   int run_dir_fd_ = -1;  // held for the shim's life; every record is written through it
   RunSpec spec_;
+  std::vector<std::string> own_env_;
   JobLaunch launch_;
   ExitRecord record_;
   int signal_fd_ = -1;

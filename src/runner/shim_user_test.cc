@@ -198,5 +198,55 @@ TEST_F(ShimUserTest, AJobCannotSignalOrReadAnotherUsersJob) {
   ::waitpid(ann_shim.pid(), nullptr, 0);
 }
 
+// A container step of a root daemon's run: the runtime (here a script that reports what it
+// got) runs as root with the shim's own environment, nothing of the job's, and reads the job's
+// variables from the env file on fd 3; the job's own steps still run as the user.
+TEST_F(ShimUserTest, ARootRuntimeGetsTheJobsVariablesOnlyThroughItsEnvFile) {
+  std::string runtime = root_ + "/runtime";
+  std::ofstream(runtime) << "#!/bin/sh\necho \"runtime uid $(id -u)\"\n"
+                            "env | grep -E '^(SECRET|LD_PRELOAD|GPUQ_STEP_INDEX)=' | sed 's/^/runtime env /'\n"
+                            "sed 's/^/env file /' /dev/fd/3\n";
+  ::chmod(runtime.c_str(), 0755);
+  std::string run_dir = make_run(9, ann_, {"true"});
+  auto spec = read_run_spec(run_dir);
+  ASSERT_TRUE(spec) << spec.error().message;
+  spec->argv.clear();
+  spec->steps = {StepSpec{"host", {"sh", "-c", "echo \"host step uid $(id -u)\""}, 0, ""},
+                 StepSpec{"contained", {runtime}, 0, ""}};
+  spec->env["SECRET"] = "s3cret";
+  spec->env["LD_PRELOAD"] = "/nonexistent/preload.so";
+  spec->root_runtime = RunSpec::RootRuntime{{1}, {"GPUQ_STEP_INDEX", "SECRET", "USER"}};
+  fs::remove(run_spec_path(run_dir));
+  ASSERT_TRUE(write_run_spec(run_dir, *spec));
+  finish(run_dir);
+  auto log = *os::read_file(log_path(run_dir));
+  auto record = read_exit_record(run_dir);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 0) << log;
+  // The job's own step runs as Ann with the job's LD_PRELOAD (ld.so complains of it, as the
+  // job asked); the root runtime gets none of it.
+  ASSERT_NE(log.find("host step uid"), std::string::npos) << log;
+  EXPECT_EQ(log.substr(log.find("host step uid")),
+            fmt::format("host step uid {}\nruntime uid 0\nenv file GPUQ_STEP_INDEX=1\n"
+                        "env file SECRET=s3cret\nenv file USER={}\n",
+                        ann_.uid, ann_.login));
+}
+
+TEST_F(ShimUserTest, AVariableWithALineBreakFailsARootRuntimesStepSayingWhy) {
+  std::string run_dir = make_run(10, ann_, {"/bin/true"});
+  auto spec = read_run_spec(run_dir);
+  ASSERT_TRUE(spec);
+  spec->env["TWO_LINES"] = "one\ntwo";
+  spec->root_runtime = RunSpec::RootRuntime{{0}, {"TWO_LINES"}};
+  fs::remove(run_spec_path(run_dir));
+  ASSERT_TRUE(write_run_spec(run_dir, *spec));
+  finish(run_dir);
+  auto record = read_exit_record(run_dir);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->exit_code, 127);
+  EXPECT_NE(os::read_file(log_path(run_dir))->find("the variable TWO_LINES holds a line break"), std::string::npos)
+      << *os::read_file(log_path(run_dir));
+}
+
 }  // namespace
 }  // namespace gpuq::runner

@@ -3,9 +3,13 @@
 // plan.cc so that the checker itself works on text (tests, the fuzzer) and stays one concern.
 #include "spec/plan.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "spec/script.h"
 
@@ -21,9 +25,13 @@ Result<std::string> read_plan_file(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     return fail(Code::kInvalidArgument, "is a directory, not a plan file");
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return fail(Code::kInvalidArgument, "cannot read the plan file (permission denied?)");
+    int err = errno;
+    return fail(Code::kInvalidArgument,
+                fmt::format("cannot read the plan file: {}; check its mode with `ls -l {}`",
+                            err != 0 ? std::strerror(err) : "it cannot be opened", path));
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();

@@ -1,6 +1,7 @@
 #include "spec/script.h"
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -96,12 +97,13 @@ Result<std::string> read_script(const std::string& path) {
                             "file and submit that",
                             path));
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
+    int err = errno;
     return fail(Code::kInvalidArgument,
-                fmt::format("{}: cannot read the script (permission denied?); check its mode "
-                            "with `ls -l {}`",
-                            path, path));
+                fmt::format("{}: cannot read the script: {}; check its mode with `ls -l {}`", path,
+                            err != 0 ? std::strerror(err) : "it cannot be opened", path));
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();

@@ -8,7 +8,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 15> kMigrations = {
+constexpr std::array<const char*, 16> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -301,6 +301,13 @@ CREATE INDEX runs_by_end ON runs(ended_at) WHERE ended_at IS NOT NULL;
 ALTER TABLE runs ADD COLUMN first_step INTEGER NOT NULL DEFAULT 0 CHECK (first_step >= 0);
 ALTER TABLE runs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE jobs ADD COLUMN steps_from_start INTEGER NOT NULL DEFAULT 0 CHECK (steps_from_start IN (0, 1));
+)sql",
+    // 16: jobs_eta covers jobs.user too: ETAs order a shared box's queue by fair share between
+    // its users (docs/lab.md), and still read the index alone.
+    R"sql(
+DROP INDEX jobs_eta;
+CREATE INDEX jobs_eta ON jobs(id, state, name, priority, queue_order, gpus, retry_at, array_id, eta, user)
+  WHERE state IN ('pending','held','running','blocked');
 )sql",
 };
 

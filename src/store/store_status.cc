@@ -115,7 +115,7 @@ Result<std::vector<Job>> Store::eta_jobs() {
       "SELECT id, name, state, priority, queue_order, gpus, retry_at, array_id, "
       "json_extract(eta, '$[0]'), json_extract(eta, '$[1]'), json_extract(eta, '$[2]'), "
       "json_extract(eta, '$[3]'), json_extract(eta, '$[4]'), json_extract(eta, '$[5]'), "
-      "json_extract(eta, '$[6]') FROM jobs INDEXED BY jobs_eta WHERE {} ORDER BY id",
+      "json_extract(eta, '$[6]'), user FROM jobs INDEXED BY jobs_eta WHERE {} ORDER BY id",
       kActive));
   if (!stmt) return tl::unexpected(stmt.error());
   std::vector<Job> jobs;
@@ -139,6 +139,7 @@ Result<std::vector<Job>> Store::eta_jobs() {
     if (auto st = read_eta_fields(*stmt, 8, job); !st) {
       return fail(Code::kCorruption, fmt::format("job {}: {}", job.id, st.error().message));
     }
+    job.spec.user = stmt->text(15);
     if (job.state == JobState::kRunning) running[job.id] = jobs.size();
     jobs.push_back(std::move(job));
   }

@@ -61,6 +61,7 @@ TEST_F(StatusJobsTest, EtaJobsReadWhatAnEtaNeedsAsAFullLoadDoes) {
   Job job;
   job.state = JobState::kPending;
   job.spec.name = "train";
+  job.spec.user = "ann";  // fair share orders a shared box's ETAs by user
   job.spec.cwd = "/tmp";
   job.spec.argv = {"python", "train.py"};
   job.spec.env = {{"HOME", "/root"}, {"PATH", "/usr/bin"}};
@@ -121,8 +122,10 @@ TEST_F(StatusJobsTest, EtaJobsReadWhatAnEtaNeedsAsAFullLoadDoes) {
     EXPECT_EQ(a.spec.gpu_mem_mib, b.spec.gpu_mem_mib);
     EXPECT_EQ(a.spec.share, b.spec.share);
     EXPECT_EQ(a.spec.deps, b.spec.deps);
+    EXPECT_EQ(a.spec.user, b.spec.user);
     EXPECT_TRUE(a.spec.env.empty()) << "the environment is not read";
   }
+  EXPECT_EQ((*light)[1].spec.user, "ann");
   ASSERT_EQ((*light)[1].spec.deps.size(), 2u);
   EXPECT_EQ((*light)[1].spec.deps[0].job_id, prep);
   EXPECT_EQ((*light)[1].spec.deps[1].kind, Dependency::Kind::kRequires);

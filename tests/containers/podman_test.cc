@@ -7,6 +7,7 @@
 // Every test SKIPs, saying why, where podman cannot run (not installed, not root, no static
 // busybox, or a container does not start). Everything the tests start carries the label
 // gpuq.test=PID and is removed at the end, with the image.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -209,6 +210,37 @@ TEST_F(PodmanTest, AContainerRunsWithItsMountsVariablesUserAndExitStatus) {
   EXPECT_TRUE(listed().empty()) << "--rm left the container";
 }
 
+// A shared box's container step (docs/lab.md, "Containers"): the runtime runs as root with its
+// own environment; the job's variables come from the env file on fd 3 (here a file the shell
+// opens there, as the shim gives its memory file), the container runs as the user with their
+// groups, no capability and no way to gain one.
+TEST_F(PodmanTest, ForAnotherUserVariablesComeFromTheEnvFileAndNothingCanBeGained) {
+  ContainerStep s = step({"sh", "-c",
+                          "echo id=$(id -u):$(id -g) groups=$(id -G); "
+                          "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
+                          "echo token=$HF_TOKEN step=$GPUQ_STEP_INDEX run=$GPUQ_RUN_DIR"});
+  s.user = "1234:1234";
+  s.groups = {1234, 4321};
+  s.env_file = true;
+  s.confined = true;
+  s.env = {{"HF_TOKEN", "t0ken"}, {"GPUQ_RUN_DIR", run_dir_}};
+  const std::string env_file = job_dir_ + ".env";
+  std::ofstream(env_file) << "HF_TOKEN=t0ken\nGPUQ_STEP_INDEX=2\n";
+  Argv argv = {"/bin/sh", "-c", "exec \"$@\" 3<\"$0\"", env_file};
+  Argv run_argv = container_run_argv(runtime_, s);
+  argv.insert(argv.end(), run_argv.begin(), run_argv.end());
+  auto ran = os::run_command(argv, Millis(60'000));  // nothing of the job in its environment
+  std::filesystem::remove(env_file);
+  ASSERT_TRUE(ran) << ran.error().message;
+  EXPECT_EQ(ran->exit_code, 0) << ran->err;
+  EXPECT_NE(ran->out.find("id=1234:1234 groups="), std::string::npos) << ran->out;
+  EXPECT_NE(ran->out.find("4321"), std::string::npos) << ran->out;
+  EXPECT_NE(ran->out.find("CapEff:\t0000000000000000\n"), std::string::npos) << ran->out;
+  EXPECT_NE(ran->out.find("NoNewPrivs:\t1\n"), std::string::npos) << ran->out;
+  EXPECT_NE(ran->out.find("token=t0ken step=2 run=/gpuq/run\n"), std::string::npos) << ran->out;
+  EXPECT_TRUE(listed().empty());
+}
+
 TEST_F(PodmanTest, AStopThroughTheRuntimeEndsItAndLeavesNoContainer) {
   // The job ends on SIGTERM (PID 1 has no default action for it): the stop's own signal, not the
   // SIGKILL after the grace, ends it.
@@ -263,7 +295,10 @@ TEST_F(PodmanTest, ImagePresenceAndAFailedPull) {
   // No registry is reachable from here (.invalid never resolves): the runtime's message comes
   // back, and its output is in the log.
   const std::string log = run_dir_ + "/output.log";
-  auto pulled = pull_image(runtime_, "gpuq-test.invalid/nothing:1", log, Millis(60'000));
+  int log_fd = ::open(log.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(log_fd, 0);
+  auto pulled = pull_image(runtime_, "gpuq-test.invalid/nothing:1", log_fd, Millis(60'000));
+  ::close(log_fd);
   ASSERT_FALSE(pulled);
   EXPECT_EQ(pulled.error().message.rfind("podman pull gpuq-test.invalid/nothing:1: Error: ", 0), 0u)
       << pulled.error().message;

@@ -5,7 +5,9 @@
 // Skipped where the suite cannot make users (not root, no useradd).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 
 #include "harness.h"
 #include "tcp_http.h"
+#include "test_cgroup.h"
 #include "unix_http.h"
 #include "os/process.h"
 
@@ -67,11 +70,12 @@ class Lab : public ::testing::Test {
   }
   void TearDown() override { harness_.stop(); }
 
-  // Starts the box's daemon with [users] group and admins (carol).
-  void start_box(std::vector<std::string> flags = {"--http", "off"}) {
+  // Starts the box's daemon with [users] group and admins (carol), and `more` of config.toml
+  // after them.
+  void start_box(std::vector<std::string> flags = {"--http", "off"}, const std::string& more = "") {
     fs::create_directories(harness_.home());
     std::ofstream(harness_.home() + "/config.toml")
-        << fmt::format("[users]\ngroup = \"{}\"\nadmins = [\"{}\"]\n", group(), name_of("carol"));
+        << fmt::format("[users]\ngroup = \"{}\"\nadmins = [\"{}\"]\n", group(), name_of("carol")) << more;
     ::setenv("GPUQ_SYSTEM_SOCKET", socket_.c_str(), 1);
     flags.insert(flags.begin(), "--system");
     harness_.start(flags);
@@ -103,9 +107,15 @@ class Lab : public ::testing::Test {
     return r.err;
   }
 
+  // The box's GPUs: two for a test whose name says TwoGpus, else four.
+  static std::string box_gpus() {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    return name.find("TwoGpus") != std::string::npos ? "fake:2" : "fake:4";
+  }
+
   static inline bool made_ = false;
   static inline std::string binary_;  // the users' copy of the gpuq binary
-  Harness harness_{"fake:4"};
+  Harness harness_{box_gpus()};
   std::string socket_;
 };
 
@@ -169,6 +179,12 @@ TEST_F(Lab, ThreeUsersShareOneDaemonEachWithTheirOwnRights) {
   // Alice's own cancel works.
   EXPECT_EQ(as("alice", {"cancel", std::to_string(a1)}).status, 0);
   EXPECT_TRUE(harness_.wait_for(a1, [](const nlohmann::json& j) { return j["state"] == "cancelled"; }));
+
+  // Each job ran as its submitter.
+  EXPECT_TRUE(harness_.wait_for(c1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+  std::ifstream alice_id(harness_.path("alice") + "/whoami"), carol_id(harness_.path("carol") + "/whoami");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(alice_id), {}), alice + "\n");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(carol_id), {}), carol + "\n");
 }
 
 TEST_F(Lab, AUserOutsideTheGroupCannotConnect) {
@@ -270,6 +286,193 @@ TEST_F(Lab, EachUsersDashboardTokenActsWithTheirRightsUntilRevoked) {
   // Bob's (new) token works, and acts on his job.
   auto cancelled = post_as(bob_token, fmt::format("/v1/jobs/{}/cancel", b1));
   EXPECT_EQ(cancelled.status, 200) << cancelled.body;
+}
+
+
+// Who a job runs as and what it can reach: the submitter's ids and groups, HOME/USER/LOGNAME
+// from the passwd entry, no capability; its files are the submitter's; another user's run can
+// be neither signalled nor read, and the jobs directory not listed.
+TEST_F(Lab, AJobRunsAsItsSubmitterAndReachesNothingOfAnotherUsersRun) {
+  start_box();
+  const std::string bob_dir = harness_.path("bob"), alice_dir = harness_.path("alice");
+  int64_t b1 = submit("bob", "b1", "echo $$ > pid; echo secret of bob; while [ ! -e go ]; do sleep 0.05; done");
+  ASSERT_TRUE(harness_.wait_for(b1, [&](const nlohmann::json& j) {
+    return j["state"] == "running" && fs::exists(bob_dir + "/pid") && fs::file_size(bob_dir + "/pid") > 0;
+  }));
+  const std::string bob_log = fmt::format("{}/jobs/{}/run-1/output.log", harness_.home(), b1);
+  ASSERT_TRUE(fs::exists(bob_log));
+  std::string probe = fmt::format(
+      "id -un > whoami; id -G > groups; "
+      "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status > caps; "
+      "echo \"$HOME $USER $LOGNAME\" > identity; "
+      "kill -0 \"$(cat {}/pid)\" 2> kill.err; echo $? > kill.rc; "
+      "cat {} > stolen 2> read.err; echo $? > read.rc; "
+      "ls {}/jobs > listed 2> list.err; echo $? > list.rc",
+      bob_dir, bob_log, harness_.home());
+  int64_t a1 = submit("alice", "a1", probe);
+  ASSERT_TRUE(harness_.wait_for(a1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }))
+      << harness_.show(a1).dump();
+  auto read = [&](const std::string& name) {
+    std::ifstream in(alice_dir + "/" + name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string alice = name_of("alice");
+  struct passwd* pw = ::getpwnam(alice.c_str());
+  ASSERT_NE(pw, nullptr);
+  struct group* gr = ::getgrnam(group().c_str());
+  ASSERT_NE(gr, nullptr);
+  EXPECT_EQ(read("whoami"), alice + "\n");
+  EXPECT_NE((" " + read("groups")).find(fmt::format(" {}", gr->gr_gid)), std::string::npos) << read("groups");
+  EXPECT_EQ(read("identity"), fmt::format("{} {} {}\n", pw->pw_dir, alice, alice));
+  EXPECT_EQ(read("caps"),
+            "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
+            "CapAmb:\t0000000000000000\n");
+  // Its files are Alice's: what it wrote, its run directory and its log.
+  struct stat st {};
+  ASSERT_EQ(::stat((alice_dir + "/whoami").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, pw->pw_uid);
+  const std::string run_dir = fmt::format("{}/jobs/{}/run-1", harness_.home(), a1);
+  ASSERT_EQ(::stat(run_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, pw->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((run_dir + "/output.log").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, pw->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Bob's run: not signalled, not read; the jobs directory: not listed.
+  EXPECT_EQ(read("kill.rc"), "1\n");
+  EXPECT_NE(read("kill.err").find("not permitted"), std::string::npos) << read("kill.err");
+  EXPECT_NE(read("read.rc"), "0\n");
+  EXPECT_NE(read("read.err").find("Permission denied"), std::string::npos) << read("read.err");
+  EXPECT_EQ(read("stolen"), "");
+  EXPECT_NE(read("list.rc"), "0\n");
+  EXPECT_EQ(harness_.show(b1)["state"], "running");
+  harness_.touch("bob/go");
+  EXPECT_TRUE(harness_.wait_for(b1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+}
+
+// A script is read by the CLI, as its user: one they cannot read is refused, naming it.
+TEST_F(Lab, AScriptItsSubmitterCannotReadIsRefused) {
+  start_box();
+  const std::string secret = harness_.path("secret.sh");
+  std::ofstream(secret) << "echo root's script\n";
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+  auto r = as("alice", {"submit", "--gpus", "0", secret});
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.err.find(secret), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  EXPECT_TRUE(harness_.gpuq_json({"status", "--json"})["jobs"].empty());
+  // A script Alice can read is hers: its text is shown to her and the admins, not to Bob.
+  std::ofstream(harness_.path("alice") + "/mine.sh") << "echo alice's script\n";
+  auto mine = as("alice", {"submit", "--id-only", "--gpus", "0", "mine.sh"});
+  ASSERT_EQ(mine.status, 0) << mine.err;
+  std::string id = std::to_string(std::atoll(mine.out.c_str()));
+  auto text_seen_by = [&](const char* role) {
+    auto r = as(role, {"show", id, "--json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out)["script"]["text"];
+  };
+  EXPECT_EQ(text_seen_by("alice"), "echo alice's script\n");
+  EXPECT_EQ(text_seen_by("carol"), "echo alice's script\n");
+  EXPECT_TRUE(text_seen_by("bob").is_null());
+}
+
+// Fair share on two GPUs: Bob queued four jobs before Alice queued two, yet Alice's both start
+// before Bob's third (first in, first out would start all of Bob's first).
+TEST_F(Lab, FairShareInterleavesTwoUsersOnTwoGpus) {
+  start_box();
+  auto blocker = as("carol", {"submit", "--id-only", "--gpus", "2", "--name", "blocker", "--", "sh", "-c",
+                              "while [ ! -e go ]; do sleep 0.05; done"});
+  ASSERT_EQ(blocker.status, 0) << blocker.err;
+  int64_t blocker_id = std::atoll(blocker.out.c_str());
+  ASSERT_TRUE(harness_.wait_for(blocker_id, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  std::vector<int64_t> bobs, alices;
+  for (int i = 0; i < 4; ++i) bobs.push_back(submit("bob", fmt::format("b{}", i), "sleep 0.3"));
+  for (int i = 0; i < 2; ++i) alices.push_back(submit("alice", fmt::format("a{}", i), "sleep 0.3"));
+  harness_.touch("carol/go");
+  std::map<int64_t, int64_t> started;
+  for (int64_t id : bobs) {
+    ASSERT_TRUE(harness_.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+  }
+  for (int64_t id : alices) {
+    ASSERT_TRUE(harness_.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+  }
+  for (int64_t id : bobs) started[id] = harness_.show(id)["runs"][0]["started_at_ms"].get<int64_t>();
+  for (int64_t id : alices) started[id] = harness_.show(id)["runs"][0]["started_at_ms"].get<int64_t>();
+  EXPECT_LT(started[alices[0]], started[bobs[1]]) << "Alice's first job waited behind Bob's second";
+  EXPECT_LT(started[alices[1]], started[bobs[2]]) << "Alice's second job waited behind Bob's third";
+  // The report gives both their part of the GPU-hours beside their fair share.
+  auto report = harness_.gpuq_json({"report", "--by", "user", "--json"});
+  int users_seen = 0;
+  for (const auto& row : report["groups"]) {
+    if (row["key"] == name_of("alice") || row["key"] == name_of("bob")) {
+      ++users_seen;
+      EXPECT_TRUE(row["used_share"].is_number()) << row.dump();
+      EXPECT_TRUE(row["fair_share"].is_number()) << row.dump();
+    }
+  }
+  EXPECT_EQ(users_seen, 2) << report.dump();
+}
+
+// Limits: Alice's own max_gpus = 1 makes her second job wait with the reason while Bob's runs;
+// max_queued = 3 refuses her fourth unfinished job, creating nothing.
+TEST_F(Lab, AUsersLimitsMakeTheirJobsWaitAndRefuseTooMany) {
+  start_box({"--http", "off"}, fmt::format("max_queued = 3\n\n[users.{}]\nmax_gpus = 1\n", name_of("alice")));
+  int64_t a1 = submit("alice", "a1", "while [ ! -e go ]; do sleep 0.05; done");
+  int64_t a2 = submit("alice", "a2", "true");
+  ASSERT_TRUE(harness_.wait_for(a1, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  EXPECT_TRUE(harness_.wait_for(a2, [](const nlohmann::json& j) {
+    return j["state"] == "pending" && j["reason"].is_string() &&
+           j["reason"].get<std::string>().find("user limit: 1 of 1 GPUs in use") != std::string::npos;
+  })) << harness_.show(a2).dump();
+  int64_t b1 = submit("bob", "b1", "true");
+  EXPECT_TRUE(harness_.wait_for(b1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+  EXPECT_EQ(harness_.show(a2)["state"], "pending");
+  submit("alice", "a3", "true");
+  auto refused = as("alice", {"submit", "--gpus", "1", "--name", "a4", "--", "true"});
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.err.find(fmt::format("user limit: {} has 3 of 3 queued jobs", name_of("alice"))),
+            std::string::npos)
+      << refused.err;
+  auto names = harness_.gpuq_json({"status", "--json"})["jobs"];
+  for (const auto& j : names) EXPECT_NE(j["name"], "a4");
+  harness_.touch("alice/go");
+  EXPECT_TRUE(harness_.wait_for(a2, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }));
+}
+
+// Under cgroup containment a user's runs live under their own parent cgroup, users/LOGIN.
+TEST_F(Lab, AUsersRunsLiveUnderTheirOwnParentCgroup) {
+  TestCgroup cg;
+  if (cg.dir().empty()) GTEST_SKIP() << "cannot create a cgroup under /sys/fs/cgroup/unified (no cgroup v2 there, or not root)";
+  start_box({"--http", "off"}, fmt::format("\n[cgroup]\nroot = \"{}\"\n", cg.dir()));
+  int64_t a1 = submit("alice", "a1", "cat /proc/self/cgroup > cgroup");
+  ASSERT_TRUE(harness_.wait_for(a1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }))
+      << harness_.show(a1).dump();
+  std::ifstream in(harness_.path("alice") + "/cgroup");
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  std::string run_id = harness_.show(a1)["runs"][0]["run_id"].get<std::string>();
+  EXPECT_NE(text.find(fmt::format("/users/{}/{}", name_of("alice"), run_id)), std::string::npos) << text;
+  EXPECT_TRUE(fs::is_directory(cg.dir() + "/users/" + name_of("alice")));
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(cg.dir() + "/users/" + name_of("alice") + "/" + run_id); }))
+      << "its cgroup is removed at its cleanup";
+  harness_.stop();
+}
+
+// A log the job's user replaced by a link is served as empty: the root daemon never reads the
+// file the link names.
+TEST_F(Lab, ALogReplacedByALinkIsNeverFollowedByTheDaemon) {
+  start_box();
+  const std::string secret = harness_.path("root-secret");
+  std::ofstream(secret) << "root's secret\n";
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+  int64_t b1 = submit("bob", "b1", fmt::format(
+      "echo before; rm \"$GPUQ_RUN_DIR/output.log\"; ln -s {} \"$GPUQ_RUN_DIR/output.log\"", secret));
+  ASSERT_TRUE(harness_.wait_for(b1, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }))
+      << harness_.show(b1).dump();
+  ASSERT_TRUE(fs::is_symlink(fmt::format("{}/jobs/{}/run-1/output.log", harness_.home(), b1)));
+  auto log = as("bob", {"logs", std::to_string(b1)});
+  EXPECT_EQ(log.out.find("root's secret"), std::string::npos) << log.out;
+  auto admins = as("carol", {"logs", std::to_string(b1)});
+  EXPECT_EQ(admins.out.find("root's secret"), std::string::npos) << admins.out;
 }
 
 }  // namespace

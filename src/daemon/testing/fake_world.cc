@@ -133,7 +133,8 @@ Status FakeWorld::create_run_dir(const std::string& run_dir, const runner::RunSp
 }
 
 Result<std::unique_ptr<ShimProcess>> FakeWorld::launch_shim(const std::string& run_dir,
-                                                            const std::string& /*run_id*/) {
+                                                            const std::string& /*run_id*/,
+                                                            const std::string& /*cgroup_user*/) {
   if (fail_launches_ > 0) {
     --fail_launches_;
     return fail(Code::kIoError, launch_error_);

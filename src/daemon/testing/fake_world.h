@@ -129,7 +129,8 @@ class FakeWorld : public World {
   Status commit(const std::function<Status()>& writes) override;
   Status create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) override;
   Result<std::unique_ptr<ShimProcess>> launch_shim(const std::string& run_dir,
-                                                   const std::string& run_id) override;
+                                                   const std::string& run_id,
+                                                   const std::string& cgroup_user) override;
   Result<std::unique_ptr<ShimProcess>> adopt_shim(pid_t pid, uint64_t start_ticks) override;
   Result<runner::ExitRecord> read_exit_record(const std::string& run_dir) override;
   Result<std::vector<StepRun>> read_step_record(const std::string& run_dir) override;
