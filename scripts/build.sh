@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, then configures and builds gpuq into build/ (or $GPUQ_BUILD_DIR).
+# Installs what is missing to build, then configures and builds gpuq into build/ (or
+# $GPUQ_BUILD_DIR): everything (tests, benchmarks, fuzz replays), or only the targets named as
+# arguments (`scripts/build.sh gpuq`: the binary alone, as scripts/demo.sh builds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,4 +21,6 @@ else
   cmake -S . -B "$build" -DGPUQ_WERROR=ON >/dev/null
 fi
 # Beast translation units take ~1 GiB and ~15 s each: two jobs fit a 2-core, 24 GiB machine.
-cmake --build "$build" -j "$(nproc)"
+targets=()
+for target in "$@"; do targets+=(--target "$target"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}"

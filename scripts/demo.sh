@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 keep=0
 [ "${1:-}" = "--keep" ] && keep=1
 
-bash scripts/build.sh
+# Only what the demo runs: the packages that build gpuq and the one binary (scripts/test.sh
+# installs and builds everything else).
+bash scripts/build.sh gpuq
 root="$(pwd)"
 export PATH="$root/${GPUQ_BUILD_DIR:-build}/bin:$PATH"
 export GPUQ_HOME="$root/.gpuq-demo"

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpuq needs to build and test (Node.js and npm too, for the
-# dashboard, when there is no node), and any packages named as
-# arguments (scripts/fuzz.sh adds clang's). Idempotent: installs only what is missing (running
-# `apt-get update` first when it installs anything). Needs root or sudo.
+# Installs the Debian 12 packages gpuq needs to build (Node.js and npm too, for the dashboard,
+# when there is no node); with --tests first, also those its tests and release checks need; and
+# any packages named as arguments (scripts/test.sh adds chromium's and podman's, scripts/fuzz.sh
+# clang's). Idempotent: installs only what is missing (running `apt-get update` first when it
+# installs anything). Needs root or sudo.
+#
+#   scripts/install-deps.sh                  # to build gpuq (scripts/demo.sh, scripts/build.sh)
+#   scripts/install-deps.sh --tests [PKG...] # to build and test it (scripts/test.sh)
 set -euo pipefail
 
 # Build time vs run time: libsqlite3-dev and libpugixml-dev also ship the static archives gpuq
@@ -12,16 +16,25 @@ set -euo pipefail
 # fleets and `gpuq --url` (loaded when first used, base/libcurl.h); libssl-dev gives
 # openssl/evp.h, whose libcrypto (libcurl4's own dependency) checks the fleet's transfers
 # (loaded the same way, base/libcrypto.h).
-# Tests and packaging: zsh and fish run the completion scripts, groff checks the man pages,
-# lintian checks the .deb (scripts/release.sh --deb).
+# GoogleTest's headers are small and CMake's configure step looks for them, so they come with
+# the build. Tests and packaging (--tests): zsh and fish run the completion scripts, groff checks
+# the man pages, lintian checks the .deb (scripts/release.sh --deb), adduser runs its postinst,
+# google-benchmark builds bench/.
+tests=0
+if [ "${1:-}" = "--tests" ]; then
+  tests=1
+  shift
+fi
 packages=(
   build-essential cmake ninja-build git
   libboost-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libexpected-dev libtomlplusplus-dev libpugixml-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  zsh fish groff-base lintian adduser
+  libgtest-dev libgmock-dev
   "$@"
 )
+if [ "$tests" -eq 1 ]; then
+  packages+=(libbenchmark-dev zsh fish groff-base lintian adduser)
+fi
 # The dashboard (web/) is bundled with Node.js and npm at build time: Debian's packages, unless
 # a node is already on the PATH (nodesource, nvm).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

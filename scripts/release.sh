@@ -2,7 +2,7 @@
 # Builds gpuq's release artifacts into dist/ (docs/install.md says how to use them):
 #   gpuq-VERSION-linux-x86_64.tar.gz        bin/gpuq (stripped; it loads only the C library's
 #                                            own libraries), share/doc/gpuq (README, CHANGELOG,
-#                                            docs, examples), man pages, bash/zsh/fish
+#                                            LICENSE, NOTICE, docs, examples), man pages, bash/zsh/fish
 #                                            completions, share/gpuq/gpuq.service (a system unit
 #                                            for an unpack into /usr/local)
 #   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug: unpacked over the first, gdb finds it
@@ -50,7 +50,7 @@ export SOURCE_DATE_EPOCH
 
 if [ "$compile" -eq 1 ]; then
   if [ ! -f "$build/build.ninja" ]; then
-    bash scripts/install-deps.sh
+    bash scripts/install-deps.sh --tests
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUQ_WERROR=ON >/dev/null
   fi
   cmake --build "$build" --target gpuq
@@ -74,7 +74,7 @@ lay_out() {
     "$dir/share/bash-completion/completions" "$dir/$zsh_dir" "$dir/share/fish/vendor_completions.d"
   objcopy --strip-all --add-gnu-debuglink="$stage/gpuq.debug" "$binary" "$dir/bin/gpuq"
   chmod 0755 "$dir/bin/gpuq"
-  install -m 0644 README.md CHANGELOG.md docs/*.md "$dir/share/doc/gpuq/"
+  install -m 0644 README.md CHANGELOG.md LICENSE NOTICE docs/*.md "$dir/share/doc/gpuq/"
   cp -r examples/. "$dir/share/doc/gpuq/examples/"
   "$dir/bin/gpuq" manpages --dir "$dir/share/man/man1" >/dev/null
   gzip -9n "$dir"/share/man/man1/*.1
@@ -114,12 +114,19 @@ echo "$out/$name-debug.tar.gz"
 # maintainer scripts and package metadata of packaging/deb/.
 command -v lintian >/dev/null || { echo "release.sh: --deb checks the package with lintian: apt-get install lintian" >&2; exit 1; }
 debver="$version-$revision"
+# Who maintains the package: one line, kept in one place (the control file and Debian's
+# changelog both name it).
+maintainer=$(head -n 1 packaging/maintainer)
+[ -n "$maintainer" ] || { echo "release.sh: packaging/maintainer is empty: write 'Name <email>' there" >&2; exit 1; }
 pkg="$stage/deb"
 lay_out "$pkg/usr" /usr share/zsh/vendor-completions
 install -d "$pkg/lib/systemd/system" "$pkg/DEBIAN" "$pkg/usr/share/lintian/overrides"
 mv "$pkg/usr/gpuq.service" "$pkg/lib/systemd/system/gpuq.service"
 chmod 0644 "$pkg/lib/systemd/system/gpuq.service"
 install -m 0644 packaging/deb/copyright "$pkg/usr/share/doc/gpuq/copyright"
+# Debian's copyright file carries the license and names /usr/share/common-licenses/Apache-2.0:
+# a second copy of its text would be one lintian refuses.
+rm "$pkg/usr/share/doc/gpuq/LICENSE"
 install -m 0644 packaging/deb/lintian-overrides "$pkg/usr/share/lintian/overrides/gpuq"
 # Debian's changelog names the package's versions; CHANGELOG.md (beside it) says what changed.
 {
@@ -127,7 +134,7 @@ install -m 0644 packaging/deb/lintian-overrides "$pkg/usr/share/lintian/override
   echo
   echo "  * gpuq $version: the changes are in /usr/share/doc/gpuq/changelog.gz."
   echo
-  echo " -- gpuq maintainers <maintainers@gpuq.invalid>  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+  echo " -- $maintainer  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n >"$pkg/usr/share/doc/gpuq/changelog.Debian.gz"
 gzip -9n "$pkg/usr/share/doc/gpuq/CHANGELOG.md"
 mv "$pkg/usr/share/doc/gpuq/CHANGELOG.md.gz" "$pkg/usr/share/doc/gpuq/changelog.gz"
@@ -135,7 +142,8 @@ for script in postinst prerm postrm; do
   install -m 0755 "packaging/deb/$script" "$pkg/DEBIAN/$script"
 done
 size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
-sed -e "s/@VERSION@/$debver/" -e "s/@SIZE@/$size/" packaging/deb/control.in >"$pkg/DEBIAN/control"
+sed -e "s/@VERSION@/$debver/" -e "s/@SIZE@/$size/" -e "s|@MAINTAINER@|$maintainer|" packaging/deb/control.in \
+  >"$pkg/DEBIAN/control"
 find "$pkg" -depth -newermt "@$SOURCE_DATE_EPOCH" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
 deb_file="$out/gpuq_${debver}_amd64.deb"
 dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb_file" >/dev/null

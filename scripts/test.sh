@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # container tests (tests/containers) run a real podman, with runc (crun refuses some machines'
 # cgroup layout), netavark (podman's network stack: without it even `podman import` fails, and
 # it is only a recommendation) and a static busybox as the image's one binary.
-bash scripts/install-deps.sh chromium task-spooler podman runc netavark busybox-static
+bash scripts/install-deps.sh --tests chromium task-spooler podman runc netavark busybox-static
 bash scripts/build.sh
 build="${GPUQ_BUILD_DIR:-build}"
 cd "$build"

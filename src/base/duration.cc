@@ -6,13 +6,16 @@
 #include <utility>
 #include <fmt/format.h>
 
+#include "base/decimal.h"
+
 namespace gpuq {
 namespace {
 
 // A hundred years: longer is a typo, and far longer would overflow int64 milliseconds.
 constexpr int64_t kMaxMillis = int64_t{36'500} * 86'400'000;
 
-constexpr std::string_view kForms = "use forms like 250ms, 45s, 3m12s, 2h30m, 1d or a number of seconds";
+constexpr std::string_view kForms =
+    "use forms like 250ms, 45s, 1.5h, 3m12s, 2h30m, 1d or a number of seconds";
 
 // Returns the length of a unit in milliseconds, or 0 when `unit` is not a unit.
 int64_t unit_millis(std::string_view unit) {
@@ -32,32 +35,42 @@ Result<Millis> parse_duration(std::string_view text) {
                 fmt::format("bad duration '{}': {}; {}", text, why, kForms));
   };
   if (text.empty()) return bad("it is empty");
-  bool all_digits = true;
-  for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
-  if (all_digits) {
-    int64_t seconds = text.size() > 12 ? INT64_MAX : std::strtoll(std::string(text).c_str(), nullptr, 10);
-    if (seconds > kMaxMillis / 1000) return bad("it is too large (at most 36500d)");
-    return Millis(seconds * 1000);
-  }
+  const std::string_view too_large = "it is too large (at most 36500d)";
   int64_t total = 0;
   size_t i = 0;
   int64_t last_unit = INT64_MAX;
   while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    if (i == start) return bad("expected a number");
-    if (i - start > 12) return bad("it is too large (at most 36500d)");
-    int64_t value = std::strtoll(std::string(text.substr(start, i - start)).c_str(), nullptr, 10);
+    Decimal number;
+    size_t taken = read_decimal(text.substr(i), number);
+    if (taken == 0) {
+      if (i < text.size() && text[i] >= '0' && text[i] <= '9') return bad(too_large);
+      if (i == 0) return bad("it does not start with a number");
+      bool printable = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.end(),
+                                   [](char c) { return std::isprint(static_cast<unsigned char>(c)) != 0; });
+      return bad(printable ? fmt::format("expected a number at '{}'", text.substr(i))
+                           : fmt::format("expected a number after '{}'", text.substr(0, i)));
+    }
+    std::string_view written = text.substr(i, taken);
+    i += taken;
     size_t unit_start = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(unit_start, i - unit_start);
-    if (unit.empty()) return bad("a number has no unit");
-    int64_t millis = unit_millis(unit);
-    if (millis == 0) return bad(fmt::format("unknown unit '{}'", unit));
+    if (unit.empty() && i < text.size()) {
+      unsigned char c = static_cast<unsigned char>(text[i]);
+      return bad(std::isprint(c) ? fmt::format("unexpected '{}' after {}", text.substr(i, 1), written)
+                                 : fmt::format("unexpected character {:#04x} after {}", c, written));
+    }
+    if (unit.empty() && unit_start != taken) {
+      return bad(fmt::format("{} has no unit (ms, s, m, h or d)", written));
+    }
+    // A bare number, alone, is seconds: "90", "1.5".
+    int64_t millis = unit.empty() ? 1000 : unit_millis(unit);
+    if (millis == 0) return bad(fmt::format("unknown unit '{}' (ms, s, m, h or d)", unit));
     if (millis >= last_unit) return bad("units must go from largest to smallest");
     last_unit = millis;
-    if (value > (kMaxMillis - total) / millis) return bad("it is too large (at most 36500d)");
-    total += value * millis;
+    auto value = scale_decimal(number, millis, kMaxMillis - total);
+    if (!value) return bad(too_large);
+    total += *value;
   }
   return Millis(total);
 }

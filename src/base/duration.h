@@ -1,6 +1,7 @@
-// Durations as people write and read them: "90s", "3m12s", "2h30m", "1d", "250ms".
-// Parsing is strict (an unknown unit or trailing text is an error that says the accepted
-// forms); formatting keeps the two most significant units ("3m12s", "1h05m", "2d03h").
+// Durations as people write and read them: "90s", "3m12s", "2h30m", "1d", "250ms", "1.5h".
+// Parsing is strict (an unknown unit or trailing text is an error that quotes the text, says
+// what is wrong and the accepted forms); decimals are read exactly and rounded to milliseconds.
+// Formatting keeps the two most significant units ("3m12s", "1h05m", "2d03h").
 // Pure functions, thread-safe.
 #pragma once
 
@@ -15,7 +16,8 @@ namespace gpuq {
 
 using Millis = std::chrono::milliseconds;
 
-// Parses "250ms", "45s", "3m", "3m12s", "2h30m", "1d12h" or a bare number of seconds.
+// Parses "250ms", "45s", "3m", "3m12s", "2h30m", "1d12h", "1.5h", "0.3s" or a bare number of
+// seconds ("90", "2.5"), each number rounded to the nearest millisecond of its unit.
 Result<Millis> parse_duration(std::string_view text);
 
 // Formats a non-negative duration for people; negative values are shown as "-" + magnitude.

@@ -1,5 +1,6 @@
 #include "base/duration.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -11,7 +12,9 @@ TEST(ParseDuration, AcceptsTheDocumentedForms) {
   struct Case { const char* text; int64_t ms; };
   for (Case c : {Case{"250ms", 250}, Case{"45s", 45'000}, Case{"3m12s", 192'000},
                  Case{"2h30m", 9'000'000}, Case{"1d", 86'400'000}, Case{"90", 90'000},
-                 Case{"1h0m5s", 3'605'000}}) {
+                 Case{"1h0m5s", 3'605'000}, Case{"1.5h", 5'400'000}, Case{"0.3s", 300},
+                 Case{"2.5m", 150'000}, Case{"1.5", 1'500}, Case{".5s", 500}, Case{"1h0.5m", 3'630'000},
+                 Case{"1.0004s", 1'000}, Case{"1.0005s", 1'001}, Case{"0.25ms", 0}}) {
     auto parsed = parse_duration(c.text);
     ASSERT_TRUE(parsed.has_value()) << c.text << ": " << parsed.error().message;
     EXPECT_EQ(parsed->count(), c.ms) << c.text;
@@ -19,12 +22,22 @@ TEST(ParseDuration, AcceptsTheDocumentedForms) {
 }
 
 TEST(ParseDuration, RejectsWithAnActionableMessage) {
-  for (const char* text : {"", "3x", "m", "5m3h", "1.5h", "3m 2s", "-5s"}) {
+  for (const char* text : {"", "3x", "m", "5m3h", "3m 2s", "-5s", "1.5.2h", "3m12", ".h", "1,5h"}) {
     auto parsed = parse_duration(text);
     ASSERT_FALSE(parsed.has_value()) << text;
     EXPECT_EQ(parsed.error().code, Code::kInvalidArgument);
+    EXPECT_NE(parsed.error().message.find(fmt::format("bad duration '{}': ", text)), std::string::npos) << text;
     EXPECT_NE(parsed.error().message.find("use forms like"), std::string::npos) << text;
   }
+  // What is wrong, exactly.
+  auto why = [](const char* text) { return parse_duration(text).error().message; };
+  EXPECT_NE(why("3x").find("unknown unit 'x' (ms, s, m, h or d)"), std::string::npos);
+  EXPECT_NE(why("3m12").find("12 has no unit"), std::string::npos);
+  EXPECT_NE(why("1.5.2h").find("unexpected '.' after 1.5"), std::string::npos);
+  EXPECT_NE(why("1,5h").find("unexpected ',' after 1"), std::string::npos);
+  EXPECT_NE(why("5m3h").find("units must go from largest to smallest"), std::string::npos);
+  EXPECT_NE(why("-5s").find("it does not start with a number"), std::string::npos);
+  EXPECT_NE(why("3m 2s").find("expected a number at ' 2s'"), std::string::npos);
 }
 
 TEST(FormatDuration, KeepsTwoUnits) {
@@ -92,7 +105,8 @@ TEST(Rfc3339, RefusesSignsSpacesAndShortFields) {
 namespace gpuq {
 namespace {
 TEST(ParseDuration, RefusesValuesThatWouldOverflow) {
-  for (const char* text : {"999999999999d", "99999999999h30m", "999999999999"}) {
+  for (const char* text : {"999999999999d", "99999999999h30m", "999999999999", "36500.5d",
+                           "9999999999999999999s"}) {
     auto parsed = parse_duration(text);
     ASSERT_FALSE(parsed.has_value()) << text << " = " << parsed->count();
     EXPECT_NE(parsed.error().message.find("too large"), std::string::npos) << text;

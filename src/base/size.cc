@@ -1,7 +1,8 @@
 #include "base/size.h"
 
-#include <charconv>
 #include <fmt/format.h>
+
+#include "base/decimal.h"
 
 namespace gpuq {
 namespace {
@@ -22,29 +23,28 @@ constexpr int64_t kMaxSize = int64_t{1} << 62;
 }  // namespace
 
 Result<int64_t> parse_size(std::string_view text) {
-  auto bad = [&] {
+  auto bad = [&](std::string_view why) {
     return fail(Code::kInvalidArgument,
-                fmt::format("bad size '{}': write a whole number and a unit, e.g. \"2GiB\", "
-                            "\"512MiB\", \"100MB\" (KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB "
-                            "of 1000; no unit means bytes)",
-                            text.substr(0, 40)));
+                fmt::format("bad size '{}': {}; write a number and a unit, e.g. \"2GiB\", "
+                            "\"1.5GiB\", \"512MiB\", \"100MB\" (KiB/MiB/GiB/TiB are powers of "
+                            "1024, KB/MB/GB/TB of 1000; no unit means bytes)",
+                            text.substr(0, 40), why));
   };
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) return bad();
-  int64_t count = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + digits, count);
-  if (ec != std::errc() || end != text.data() + digits) return bad();
-  std::string_view unit = text.substr(digits);
+  Decimal number;
+  size_t taken = read_decimal(text, number);
+  if (taken == 0) {
+    return bad(!text.empty() && text[0] >= '0' && text[0] <= '9' ? "it is too large"
+                                                                  : "it does not start with a number");
+  }
+  std::string_view unit = text.substr(taken);
   int64_t factor = unit.empty() ? 1 : 0;
   for (const Unit& u : kUnits) {
     if (unit == u.name) factor = u.factor;
   }
-  if (factor == 0) return bad();
-  if (count > kMaxSize / factor) {
-    return fail(Code::kInvalidArgument, fmt::format("size '{}' is too large", text.substr(0, 40)));
-  }
-  return count * factor;
+  if (factor == 0) return bad(fmt::format("unknown unit '{}'", unit.substr(0, 10)));
+  auto bytes = scale_decimal(number, factor, kMaxSize);
+  if (!bytes) return fail(Code::kInvalidArgument, fmt::format("size '{}' is too large", text.substr(0, 40)));
+  return *bytes;
 }
 
 std::string format_size(int64_t bytes) {

@@ -1,6 +1,7 @@
-// Sizes in bytes as people write them in config.toml: "2GiB", "512MiB", "100KB", "1048576".
-// Binary units (KiB, MiB, GiB, TiB: powers of 1024) and decimal ones (KB, MB, GB, TB: powers of
-// 1000), B or no unit for bytes; a whole number before the unit. Pure functions; thread-safe.
+// Sizes in bytes as people write them in config.toml: "2GiB", "1.5GiB", "512MiB", "100KB",
+// "1048576". Binary units (KiB, MiB, GiB, TiB: powers of 1024) and decimal ones (KB, MB, GB,
+// TB: powers of 1000), B or no unit for bytes; the number may have decimals, and the size is
+// rounded to the nearest byte. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

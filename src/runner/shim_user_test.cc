@@ -2,6 +2,7 @@
 // environment and capabilities, the ownership of its files, and the links and replaced files a
 // user could leave in the directories that are now theirs. Skipped unless run as root.
 #include <fcntl.h>
+#include <csignal>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,10 +69,14 @@ class ShimUserTest : public ::testing::Test {
     EXPECT_TRUE(write_run_spec(run_dir, spec));
     return run_dir;
   }
+  // Starts the shim and lets it go. A shim that refused its run directory has exited and
+  // closed its go pipe already: the go byte then finds no reader (EPIPE, with SIGPIPE ignored
+  // here as the daemon ignores it), and what the shim did is the test's to check.
   static LaunchedShim start(const std::string& run_dir) {
+    ::signal(SIGPIPE, SIG_IGN);
     auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, run_dir);
     EXPECT_TRUE(shim) << shim.error().message;
-    EXPECT_TRUE(shim->release());
+    (void)shim->release();
     return std::move(*shim);
   }
   static void finish(const std::string& run_dir) {

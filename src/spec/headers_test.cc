@@ -204,7 +204,7 @@ TEST(Headers, Preemption) {
   EXPECT_EQ(fields_of("#gpuq preempt=never\n"), json::parse(R"({"preempt": "never"})"));
   EXPECT_EQ(fields_of("#gpuq quiet=30m requires-warn=2h warn-after=90m\n"),
             json::parse(R"({"quiet": "30m", "requires_warn": "2h", "warn_after": "90m"})"));
-  EXPECT_EQ(error_of("#gpuq quiet=soon\n").substr(0, 40), "job.sh:1: quiet=bad duration 'soon': exp");
+  EXPECT_EQ(error_of("#gpuq quiet=soon\n").rfind("job.sh:1: quiet=bad duration 'soon': it does not start", 0), 0u);
   EXPECT_EQ(fields_of("#gpuq preempt=restart restart_within=30m\n"),
             json::parse(R"({"preempt": "restart", "restart_within": "30m"})"));
   // Either order and either spelling, over several lines.
@@ -231,8 +231,8 @@ TEST(Headers, PreemptionErrors) {
   EXPECT_EQ(error_of("#gpuq preempt=yield\n#gpuq preempt=restart\n"),
             "job.sh:2: 'preempt' is already set at line 1; set it once");
   EXPECT_EQ(error_of("#gpuq preempt=restart restart-within=soon\n"),
-            "job.sh:1: restart-within=bad duration 'soon': expected a number; use forms like "
-            "250ms, 45s, 3m12s, 2h30m, 1d or a number of seconds");
+            "job.sh:1: restart-within=bad duration 'soon': it does not start with a number; use "
+            "forms like 250ms, 45s, 1.5h, 3m12s, 2h30m, 1d or a number of seconds");
   EXPECT_EQ(error_of("#!/bin/bash\n#gpuq restart_within=30m\n"),
             "job.sh:2: restart-within= applies only to preempt=restart (this script's mode is "
             "never); add preempt=restart or remove restart-within=");

@@ -89,9 +89,11 @@ useradd -M -N -g gpuq -s /bin/sh "$member" || fail "useradd $member"
 [ ! -e /etc/systemd/system/multi-user.target.wants/gpuq.service ] || fail "the package enabled the unit"
 for file in /usr/share/man/man1/gpuq.1.gz /usr/share/man/man1/gpuq-submit.1.gz \
             /usr/share/bash-completion/completions/gpuq /usr/share/zsh/vendor-completions/_gpuq \
-            /usr/share/fish/vendor_completions.d/gpuq.fish /usr/share/doc/gpuq/runbook.md; do
+            /usr/share/fish/vendor_completions.d/gpuq.fish /usr/share/doc/gpuq/runbook.md \
+            /usr/share/doc/gpuq/NOTICE; do
   [ -s "$file" ] || fail "no $file"
 done
+grep -qx "License: Apache-2.0" /usr/share/doc/gpuq/copyright || fail "the package's copyright names no Apache-2.0 license"
 
 # Start, and a job that runs until told to finish.
 if [ "$systemd" -eq 0 ]; then

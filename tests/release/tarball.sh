@@ -36,6 +36,7 @@ mkdir "$work/unpacked"
 tar -xzf "$tarball" -C "$work/unpacked"
 top="$work/unpacked/$name"
 for file in bin/gpuq share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/doc/gpuq/install.md \
+            share/doc/gpuq/LICENSE share/doc/gpuq/NOTICE \
             share/doc/gpuq/runbook.md share/doc/gpuq/examples/plan.sh share/man/man1/gpuq.1.gz \
             share/man/man1/gpuq-submit.1.gz share/bash-completion/completions/gpuq \
             share/zsh/site-functions/_gpuq share/fish/vendor_completions.d/gpuq.fish \
