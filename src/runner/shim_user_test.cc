@@ -22,16 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Owner {
-  uid_t uid;
-  mode_t mode;
-};
-
-Owner owner_of(const std::string& path) {
-  struct stat st{};
-  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
-  return {st.st_uid, st.st_mode & 07777};
-}
+using os::testing::owner_of;
 
 class ShimUserTest : public ::testing::Test {
  protected:

@@ -2,9 +2,11 @@
 // with `useradd -M -N` under names unlikely to clash (`gpuqt-PID-TAG`, within the 32 characters a
 // login may have) and removed with `userdel -r` when the TestUsers is destroyed, so also when
 // the test fails. Tests that need them skip unless they run as root with useradd available
-// (TestUsers::unavailable() says why). Not thread-safe: one per test, on the test's thread.
+// (TestUsers::unavailable() says why). owner_of() says who owns a file the test looks at. Not
+// thread-safe: one per test, on the test's thread.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,5 +53,17 @@ class TestUsers {
   }
   std::vector<std::string> made_;
 };
+
+// Who owns `path` (not followed if a link) and its permission bits; uid (uid_t)-1 when it
+// cannot be looked at.
+struct FileOwner {
+  uid_t uid = static_cast<uid_t>(-1);
+  mode_t mode = 0;
+};
+inline FileOwner owner_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {st.st_uid, st.st_mode & 07777};
+}
 
 }  // namespace gpuq::os::testing
