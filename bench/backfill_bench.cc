@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Schedule quality on wide multi-GPU jobs: mean wait and utilisation of gpuq's
 // `fifo` and `backfill` policies (sched::schedule through the simulator) against the reference
 // FIFO and EASY backfill (tests/reference/easy_reference.h, independent of sched and sim), on

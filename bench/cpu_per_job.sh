@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # cpu_per_job.sh GPUQ QUEUE_BENCH [JOBS] [--cgroup-root]: the machine's CPU per trivial run.
 #
 # Runs queue_bench's throughput part (JOBS `true` jobs on fake:8, default 500) and splits the

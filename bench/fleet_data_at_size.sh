@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fleet's data at size, outside the suite (minutes each, several GiB of disk): real daemons
 # on moto (tests/fleet/fleet_data_e2e_test.cc, the DISABLED_ tests) push and pull a 6 GiB
 # output (above S3's 5 GiB single-PUT limit), lose a node halfway through a 1 GiB push, lose a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How long `gpuq fleet status` takes, and how many requests it makes, with many queued jobs
 // (docs/fleet.md, "Cost and speed"): seeds a fleet store with --jobs queued class jobs (spec and
 // queue entry each, written directly through the store library, as submits would leave them),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fleet's data path at size (docs/fleet.md, "Files of any size"): pushes and pulls one
 # file of SIZE_MIB (default 2048) between disk and an S3 API on loopback (moto, as the tests
 # start it), with `gpuq fleet push` / `gpuq fleet pull` (the code a node's daemon runs for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end benchmark of a real daemon on simulated GPUs:
 //   latency     submit-to-start on an idle fake GPU, one job at a time (p50, p99, N jobs):
 //               from the client's POST to the moment the client learns of job.started

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Google Benchmark: the cost of one scheduling pass (sched::schedule) over a deep queue on a
 // big box: 64 GPUs in eight NVLink islands, half of them busy with running jobs that have
 // expected ends, and N queued jobs with mixed GPU counts (1-8), priorities, estimates, some

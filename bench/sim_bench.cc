@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Times the simulator (src/sim) on a generated plan: N jobs (default 100,000) with random GPU
 // counts 1-8, priorities high/normal/low, estimates from 1 minute to 6 hours (each job runs
 // exactly its estimate, as in a plan) and some chains (every 10th job waits for an earlier

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpuq beside task-spooler (Debian's `tsp`), step by step as a user feels it, on private state:
 #   (a) `gpuq status` vs `tsp -l`: whole-process time, median of rounds of calls;
 #   (b) submit-to-start through each CLI on an idle queue: from just before the submit command to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard with 10,000 pending jobs: seeds them into a drained daemon (fake:4, one plan,
 // so nothing starts), then measures in a headless chromium the page weight (raw and gzip),
 // the API answers the queue page asks for (bytes, ms), the time to the first pending row and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUTPUT, the C++ definition of the commit and day a `gpuq` binary was built from
 # (src/app/build_info.h), at every build of gpuq, but rewrites the file only when its text
 # changes, so a build with nothing new compiles and links nothing.

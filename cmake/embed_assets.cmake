@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT (a C++ source) with every file under DIST as a gpuq::web::Asset (src/web/assets.h):
 # its bytes, a gzip -9 copy, its content type and its SHA-256 as a strong ETag.
 # Run as: cmake -DDIST=<dir> -DOUT=<file.cc> -P embed_assets.cmake

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # An example plan: a small research backlog submitted with `gpuq submit`. Prints the job ids.
 # Run from the repository root with gpuq on PATH and GPUQ_HOME set (scripts/demo.sh does).
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: config.toml, the daemon's settings file (also read by `gpuq simulate`). The
 // input is the file's text, handed to config::parse_config as load_config hands it, named
 // /fuzz/home/config.toml.

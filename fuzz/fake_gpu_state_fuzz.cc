@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: the fake GPU state file ($GPUQ_FAKE_GPU_STATE, read by the fake probe at every
 // sample). The first byte chooses the fake's GPU count (0..16); the rest is the file's text,
 // handed to gpu::parse_fake_gpu_state as FakeProbe::sample() hands it.

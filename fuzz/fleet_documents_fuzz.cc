@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: what a fleet node reads from a bucket that anyone with its key may write: the
 // JSON documents (a job's spec.json, a claim, a heartbeat) through fleet::parse_object and their
 // readers, queue entry and ended/ keys, and S3's XML replies (a ListObjectsV2 page, an <Error>).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the fuzz targets (fuzz/*_fuzz.cc): FUZZ_CHECK for their invariants, the input as
 // text, and the check that a parser fails only with the code it documents. A failed check prints what broke and aborts, which libFuzzer reports as a crash (and
 // saves the input) and which fails the replay test of the normal build (fuzz/replay_test.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: script headers. The input is a whole job script, handed to
 // spec::scan_script_headers and spec::parse_script_headers as the CLI and the daemon hand in a
 // script's text (`#gpuq key=value` lines and the `# LANE=`, `# REQUIRES=`, `# DONE_IF=`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: one HTTP/1.1 request as a client writes it to the daemon's unix socket. The
 // bytes go to api::answer_status_for (api/request_check.h), which parses them with Beast under
 // the daemon's limits (16 KiB of request line and header, 8 MiB of body), routes them, and

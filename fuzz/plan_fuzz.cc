@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: plan files. The input is a plan's text in any form spec::check_plan_text
 // accepts (the {"jobs": [...], "reservations": [...]} object or a bare list of jobs), read as
 // /fuzz/plans/plan.json; the scripts it may name are served from memory (kScripts), so that

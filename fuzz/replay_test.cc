@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays one fuzz target in the normal build, without libFuzzer: the target's
 // LLVMFuzzerTestOneInput (fuzz/<target>_fuzz.cc, linked beside this file into
 // fuzz_replay_<target>) runs over every file of its seed corpus (fuzz/corpus/<target>/) and of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory, read by the smi probe's
 // gpu::parse_smi_compute_apps, and its join with the GPU query (gpu::merge_smi_probe).
 // Invariants: parsed processes have a UUID, a positive pid and memory >= 0; written back as

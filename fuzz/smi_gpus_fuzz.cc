@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: nvidia-smi's --query-gpu CSV, both readers of it: discovery's
 // gpu::parse_nvidia_smi_gpus (index, uuid, name, memory.total, memory.used) and the smi probe's
-// gpu::parse_smi_probe_gpus (index, uuid, memory.used, utilization.gpu), plus the texts that
+// gpu::parse_smi_probe_gpus (index, uuid, memory.used, utilization.gpu, temperature.gpu,
+// power.draw), plus the texts that
 // tell a missing driver or no GPU. The same bytes go to each, as nvidia-smi's output would.
 // Invariants: a parsed list has distinct indices, named gpu<index>, non-negative memory and
-// utilisation in -1..100; written back as nvidia-smi prints it, it parses to the same list.
+// utilisation in -1..100, temperature and power -1 (unknown) or non-negative; written back as nvidia-smi prints it, it parses to the same list.
 #include <set>
 
 #include "fuzz_check.h"
@@ -56,9 +58,13 @@ void check_probe_list(std::string_view text) {
                "a negative or repeated index or UUID: {} {}", row.index, row.uuid);
     FUZZ_CHECK(row.memory_used_mib >= 0 && row.utilization >= -1 && row.utilization <= 100,
                "GPU {}: {} MiB, utilisation {}", row.index, row.memory_used_mib, row.utilization);
-    written += fmt::format("{}, {}, {}, {}\n", row.index, row.uuid, row.memory_used_mib,
-                           row.utilization < 0 ? std::string("[N/A]")
-                                               : std::to_string(row.utilization));
+    FUZZ_CHECK(row.temperature_c >= -1 && (row.power_w >= 0 || row.power_w == -1),
+               "GPU {}: {} C, {} W", row.index, row.temperature_c, row.power_w);
+    auto known = [](auto value) {
+      return value < 0 ? std::string("[N/A]") : fmt::format("{}", value);
+    };
+    written += fmt::format("{}, {}, {}, {}, {}, {}\n", row.index, row.uuid, row.memory_used_mib,
+                           known(row.utilization), known(row.temperature_c), known(row.power_w));
   }
   auto again = gpuq::gpu::parse_smi_probe_gpus(written);
   FUZZ_CHECK(again.has_value() && again->size() == rows->size(),
@@ -68,7 +74,8 @@ void check_probe_list(std::string_view text) {
     const auto& a = (*rows)[i];
     const auto& b = (*again)[i];
     FUZZ_CHECK(a.index == b.index && a.uuid == b.uuid && a.memory_used_mib == b.memory_used_mib &&
-                   a.utilization == b.utilization,
+                   a.utilization == b.utilization && a.temperature_c == b.temperature_c &&
+                   a.power_w == b.power_w,
                "row {} of\n{}reads back differently", i + 1, written);
   }
 }

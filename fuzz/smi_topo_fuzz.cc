@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzz target: `nvidia-smi topo -m`, read by gpu::parse_nvidia_smi_topo, and the selection of a
 // daemon's GPUs from its matrix (gpu::select_links).
 // Invariants: the matrix is square, a GPU scores kLinkSelf with itself and a known connection

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing to build, then configures and builds gpuq into build/ (or
 # $GPUQ_BUILD_DIR): everything (tests, benchmarks, fuzz replays), or only the targets named as
 # arguments (`scripts/build.sh gpuq`: the binary alone, as scripts/demo.sh builds it).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpuq's main job, from a fresh clone: install what is missing, build, start a daemon on its
 # SQLite store in .gpuq-demo/, submit the example plan (examples/plan.sh), and show the queue
 # until every job is done. Uses the machine's NVIDIA GPUs, or 4 simulated GPUs where there are

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzes gpuq's parsers with libFuzzer (docs/fuzzing.md). Installs what is missing (clang-16,
 # libFuzzer's and the sanitizers' runtime, llvm-symbolizer), configures and builds the clang
 # build directory build-fuzz (GPUQ_FUZZ=ON; the normal build/ is not touched), runs each target

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages gpuq needs to build (Node.js and npm too, for the dashboard,
 # when there is no node); with --tests first, also those its tests and release checks need; and
 # any packages named as arguments (scripts/test.sh adds chromium's and podman's, scripts/fuzz.sh
@@ -19,7 +20,8 @@ set -euo pipefail
 # GoogleTest's headers are small and CMake's configure step looks for them, so they come with
 # the build. Tests and packaging (--tests): zsh and fish run the completion scripts, groff checks
 # the man pages, lintian checks the .deb (scripts/release.sh --deb), adduser runs its postinst,
-# google-benchmark builds bench/.
+# google-benchmark builds bench/, prometheus gives promtool, which checks /metrics as Prometheus
+# reads it.
 tests=0
 if [ "${1:-}" = "--tests" ]; then
   tests=1
@@ -33,7 +35,7 @@ packages=(
   "$@"
 )
 if [ "$tests" -eq 1 ]; then
-  packages+=(libbenchmark-dev zsh fish groff-base lintian adduser)
+  packages+=(libbenchmark-dev zsh fish groff-base lintian adduser prometheus)
 fi
 # The dashboard (web/) is bundled with Node.js and npm at build time: Debian's packages, unless
 # a node is already on the PATH (nodesource, nvm).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds gpuq's release artifacts into dist/ (docs/install.md says how to use them):
 #   gpuq-VERSION-linux-x86_64.tar.gz        bin/gpuq (stripped; it loads only the C library's
 #                                            own libraries), share/doc/gpuq (README, CHANGELOG,

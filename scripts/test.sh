@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command: installs what is missing, builds, and runs every test (unit and end-to-end:
 # real daemons, real processes, simulated GPUs, the dashboard in a headless chromium) with CTest.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the dashboard into OUT (argv[2], default ./dist): index.html, app.js (the pages and
 // the npm libraries they use, bundled and minified by esbuild) and app.css (ours plus
 // uPlot's). No inline script or style anywhere: the daemon serves them under

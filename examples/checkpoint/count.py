@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 #gpuq preempt=yield
+# SPDX-License-Identifier: Apache-2.0
 # A job that counts units of work and can give its GPUs back between any two units, then
 # carry on where it stopped: the checkpoint example of docs/jobs.md ("Checkpoints: yielding a
 # GPU and resuming"). count.sh does exactly the same in bash.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the checkpoint examples (count.sh and count.py) the way gpuq would, without a daemon:
 # a first run that is asked to yield, a second run that resumes, a run stopped by SIGTERM and
 # a fresh run that ignores an old checkpoint. The contract is docs/jobs.md, "Checkpoints".

@@ -1,5 +1,6 @@
 #!/bin/bash
 # gpuq-out: ckpt/latest.state
+# SPDX-License-Identifier: Apache-2.0
 # A training-like fleet job that survives the loss of its node (docs/fleet.md, "Resume
 # elsewhere"): it does STEPS steps of STEP_SECONDS each and writes a checkpoint every
 # CKPT_EVERY steps under ckpt/, a declared output, so the node pushes it every sync_every.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A stand-in training job: prints the GPUs it holds and counts steps.
 steps=20
 lr=3e-4

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/arrays/{ref} (docs/sweeps.md): an array or grid by name or id, with its elements'
 // states, exit codes and counts and what its runs used, read from the API thread's own store;
 // POST /v1/arrays/{ref}/move|cancel|hold|release|retry, which the queue actor carries out, each

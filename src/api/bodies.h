@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure decoders of what a client sends (docs/api.md): request bodies, query parameters and job
 // references in, a plain struct or an `invalid_argument` Error naming the field out. The
 // handlers use them before anything reaches the queue actor, and they need no daemon, so they

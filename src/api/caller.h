@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who sent a request to the API, as the permission checks (api/permissions.h) see them: on the
 // unix socket the kernel's word (SO_PEERCRED), over TCP the owner of the token it showed. A
 // single-user daemon (today's mode) has one person behind every request it lets in, so every

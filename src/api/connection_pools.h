@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The API listeners' connection classes (docs/api.md, "Connections"): which connections the
 // daemon keeps open, so that connections that have shown nothing cannot lock the owner out.
 //

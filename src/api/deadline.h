@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A deadline for the operation under way on a connection: when it passes before disarm(), the
 // socket's pending operations are cancelled (they complete with operation_aborted) and the
 // socket is shut down (so that no later operation waits), which is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/dir_check.h"
 
 #include <boost/asio/post.hpp>

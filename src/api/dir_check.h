@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether the working directories a request names exist, asked off both the actor's thread and
 // the API's: a stat on a dead network mount can hang for minutes, and neither thread may. The
 // stat runs on a small pool with a deadline; a directory that does not answer in time is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ETAs for waiting jobs: the start a simulation of the live queue predicts (src/sim, the same
 // scheduler the daemon runs), from running jobs' remaining estimates and waiting jobs'
 // estimates. Honest about what it cannot know: when a running or waiting job has neither an

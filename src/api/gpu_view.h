@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What each GPU shows in the API — its state and the job holding it — decided in one place for
 // every endpoint that reports GPUs (the Resource objects of /v1/status and /v1/gpus, and
 // gpuq_gpus in /metrics), so that they can never disagree. Pure functions; thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoints of docs/api.md: routing, queries on the read-only store, and commands handed to
 // the queue actor.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP vocabulary of the api module: Beast request and response types, the helpers that
 // turn JSON values and gpuq Errors into responses (docs/api.md, "Errors"), the parser limits
 // and the answers to requests that break them (docs/api.md, "Limits"), and the routing of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP listener's security policy (docs/api.md, "HTTP listener and the dashboard"; the
 // attacks it stops, one by one, in docs/dashboard.md, "Attacks and what stops them"): what a
 // request that arrives over TCP must show before it reaches the API's handlers, and the headers

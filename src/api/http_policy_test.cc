@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP listener's policy on hand-made requests (no socket, no daemon).
 #include "api/http_policy.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/metrics.h"
 
 
@@ -114,6 +115,7 @@ std::string render_metrics(const MetricsInputs& in) {
     for (std::string_view s : in.gpus) n += s == state ? 1 : 0;
     x.sample("gpuq_gpus", {{"state", std::string(state)}}, static_cast<double>(n));
   }
+  render_gpu_metrics(x, in.gpu_rows, in.hostname);
 
   x.family("gpuq_runs_started_total", "counter", "Runs started, all time.");
   x.sample("gpuq_runs_started_total", {}, static_cast<double>(in.counters.runs_started));
@@ -189,6 +191,10 @@ Result<MetricsInputs> gather_metrics(store::Store& store, const daemon::Queue& q
   for (const GpuView& view : gpu_views(queue.inventory().resources, *running, *waits)) {
     in.gpus.push_back(view.state);
   }
+  auto rows = gather_gpu_metrics(store, queue, *running, *waits);
+  if (!rows) return tl::unexpected(rows.error());
+  in.gpu_rows = std::move(*rows);
+  in.hostname = metrics_hostname();
   in.counters = queue.metrics().snapshot();
   if (hook_lags) in.hook_lags = hook_lags();
   in.last_pass_seconds = static_cast<double>(waits->pass_us) / 1e6;

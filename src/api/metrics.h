@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /metrics: the daemon's numbers in the Prometheus text exposition format, version 0.0.4
 // (docs/api.md, "Metrics"). Kept free of Beast so that it compiles fast and its text can be
 // tested without a socket; the route in handlers.cc only wraps the text in a response.
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/gpu_metrics.h"
 #include "daemon/metrics.h"
 #include "daemon/queue.h"
 #include "store/store.h"
@@ -62,6 +64,8 @@ struct ConnectionClassMetrics {
 struct MetricsInputs {
   store::Store::Counts jobs_by_state;    // states with jobs; the rest are shown as 0
   std::vector<std::string_view> gpus;    // each GPU's state (api/gpu_view.h)
+  std::vector<GpuMetricsRow> gpu_rows;   // each GPU's readings, state and holder
+  std::string hostname;                  // the per-GPU families' Hostname label
   daemon::MetricsSnapshot counters;
   std::vector<std::pair<std::string, int64_t>> hook_lags;
   double last_pass_seconds = 0;

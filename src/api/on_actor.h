@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs work on the queue actor's thread from an API coroutine (docs/architecture.md: the actor
 // owns the queue; the API threads only read their own store connections and hand commands
 // over). on_actor answers with the work's result; on_actor_later with what the work hands to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The peer of a unix socket and its rights: see peer_identity.h.
 #include "api/peer_identity.h"
 

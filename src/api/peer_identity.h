@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who is on the other end of a unix socket connection, and what that person may do: the
 // peer's uid from the kernel (SO_PEERCRED), its login name, its groups, and the two questions
 // the daemon asks of them (docs/lab.md): may it connect at all (single-user: the daemon's own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who may do what: see permissions.h.
 #include "api/permissions.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who may do what (docs/lab.md, "Who may do what"): one pure function of the caller, the
 // endpoint and whose job it touches, beside the TCP listener's policy (api/http_policy.h).
 // Everyone let in may see the queue (names, owners, GPUs, states, reasons) and submit; a job's

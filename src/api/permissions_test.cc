@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who may do what (api/permissions.h), and the users' dashboard sessions (api/user_sessions.h)
 // with the TCP policy that accepts their tokens: pure functions and a file in a temporary
 // directory.

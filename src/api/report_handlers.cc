@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's data endpoints (docs/api.md, "Timeline" and "Report"): GET /v1/timeline
 // (runs, predicted runs and idle-while-waiting stretches in a window) and GET /v1/report (GPU
 // usage by key, waits, idle and lost GPU-hours), and the utilisation samples that

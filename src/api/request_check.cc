@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "api/request_check.h"
 
 #include <boost/beast/core.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemon would answer to the raw bytes of one HTTP request, judged without a daemon:
 // the same Beast parser limits (limit_parser), the same routing (route) and the same body,
 // query and job-reference decoders (bodies.h) as the server's handlers. Meant for a fuzz target

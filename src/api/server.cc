@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection handling: accepting on the unix socket and the TCP listener, reading requests
 // within the listener's limits and writing answers. One session code path for both socket
 // types; a TCP request is judged by api/http_policy.h first, and every TCP answer carries its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's HTTP/1.1 API (docs/api.md) on a unix socket and, optionally, on a TCP listener
 // that also serves the dashboard (docs/api.md, "HTTP listener and the dashboard"): one session
 // code path for both socket types; a TCP request passes api/http_policy.h first. Runs on its own io_context thread:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/events/stream: the event log as Server-Sent Events (docs/api.md, "Event stream"). The
 // answer is one long chunked body: the events after the client's cursor, then each new event
 // as the actor commits it (woken by notify_events(), like the long-poll of GET /v1/events),

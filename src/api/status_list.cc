@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The jobs of GET /v1/status: every unfinished job and the latest finished ones, or, with
 // ?pending_limit=N&pending_offset=M, the unfinished jobs that are not pending and one page of
 // the pending ones in serving order (docs/api.md, "Status"). Each pending job carries its ETA

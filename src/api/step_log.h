@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/jobs/{ref}/log?step=N (docs/api.md, "Log"): which bytes of which run's output.log
 // hold step N's output. The run is the one asked for (`run=R`), else the newest run that
 // reached the step; the bytes are those from the step's log_offset to where the next step of

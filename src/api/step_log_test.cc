@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/jobs/{ref}/log?step=N: which run and which bytes hold a step's output, and the
 // errors that name the job's steps and the fix (api/step_log.h).
 #include "api/step_log.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The arithmetic behind GET /v1/timeline and GET /v1/report (docs/api.md, "Report"): runs
 // clipped to a time window, GPU-hours grouped by user, name, outcome or GPU, shares of the
 // machine, wait percentiles, GPU-hours held while idle (from utilisation samples), GPU-hours

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The report's and the timeline's arithmetic (usage.h) on hand-made runs, samples and events:
 // clipping to the window, GPU-hours by key and shares, nearest-rank percentiles, idle-held
 // hours from samples, lost hours by outcome, idle-while-waiting episodes, downsampling.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoints of a box's users (docs/lab.md): whether a caller may make a request
 // (api/permissions.h over the owner read from the store), who the caller is (GET /v1/me), and
 // each user's own dashboard token (POST /v1/dashboard/session, .../revoke).

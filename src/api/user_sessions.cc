@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The users' dashboard sessions: see user_sessions.h.
 #include "api/user_sessions.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard sessions of a system daemon's users (docs/lab.md, "The dashboard"): each user
 // who runs `gpuq dashboard` gets a token of their own from the daemon over the unix socket,
 // and the TCP listener's requests that show it act with that user's rights. One token per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What this gpuq binary is, as `gpuq --version` prints it: the version (the one in
 // CMakeLists.txt's project()), the commit and day it was built from (kBuildCommit and
 // kBuildDate, written at build time by cmake/build_info.cmake), the HTTP API version it serves

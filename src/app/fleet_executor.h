@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The local daemon as the fleet agent sees it (fleet/executor.h): each call is posted to the
 // queue actor's io_context and waited for, so the agent (on its own thread) acts through the
 // one writer like any API request. Once the actor stops (close()), calls fail at once instead

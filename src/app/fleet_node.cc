@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "app/fleet_node.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq daemon --fleet`: joins the fleet of a bucket (docs/fleet.md). Opens the fleet's store
 // (and the data store), refuses a store that ignores conditional writes, and runs the fleet
 // agent on its own thread over the queue actor (FleetExecutor). Nothing here when no fleet is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the dashboard's Fleet page shows (GET /v1/fleet): the fleet's nodes with their
 // heartbeats, and its jobs by queue, as `gpuq fleet status --json` would print them. Reading
 // them costs requests to the bucket (lists, and a few GETs per job shown), so the API thread never

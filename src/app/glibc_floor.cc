@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What keeps the gpuq binary within glibc 2.34 (docs/install.md): libstdc++.a, linked in,
 // brings std::random_device's code (random.o, pulled in by the library's own string
 // instantiations even though gpuq never makes a random_device), and Debian 12's copy calls

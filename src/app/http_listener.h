@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq daemon`'s TCP listener (docs/api.md, "HTTP listener and the dashboard"): which address
 // it listens on (--http, else config.toml's [http] listen, else 127.0.0.1:7878), the token
 // file, and starting it on the API server. A default address that is busy is not fatal (the

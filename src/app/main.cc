@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gpuq binary: the CLI, the daemon (`gpuq daemon`) and the per-run shim (`gpuq shim`).
 #include "app/build_info.h"
 #include "app/serve.h"

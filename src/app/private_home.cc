@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "app/private_home.h"
 
 #include <fmt/format.h>

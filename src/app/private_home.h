@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps the daemon's state directory private to the user who runs the daemon. The store holds
 // every job's environment (tokens included), the runs' logs and the job scripts, and the
 // directory holds the socket through which everything can be done; so the daemon refuses a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq daemon`: puts the pieces together — the instance lock, GPU discovery, the store, the
 // queue actor on the main thread and the API server on a second thread — and runs until
 // SIGTERM or SIGINT. With --detach it returns once the daemon answers on its socket.

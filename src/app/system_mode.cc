@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A system daemon's set-up: see system_mode.h.
 #include "app/system_mode.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `gpuq daemon --system` (docs/lab.md) sets up besides a single-user daemon: the check
 // that it runs as root, a home the box's users may pass through to their own job directories
 // (but not list), and the system socket, open to [users] group. serve() calls these in order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The version of the HTTP API (docs/api.md, "Versions") that this build's daemon serves and
 // its CLI speaks. Both send it in a `Gpuq-Api` header: the CLI with every request, the daemon
 // with every answer, and each refuses the other's when it differs, with a message saying which

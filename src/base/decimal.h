@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Non-negative decimal numbers as people write them in durations and sizes: "12", "1.5", ".25".
 // Read without floating point: the whole part and up to nine digits of fraction (further digits
 // are dropped), then scaled by a unit and rounded to the nearest whole one, so "0.3s" is exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations as people write and read them: "90s", "3m12s", "2h30m", "1d", "250ms", "1.5h".
 // Parsing is strict (an unknown unit or trailing text is an error that quotes the text, says
 // what is wrong and the accepted forms); decimals are read exactly and rounded to milliseconds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tables of functions looked up in a library opened with dlopen: libcurl (libcurl.h) and
 // libcrypto (libcrypto.h) are loaded this way at first use, so that the commands that never
 // need them do not pay for loading them. Pure helpers; thread-safe.

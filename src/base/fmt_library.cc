@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fmt's compiled part, built into gpuq instead of loaded from libfmt.so (every
 // `gpuq` command pays the dynamic loader for each shared library it needs, and libfmt.so also
 // pulls in the shared C++ runtime). The other files include <fmt/format.h> without

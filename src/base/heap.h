@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The heap of a short command that builds many small objects at once (a plan of thousands of
 // jobs, a long trace): prepare_heap_for() grows the heap in one piece and asks the kernel for
 // transparent huge pages on it, so that it is touched in 2 MiB faults, not 4 KiB ones. On this

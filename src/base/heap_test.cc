@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // prepare_heap_for() against the real kernel: the heap's mapping in /proc/self/smaps.
 #include "base/heap.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How deeply a JSON text nests, read from the text before anything parses it. Readers of files
 // whose shape is a few levels deep (plans, the fake GPU state file) refuse deeper text first:
 // nlohmann::json copies, compares and dumps values recursively, so a value nested 100,000 deep

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MD5 digests from OpenSSL's libcrypto, loaded with dlopen("libcrypto.so.3") at first use, the
 // way libcurl is (base/libcurl.h): the fleet's transfers check every part and object they move
 // against its MD5 (S3's Content-MD5 and ETags), and libcrypto is on every machine that has

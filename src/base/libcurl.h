@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libcurl, loaded with dlopen("libcurl.so.4") the first time a caller needs it: webhooks
 // (daemon/hook_delivery.cc), the S3 store (fleet/s3_http.cc) and `gpuq --url`
 // (cli/curl_transport.cc). The `gpuq` binary does not link libcurl, so the commands that only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libcurl loader against the real library (libcurl4 is installed wherever gpuq is built)
 // and against a library name that is not there, for the message a user without it sees.
 #include "base/libcurl.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP listener's address as a person writes it (`gpuq daemon --http`, config.toml's
 // `[http] listen`): "127.0.0.1:7878", "[::1]:7878", "0.0.0.0:0" (port 0: any free port),
 // "localhost:7878" (read as 127.0.0.1), or "off". Only IP literals and "localhost": the daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a daemon keeps its state, found the same way by the daemon and the CLI:
 // --home DIR, else $GPUQ_HOME, else $XDG_STATE_HOME/gpuq, else ~/.local/state/gpuq.
 // Also the fixed names inside it. Pure apart from reading the environment; thread-safe.

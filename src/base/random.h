@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomness from the kernel (getrandom(2), glibc 2.25), for tokens and for seeding the
 // generators that spread run ids, backoff delays and fleet names. std::random_device is not
 // used anywhere: libstdc++'s implementation binds arc4random@GLIBC_2.36, and the release

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One thread that runs tasks one after another, in the order they were given: for blocking
 // work (external commands, file tree walks) that must stay off an actor's thread and need not
 // run side by side. Tasks given after the worker began to stop, and tasks still queued when it

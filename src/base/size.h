@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sizes in bytes as people write them in config.toml: "2GiB", "1.5GiB", "512MiB", "100KB",
 // "1048576". Binary units (KiB, MiB, GiB, TiB: powers of 1024) and decimal ones (KB, MB, GB,
 // TB: powers of 1000), B or no unit for bytes; the number may have decimals, and the size is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error values for every gpuq module: an Error carries a stable code and a message a person
 // can act on; Result<T> is a value or an Error; Status is Result<void>.
 // No exceptions cross module boundaries: functions that can fail return one of these.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wall-clock instants as stored and shown by gpuq: milliseconds since the Unix epoch, and
 // their RFC 3339 text in UTC ("2026-11-29T10:55:36.123Z"). Pure, thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP listener's token: $GPUQ_HOME/token (HomeLayout::token()), 256 random bits from
 // getrandom(2) written as 64 lower-case hex characters, mode 0600. The daemon creates it at its
 // first start with HTTP on and keeps it afterwards; `gpuq dashboard` and `gpuq --url` read it.

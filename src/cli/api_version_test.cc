@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI against a daemon of another API version (base/api_version.h): the daemon's
 // `Gpuq-Api` header decides, before anything of its answer is read, and the message says which
 // versions met and what to do. The daemon's own refusal of a client is tested against a real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command-line grammar of `gpuq` (CLI11) and the dispatch to one command, separated from
 // the real process so tests can run any command line against a fake Io (no daemon, no
 // terminal): cli_main() is run_cli() with process_io().

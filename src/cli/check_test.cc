@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The watchers from the client's side, against a scripted daemon: `gpuq check` (healthy, a
 // stale heartbeat, GPUs that need a person, idle with work, a long condition wait, an
 // unreachable daemon, and the timeout it passes on) and the watcher flags of `gpuq submit`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `gpuq` command line: parses argv (CLI11), resolves the state directory and runs one
 // client command against the daemon's HTTP API (docs/api.md). `gpuq daemon` and the internal
 // `gpuq shim` are not client commands: the app provides them as Hooks, so this library needs

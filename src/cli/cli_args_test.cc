@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command lines that are wrong must fail with exit 2 before anything is sent; a daemon that
 // is not running must be reported with exit 3 and the way to start one.
 #include <gtest/gtest.h>

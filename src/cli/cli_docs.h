@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Documentation made from the command line's own definitions (the CLI11 tree app.cc builds),
 // so that it never disagrees with `gpuq COMMAND --help`: man pages in man(7) roff, gpuq.1 and
 // one page per command (gpuq-submit.1, gpuq-fleet-submit.1), and completion scripts for bash,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq cancel ID...`: asks the daemon to cancel each job; one failure does not stop the rest.
 #include "cli/commands.h"
 

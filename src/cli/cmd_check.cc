@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq check [--json] [--timeout DUR] [--max-wait DUR] [--stale-after DUR]`: for cron, systemd
 // timers and monitoring. Exit 0 when the daemon answers and its heartbeat is fresh and nothing
 // needs a person; otherwise one line per problem and a non-zero status. Its one call to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq completion SHELL` and `gpuq manpages --dir DIR`: the texts of cli/cli_docs.h, printed or
 // written, one file per page.
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq drain` / `gpuq undrain`: one switch of the daemon. While it drains nothing new starts
 // and running jobs finish; submits are still queued.
 #include "cli/commands.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq events [--json] [--follow] [--after SEQ]`: the daemon's event log from a cursor.
 // Without --follow it prints what is there and stops; with it, it long-polls for ever.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet status|show|logs|cancel|drain|undrain|move`: the fleet client's operations
 // (fleet/client.h) and what they print. `gpuq fleet submit` is in cmd_fleet_submit.cc.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet push FILE PATH` and `gpuq fleet pull PATH FILE` (docs/fleet.md, "Commands"): a
 // file to or from the fleet's data store, where `# gpuq-in:` inputs come from and `# gpuq-out:`
 // outputs go, streamed as the nodes stream them (multipart, checked, renamed into place).

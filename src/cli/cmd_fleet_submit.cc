@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet submit`: each script read as `gpuq submit` reads one (its `#gpuq` headers, then
 // the flags; build_submit_request), or the steps of --step as one job, turned into a fleet job
 // (its spec travels whole: steps and container fields included): only --env travels, no working

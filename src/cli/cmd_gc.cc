@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq gc [--dry-run] [--json]`: prune now what `[retention] keep` lets the daemon prune
 // (finished jobs older than that, with their runs, run directories and events; never a job an
 // unfinished job depends on), and say what went, in one line. The daemon does the work

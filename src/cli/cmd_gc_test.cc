@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq gc` against a scripted daemon (FakeTransport): what it sends and how it reads the
 // answer of POST /v1/gc (docs/api.md).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq gpus`: how the daemon found its GPUs (the mode and a note) and each GPU's state.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq hold ID...`: keeps pending jobs from starting (pending → held) until `gpuq release`.
 #include "cli/commands.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq hooks`: where each event hook of the daemon stands: its cursor in the event log, how
 // far behind it is, and its last error (docs/hooks.md).
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq hooks` against a scripted daemon: the table and --json.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq lint FILE...`: checks job scripts and plans without queueing anything (src/spec).
 // When a daemon answers on the socket, the jobs' GPU counts are checked against its GPUs, and
 // sweeps against its `[sweeps] max_elements`, too; without one the GPU check is skipped,

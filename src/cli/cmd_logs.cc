@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq logs ID [-f] [--run N] [--step N]`: copies a run's log to stdout. With -f it keeps
 // reading from where it stopped every kLogPollInterval until the job is finished and its log
 // fully read, moving on to the next run when the job is retried or requeued. With --step, only

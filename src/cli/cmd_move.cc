@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq move ID (--before ID | --after ID | --top | --bottom | --priority P)`: changes where a
 // pending job stands in the queue (POST /v1/jobs/{ref}/move), or, for an array's name, where
 // its waiting elements stand, as one block (POST /v1/arrays/{ref}/move).

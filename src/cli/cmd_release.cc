@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq release ID...`: lets held jobs start again (held → pending).
 // `gpuq release --attention GPU`: a person checked a GPU in attention; it serves again.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq report [--since 7d] [--until T] [--by user|name|outcome|gpu] [--json|--csv]`: who used
 // the GPUs and how well, from GET /v1/report (docs/report.md): GPU-hours by key with their share
 // of the machine, waits by user and by GPU count, GPU-hours held while idle, lost to failed and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq report` against a scripted daemon (FakeTransport): the request it sends, its usage
 // errors, and the table and CSV it prints from GET /v1/report's answer (docs/api.md).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq retry ID...`: queues failed, cancelled or blocked jobs again (→ pending); the daemon
 // also releases the jobs that were blocked by them. With --from-start a job with steps (or each
 // retried element of an array) runs every step again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq service install|uninstall`: writes or removes the systemd unit that runs this gpuq's
 // daemon (cli/service_unit.h has the text). It never runs systemctl: it says what to run.
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq show ID|NAME`: one job in full, with a table of its steps (docs/jobs.md, "Steps": each
 // as the newest run that reached it left it, and the one running now) and of its runs: how each
 // ended (and which job preempted it), the most GPU memory it was seen to use, and why its log may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq simulate PLAN.json --gpus N` and `gpuq simulate --trace FILE.csv --gpus N`: replays a
 // plan or a trace with the daemon's scheduler on a virtual clock (src/sim) and prints when each
 // job would start and end, or the summary of a trace. No daemon is needed, but the machine is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq status`: the GPUs, the lanes and the queue in one screen. Shows every job that is not
 // finished and the latest finished ones (all of them with --all); when the daemon drains, the
 // first line says so; pending jobs show the start the daemon predicts (ETA).

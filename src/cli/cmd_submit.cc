@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq submit`: checks the command line, snapshots the script (or each step's:
 // cli/submit_steps.h), environment (what of it: cli/submit_env.h) and working directory into a
 // submit request (docs/api.md), and sends it. A script's `#gpuq` header fields come first and the

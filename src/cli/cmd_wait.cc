@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq wait ID... [--timeout DUR] [--json]`: blocks until every named job (every element of a
 // named array) has finished, woken
 // by the daemon's event log (long-polls), never by polling job states on a timer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small readings of a `gpuq` command line made before CLI11 parses it (which command it names,
 // whether it asks for help) or after (an unknown command word), and of the process environment.
 // Pure functions; any thread.

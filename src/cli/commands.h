@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client commands of `gpuq`, one per cmd_*.cc file, each taking its parsed options.
 // Argument parsing (CLI11) lives in app.cc and fills these structs; every command checks its
 // own values before it contacts the daemon, so a usage error (exit 2) never sends anything.

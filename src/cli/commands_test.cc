@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client commands against a scripted daemon (FakeTransport): what they send and print.
 #include "cli/commands.h"
 

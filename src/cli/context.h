@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every client command works with: the process around it (`Io`: output streams, whether
 // to colour, clocks, the environment, how to reach the daemon and a fleet's store) and the
 // resolved home.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/curl_transport.h"
 
 #include <fmt/format.h>

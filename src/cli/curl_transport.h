@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Transport of `gpuq --url`: libcurl (loaded at the first create: base/libcurl.h) over TCP
 // to the daemon's HTTP listener with its token; the CLI reaches the local daemon through
 // SocketTransport (socket_transport.h) instead. create() still speaks over the unix socket

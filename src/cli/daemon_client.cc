@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/daemon_client.h"
 
 #include <fmt/format.h>

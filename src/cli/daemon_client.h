@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's HTTP API (docs/api.md) as the CLI sees it: GET/POST over a Transport that is
 // created on first use, with the error handling every command shares:
 //  - a daemon that cannot be reached → "no daemon is running for <home> ..." and exit 3;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exit statuses of the `gpuq` client, in one place, so that scripts can rely on them.
 // Constants only.
 #pragma once

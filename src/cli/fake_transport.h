@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support: a Transport whose answers a test scripts, and an Io around string streams and
 // fake clocks, so that client commands run without a daemon, a terminal or real time.
 // Not part of the gpuq_cli library; included by cli tests only. One thread.

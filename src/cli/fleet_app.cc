@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet`'s command line (CLI11) and its dispatch: usage checks, the store's URL and
 // options, opening the store, and the exit status of a fleet error.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet ...` command lines against an in-memory store (Io::open_fleet): usage errors that
 // touch nothing, what submit reads from scripts and writes, and the --json shapes.
 #include <algorithm>

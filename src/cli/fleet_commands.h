@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet ...` (docs/fleet.md, "Commands"): the fleet's client commands. They talk to the
 // fleet's object store (fleet/client.h), not to a daemon. Each command first checks its own
 // values (a usage error, exit 2, touches nothing), then resolves the store (--fleet, else

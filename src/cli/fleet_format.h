@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How `gpuq fleet` shows the fleet: the JSON of its --json output (docs/fleet.md, "Commands")
 // and the tables of `gpuq fleet status`. Pure functions over the fleet client's values;
 // thread-safe.

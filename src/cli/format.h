@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the CLI's human output: how jobs, times and GPU lists read in tables and
 // messages. Pure functions over the daemon's JSON; thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The check of a `gpuq daemon --gpus` value, shared by the command line and `gpuq service
 // install` (which writes it into the unit): auto, none, fake:N (N from 1 to 1024) or distinct
 // device indices "0,2,3". Stateless.

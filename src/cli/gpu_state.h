@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a GPU's state reads in `gpuq status` and `gpuq gpus`: its colour, and one short note
 // saying why a GPU that is not simply free or busy cannot take work (who holds it, what is left
 // on it, what to do). Pure functions over the daemon's resource JSON (docs/api.md); thread-safe.

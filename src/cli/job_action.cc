@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `cancel`, `hold`, `release` and `retry` share: one POST per job (or, for `release
 // --attention`, per GPU), in the order given; one failure does not stop the rest, but a missing
 // daemon stops all. A name no job has may name an array: it is acted on as one, in one request.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--json` on the commands that act on jobs (cancel, hold, release, retry, move, drain,
 // undrain, wait) against a scripted daemon: stdout holds exactly the daemon's answers, in one
 // documented shape, and the exit statuses are those of the human output.

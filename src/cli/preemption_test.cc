@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption through the CLI against a scripted daemon (FakeTransport): `gpuq submit
 // --preempt/--restart-within` and the same keys in script headers and plans, `gpuq lint` of
 // files that use them, and what `gpuq show` says about preempt modes, preempted runs, peak GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI over TCP, against a scripted daemon: `gpuq --url/--token` (and $GPUQ_URL,
 // $GPUQ_TOKEN, the home's token file), the URL's form, and `gpuq dashboard`.
 #include <gtest/gtest.h>

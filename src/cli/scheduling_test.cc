@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduling commands and flags of the CLI against a scripted daemon (FakeTransport):
 // submit's scheduling flags and their JSON, plans, hold/release/retry/move/drain, the status
 // screen's lanes, drain line and ETAs, lint and simulate.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq service install|uninstall`: the unit's text (each directive a GPU job needs), and what
 // the commands write, keep and remove in a scratch unit directory. No systemctl is run.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The systemd unit that runs `gpuq daemon` as a service (`gpuq service install`): its text,
 // rendered from plain options, and where a user or system unit lives. The unit carries what a
 // GPU job needs of its service manager: runs must outlive a daemon restart (KillMode=process:

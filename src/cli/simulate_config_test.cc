@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq simulate` describes the machine as the daemon of the home would: config.toml's lanes
 // and scheduler policy, from --config FILE or the home's config.toml (found as the daemon finds
 // its home).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq simulate` keeps its answers while it gets faster: a fixed generated 3,000-job plan
 // (sim/testing/plan_generator.h, seed 1, on 8 GPUs with its config.toml) must give every job
 // the same start, end and GPUs as before, under each policy, and a generated trace the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one file of the CLI that includes Beast and Asio (socket_transport.h says why).
 #include "cli/socket_transport.h"
 

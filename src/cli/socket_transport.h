@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Transport the CLI uses to reach the local daemon: HTTP/1.1 over the daemon's unix socket,
 // with Boost.Beast's parser and Asio's socket (no libcurl, so a command that only talks to the
 // local daemon loads no library it does not use). Same contract as the other transports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI and a job's steps (docs/jobs.md, "Steps"), against a scripted daemon: `gpuq show`'s
 // table of steps, `gpuq logs --step` and `gpuq retry --from-start` of an array.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What of the submitter's environment `gpuq submit` sends as a job's environment, which the
 // daemon stores with the job (in gpuq.db, private to the daemon's user) and gives to every run
 // (docs/jobs.md, "What gpuq stores").

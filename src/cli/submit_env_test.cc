@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What of the submitter's environment `gpuq submit` sends (cli/submit_env.h), seen in the body
 // of the request the scripted daemon receives.
 #include "cli/submit_env.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/submit_flags.h"
 
 #include <CLI/CLI.hpp>

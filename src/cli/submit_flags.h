@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The flags of `gpuq submit` that describe the job beyond its name, size and environment:
 // its steps and container (docs/jobs.md, "Steps", "Containers") and its scheduling (docs/api.md,
 // "Scheduling"), each recorded in SubmitOptions only when given, so that a script's `#gpuq`

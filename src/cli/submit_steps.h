@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq submit --step TEXT` (docs/jobs.md, "Steps"): each TEXT becomes one step of the submit
 // request's "steps", in order. TEXT is split into words as a shell quotes them, but nothing is
 // expanded, and shell syntax that a step would not interpret (pipes, redirections, $VAR, ...) is

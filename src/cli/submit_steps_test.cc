@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq submit --step` and the container flags (--image, --pull, --container-user) against a
 // scripted daemon: what the submit request holds, and every usage error, which sends nothing.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Human output of the CLI: tables whose columns are as wide as their widest cell, and colour
 // that is used only when stdout is a terminal and NO_COLOR is unset (the caller decides once,
 // see Io::color). Widths count what a terminal shows: colour codes and UTF-8 continuation

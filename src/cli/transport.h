@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's only way to reach the daemon: one HTTP request at a time over the daemon's unix
 // socket, or over TCP to its HTTP listener (`gpuq --url`). `Transport` is an interface so that command tests can script the daemon's answers
 // (see FakeTransport in cli tests) while `SocketTransport` (socket_transport.h: the unix socket)

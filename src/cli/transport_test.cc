@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real transports against a real unix socket: a tiny scripted server in a thread stands in
 // for the daemon, so what goes over the wire (request line, headers, POST body), timeouts,
 // kept connections and the classification of failures are checked for real. Each case runs

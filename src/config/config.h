@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuq's settings file, $GPUQ_HOME/config.toml: the lanes (named counters such as `net` and
 // `cpu`, with capacities and exclusions), the scheduling policy, retry backoff, the timings of
 // runs and REQUIRES checks, the watchers' limits and the event hooks. The daemon reads it once

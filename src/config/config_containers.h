@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc): reading the `[containers]` table (the runtime that
 // runs container jobs and steps, docs/containers.md), kept in its own file so config.cc stays
 // small. The table's keys are checked by config.cc; this reads their values. Pure functions of

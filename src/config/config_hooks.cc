@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "config/config_hooks.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc): reading the `[[hook]]` array of tables into
 // HookConfig values, kept in its own file so config.cc stays small. Pure functions of a parsed
 // document; thread-safe. Errors use config.h's form "path:line:column: what is wrong; how to fix

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc): reading the `[sweeps]` table (job arrays and
 // grids, docs/sweeps.md). The table's keys are checked by config.cc; this reads their values.
 // Pure functions of a parsed document; thread-safe. Errors use config.h's form

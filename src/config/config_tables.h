@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc): which tables config.toml may hold and the keys of
 // each (the file's schema, in the order the docs show them), for the strict check that refuses
 // an unknown table or setting and for hints about a setting written in the wrong table.

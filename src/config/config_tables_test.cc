@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tables config.toml's reader takes from their own files (config_fleet.cc, config_http.cc,
 // config_cgroup.cc, config_sweeps.cc, config_containers.cc): what each reads, and each mistake's line and fix.
 #include "config/config.h"

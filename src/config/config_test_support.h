@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support for the config reader's tests: the path their messages name and a check that a
 // config.toml is refused at a line:column with given words. Included by config tests only.
 #pragma once

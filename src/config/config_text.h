@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc, config_hooks.cc): the names config.toml accepts for
 // lanes, and the wording of its messages (lists of settings, hints, one-line errors). Pure
 // functions; thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the config reader (config.cc): reading the `[users]` table (a box many people
 // share: the system socket's group, admins, fair share and per-user limits, docs/lab.md) and its
 // `[users.NAME]` sub-tables (one user's limits), kept in its own file so config.cc stays small.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The [users] table (docs/lab.md): its settings, a user's own limits, and every mistake refused
 // at its line with the fix.
 #include <gtest/gtest.h>

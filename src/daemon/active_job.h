@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the queue actor keeps in memory about each job that is not finished (pending, held,
 // blocked, running): the fields scheduling and readiness need, and no more — the command,
 // script and environment stay in the store until a run starts, so 100,000 queued jobs fit in

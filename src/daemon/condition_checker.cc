@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/condition_checker.h"
 
 #include "model/run_variables.h"

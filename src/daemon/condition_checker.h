@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the checks of a job's external conditions — `wait_file` paths, REQUIRES shell tests and
 // DONE_IF — on worker threads, so that a slow or hung test never stalls the queue actor. Each
 // shell test runs with the job's environment and working directory under `bash -c`, with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real shell tests: what a REQUIRES / DONE_IF test sees of the job's environment.
 #include "daemon/condition_checker.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's view of config.toml. Reading the file lives in the config module
 // (src/config/config.h, shared with `gpuq simulate`); this header names its types and loaders
 // in the daemon's namespace, where the actor, the watchers, the hooks and the API have always

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The episodes of lasting conditions: when a watcher's condition has held for its limit, one
 // event starts the episode (saying since when and why), the same event repeats every `repeat_ms`
 // while it lasts, and one more ends it when the condition is gone. EpisodeBook turns each look's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Changes to files, as the queue actor learns of them: a running job's steps.json, rewritten
 // by its shim at each step's start and end (runner/run_files.h). One inotify instance on the
 // actor's io_context watches the directories of the watched files for a file written or moved

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which GPUs are held by a *foreign* process — one that no live run owns — from one GPU probe
 // after another, and the events that say so: `resource.foreign` when it starts (naming pid,
 // command, user and memory), the same again as a reminder every `repeat_ms` while it lasts, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The foreign-GPU rule on a fake clock: starts, repeats, ends; memory without a process.
 #include "daemon/foreign_tracker.h"
 

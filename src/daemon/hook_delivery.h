@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One delivery attempt of one event to one hook (daemon/hooks.h): running the hook's command
 // with the event on stdin and in GPUQ_EVENT_* variables, or POSTing the event JSON to its URL.
 // An attempt succeeds (exit 0, HTTP 2xx) or fails with a message a person can act on (the exit

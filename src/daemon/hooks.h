@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Event hooks (docs/hooks.md): each `[[hook]]` of config.toml gets the events whose kind matches
 // its globs, one at a time, in seq order, at least once, across daemon restarts.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Makes sure only one daemon serves a state directory: an exclusive flock on
 // `<home>/daemon.lock`, held for the daemon's life, with the holder's pid written inside so a
 // second daemon can say who holds it. The lock dies with the process (even on SIGKILL), so a

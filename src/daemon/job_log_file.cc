@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/job_log_file.h"
 
 #include <fcntl.h>

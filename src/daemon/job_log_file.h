@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's log as readers outside the daemon's actor read it (the API's GET /v1/jobs/{id}/log):
 // a run's output.log, or for run 0 the image pull's pull.log, opened beneath the jobs directory
 // with no link followed (os/safe_open.h). On a shared box (docs/lab.md) the log and the

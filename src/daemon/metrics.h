@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The counters and histograms behind GET /metrics (docs/api.md, "Metrics") that only the queue
 // actor can know as they happen: events by kind, runs started and finished by outcome, how long
 // jobs waited before a run (queue wait) and how long a job took from submit to its first start.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a scheduling pass over a deep queue costs, counted rather than timed: the bytes it
 // allocates. A pass that allocates in proportion to every queued job (its waits, an order of
 // the queue) faults all of that memory in again each time, since glibc maps blocks that big

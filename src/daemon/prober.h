@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the GPU probe (gpu/probe.h) on its own thread, once at start and then every interval,
 // and hands each sample (or the probe's error) to a callback — the daemon posts it to the queue
 // actor. A probe call may block for its whole timeout (nvidia-smi on a sick driver), which is

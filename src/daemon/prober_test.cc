@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prober over the real nvidia-smi probe and the real run_command: when helper commands are
 // stuck in the kernel up to the bound (os/stuck_helpers.h), the Prober reports the probe failed,
 // naming them, and starts no nvidia-smi.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's core: construction, transactions and events, failed writes and their retries,
 // cancel, and the published reasons.
 #include "daemon/queue.h"
@@ -32,6 +33,7 @@ Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config
       holders_(inventory_.resources.size()),
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
+      readings_(inventory_.resources.size()),
       foreign_(inventory_.resources.size(), config_.foreign_repeat_ms),
       episodes_(config_.watch.repeat_ms),
       runs_(make_lifecycle()) {

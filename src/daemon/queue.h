@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue actor: the one owner of every state change in a daemon. It keeps the jobs that
 // are not finished in memory (ActiveJob), decides each pass which pending jobs are ready
 // (readiness.h), asks the pure scheduler which ready jobs start where, and hands those starts
@@ -19,9 +20,9 @@
 // and no condition is checked; `store_trouble()` says so (gpuq check), and the first commit
 // that works records a daemon.store_error event telling how long it lasted.
 //
-// Thread rules: every method except waits(), store_trouble() and metrics() runs on the actor's
-// thread. waits() and store_trouble() return immutable snapshots under a mutex; metrics() is
-// thread-safe; the event listener is called on the actor thread after each commit and must not
+// Thread rules: every method except waits(), store_trouble(), gpu_readings() and metrics() runs
+// on the actor's thread. waits() and store_trouble() return immutable snapshots under a mutex;
+// gpu_readings() and metrics() are thread-safe; the event listener is called on the actor thread after each commit and must not
 // block.
 #pragma once
 
@@ -42,6 +43,7 @@
 #include "daemon/config.h"
 #include "daemon/episodes.h"
 #include "daemon/foreign_tracker.h"
+#include "daemon/gpu_readings.h"
 #include "daemon/metrics.h"
 #include "daemon/readiness.h"
 #include "daemon/ready_index.h"
@@ -304,6 +306,8 @@ class Queue {
   std::optional<StoreTrouble> store_trouble() const;
   void set_event_listener(std::function<void(int64_t)> listener) { listener_ = std::move(listener); }
   const gpu::Inventory& inventory() const { return inventory_; }
+  // What the last probe read of each GPU slot. Thread-safe.
+  const GpuReadings& gpu_readings() const { return readings_; }
   const Config& config() const { return config_; }
   const UserUsage& users() const { return users_; }
   // How long the watchers' last look took (gathering facts, deciding, committing). Thread-safe.
@@ -525,6 +529,7 @@ private:
   std::unordered_map<int64_t, std::string> held_reasons_;     // why the daemon held a job itself
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
   std::vector<GpuHealth> health_;                       // per GPU slot
+  GpuReadings readings_;                                // per GPU slot, for /metrics
   ForeignTracker foreign_;
   EpisodeBook episodes_;                                // the watchers' open episodes
   std::atomic<int64_t> last_look_us_{0};

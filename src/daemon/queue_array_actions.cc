@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq cancel|hold|release|retry NAME` for an array or grid: the action on every element it
 // applies to, in one transaction, so that the array changes at once or not at all
 // (docs/sweeps.md, "One unit"). A cancel also signals the running elements, each recorded as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cancel, hold, release and retry of an array as one unit (Queue::act_on_array): every element
 // the action applies to changes in one transaction or none does, the running elements of a
 // cancelled array are stopped, and retry --failed leaves the cancelled elements alone.

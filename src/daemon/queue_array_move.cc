@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq move NAME` for an array or grid: its waiting elements move as one block, in one
 // transaction, keeping their order among themselves (docs/sweeps.md).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An array as one unit in the queue actor: array.finished when its last element ends (once per
 // finish, with the counts), `gpuq move NAME` (move_array: the waiting elements as one block),
 // and the same array submitted again after some of its elements were pruned.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPUs in attention: a GPU whose cleanup after a run could not be confirmed (run_cleanup.cc)
 // serves again only once a person has checked it (`gpuq release --attention GPU`).
 #include <fmt/format.h>

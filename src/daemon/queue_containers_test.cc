@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Container jobs in the queue and the run's lifecycle, on the World fake (docs/containers.md):
 // images checked and pulled before GPUs are taken, the pull scheduled in the `net` lane, a
 // failed check or pull failing the job, the run's spec made to run in the runtime, a stop that

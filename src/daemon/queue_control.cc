@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's controls: hold, release, retry, move, drain.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's retention: finished jobs older than [retention] keep go, with their runs, events
 // and directories, except a job an unfinished job depends on (its state answers that
 // dependency) and a job whose events an event hook has not delivered yet. One batch per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retention through the queue actor on a FakeWorld: what goes, what stays, and when.
 #include "daemon/queue_test_support.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A container job's images, made ready before it may take GPUs (docs/containers.md, "Images").
 // Once its dependencies and conditions hold, its images are checked off-thread (present, as its
 // pull policy says); when one must be pulled the job is handed to the scheduler as its pull: no

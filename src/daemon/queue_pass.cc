@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's scheduling pass: which pending jobs are ready (readiness.h), which of those the
 // scheduler starts, and when the actor must wake up next.
 #include <algorithm>
@@ -270,6 +271,13 @@ void Queue::run_pass() {
       starts.push_back(start);
     }
     runs_->start(starts);
+    for (const auto& start : starts) {  // charged from now, even if it ends before the next pass
+      auto live = runs_->live().find(start.job_id);
+      auto job = active_.find(start.job_id);
+      if (live == runs_->live().end() || job == active_.end()) continue;
+      users_.note_started(start.job_id, job->second.owner,
+                          static_cast<int>(live->second.slots.size()), live->second.run.started_at_ms);
+    }
     reconcile_preemptions();
     apply_preemptions(snapshot, decision);
     published->starts_us = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's plan submission: all jobs of a plan, their reservations and their dependencies on
 // each other, checked first and then written in one transaction — nothing is half-submitted.
 // A plan's job arrays (docs/sweeps.md) are queued as arrays in that transaction; their elements

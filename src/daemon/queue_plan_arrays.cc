@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's job arrays inside plans (docs/sweeps.md, queue_plan.cc): whether the store has a
 // plan's array already (the lookup submit_sweep makes too: queued_array), writing an array's row
 // and its elements within the plan's one transaction, and room for the lanes of capped arrays.

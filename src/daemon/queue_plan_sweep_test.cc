@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays inside plans in the queue actor (queue_plan.cc, queue_plan_arrays.cc): an array job
 // queued as an array in the plan's transaction, dependencies on it expanded to its elements,
 // its cap, idempotent and conflicting resubmits, and cycles through it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's side of preemption: the facts the pure planner (sched/preemption.h) needs of each
 // running job, the runs it chose to preempt, and the requests no longer needed because their job
 // was cancelled, moved, held or started elsewhere first. RunLifecycle carries them out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's side of the GPU probe: each sample tells which GPU processes belong to runs (by
 // marker or ancestry, runner/ownership.h) and which are foreign, keeps each GPU's usage for
 // status and admission, and records each run's peak GPU memory — the footprint later runs of
@@ -64,12 +65,14 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
   std::unordered_map<int64_t, int64_t> run_mem;  // job id → most MiB on one of its GPUs
   std::unordered_map<int64_t, RunUse> run_use;    // job id → this probe's use
   std::vector<int> slot_util(inventory_.resources.size(), -1);
+  std::vector<GpuReading> readings(inventory_.resources.size());
   for (const gpu::GpuSample& g : sample->gpus) {
     int slot = -1;
     for (size_t s = 0; s < inventory_.resources.size(); ++s) {
       if (inventory_.resources[s].index == g.index) slot = static_cast<int>(s);
     }
     if (slot < 0) continue;
+    readings[slot] = {g.memory_used_mib, g.utilization, g.temperature_c, g.power_w};
     GpuHealth& health = health_[slot];
     GpuHealth before = health;
     ForeignObservation o;
@@ -123,6 +126,7 @@ void Queue::on_probe(Result<gpu::ProbeSample> sample) {
     observations.push_back(std::move(o));
   }
   invisible_pids_ = std::move(invisible);
+  readings_.set(std::move(readings));
   ForeignTracker before = foreign_;
   auto events = foreign_.observe(observations, world_.now_ms());
   // New usage changes memory admission and what status shows: plan (and publish) again.

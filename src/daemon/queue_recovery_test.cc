@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue actor across daemon restarts and reboots, through a FakeWorld.
 #include <fmt/format.h>
 

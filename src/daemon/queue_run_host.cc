@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue as its run lifecycle's host (run_host.h): the narrow set of the queue's operations a
 // run's start, stop, settle and cleanup may use — its transactions and events, a job's state and
 // scheduling record, the notes a run leaves for scheduling (why a start failed, a daemon's hold,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's start: its counters and settings from the store, the machine's resources on
 // record, its own state recovered (finished jobs' states, reservations, the unfinished jobs),
 // then the runs an earlier daemon left (RunLifecycle::recover), and the first pass.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's submissions: single jobs and whole plans, checked before anything is written.
 #include <charconv>
 #include <fmt/format.h>

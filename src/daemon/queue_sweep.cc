@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Queue's job arrays and grids (docs/sweeps.md): one request queues every element, checked
 // once and written in one transaction, and an array with a cap holds a lane of its own so that
 // the scheduler never runs more of its elements at once.

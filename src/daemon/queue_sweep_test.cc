@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays and grids in the queue actor (queue_sweep.cc): the elements, what each run sees,
 // the cap on running elements (also across a restart), idempotent and conflicting submits.
 #include <fmt/format.h>

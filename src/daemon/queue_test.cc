@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue actor through a FakeWorld: every step driven explicitly, every check exact.
 #include <gmock/gmock.h>
 

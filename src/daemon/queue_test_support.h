@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support for the queue actor's unit tests: a Queue over a FakeWorld and a real store in
 // a temporary directory, with helpers to submit, read jobs and events, and end runs. Included
 // by the daemon's tests only. One thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the queue actor records for the dashboard: each submitted job's user, a running run's
 // utilisation samples (at most one per 30 s) and the GPUs its processes were seen on (from the
 // probe), and what job.moved tells an undo.

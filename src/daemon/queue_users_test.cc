@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fair share and per-user limits through the queue actor on the FakeWorld: two users' jobs
 // interleave on fake:2, a job over its user's max_gpus waits with the reason and starts when
 // the user's other job ends, and max_queued refuses a submit, a plan and a sweep whole.
@@ -47,6 +48,31 @@ TEST_F(QueueUsersTest, TwoUsersJobsInterleaveOnTwoGpus) {
   world_->advance(120'000);
   end_run(bob[0], 1, exited(0));
   EXPECT_EQ(running(), (std::vector<int64_t>{alice[2], bob[1]}));
+}
+
+// Jobs that each take the whole machine, without estimates: one runs at a time, and each start
+// goes to the user who has used less, though bob queued all four of his before alice's two.
+TEST_F(QueueUsersTest, WholeMachineJobsGoToTheUserWhoUsedLess) {
+  start("fake:2");
+  auto whole = [](const std::string& user) {
+    JobSpec spec = command("true", 2);
+    spec.user = user;
+    return spec;
+  };
+  int64_t blocker = submit(whole("carol"));
+  std::vector<int64_t> alice, bob;
+  for (int i = 0; i < 4; ++i) bob.push_back(submit(whole("bob")));
+  for (int i = 0; i < 2; ++i) alice.push_back(submit(whole("alice")));
+  EXPECT_EQ(running(), (std::vector<int64_t>{blocker}));
+  world_->advance(1'000);
+  end_run(blocker, 1, exited(0));
+  EXPECT_EQ(running(), (std::vector<int64_t>{bob[0]}));  // neither has used anything: first queued
+  world_->advance(600);
+  end_run(bob[0], 1, exited(0));
+  EXPECT_EQ(running(), (std::vector<int64_t>{alice[0]}));
+  world_->advance(100);
+  end_run(alice[0], 1, exited(0));
+  EXPECT_EQ(running(), (std::vector<int64_t>{alice[1]}));
 }
 
 TEST_F(QueueUsersTest, WithoutFairShareTheQueueOrderStays) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The watchers and the heartbeat: the actor gathers the facts each watcher needs (conditions,
 // logs, GPU use, free GPUs and waiting jobs), the watchers (watchers.h) decide what holds, and
 // the episode book (episodes.h) turns that into events, committed with the episodes' rows so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a job's dependencies on other jobs allow it to start, may still allow it later, or
 // never will (so the job is blocked) — and why, in words a person can act on. Pure functions
 // of the job and a lookup of other jobs' states; no store, no clock. Thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue actor's memory of readiness between passes, so that a pass costs what changed and
 // not what is queued. It keeps:
 //   - the ready jobs, in scheduling order (priority, queue order, id), as the scheduler's queue

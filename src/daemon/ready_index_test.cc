@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ready index on its own (order, marks, wake times, merges), and the queue actor's
 // incremental readiness against a full evaluation of every job over random operations.
 #include "daemon/ready_index.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue actor's World (world.h) on a real machine: the system clock and Asio timers on the
 // actor's io_context, SQLite transactions of the daemon's store, shims launched through the
 // spawner (or by exec) and watched and signalled through pidfds, run files on disk, condition

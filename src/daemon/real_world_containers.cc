@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RealWorld's container work (world.h, "containers"): the runtime found on the daemon's PATH;
 // stops, image checks, cleanups by label and pulls (one at a time) each on a worker of its own,
 // so none waits behind another kind; each result posted back to the actor.

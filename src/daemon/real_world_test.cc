@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real World's timers and shims: a real io_context, real processes.
 #include "daemon/real_world.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real World of a root daemon whose jobs run as their submitters, with real users: who a job
 // runs as, the directories the daemon makes for it and gives away, the yield file it writes in
 // them, and REQUIRES tests run as the user. Skipped unless run as root.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cleanup after every run: a finished run's GPUs and lanes stay held until its cleanup is
 // confirmed (World::clean_up: the run's cgroup is empty, or the sweep for its marker has seen two
 // empty scans); one that cannot be confirmed puts its GPUs in attention until a person releases

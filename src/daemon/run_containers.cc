@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A container job's run directory (docs/containers.md): the run's spec, built as for the host,
 // made to run each container step as `RUNTIME run` (runner/container_run_spec.h) before it is
 // written; when the daemon is not the containers' user, the run directory is given to that user

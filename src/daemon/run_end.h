@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a run ended and what becomes of its job: the queue actor's decisions after a shim exits,
 // as pure functions of the shim's exit record, the reason the daemon stopped the run (if it
 // did), the job's retry budget and the configured backoff. No store, no clock, no processes:

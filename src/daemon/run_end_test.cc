@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a run ended, judged from its shim's exit record (run_end.h): here, a fleet run that its
 // shim stopped because its claim was not renewed in time.
 #include "daemon/run_end.h"

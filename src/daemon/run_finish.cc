@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recording a run's end: what follows it (run_end.h: succeeded, failed, retried with its delay,
 // preempted and requeued), written with its events inside a commit, and only then applied to
 // memory. The ends of one turn share one commit; an end the store refuses stays in memory, the

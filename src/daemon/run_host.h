@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the run lifecycle (run_lifecycle.h) needs of the queue actor that drives it, and nothing
 // more: the actor's transactions and their events, a job's state and its in-memory record, the
 // GPU slots and lanes a run holds, and the few notes a run leaves for scheduling. The Queue

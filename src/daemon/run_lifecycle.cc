@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RunLifecycle's construction and what the queue reads or notes of live runs (the probe's
 // peaks, samples and GPUs seen). Starting, stopping, settling, recording ends, recovery and
 // cleanup live in run_start.cc, run_stop.cc, run_preempt.cc, run_settle.cc, run_finish.cc,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's lifecycle, from its start to its confirmed cleanup: the queue actor decides *which*
 // job runs on which GPUs; RunLifecycle decides *how* each run goes. It prepares a start (the run
 // directory, the shim launched but held), records it inside the pass's one commit and only then

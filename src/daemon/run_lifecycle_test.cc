@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run lifecycle alone, on a FakeWorld and a real store, with a small fake host standing in
 // for the queue: every step driven explicitly, every outcome checked exactly, no sleeps.
 #include "daemon/run_lifecycle.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption of one run, once the queue has chosen it (queue_preempt.cc): the request recorded,
 // then a yielding job asked through its yield file and stopped at the deadline if it has not
 // gone by then, or a restartable job stopped at once; a request withdrawn when its reason went.

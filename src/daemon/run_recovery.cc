@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs after a daemon restart or a reboot: each run on record as running is settled from the
 // exit record its shim wrote meanwhile, re-adopted when its very shim (pid and start time) still
 // runs, or settled as lost; a run of an earlier boot cannot be alive. Cleanups that were under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Settling ended runs: learning of a shim's exit, judging the run's end from its exit record
 // (run_end.h; DONE_IF verified off-thread) and handing its GPUs to the cleanup; a run whose shim
 // vanished without a record is lost (its session swept), one whose shim was never let go did not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting runs: the run directory made and the shim launched but held, every start of a pass
 // on record in one commit, and only then each shim released, so no job runs unrecorded. A start
 // that fails for want of the machine leaves the job pending and tries again with backoff.

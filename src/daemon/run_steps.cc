@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The steps of a running job (docs/jobs.md, "Steps"): the step a run begins at, and each step's
 // start and end put on record with its event as the shim reports it in steps.json (watched),
 // and at the run's end from exit.json, so each is told once and in order even across restarts.

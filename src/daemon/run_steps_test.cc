@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run lifecycle of jobs with steps, on a FakeWorld: where each run begins, each step's start
 // and end recorded with its event as the shim reports it and at the run's end, in order and
 // once, across preemption, lost runs, failures, retries and store failures.

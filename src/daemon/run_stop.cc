@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Watching and stopping live runs: the shim's exit, the run's timeout, and a stop (cancel,
 // timeout, preemption) through the shim's own pidfd. The stop comes first and its reason is
 // recorded after, retried until the store takes it: a job must not outlive its timeout or a

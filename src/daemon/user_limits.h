@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // max_queued ([users] in config.toml, docs/lab.md): a submit, plan or sweep that would give its
 // user more unfinished jobs (pending, held, blocked, running) than their limit is refused whole,
 // before anything is written, with Code::kResourceExhausted (HTTP 429). Jobs with user "" are

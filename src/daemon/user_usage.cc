@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/user_usage.h"
 
 #include <algorithm>
@@ -59,6 +60,11 @@ void UserUsage::observe_running(const std::vector<sched::RunningJob>& running, i
     }
   }
   running_ = std::move(seen);
+}
+
+void UserUsage::note_started(int64_t job, int owner, int gpus, int64_t started_ms) {
+  if (owner < 0 || started_ms <= 0) return;
+  running_[job] = {owner, gpus, started_ms};
 }
 
 double UserUsage::usage_at(const PerUser& user, int64_t now_ms) const {

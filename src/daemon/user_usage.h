@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each user's recent GPU usage and limits ([users] in config.toml, docs/lab.md), as the pure
 // scheduler's fair share and per-user limits need them (sched::Owner), and each user's count of
 // unfinished jobs for max_queued at submit (user_limits.h). Users are interned: a job names its
@@ -44,6 +45,9 @@ class UserUsage {
   // Each pass, the running jobs (RunningJob::owner, slots, started_at_ms): a run seen before
   // and missing now has ended, and is added as ended at `now_ms`.
   void observe_running(const std::vector<sched::RunningJob>& running, int64_t now_ms);
+  // A run the pass has just started (after its observe_running): seen from now on, so that a
+  // run that ends before the next pass is charged all the same.
+  void note_started(int64_t job, int owner, int gpus, int64_t started_ms);
 
   // Every interned user's usage at `now_ms` (finished runs and running ones so far) and limits,
   // indexed by owner: the scheduler's Snapshot::owners.

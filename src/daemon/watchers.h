@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The watchers: small rules that turn silence into sightings of lasting conditions, which an
 // EpisodeBook (daemon/episodes.h) turns into events. Every kind of waiting has one:
 //   job.requires_wait     a REQUIRES or file: condition false, or a dependency on a held job,

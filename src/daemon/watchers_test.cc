@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each watcher on a fake clock: its episode starts once its condition has lasted its limit
 // (exactly then, not a millisecond before), repeats while it lasts (exactly every repeat),
 // ends when it is gone, a limit of 0 turns it off, and a restart (a new book restored from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Everything the queue actor does outside its own memory, behind one interface: the wall clock
 // and timers, work posted to its own thread, commits to the store, launching run shims and
 // learning of their exits, signalling exactly those processes, the files of runs and jobs, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet agent of one node (docs/fleet.md): it publishes the node's heartbeat, polls the
 // bucket's signal (a conditional GET that costs no body while nothing changed), takes jobs
 // from the queues it serves when the daemon has room, holds their claims as leases, hands

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Declared data and logs: `# gpuq-in:` paths pulled from the data store before a run starts
 // (with the outputs of earlier attempts when a reclaimed job resumes), `# gpuq-out:` paths
 // (globs in the last component) pushed while it runs and at its end, and the log of each

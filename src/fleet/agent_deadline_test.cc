@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The claim deadline files a node's agent keeps for its runs' shims (ClaimDeadlineFiles): named
 // in the local job's spec, moved on by every renewal, kept across a daemon restart, removed
 // when the claim is dropped; and a run that its shim stopped for a lapsed claim gives the claim

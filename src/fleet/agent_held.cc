@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The jobs a node holds: handing a claimed job to the daemon, renewing its lease, losing it,
 // publishing its end, and keeping the held claims across a daemon restart.
 #include <fmt/format.h>

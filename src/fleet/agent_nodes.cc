@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The other nodes, seen through their heartbeats: one listing of nodes/ every node_watch_ms.
 // A heartbeat whose ETag has not changed for three of that node's heartbeat intervals (read
 // from its heartbeat when first seen), on this node's monotonic clock, makes the node stale

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet agent when steps are long and the store fails: leases kept through long scans and
 // long input pulls, claims lost in outages taken again, lost races and failed reclaims that
 // are not forgotten, transient errors that never fail a job or stop a run, nodes with

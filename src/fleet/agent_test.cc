@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet agent on virtual clocks over an in-memory bucket, with fake daemons: claims,
 // leases, reclaims, cut-off holders, cancels, dependencies, data, restarts, stale nodes and
 // what an idle node costs. Leases through long steps and failures: agent_resilience_test.cc.

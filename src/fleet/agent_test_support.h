@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent tests' common ground: an in-memory bucket seen by several nodes, each a fake
 // daemon and an agent stepped on a virtual clock, and jobs seeded as `gpuq fleet submit`
 // seeds them. For agent_test.cc and agent_resilience_test.cc only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The waits between a store's attempts: jittered, doubling from StoreOptions::backoff_ms, at
 // most 5 s, so that nodes that failed together do not retry together. Used by the S3 store
 // (between retried requests) and the directory store (while another writer holds its lock).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fleet/claim_deadline_files.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The claim deadline files of the fleet runs a node holds (model/claim_deadline.h), so that a
 // run stops by itself when its claim is not renewed in time, even while the daemon is down or
 // stopped. One file per claim and attempt in `dir`; the agent names it in the local job's spec

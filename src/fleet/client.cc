@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Submit, show, cancel and logs of the fleet client; the shared writes of client_internal.h.
 #include "fleet/client.h"
 

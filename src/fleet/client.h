@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet operations that need no daemon (`gpuq fleet submit|show|logs|cancel|drain|undrain|
 // move|status`), over any ObjectStore, following docs/fleet.md's protocol: which objects are
 // written, in which order and under which condition. The CLI formats what these return; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pieces shared by the files of the fleet client (client.cc, client_nodes.cc, client_move.cc)
 // and no one else: the small writes the protocol repeats (a new signal, a queue entry, ending a
 // job no one claimed) and error helpers. Not part of the fleet's interface.

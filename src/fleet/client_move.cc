@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq fleet move --from NODE --to NODE` (docs/fleet.md, "Protocol", "Move"): the jobs pinned
 // to one node, re-pinned to another. The only writer that changes a spec.json.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet client's view of nodes: heartbeats and drain markers.
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fleet status` (docs/fleet.md, "gpuq fleet status"): the nodes, the queue entries and the
 // latest ends. Its cost does not grow by a GET per queued job: one listing of `queues/` gives
 // every entry's queue, priority, submission time and id (the key says them); the spec, claim

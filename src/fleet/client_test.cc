@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet client's operations against an in-memory bucket: what each writes, in which order
 // of conditions, and what it does with what others (nodes, earlier submits) left there.
 #include "fleet/client.h"

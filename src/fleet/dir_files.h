@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file operations under the directory store (dir_store.h): reading an object with the
 // facts its ETag comes from, writing a temporary file to rename, walking the tree for a
 // listing, and the store's write lock. Paths are absolute; errors are errno's words with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fleet/dir_store.h"
 
 #include <fmt/format.h>

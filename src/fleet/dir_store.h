@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ObjectStore on a shared directory (NFS): an object is the file ROOT/KEY, with its
 // content as is, so people can read a fleet's files with cat.
 //  - Writes go to a temporary file beside the object (a name with '#', which no key has),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What only the directory store has: its files, its lock, and processes racing on one root.
 // The contract it shares with the S3 store is tests/fleet/store_contract_test.cc.
 #include "fleet/dir_store.h"

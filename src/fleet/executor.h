@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the fleet agent needs of the local daemon, and nothing more: submit a claimed job, ask
 // how a job is doing, cancel one, see how many GPUs are spare (and the GPUs' use and free disk),
 // keep a one-GPU reservation for a pinned job, and record an event. The daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fleet job's declared data as it moves: the work a transfer worker does for a pull (inputs,
 // and the outputs of earlier attempts when a reclaimed job resumes) and for a push (the
 // outputs that changed), and the record of every output pushed, jobs/ID/outputs.json, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bucket's layout and the JSON of every object the fleet keeps there (docs/fleet.md,
 // "Bucket layout"): which key holds what, and how each document is written and read. The
 // agent, the claims and `gpuq fleet` all go through these functions, so the layout lives in

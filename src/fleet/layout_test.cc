@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bucket's documents round-trip, queue entries sort best priority first then oldest, and
 // names, ids and keys keep to the safe alphabet.
 #include "fleet/layout.h"

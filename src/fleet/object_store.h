@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet's one view of shared storage: an S3-compatible bucket (s3_store.h) or a shared
 // directory (dir_store.h, for NFS), behind the same small set of operations with the same
 // meaning, so the agent, the claims and `gpuq fleet` never know which one they talk to.

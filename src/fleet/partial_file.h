@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The local side of a download: a file written beside its target under a hidden name
 // (".NAME.gpuq-partial-RANDOM": the leading dot keeps it out of `# gpuq-out:` globs), made
 // durable (fsync) and renamed over the target only when the caller says the bytes are

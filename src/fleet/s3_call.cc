@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fleet/s3_call.h"
 
 #include <fmt/format.h>

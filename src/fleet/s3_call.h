@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One S3 request with the store's retries, and the error that names what failed: shared by the
 // S3 store's small requests (s3_store.cc) and its streamed transfers (s3_transfer.cc).
 // Transient failures (no answer, 5xx, 409 ConditionalRequestConflict, 429) are retried with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One S3 request over libcurl (loaded at first use: base/libcurl.h), signed by libcurl's own SigV4 (CURLOPT_AWS_SIGV4): the S3
 // store's only contact with the network. It owns one CURL easy handle, reused from request to
 // request so that connections are kept; it neither retries nor interprets answers (s3_store.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ObjectStore on an S3-compatible bucket (AWS S3, R2, MinIO, Ceph RGW, moto), over
 // libcurl (s3_http.h): objects are BUCKET/PREFIX/KEY, conditional writes are S3's
 // If-None-Match: * and If-Match, a listing follows ListObjectsV2's continuation tokens.

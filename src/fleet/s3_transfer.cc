@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fleet/s3_transfer.h"
 
 #include <fcntl.h>

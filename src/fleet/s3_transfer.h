@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files to and from an S3 bucket in bounded memory (ObjectStore::put_file and get_file of the
 // S3 store). An upload up to options.part_size is one streamed PUT; a larger one is a
 // multipart upload whose parts go options.transfers at a time, each on its own connection and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // S3's XML, read and written with pugixml: a ListObjectsV2 page, the <Error> body of a refused
 // request (its <Code> goes into every error message), and the documents of a multipart upload. Pure functions; thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fleet/transfer_queue.h"
 
 namespace gpuq::fleet {

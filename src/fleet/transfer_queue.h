@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the fleet agent's transfers run: off its thread, so that claims, renewals, polls and
 // heartbeats go on while a checkpoint of tens of GiB moves (docs/fleet.md, "Declared data").
 // The agent hands over a Work (a function of a data store) and keeps the shared state the work

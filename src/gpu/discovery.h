@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deciding which GPUs the daemon schedules onto, from its `--gpus` flag:
 //   auto     the machine's NVIDIA GPUs, or, where there are none, one exclusive stand-in lane
 //            `gpu0` without a device index, so the queue still runs one job at a time;

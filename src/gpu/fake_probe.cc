@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/fake_probe.h"
 
 #include <fmt/format.h>
@@ -97,6 +98,24 @@ class Reader {
     return *value;
   }
 
+  // The number (integer or with decimals) at object[key] within [low, high], `fallback` when
+  // the key is absent.
+  Result<double> number(const json& object, std::string_view path, const char* key, double low,
+                         double high, double fallback) const {
+    auto found = object.find(key);
+    if (found == object.end()) return fallback;
+    if (!found->is_number()) {
+      std::string quoted = found->dump(-1, ' ', /*ensure_ascii=*/true);
+      if (quoted.size() > kMaxQuotedValue) quoted = quoted.substr(0, kMaxQuotedValue) + "...";
+      return bad(fmt::format("{}.{} is {}, not a number", path, key, quoted));
+    }
+    const double value = found->get<double>();
+    if (!(value >= low && value <= high)) {
+      return bad(fmt::format("{}.{} is {}, outside {}..{}", path, key, value, low, high));
+    }
+    return value;
+  }
+
   Result<GpuProcess> process(const json& entry, std::string_view path) const {
     if (!entry.is_object()) return bad(fmt::format("{} is not an object", path));
     if (auto status = only_keys(entry, path, {"pid", "used_memory_mib"}); !status) {
@@ -112,7 +131,8 @@ class Reader {
   Result<GpuSample> gpu(const json& entry, std::string_view path) const {
     if (!entry.is_object()) return bad(fmt::format("{} is not an object", path));
     if (auto status =
-            only_keys(entry, path, {"index", "memory_used_mib", "utilization", "processes"});
+            only_keys(entry, path, {"index", "memory_used_mib", "utilization", "temperature_c",
+                                    "power_w", "processes"});
         !status) {
       return tl::unexpected(status.error());
     }
@@ -122,10 +142,16 @@ class Reader {
     if (!used) return tl::unexpected(used.error());
     auto utilization = integer(entry, path, "utilization", -1, 100, 0);
     if (!utilization) return tl::unexpected(utilization.error());
+    auto temperature = integer(entry, path, "temperature_c", -1, 1000, -1);
+    if (!temperature) return tl::unexpected(temperature.error());
+    auto power = number(entry, path, "power_w", -1, 1e6, -1);
+    if (!power) return tl::unexpected(power.error());
     GpuSample sample;
     sample.index = static_cast<int>(*index);
     sample.memory_used_mib = *used;
     sample.utilization = static_cast<int>(*utilization);
+    sample.temperature_c = static_cast<int>(*temperature);
+    sample.power_w = *power;
     if (auto processes = entry.find("processes"); processes != entry.end()) {
       if (!processes->is_array()) return bad(fmt::format("{}.processes is not an array", path));
       for (size_t i = 0; i < processes->size(); ++i) {

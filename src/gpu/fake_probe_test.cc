@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/fake_probe.h"
 
 #include <gtest/gtest.h>
@@ -95,9 +96,23 @@ TEST_F(FakeProbeTest, ListedGpusTakeTheFilesStateOthersStayIdle) {
   EXPECT_EQ(gpu.index, 1);
   EXPECT_EQ(gpu.memory_used_mib, 900);
   EXPECT_EQ(gpu.utilization, 0);
+  EXPECT_EQ(gpu.temperature_c, -1);  // not given: unknown
+  EXPECT_EQ(gpu.power_w, -1);
   ASSERT_EQ(gpu.processes.size(), 1u);
   EXPECT_EQ(gpu.processes[0].pid, 123);
   EXPECT_EQ(gpu.processes[0].used_memory_mib, 900);
+}
+
+TEST_F(FakeProbeTest, TemperatureAndPowerAreReadWhenGiven) {
+  write_state(R"({"gpus":[{"index":0,"temperature_c":71,"power_w":312.25},)"
+              R"({"index":1,"power_w":90}]})");
+  point_at_state();
+  auto sample = make_fake_probe(2)->sample();
+  ASSERT_TRUE(sample.has_value()) << sample.error().message;
+  EXPECT_EQ(sample->gpus[0].temperature_c, 71);
+  EXPECT_EQ(sample->gpus[0].power_w, 312.25);
+  EXPECT_EQ(sample->gpus[1].temperature_c, -1);
+  EXPECT_EQ(sample->gpus[1].power_w, 90);
 }
 
 TEST_F(FakeProbeTest, TheFileIsReadAgainAtEverySample) {
@@ -194,6 +209,12 @@ TEST_F(FakeProbeTest, WrongShapesSayWhatToFix) {
                    "gpus[0].memory_used_mib is -5, outside at least 0");
   expect_bad_state(R"({"gpus":[{"index":2,"utilization":101}]})",
                    "gpus[0].utilization is 101, outside -1..100");
+  expect_bad_state(R"({"gpus":[{"index":2,"temperature_c":40.5}]})",
+                   "gpus[0].temperature_c is 40.5, not an integer");
+  expect_bad_state(R"({"gpus":[{"index":2,"power_w":"300"}]})",
+                   "gpus[0].power_w is \"300\", not a number");
+  expect_bad_state(R"({"gpus":[{"index":2,"power_w":-3}]})",
+                   "gpus[0].power_w is -3, outside -1..1000000");
   expect_bad_state(R"({"gpus":[{"index":2,"processes":[{"pid":1.5}]}]})",
                    "gpus[0].processes[0].pid is 1.5, not an integer");
   expect_bad_state(R"({"gpus":[{"index":2,"processes":[{"pid":"123"}]}]})",

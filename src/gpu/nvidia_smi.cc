@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/nvidia_smi.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading what nvidia-smi prints: the GPU list of
 //   nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used
 //              --format=csv,noheader,nounits

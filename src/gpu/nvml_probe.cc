@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/nvml_probe.h"
 
 #include <dlfcn.h>
@@ -50,6 +51,11 @@ using CountFn = nvmlReturn_t (*)(unsigned int*);
 using HandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
 using MemoryFn = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
 using UtilizationFn = nvmlReturn_t (*)(nvmlDevice_t, NvmlUtilization*);
+// nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &degrees C)
+using TemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned int*);
+constexpr int kNvmlTemperatureGpu = 0;
+// nvmlDeviceGetPowerUsage(device, &milliwatts)
+using PowerFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
 using ProcessesV1Fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV1*);
 using ProcessesV2Fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV2*);
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
@@ -61,6 +67,9 @@ struct NvmlApi {
   HandleFn device_handle = nullptr;
   MemoryFn memory = nullptr;
   UtilizationFn utilization = nullptr;
+  // For the metrics only, so optional: absent, or failing on a GPU, they read as unknown.
+  TemperatureFn temperature = nullptr;
+  PowerFn power = nullptr;
   // Exactly one of these two is used: processes_v2 when the library has it.
   ProcessesV2Fn processes_v2 = nullptr;
   ProcessesV1Fn processes_v1 = nullptr;
@@ -160,6 +169,16 @@ class NvmlProbe final : public GpuProbe {
       return failure("nvmlDeviceGetUtilizationRates", index, rc);
     }
 
+    unsigned int degrees = 0;
+    if (api_.temperature != nullptr &&
+        api_.temperature(device, kNvmlTemperatureGpu, &degrees) == kNvmlSuccess) {
+      gpu.temperature_c = static_cast<int>(std::min(degrees, 1000u));
+    }
+    unsigned int milliwatts = 0;
+    if (api_.power != nullptr && api_.power(device, &milliwatts) == kNvmlSuccess) {
+      gpu.power_w = static_cast<double>(milliwatts) / 1000.0;
+    }
+
     auto processes = api_.processes_v2 != nullptr
                          ? read_processes(api_.processes_v2, device, index)
                          : read_processes(api_.processes_v1, device, index);
@@ -230,6 +249,8 @@ Result<std::unique_ptr<GpuProbe>> open_nvml_probe() {
   api.memory = lookup<MemoryFn>(library, "nvmlDeviceGetMemoryInfo");
   api.utilization = lookup<UtilizationFn>(library, "nvmlDeviceGetUtilizationRates");
   api.error_string = lookup<ErrorStringFn>(library, "nvmlErrorString");
+  api.temperature = lookup<TemperatureFn>(library, "nvmlDeviceGetTemperature");
+  api.power = lookup<PowerFn>(library, "nvmlDeviceGetPowerUsage");
   // _v2 before _v3: both are documented with nvmlProcessInfo_v2_t, but R535 drivers fill _v3's
   // buffer with a longer struct (an extra usedGpuCcProtectedMemory), which misreads every entry
   // after the first and can write past the buffer. _v2 has kept its layout in every driver that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/nvml_probe.h"
 
 #include <dlfcn.h>
@@ -70,6 +71,8 @@ void expect_canned(const ProbeSample& sample) {
   EXPECT_EQ(first.index, 0);
   EXPECT_EQ(first.memory_used_mib, 20480);  // 20480.5 MiB in bytes, rounded down
   EXPECT_EQ(first.utilization, 37);
+  EXPECT_EQ(first.temperature_c, 64);
+  EXPECT_EQ(first.power_w, 287.5);  // 287500 mW
   ASSERT_EQ(first.processes.size(), 2u);
   EXPECT_EQ(first.processes[0].pid, 4242);
   EXPECT_EQ(first.processes[0].used_memory_mib, 12288);
@@ -79,10 +82,12 @@ void expect_canned(const ProbeSample& sample) {
   EXPECT_EQ(second.index, 1);
   EXPECT_EQ(second.memory_used_mib, 1);
   EXPECT_EQ(second.utilization, -1);  // NOT_SUPPORTED
+  EXPECT_EQ(second.temperature_c, -1);  // NOT_SUPPORTED: unknown, and the sample still holds
+  EXPECT_EQ(second.power_w, -1);
   EXPECT_TRUE(second.processes.empty());
 }
 
-TEST_F(NvmlProbeTest, SamplesMemoryUtilisationAndProcesses) {
+TEST_F(NvmlProbeTest, SamplesMemoryUtilisationSensorsAndProcesses) {
   auto probe = open_or_fail();
   ASSERT_NE(probe, nullptr);
   EXPECT_EQ(probe->name(), "nvml");

@@ -1,5 +1,6 @@
-// The live GPU probe: what is on the GPUs right now (memory in use, utilisation, the compute
-// processes and their memory), sampled on demand, as opposed to discovery (gpu/discovery.h),
+// SPDX-License-Identifier: Apache-2.0
+// The live GPU probe: what is on the GPUs right now (memory in use, utilisation, temperature,
+// power draw, the compute processes and their memory), sampled on demand, as opposed to discovery (gpu/discovery.h),
 // which decides once at start-up which GPUs exist.
 //
 // One interface, four implementations, chosen by make_probe from the Inventory's mode:
@@ -34,6 +35,8 @@ struct GpuSample {
   int index = 0;  // the device index (nvidia-smi / NVML index; fake: 0..N-1)
   int64_t memory_used_mib = 0;
   int utilization = -1;               // percent 0..100; -1 unknown
+  int temperature_c = -1;             // the GPU's core temperature, degrees C; -1 unknown
+  double power_w = -1;                // power draw, watts; -1 unknown
   std::vector<GpuProcess> processes;  // compute processes on this GPU
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/smi_probe.h"
 
 #include <fmt/format.h>
@@ -49,6 +50,25 @@ std::optional<int> parse_percent(std::string_view text) {
   return value;
 }
 
+// Degrees C: a whole number, or -1 for a value nvidia-smi cannot report.
+std::optional<int> parse_temperature(std::string_view text) {
+  if (is_unavailable_value(text)) return -1;
+  auto value = parse_non_negative<int>(text);
+  if (!value || *value > 1000) return std::nullopt;
+  return value;
+}
+
+// Watts, with decimals ("287.53"), or -1 for a value nvidia-smi cannot report.
+std::optional<double> parse_watts(std::string_view text) {
+  if (is_unavailable_value(text)) return -1.0;
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0) || value > 1e6) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 tl::unexpected<Error> corrupt_line(std::string_view query, int number, std::string_view line,
                                    std::string_view why, std::string_view expected) {
   return fail(Code::kCorruption,
@@ -57,7 +77,8 @@ tl::unexpected<Error> corrupt_line(std::string_view query, int number, std::stri
 }
 
 constexpr std::string_view kGpuQueryShort = "--query-gpu";
-constexpr std::string_view kGpuExpected = "index, uuid, memory.used MiB, utilization.gpu %";
+constexpr std::string_view kGpuExpected =
+    "index, uuid, memory.used MiB, utilization.gpu %, temperature.gpu C, power.draw W";
 constexpr std::string_view kAppsQueryShort = "--query-compute-apps";
 constexpr std::string_view kAppsExpected = "gpu_uuid, pid, used_memory MiB";
 
@@ -128,7 +149,7 @@ Result<std::vector<SmiGpuRow>> parse_smi_probe_gpus(std::string_view output) {
       return corrupt_line(kGpuQueryShort, number, line, why, kGpuExpected);
     };
     std::vector<std::string_view> columns = split_columns(line);
-    if (columns.size() != 4) return bad("not 4 comma-separated columns");
+    if (columns.size() != 6) return bad("not 6 comma-separated columns");
     auto index = parse_non_negative<int>(columns[0]);
     if (!index) return bad("bad GPU index");
     if (columns[1].empty()) return bad("empty UUID");
@@ -136,9 +157,14 @@ Result<std::vector<SmiGpuRow>> parse_smi_probe_gpus(std::string_view output) {
     if (!used) return bad("bad memory.used");
     auto utilization = parse_percent(columns[3]);
     if (!utilization) return bad("bad utilization.gpu");
+    auto temperature = parse_temperature(columns[4]);
+    if (!temperature) return bad("bad temperature.gpu");
+    auto power = parse_watts(columns[5]);
+    if (!power) return bad("bad power.draw");
     if (!indices.insert(*index).second) return bad("duplicate GPU index");
     if (!uuids.insert(std::string(columns[1])).second) return bad("duplicate GPU UUID");
-    rows.push_back(SmiGpuRow{*index, std::string(columns[1]), *used, *utilization});
+    rows.push_back(
+        SmiGpuRow{*index, std::string(columns[1]), *used, *utilization, *temperature, *power});
     return ok();
   });
   if (!status) return tl::unexpected(status.error());
@@ -176,7 +202,8 @@ Result<ProbeSample> merge_smi_probe(const std::vector<SmiGpuRow>& gpus,
             [](const SmiGpuRow* a, const SmiGpuRow* b) { return a->index < b->index; });
   for (const SmiGpuRow* row : ordered) {
     by_uuid[row->uuid] = sample.gpus.size();
-    sample.gpus.push_back(GpuSample{row->index, row->memory_used_mib, row->utilization, {}});
+    sample.gpus.push_back(GpuSample{row->index, row->memory_used_mib, row->utilization,
+                                    row->temperature_c, row->power_w, {}});
   }
   for (const SmiComputeApp& app : apps) {
     auto it = by_uuid.find(app.gpu_uuid);

@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nvidia-smi probe, for machines where NVML cannot be loaded: each sample runs two queries
 // through the injected CommandFn, each with kNvidiaSmiTimeout,
-//   nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu --format=csv,noheader,nounits
+//   nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,power.draw
+//              --format=csv,noheader,nounits
 //   nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits
 // and joins them on the GPU UUID. The nvidia-smi run is nvidia_smi_program() (gpu/nvidia_smi.h:
 // $GPUQ_NVIDIA_SMI or "nvidia-smi"), read at every sample.
@@ -23,7 +25,7 @@ namespace gpuq::gpu {
 // The query arguments whose outputs the parsers read; the column order matters. Both are run
 // with kNvidiaSmiFormat (gpu/nvidia_smi.h).
 inline constexpr std::string_view kSmiProbeGpuQuery =
-    "--query-gpu=index,uuid,memory.used,utilization.gpu";
+    "--query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,power.draw";
 inline constexpr std::string_view kSmiProbeAppsQuery =
     "--query-compute-apps=gpu_uuid,pid,used_memory";
 
@@ -33,6 +35,8 @@ struct SmiGpuRow {
   std::string uuid;
   int64_t memory_used_mib = 0;  // "[N/A]" / "[Not Supported]" read as 0
   int utilization = -1;         // "[N/A]" / "[Not Supported]" read as -1
+  int temperature_c = -1;       // degrees C; "[N/A]" / "[Not Supported]" read as -1
+  double power_w = -1;          // watts, with decimals; "[N/A]" / "[Not Supported]" read as -1
 };
 
 // One line of the compute-apps query.
@@ -44,8 +48,8 @@ struct SmiComputeApp {
 };
 
 // Parses the GPU query, one GPU per line. Tolerates CRLF, surrounding whitespace and blank
-// lines. Anything else (not 4 columns, a bad index, an empty UUID, a duplicate index or UUID,
-// utilisation outside 0..100) is Code::kCorruption quoting the line number and the line.
+// lines. Anything else (not 6 columns, a bad index, an empty UUID, a duplicate index or UUID,
+// utilisation outside 0..100, a temperature or power that is not a non-negative number) is Code::kCorruption quoting the line number and the line.
 Result<std::vector<SmiGpuRow>> parse_smi_probe_gpus(std::string_view output);
 
 // Parses the compute-apps query, one process per line, with the same tolerance; empty output

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/smi_probe.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,10 @@ TEST(ParseSmiProbeTest, GpuQueryOfAnEightH100Box) {
   EXPECT_EQ((*rows)[2].utilization, 100);
   EXPECT_EQ((*rows)[4].memory_used_mib, 18437);
   EXPECT_EQ((*rows)[4].utilization, 41);
+  EXPECT_EQ((*rows)[0].temperature_c, 31);
+  EXPECT_EQ((*rows)[0].power_w, 71.82);
+  EXPECT_EQ((*rows)[2].temperature_c, 67);
+  EXPECT_EQ((*rows)[2].power_w, 612.35);
 }
 
 TEST(ParseSmiProbeTest, ComputeAppsOfAnEightH100Box) {
@@ -77,6 +82,10 @@ TEST(ParseSmiProbeTest, UnavailableValuesAndCrlf) {
   EXPECT_EQ((*rows)[0].utilization, -1);     // [Not Supported]
   EXPECT_EQ((*rows)[1].uuid, "GPU-c41f8d26-a9e3-7b05-d2c8-6f1e4a9b7d30");
   EXPECT_EQ((*rows)[1].utilization, 7);
+  EXPECT_EQ((*rows)[0].temperature_c, -1);  // [N/A]
+  EXPECT_EQ((*rows)[0].power_w, -1);
+  EXPECT_EQ((*rows)[1].temperature_c, 44);
+  EXPECT_EQ((*rows)[1].power_w, -1);        // [Not Supported]
   auto apps = parse_smi_compute_apps(read_testdata("probe_rtx4090x2_na_apps.txt"));
   ASSERT_TRUE(apps.has_value()) << apps.error().message;
   ASSERT_EQ(apps->size(), 2u);
@@ -95,19 +104,27 @@ TEST(ParseSmiProbeTest, EmptyOutputIsNoProcess) {
 }
 
 TEST(ParseSmiProbeTest, UnreadableGpuLinesAreCorruption) {
-  auto rows = parse_smi_probe_gpus("0, GPU-a, 1, 0\n1, GPU-b, 12\n");
+  auto rows = parse_smi_probe_gpus("0, GPU-a, 1, 0, 30, 60\n1, GPU-b, 12, 0\n");
   ASSERT_FALSE(rows.has_value());
-  expect_corrupt(rows.error(), "line 2: not 4 comma-separated columns: \"1, GPU-b, 12\"");
-  rows = parse_smi_probe_gpus("0, GPU-a, 1, 120\n");
+  expect_corrupt(rows.error(), "line 2: not 6 comma-separated columns: \"1, GPU-b, 12, 0\"");
+  rows = parse_smi_probe_gpus("0, GPU-a, 1, 120, 30, 60\n");
   ASSERT_FALSE(rows.has_value());
   expect_corrupt(rows.error(), "line 1: bad utilization.gpu");
-  rows = parse_smi_probe_gpus("0, GPU-a, lots, 0\n");
+  rows = parse_smi_probe_gpus("0, GPU-a, lots, 0, 30, 60\n");
   ASSERT_FALSE(rows.has_value());
   expect_corrupt(rows.error(), "bad memory.used");
-  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0\n0, GPU-b, 1, 0\n");
+  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0, -4, 60\n");
+  ASSERT_FALSE(rows.has_value());
+  expect_corrupt(rows.error(), "line 1: bad temperature.gpu");
+  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0, 30, 60 W\n");
+  ASSERT_FALSE(rows.has_value());
+  expect_corrupt(rows.error(), "line 1: bad power.draw: \"0, GPU-a, 1, 0, 30, 60 W\" (expected "
+                               "\"index, uuid, memory.used MiB, utilization.gpu %, temperature.gpu "
+                               "C, power.draw W\")");
+  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0, 30, 60\n0, GPU-b, 1, 0, 30, 60\n");
   ASSERT_FALSE(rows.has_value());
   expect_corrupt(rows.error(), "line 2: duplicate GPU index");
-  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0\n1, GPU-a, 1, 0\n");
+  rows = parse_smi_probe_gpus("0, GPU-a, 1, 0, 30, 60\n1, GPU-a, 1, 0, 30, 60\n");
   ASSERT_FALSE(rows.has_value());
   expect_corrupt(rows.error(), "line 2: duplicate GPU UUID");
 }
@@ -143,11 +160,13 @@ TEST(MergeSmiProbeTest, ProcessesLandOnTheirGpus) {
   EXPECT_EQ(sample->gpus[4].processes[1].used_memory_mib, 6216);
   EXPECT_EQ(sample->gpus[4].memory_used_mib, 18437);
   EXPECT_EQ(sample->gpus[4].utilization, 41);
+  EXPECT_EQ(sample->gpus[4].temperature_c, 52);
+  EXPECT_EQ(sample->gpus[4].power_w, 301.9);
   for (int i : {0, 1, 5, 6, 7}) EXPECT_TRUE(sample->gpus[i].processes.empty()) << i;
 }
 
 TEST(MergeSmiProbeTest, OrdersGpusByIndex) {
-  auto rows = parse_smi_probe_gpus("3, GPU-d, 5, 1\n1, GPU-b, 7, 2\n");
+  auto rows = parse_smi_probe_gpus("3, GPU-d, 5, 1, 30, 60\n1, GPU-b, 7, 2, 30, 60\n");
   ASSERT_TRUE(rows.has_value()) << rows.error().message;
   auto sample = merge_smi_probe(*rows, {});
   ASSERT_TRUE(sample.has_value());
@@ -179,8 +198,8 @@ TEST_F(SmiProbeTest, RunsBothQueriesWithTheTimeoutAndJoinsThem) {
   ASSERT_EQ(sample->gpus.size(), 8u);
   EXPECT_EQ(sample->gpus[4].processes.size(), 2u);
   std::vector<std::vector<std::string>> expected = {
-      {"/opt/nvidia/bin/nvidia-smi", "--query-gpu=index,uuid,memory.used,utilization.gpu",
-       "--format=csv,noheader,nounits"},
+      {"/opt/nvidia/bin/nvidia-smi",
+       "--query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,power.draw", "--format=csv,noheader,nounits"},
       {"/opt/nvidia/bin/nvidia-smi", "--query-compute-apps=gpu_uuid,pid,used_memory",
        "--format=csv,noheader,nounits"}};
   EXPECT_EQ(command.calls(), expected);
@@ -203,7 +222,8 @@ TEST_F(SmiProbeTest, ATimeoutIsUnavailable) {
   ASSERT_FALSE(sample.has_value());
   EXPECT_EQ(sample.error().code, Code::kUnavailable);
   EXPECT_EQ(sample.error().message,
-            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu: no answer within 10s");
+            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,"
+            "power.draw: no answer within 10s");
   EXPECT_EQ(command.calls().size(), 1u);  // the second query is not tried
 }
 
@@ -216,7 +236,8 @@ TEST_F(SmiProbeTest, ANvidiaSmiThatSigkillCannotEndIsCalledStuck) {
   ASSERT_FALSE(sample.has_value());
   EXPECT_EQ(sample.error().code, Code::kUnavailable);
   EXPECT_EQ(sample.error().message,
-            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu: no answer within 10s, "
+            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,"
+            "power.draw: no answer within 10s, "
             "and SIGKILL did not end it: it is stuck in the kernel (a wedged driver?)");
 }
 
@@ -229,7 +250,7 @@ TEST_F(SmiProbeTest, WhileHelpersAreStuckASampleFailsWithoutStartingNvidiaSmi) {
   std::string starts = dir + "/starts";
   std::string smi = dir + "/nvidia-smi";
   std::ofstream(smi) << "#!/bin/sh\necho started >> '" << starts << "'\n"
-                     << "case \"$1\" in --query-gpu=*) echo '0, GPU-aaa, 10, 5';; esac\n";
+                     << "case \"$1\" in --query-gpu=*) echo '0, GPU-aaa, 10, 5, 40, 120.5';; esac\n";
   ::chmod(smi.c_str(), 0755);
   ::setenv("GPUQ_NVIDIA_SMI", smi.c_str(), 1);
   auto probe = make_smi_probe();
@@ -299,7 +320,8 @@ TEST_F(SmiProbeTest, AMissingNvidiaSmiIsUnavailable) {
   ASSERT_FALSE(sample.has_value());
   EXPECT_EQ(sample.error().code, Code::kUnavailable);
   EXPECT_EQ(sample.error().message,
-            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu: nvidia-smi: program "
+            "nvidia-smi --query-gpu=index,uuid,memory.used,utilization.gpu,temperature.gpu,"
+            "power.draw: nvidia-smi: program "
             "not found in PATH");
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support for the gpu module's tests: reads a recorded nvidia-smi output from testdata/
 // (GPUQ_GPU_TESTDATA is set by CMake for the gpu tests), and stands in for os::run_command
 // with canned answers. Not part of gpuq_gpu. One thread.

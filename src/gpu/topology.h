@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How well a machine's GPUs are connected to each other, as scores for the scheduler's placement
 // (sched::Snapshot::links): multi-GPU jobs go to the best-connected free GPUs, and one-GPU jobs
 // keep well-connected pairs whole. The scores come from the matrix `nvidia-smi topo -m` prints,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fleet run's claim deadline: the contract between a node's fleet agent, which holds the
 // run's claim in the bucket, and the run's shim, which stops the run when the claim was not
 // renewed in time, even while no daemon is alive (docs/fleet.md, "Guarantees").

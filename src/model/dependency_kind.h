@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A dependency's kind from its stored or requested name ("afterok", "afterany", "afternotok",
 // "file", "requires"): the inverse of to_string(Dependency::Kind) in model/job.h, shared by
 // the spec's JSON reader and the store's light reads of specs. Pure; thread-safe.

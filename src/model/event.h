@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An event: one entry of the daemon's append-only log. Every state change and every lasting
 // condition is recorded as one, in the same transaction as the change. Plain value.
 #pragma once

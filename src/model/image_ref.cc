@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "model/image_ref.h"
 
 #include <fmt/format.h>

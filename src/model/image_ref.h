@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Container image references and container users, checked when a job is submitted (docs/jobs.md,
 // "Containers"), so that a typo is refused at the desk rather than by a pull at run time.
 // An image reference follows the grammar container runtimes read (docker's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "model/job.h"
 #include "model/dependency_kind.h"
 

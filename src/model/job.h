@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue's vocabulary: jobs, runs and resources, their states, and which state changes
 // are legal. Plain values owned by whoever holds them; no I/O, no clock; thread-safe as values.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's steps across its runs (docs/jobs.md, "Steps"): which run last reached a step, and
 // where a step's output lies in its run's output.log. The shim records, for every step it
 // begins, output.log's size at that moment (StepRun::log_offset), so a step's output is the

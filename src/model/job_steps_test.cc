@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's steps across its runs: the run that last reached a step, where each step's output
 // lies in output.log, and those offsets in the job's JSON (docs/api.md, "Objects").
 #include "model/job_steps.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON shapes of jobs, runs and resources, shared by the API (which writes them) and the
 // CLI (which reads them), so that the wire contract of docs/api.md lives in one place.
 // Pure functions; thread-safe.

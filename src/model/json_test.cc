@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The preemption and GPU-memory fields of the job and run JSON (docs/api.md, "Objects").
 #include "model/json.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The limits on what a client may ask of gpuq, in one place (docs/api.md, "Limits"): the
 // ranges spec_from_json and the API's body decoders enforce, so that the daemon never does
 // arithmetic that overflows on a value a client chose; the size and nesting of request bodies;

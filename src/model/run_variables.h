@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names of the variables gpuq sets in every run's environment (docs/jobs.md, "The run
 // environment"). A submitted environment never overrides them, the CLI does not copy them
 // from the submitter's shell, and a daemon started inside a job drops them from its own.

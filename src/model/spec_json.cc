@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "model/spec_json.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one JSON form of a JobSpec: the body of POST /v1/jobs (docs/api.md, "Submit request"),
 // each job of a plan sent to POST /v1/plans, and what the store keeps. Parsing is strict: an
 // unknown field or a value of the wrong type is an error naming the field (and the job's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The steps of a job with several (docs/jobs.md, "Steps"): what one step is as a run's shim
 // runs it, and what one step of one run did. A run's shim runs its steps in order, from the
 // first one an earlier run did not finish; it records each step's start and end in the run

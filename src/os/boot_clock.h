@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The clock that fleet claim deadlines are written in (model/claim_deadline.h): CLOCK_BOOTTIME,
 // milliseconds since this machine booted. It never steps (NTP cannot move it), it counts the
 // time the machine was suspended (the fleet's other nodes saw that time pass too), and every

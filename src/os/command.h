@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a short external program (nvidia-smi, a REQUIRES shell test) with a hard timeout and
 // capturing what it prints. This is for helpers whose output the daemon reads, not for jobs:
 // jobs are started by the runner through `gpuq shim` and outlive the daemon.

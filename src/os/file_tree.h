@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measuring and removing a directory tree through file descriptors, never by path: for the root
 // daemon removing a job's directory, which belongs to the job's user. A user may plant links
 // (or swap a directory for a link while the removal runs); each directory is opened with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who a job's code runs as. A daemon started as root (a shared box, docs/lab.md) runs each job,
 // and each REQUIRES / DONE_IF test, as the user who submitted it; any other daemon runs them as
 // itself. This file looks users up (getpwnam_r, getgrouplist) and drops a forked child's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts about processes and files that the runner and daemon need from Linux: a process's
 // start time (to tell a live run from a reused pid), pidfds (to be woken when a process that
 // is not our child exits), and durable file writes. Thin wrappers over system calls; errno is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/process_table.h"
 
 #include <dirent.h>

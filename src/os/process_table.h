@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process table behind an interface, so that the cleanup sweep and the ownership of GPU
 // processes can be tested without real processes: list pids, read a process's facts (parent,
 // start ticks, owner, zombie), one variable of its environment and its command line, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /proc process table against real processes.
 #include "os/process_table.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening a file beneath a trusted directory without following any symbolic link on the way:
 // for a process with more rights than the owner of what it opens (the root daemon and shim in a
 // job's directory, which belongs to the job's user). That user may replace any file or directory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "os/safe_open.h"
 
 #include <fcntl.h>

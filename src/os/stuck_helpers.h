@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The helper commands (os/command.h) that SIGKILL could not end at once: a process stuck in the
 // kernel (uninterruptible sleep in a wedged GPU driver, a hung file system) dies only when the
 // kernel lets it, so run_command hands it to a background thread that waits for it and returns.

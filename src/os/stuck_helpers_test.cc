@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bound on helpers that SIGKILL cannot end at once. Real children are spawned and really
 // killed; the StuckHelperGate seam makes each kill count as stuck and holds its reaping until
 // the test lets it go, which is what a child in uninterruptible sleep looks like to run_command.

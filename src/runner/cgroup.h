@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Containment of runs by cgroup v2 (docs/containment.md). Where the daemon may write a cgroup v2
 // subtree (its own cgroup, delegated by systemd, or a configured `[cgroup] root`), every run
 // gets its own cgroup `<root>/runs/<run id>`: nothing the job starts can leave it (setsid and

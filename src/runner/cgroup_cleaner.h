@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thread that drives a CgroupCleanup (cgroup_cleanup.h) over the real clock and inotify: each
 // pending run's cgroup.events is watched for IN_MODIFY, which the kernel raises when
 // `populated` changes, so a cleanup is confirmed the moment the run's cgroup empties, with no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup cleaner against real processes in a private cgroup v2 subtree: a job that
 // double-forks a setsid'd sleeper is still killed, and the cleanup is confirmed by
 // `populated 0` (inotify); a busy job's CPU time is accounted. Skipped where no cgroup v2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cleanup after a run contained by its own cgroup (cgroup.h): the cleanup sweep's job
 // (cleanup.h) without any /proc scan. add() writes `1` to the group's cgroup.kill, which
 // SIGKILLs everything in it, escaped sessions and double forks included, and the cleanup is

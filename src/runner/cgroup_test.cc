@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The containment logic over an in-memory cgroup tree: choosing the containment, preparing the
 // tree (the daemon moved into a leaf before controllers are enabled), placing a run, and the
 // cgroup cleanup's kill / populated / accounting rules, including peak memory where the

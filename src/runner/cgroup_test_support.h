@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // For tests that need a real cgroup v2 subtree: a private directory under this machine's cgroup
 // v2 mount (/sys/fs/cgroup/unified beside v1 controllers, or /sys/fs/cgroup on a unified
 // hierarchy), created for one test and removed after it, with every group under it. Tests

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shim's watch over a fleet run's claim deadline (model/claim_deadline.h), so that a run
 // never outlives its claim, even while no daemon is alive to cancel it. A timerfd on
 // CLOCK_BOOTTIME is armed at the deadline the shim knows; when it fires, the deadline file is

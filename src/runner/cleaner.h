@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thread that drives a CleanupSweep over the real (steady) clock: the daemon hands it each
 // ended run's marker and gets the outcome back through a callback. The thread sleeps on a
 // condition variable until the sweep's next scan is due or a cleanup is added, so an idle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Cleaner over the real clock and real process trees: daemons that escaped their run's
 // process group with setsid are found by their GPUQ_RUN_ID and killed. Each test has its own
 // marker; TearDown kills whatever still carries it and reaps (this process is a child

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cleanup sweep of DESIGN.md §3 ("Release a GPU by cleaning up, not by hoping"). After a
 // run ends, its shim has emptied the job's process group, but processes that called setsid
 // (a vLLM EngineCore, a llama-server) escaped it. They still carry the run's GPUQ_RUN_ID in

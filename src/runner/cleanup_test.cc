@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cleanup sweep against a fake process table and fake times: no real process, no sleep.
 #include "runner/cleanup.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running the container runtime's commands other than `run` (which the run's shim runs in the
 // foreground): stopping a step's container, cleaning up a run's containers by its label, and an
 // image's presence and pull (docs/containers.md). Each is a short external command run with

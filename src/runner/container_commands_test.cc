@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime's commands end to end (runner/container_commands.h) against a stand-in for the
 // `docker` binary: a shell script the test writes, which records every argument list it is given
 // and behaves as docker would from a few state files (its containers, images, registry, faults).

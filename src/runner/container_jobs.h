@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemon asks of the container runtime for one run or one job (docs/containers.md),
 // built on container_commands.h: stopping every container of a run, cleaning them up within the
 // cleanup limit, and making a job's images present (checked, pulled as its policy says).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runner/container_run_spec.h"
 
 #include <fmt/format.h>

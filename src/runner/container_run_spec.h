@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's spec made to run its container steps (docs/containers.md): for the daemon, which
 // builds a run's spec as for the host (runner::run_argv, build_run_env, the steps) and then
 // hands it here, so each step that has an image (its own, else the job's) becomes `RUNTIME run`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's spec made to run its container steps (runner/container_run_spec.h).
 #include "runner/container_run_spec.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The container runtime that runs a container job's steps (docs/containers.md): which one
 // (docker or podman, found from config.toml's `[containers]` and the daemon's PATH), and the
 // command lines gpuq gives it, built from plain values: `run` (one step, in the foreground under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command lines gpuq gives docker and podman (runner/container_runtime.h), word for word,
 // and how the runtime is found on a PATH the test makes.
 #include "runner/container_runtime.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a shim starts one process of its run (the job, a step, a step's done_if): argv and
 // environment as C arrays, file actions and attributes, built before the shim forks (see
 // PreparedShim), then spawned into its own process group with the log as stdout and stderr;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runner/log_cap.h"
 
 #include <fcntl.h>

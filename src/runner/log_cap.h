@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps a run's output.log at most `max_bytes` long while the job writes it itself (the job's
 // stdout and stderr are the log file, opened O_APPEND: no copy through the shim, so a slow or
 // dead shim never blocks or loses the job's output). Past the cap the file is cut back to the

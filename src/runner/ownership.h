@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Telling a run's GPU process from a foreign one (DESIGN.md §3: a GPU holding memory for a
 // process that no run owns is *foreign*). A process belongs to a live run when its environment
 // carries the run's GPUQ_RUN_ID, or when one of its ancestors is the run's shim (same pid and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run environment contract of docs/jobs.md: what a job sees besides the environment it
 // was submitted with (CUDA_VISIBLE_DEVICES, GPUQ_JOB_ID, ...), and the argv that runs a job's
 // script snapshot. Pure functions; thread-safe.

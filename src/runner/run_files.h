@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The files through which the daemon and a run's shim talk, all inside the run directory:
 //   run.json   what to run (written by the daemon before the shim starts)
 //   exit.json  how the run ended (written atomically by the shim, once, at the very end)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What is left of a run whose shim vanished without an exit record (it was killed, or the
 // machine lost power): the job's processes stay in the shim's session unless they called
 // setsid. One round of the sweep signals each of them with SIGKILL, checked one by one through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stand-alone shim executable for runner tests: the same code that `gpuq shim` runs.
 #include "runner/shim.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real processes: a run's shim runs a job's steps in order (docs/jobs.md, "Steps").
 #include <csignal>
 #include <filesystem>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real processes: the shim runs real jobs and must leave nothing behind.
 #include <csignal>
 #include <filesystem>

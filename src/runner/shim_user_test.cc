@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shim of a run of another user (RunSpec::run_as), with real users: the job's ids, groups,
 // environment and capabilities, the ownership of its files, and the links and replaced files a
 // user could leave in the directories that are now theirs. Skipped unless run as root.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small helper process that forks run shims on the daemon's behalf. Starting a run by
 // exec'ing the gpuq binary costs 5-9 ms here (it maps some 38 shared libraries, most of them
 // libcurl's); a fork of this small, single-threaded process costs a fraction of a millisecond.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The time profile behind backfill (EASY with one reservation, conservative for the first
 // Snapshot::max_reservations waiting jobs with more): every claim on the machine over time —
 // running jobs until their expected ends, jobs started in this pass, and the reservations

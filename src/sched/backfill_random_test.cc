@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomised backfill checks against the reference simulator (test_support.h).
 //
 // Each case is a small random machine (1-6 GPUs with memory, topology, an occasional

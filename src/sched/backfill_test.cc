@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backfill rules, case by case: durations (estimate, timeout, unknown and its limit), running
 // jobs without an expected end, resources a reservation does not need, conservative
 // reservations for the first max_reservations waiting jobs, the cap (EASY past it), EASY's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fixed-size bit sets for the scheduler's hot path. A GpuSet names GPUs by their position in
 // slot order (bit i = the i-th lowest slot), so "lowest bit" means "lowest slot" and ties in
 // placement resolve to the lowest slot for free. A TokenSet names lanes (bit = lane index)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Table-driven scheduler tests: a Case is a snapshot and what one pass must decide about it
 // (who starts, who waits, on which slots, with which reason text). expect_case() runs the
 // pass, checks the decision against the reference validity checker and then the table.

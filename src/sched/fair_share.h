@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fair share between users (scheduler.h, "Fair share"): the decayed usage each user is compared
 // by, and the scheduling order that interleaves users within a priority by that usage. Usage is
 // GPU-time with exponential decay: a GPU-hour used one half-life ago counts half. The daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fair share and per-user limits: users interleave within a priority by their decayed usage, a
 // heavy user's deep queue does not starve a light user, the order is today's when fair share is
 // off or one user owns every job, and limits keep jobs back with their exact reasons.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lanes: capacity counters, and exclusions between lanes and GPU work, in both directions
 // and between jobs started in the same pass.
 #include <gtest/gtest.h>

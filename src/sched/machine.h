@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine as one scheduling pass sees it *now*: GPUs in slot order with their pools and
 // memory, lane counters, the tokens (lanes and "gpu") in use and the symmetric exclusions
 // between them, plus what better waiting jobs hold back (kPriority-style claims). It is the

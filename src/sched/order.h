@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduling order of a queue, computed without copying the jobs: indices into
 // Snapshot::queue sorted by (priority, queue_order), or by queue_order alone for
 // Policy::kFifo; equal keys keep their order in the queue (the sort is stable). A radix sort

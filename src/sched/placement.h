@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU choice: which of the GPUs available to a job it gets. Multi-GPU jobs get the
 // best-connected set (maximise the minimum pairwise link, then the sum); one-GPU jobs get the
 // GPU whose loss breaks the least (its best link to another available GPU is weakest, then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU choice: topology, memory and sharing, reservations.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_preemptions(): see preemption.h for the policy. The GPU bookkeeping is the Machine's
 // (slot order, pools, usability), so a pool here is exactly the pool schedule() used; per
 // GPU it keeps how many of its holders are not yet chosen, so adding or dropping a victim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption planning: which running jobs to stop (yield or restart, DESIGN.md §2) so that
 // better waiting jobs can start. Pure like schedule(): it reads a Snapshot and the Decision
 // schedule() returned for it, and names victims; the daemon carries them out (yield file or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption planning: who preempts (first in line for GPUs, better by the gap and not one
 // less), whom (modes, restart windows, least loss, pools, usable GPUs, memory, sharers,
 // phantom holders), how many (greedy then pruned), and the promises that keep one preemption

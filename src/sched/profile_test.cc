@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The time profile behind backfill (backfill.h), asked directly at its boundaries: memory
 // exactly enough versus one MiB short, over windows where sharers come and go; lane units at
 // a window's edges, with units that no running job names; and where the search for a start

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WaitReason::text: the one place a reason becomes words. It reads only the machine parts of
 // the snapshot (GPUs, lanes, reservations), never the queue or the running jobs, because the
 // daemon renders reasons later from a snapshot whose queue it has dropped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WaitReason::text: every kind, the exact forms other parts of gpuq rely on, and rounding.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One scheduling pass: walks the queue in order and, for each job, either starts it (the
 // Machine says its resources are free now and the Profile says it delays no reservation)
 // or records why it waits and makes sure no worse job takes what it needs — through a

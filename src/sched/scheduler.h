@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure scheduler: given a snapshot of the machine (GPUs, lanes, running jobs with their
 // expected ends) and the queue of jobs that are *eligible* to start (their dependencies,
 // holds and not-before times are the daemon's business and already satisfied), decide which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Order, policies, zero-GPU jobs, draining and the daemon's way of calling schedule().
 #include "sched/scheduler.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test-only helpers for the scheduler's tests (linked into sched_test, not gpuq_sched):
 // snapshot builders, a checker that every start in a Decision is valid for its Snapshot
 // (written independently of the scheduler's own bookkeeping, as a reference), and an

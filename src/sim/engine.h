@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's engine, shared by simulate.cc (the clock and the passes) and
 // simulate_load.cc (checking and loading the input). Internal to src/sim: one Simulation
 // owns the virtual machine's state (a sched::Snapshot whose queue is the current pass's

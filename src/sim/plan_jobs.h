@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns a plan request — the body of POST /v1/plans (docs/api.md, "Scheduling (v1
 // additions)"): {"jobs": [submit request with "name"], "reservations": [{"name", "gpus",
 // "jobs"}]} — into simulator input. Each job is validated with model/spec_json's

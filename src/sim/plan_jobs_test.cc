@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sim/plan_jobs.h"
 
 #include <gmock/gmock.h>

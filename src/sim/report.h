@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a simulation's result is shown: a table for people and JSON for scripts. The JSON keys
 // are a contract (docs/api.md and `gpuq simulate --json`):
 //   {"makespan_s", "utilization" (0..1), "mean_wait_s", "p95_wait_s",

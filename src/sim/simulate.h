@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator: replays a list of jobs on a virtual machine with the daemon's own pure
 // scheduler (sched::schedule) on a virtual clock, to answer "how long will this plan take",
 // "what if I had 16 GPUs" and "when will my pending job start" (the daemon's ETAs), without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checking and loading simulate()'s input into the engine: the machine, the jobs, the jobs
 // running at time 0, dependencies and cycles. See simulate.h for what is refused.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's users (SimMachine::users): fair share and per-user limits on the virtual
 // clock, as the daemon applies them (daemon/user_usage.h): usage charged with the same decay
 // (sched/fair_share.h) as runs end, running jobs counted as they accrue.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator with users: fair share interleaves two users on the virtual clock, each user
 // starts at zero usage unless told, and limits keep a user's jobs back as the daemon does.
 #include <gtest/gtest.h>

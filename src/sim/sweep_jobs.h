@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plan's job arrays and grids in a simulation (docs/sweeps.md): each array job becomes its
 // elements (NAME[3], NAME[lr=3e-4,seed=2]), each running as its base does; a dependency on an
 // array's name becomes one on each of its elements; and the elements of an array capped at MAX

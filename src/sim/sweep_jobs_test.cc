@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays in simulations (sim/sweep_jobs.h): elements, the cap as a lane, checked against the
 // simulated timeline itself, and dependencies on an array's name.
 #include "sim/sweep_jobs.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job traces for replay: a CSV file, one job per line, as cluster logs are usually exported:
 //   id,submit_s,gpus,duration_s[,priority][,est_s]
 // An optional first line of column names may reorder the columns or leave out the optional

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's queue of eligible jobs, in scheduling order, and the proof that lets one
 // scheduling pass see only a prefix of it (the "window") without changing any decision.
 //

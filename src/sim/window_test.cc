@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The window (window.h) must never change a decision: a simulation that hands each pass only
 // a proven-sufficient prefix of the queue must equal one that hands over the whole queue, for
 // every policy, with sched's scheduler and with a double that really backfills.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cycles among the jobs of a plan: a job that waits, through any chain, for itself can never
 // start, so a plan holding one is refused before anything is queued. Iterative, so a long chain
 // of jobs cannot overflow the stack.

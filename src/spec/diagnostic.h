@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One finding about a script or plan file, pointing at the line a person must change: the
 // shared currency of header parsing, plan loading and `gpuq lint`. A plain value; thread-safe
 // as a value.

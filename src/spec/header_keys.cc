@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "spec/header_keys.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `#gpuq` keys of script headers (spec/headers.h): each key's spelling, the submit-request
 // field it sets and the kind of value it takes, in the order people meet them. Internal to the
 // header reader (headers.cc), apart from known_header_keys in headers.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Script headers: the `#gpuq key=value` lines (and the compatibility forms `# LANE=`,
 // `# REQUIRES=`, `# DONE_IF=`, `# RETRIES=`, `# gpuq-in:`, `# gpuq-out:`) at the top of a job
 // script, read into the submit-request fields of docs/api.md ("Scheduling (v1 additions)").

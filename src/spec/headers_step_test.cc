@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The container keys of script headers (image=, pull=, container-user=) and a step's script
 // (ScriptRole::kStep), which sets only its own step.
 #include <gtest/gtest.h>

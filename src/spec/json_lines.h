@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where each value of a JSON text starts, by JSON pointer ("/jobs/3" -> line 12), because
 // nlohmann::json keeps no positions and a plan's messages must name the line to edit.
 // Owns a tree of the text's values built once from the text (one node per value, keyed by its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuq lint`: every finding about job scripts and plan files before anything is queued, so a
 // bad job is fixed at the desk, not discovered by a queue gone quiet (DESIGN.md §6). A `.json`
 // file is a plan (checked with check_plan, plus the scripts its jobs and steps name); anything

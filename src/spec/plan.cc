@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan checker's main line (plan_checker.h): the plan's shape, each job's fields, script,
 // headers and dependencies, and the cycle check; the public functions of plan.h over text.
 #include "spec/plan.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plan files: a JSON list of jobs (with scripts, dependencies and estimates) and GPU
 // reservations, turned into the body of POST /v1/plans (docs/api.md). The format is the one in
 // use today (DESIGN.md §2):

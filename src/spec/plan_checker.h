@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the plan reader (plan.h): the checker behind check_plan_text, one object per
 // plan read. Its work is split by concern over plan.cc (the plan's shape, each job's fields,
 // script and dependencies), plan_steps.cc (a job's "steps"), plan_reservations.cc (GPU

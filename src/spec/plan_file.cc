@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file-reading side of plan.h: check_plan and load_plan read the plan file and hand its
 // text to check_plan_text, and read_plan_script reads the scripts a plan names. Kept apart from
 // plan.cc so that the checker itself works on text (tests, the fuzzer) and stays one concern.

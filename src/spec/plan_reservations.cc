@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan checker's GPU reservations (plan_checker.h): {"name"?, "gpus": [indices], "jobs":
 // [ids]}, each job in at most one, and none asking for more GPUs than its reservation has.
 #include <fmt/format.h>

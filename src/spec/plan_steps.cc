@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan checker's steps (plan_checker.h, docs/jobs.md "Steps"): a job's "steps", each
 // {"script": PATH, "args"?} or {"argv": [...]} (or "command", as a plan job's) with an optional
 // "name", "timeout", "done_if" and "image". A step's script is read from the plan's directory and

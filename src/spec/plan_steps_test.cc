@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Steps and containers in plan files (plan_steps.cc): a job's "steps", each step's script read from
 // the plan's directory with its step headers, every refusal at its file:line. Plans are checked
 // from text with scripts from a map (no files).

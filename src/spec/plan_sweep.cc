@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan checker's job arrays and grids (plan_checker.h, docs/sweeps.md): a plan job's
 // "array", "grid" and "max_running" (or its script's `#gpuq array=` / `grid=` / `max_running=`
 // headers) checked with the parsers `gpuq submit --array/--grid` uses, each error at the line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays and grids in plan files (plan_sweep.cc): "array", "grid" and "max_running" in a
 // plan entry or its script's headers, every refusal at its file:line, and dependencies on an
 // array's elements. Plans are checked from text with scripts from a map (no files).

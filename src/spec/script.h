@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading and checking job scripts before anything is queued: a missing, unreadable, empty,
 // binary or non-UTF-8 script is refused with a message naming the file and the fix.
 // Used by the CLI (which reads the file) and by the daemon (which re-checks the text it is sent).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Splitting a line into words as a POSIX shell quotes them, and nothing more: whitespace
 // separates words; '...' keeps everything literal; "..." keeps everything but \" \\ \$ \` (and a
 // backslash-newline, which is removed); a backslash outside quotes keeps the next character (and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps: the elements of a job array (`--array 0-99:2%4`, `--array 1,4,9`) or of a parameter
 // grid (`--grid lr=1e-4,3e-4 --grid seed=0..4`), as the CLI, plans, script headers and the
 // daemon read them (docs/sweeps.md). Parsing is strict: every malformed range, step, cap,

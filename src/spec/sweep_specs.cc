@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "spec/sweep_specs.h"
 
 namespace gpuq::spec {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The elements of a job array or grid as job specs (docs/sweeps.md): what the daemon queues for
 // a sweep on its own and for a plan's array jobs, and what `gpuq fleet submit --array/--grid`
 // puts in the bucket, from one recipe.

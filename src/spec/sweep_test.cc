@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Arrays and grids (spec/sweep.h): every form, every refusal and its message, the elements,
 // substitution in arguments and the elements' variables.
 #include "spec/sweep.h"

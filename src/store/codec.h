@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a JobSpec and a run's GPU list are written into the store's TEXT columns (JSON), and
 // read back. Private to the store module. Pure functions.
 #pragma once

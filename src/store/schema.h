@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store's schema, as an ordered list of migrations: migration N takes a database from
 // version N-1 to N. The version lives in one place, the `schema_migrations` table; a database
 // written by a newer gpuq (a version this build does not know) is refused with a message.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thin RAII layer over the SQLite C API: a Database owns one connection and a cache of
 // prepared statements; a Statement is borrowed from that cache and reset when it goes out of
 // scope. Errors come back as Status with SQLite's message. One Database is used by one thread

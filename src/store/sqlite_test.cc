@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The connection settings the store's guarantees rest on.
 #include "store/sqlite.h"
 

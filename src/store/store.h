@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's durable state: jobs, runs, resources, the event log and a few settings, in one
 // SQLite file in WAL mode. The queue actor owns the one writable Store and wraps every state
 // change and its event in one transaction (see transaction()). API threads open their own

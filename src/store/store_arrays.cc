@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays and grids (docs/sweeps.md, schema 11): the `arrays` rows and the reads that find
 // an array's elements through jobs.array_id. Each read goes through an index (the arrays'
 // primary key or name, jobs_by_array, jobs_active), so its cost follows the arrays and

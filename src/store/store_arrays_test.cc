@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays in the store (store_arrays.cc, schema 11) on a real SQLite file: arrays and their
 // elements round-trip, names stay unique, the arrays with unfinished elements are found, and an
 // array goes with its last pruned element.

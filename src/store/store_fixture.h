@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test support: a fresh store in a temporary directory per test, removed afterwards. Included
 // by the store's tests only. One thread.
 #pragma once

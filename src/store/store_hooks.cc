@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hook_cursors table (schema 5): where each event hook stands in the event log.
 #include "store/store.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The store's reads for /metrics: counts grouped in SQL, so a scrape or a start costs one
 // query each rather than a walk over every row in C++.
 #include "store/store.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retention: choosing and deleting finished jobs older than `[retention] keep`, with every row
 // that refers to them and the arrays left without an element, and old job-less events. The
 // queue actor calls these in batches, one transaction each, so a prune never holds the store

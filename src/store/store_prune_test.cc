@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retention in the store (store_prune.cc) on a real SQLite file: which jobs are chosen, what
 // goes with them, what must never go, and that ids and seqs are never given out twice.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The jobs GET /v1/status shows: every unfinished job and the latest finished ones, or a page
 // of the pending ones in serving order, read through indexes (jobs_active, jobs_finished,
 // jobs_pending_order) so that neither a long history nor a deep queue costs much here.

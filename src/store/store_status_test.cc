@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The jobs of GET /v1/status (store_status.cc) on a real SQLite file: which jobs, with which
 // runs, and a cost that does not follow the number of finished jobs.
 #include <gtest/gtest.h>

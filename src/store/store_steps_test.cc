@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's step records and a job's "from the start" mark survive the store (schema 15).
 #include <gtest/gtest.h>
 

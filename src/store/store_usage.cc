@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's reads and the one write the probe adds: utilisation samples of runs, the
 // runs that overlap a time window, and job-less events of one kind by time. Each read goes through an index of schema 9 (or older), so that its cost
 // follows what it returns, not the history kept. Lists of ids travel as one JSON array bound

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's store reads and writes (store_usage.cc, schema 9) on a real SQLite file: the
 // submitter and seen GPUs kept, samples written and pruned with their runs, a page of the
 // queue in serving order, the runs overlapping a window, job-less events by kind and time.

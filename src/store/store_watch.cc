@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The watchers' open episodes (daemon/episodes.h), kept so that a restarted daemon neither
 // repeats the start of an episode nor forgets to end it.
 #include "store/store.h"

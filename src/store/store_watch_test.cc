@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Open episodes survive closing and reopening the store; an ended one is gone.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's files (web/), built into the binary at build time so that the daemon serves
 // them with no file on disk and no network: HTML, JavaScript (the pages and the libraries they
 // bundle from npm) and CSS. Each asset has its bytes, a gzip-compressed copy for clients that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The generated table of assets (assets_data.cc in the build directory, written by
 // cmake/embed_assets.cmake). Used only by assets.cc. Immutable data; thread-safe.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Container jobs through a real daemon and a real podman (docs/containers.md): steps that run in
 // an image see /gpuq/job, /gpuq/run, gpuq's variables and the job's own, and their exit status is
 // the step's; cancel, timeout and a yield reach a container; a daemon killed with SIGKILL while a

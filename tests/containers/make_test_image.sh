@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make_test_image.sh TAG: the image the podman tests run (tests/containers/podman_test.cc):
 # busybox-static and its applet links, imported with `podman import` from a tar, so no registry
 # is needed. Needs root, podman and a static busybox (Debian: busybox-static).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The container runtime layer against a real podman (runner/container_runtime.h,
 // container_commands.h): the argv gpuq builds runs a container that sees its mounts, working
 // directory, variables and user, and whose exit status comes back; a stop through the runtime

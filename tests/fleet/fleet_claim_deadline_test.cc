@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run never outlives its claim (docs/fleet.md, "Guarantees"), end to end: real daemons as
 // fleet nodes on a shared directory store, a real job. The node holding the job is frozen
 // (SIGSTOP) for more than two leases while its run goes on: no agent renews the claim and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fleet nodes for the fleet's end-to-end tests: real `gpuq daemon --fleet` processes (the
 // binary GPUQ_BINARY), each with its own temporary home and [fleet] workdir, joined to a store
 // on an S3Server, driven through the real CLI; and `gpuq fleet` run as from a machine with no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet's data at real size, end to end (docs/fleet.md, "Declared data", "Resume
 // elsewhere"): real daemons on moto push and pull a 300 MiB output in 5 MiB parts in bounded
 // memory; a counter job whose node is killed resumes on another node from the last checkpoint

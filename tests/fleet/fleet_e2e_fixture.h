@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture of the fleet's end-to-end tests (fleet_e2e_test.cc, fleet_data_e2e_test.cc): an
 // S3 server of the test's own (moto), a temporary directory with a shared folder and scripts,
 // nodes started on demand (FleetDaemon), and `gpuq fleet` run as from a machine with no daemon.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet end to end (docs/fleet.md): real `gpuq daemon --fleet` nodes (fake GPUs, real job
 // processes) sharing one bucket on a real S3 API (moto on loopback), driven by the real
 // `gpuq fleet` CLI, with nodes killed, cut off from the bucket and cancelled from elsewhere.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Makes moto's S3 serve large objects and large listings in proportion to what is asked.
 
 Imported by s3_server.py; install() changes moto's classes in this process. Moto keeps every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real S3 API on loopback for the fleet's tests: moto's server (tests/fleet/s3_server.py),
 // which checks every request's SigV4 signature against the one access key it made, and serves
 // one request at a time so that its conditional writes are atomic as S3's are.

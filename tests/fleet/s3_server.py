@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A real S3 API on loopback for gpuq's fleet tests (started by tests/fleet/s3_server.h).
 
 Usage: s3_server.py PORT [BUCKET...]   (PORT 0: any free port)

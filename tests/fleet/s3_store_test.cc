@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What only the S3 store has, against moto on loopback: signing, prefixes within a bucket,
 // HTTP failures and their messages, retries, and answers lost after a write was done. The
 // contract shared with the directory store is store_contract_test.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The contract of object_store.h, run against both stores: an S3 bucket (moto, through
 // libcurl's signing) and a directory. A test that passes on one and not the other is a store
 // that does not keep the contract.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A TCP forwarder on loopback that a test can break: it passes bytes between its clients and
 // a target port (an S3Server), and on cut() closes its listener and every connection, so that
 // calls through it fail as if the network went away, until restore(). It can also lose the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP answer codes of the endpoints (docs/api.md, "Endpoints"), on the wire of a real
 // daemon: what a script that uses the API directly relies on, and the CLI only sees as success
 // or failure. The daemon drains first, so no job starts and every state is the one set here.

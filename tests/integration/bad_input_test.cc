@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input gets a clear error, a non-zero status, and nothing queued.
 #include <cstdlib>
 #include <filesystem>

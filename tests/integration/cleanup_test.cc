@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A GPU serves again only after everything its last run left behind is gone.
 #include <fstream>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's contracts end to end: JSON shapes, logs, wait statuses, events, gpus.
 #include <gtest/gtest.h>
 

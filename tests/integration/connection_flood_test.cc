@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Floods of connections against a real daemon (docs/api.md, "Connections"): on TCP, where any
 // local process or web page may connect without a token, and on the unix socket from another
 // process of the same user. The owner's CLI must always get through on the unix socket, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Containment by cgroup v2 end to end (docs/containment.md): a real daemon with `[cgroup] root`
 // set to a private cgroup of this machine's cgroup v2 hierarchy. A job's setsid'd, double-forked
 // sleeper is killed and the run's CPU time recorded; a run adopted by a restarted daemon is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a crash or a full disk must never cost: a job that ends while the daemon's disk is full
 // is settled by its exit once space returns (one run, succeeded, never lost), and jobs
 // submitted to a daemon that is killed with SIGKILL again and again each run exactly once.

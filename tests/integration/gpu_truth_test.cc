@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a GPU really holds: leftovers found by their run marker and killed before the next job,
 // attention when they cannot be, foreign processes staged through the fake probe, and each
 // run's peak memory becoming the footprint of later jobs of the same name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real gpuq daemon in a temporary state directory, driven through the real `gpuq` binary,
 // for end-to-end tests: start, stop, SIGKILL, restart, run CLI commands and read their JSON.
 // The destructor stops the daemon and kills every run it left behind, so a failing test leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Event hooks end to end (docs/hooks.md): a real HTTP receiver on loopback (Boost.Beast) that
 // fails twice before it accepts, and a real command hook; the daemon restarts (SIGTERM, then
 // SIGKILL) in the middle. Every event of the matching kinds arrives, in seq order, none lost.

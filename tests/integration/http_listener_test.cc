@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP listener end to end (docs/api.md, "HTTP listener and the dashboard"): a real daemon
 // with --http 127.0.0.1:0, requests over a real TCP socket with libcurl, and the CLI over TCP
 // (gpuq --url --token) and `gpuq dashboard`.

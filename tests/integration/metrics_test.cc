@@ -1,9 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /metrics end to end: the text parses as the Prometheus exposition format and its numbers
 // agree with what the CLI shows.
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -189,8 +195,9 @@ Exposition parse(const std::string& text) {
   return x;
 }
 
-Exposition scrape(const Harness& h) {
+Exposition scrape(const Harness& h, std::string* body = nullptr) {
   auto answer = unix_get(h.home() + "/gpuq.sock", "/metrics");
+  if (body != nullptr) *body = answer.body;
   EXPECT_EQ(answer.curl_code, 0);
   EXPECT_EQ(answer.status, 200) << answer.body;
   EXPECT_EQ(answer.content_type.rfind("text/plain; version=0.0.4", 0), 0u) << answer.content_type;
@@ -249,6 +256,164 @@ TEST(Metrics, Scrape) {
   EXPECT_EQ(again.value("gpuq_runs_finished_total", {{"outcome", "succeeded"}}), 2);
   EXPECT_EQ(again.value("gpuq_jobs", {{"state", "succeeded"}}), 2);
   EXPECT_EQ(again.value("gpuq_queue_wait_seconds_count"), 0);  // histograms are per process
+}
+
+// What `promtool check metrics` (Prometheus' own reader and linter) says of `text`: "" when it
+// passes, else its exit status and words.
+std::string promtool_verdict(const Harness& h, const std::string& text) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    return "promtool is not installed: scripts/install-deps.sh --tests installs it (Debian's "
+           "prometheus package)";
+  }
+  const std::string in = h.path("metrics.prom");
+  const std::string out = h.path("promtool.out");
+  std::ofstream(in) << text;
+  int rc = std::system(("promtool check metrics < '" + in + "' > '" + out + "' 2>&1").c_str());
+  std::ifstream said(out);
+  std::string words((std::istreambuf_iterator<char>(said)), std::istreambuf_iterator<char>());
+  return rc == 0 ? "" : "promtool exit " + std::to_string(rc) + ": " + words;
+}
+
+// What is wrong with docs/grafana/gpuq.json against a scrape `x` of a daemon with GPUs and a
+// running job: a query naming a family the daemon does not serve or a label no sample has, or
+// one Prometheus cannot parse (each query is checked as a recording rule by promtool).
+std::vector<std::string> dashboard_problems(const Harness& h, const Exposition& x) {
+  std::vector<std::string> problems;
+  std::ifstream file(std::string(GPUQ_DOCS_DIR) + "/grafana/gpuq.json");
+  const nlohmann::json dashboard = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (dashboard.is_discarded()) return {"docs/grafana/gpuq.json is not JSON"};
+  if (dashboard.value("uid", "") != "gpuq-overview") problems.push_back("the uid is not gpuq-overview");
+  std::set<std::string> labels = {"instance", "le"};  // added by Prometheus / of histograms
+  for (const auto& s : x.samples) {
+    for (const auto& [name, value] : s.labels) labels.insert(name);
+  }
+  const std::regex family_re(R"(\b(gpuq_[a-z_]+|DCGM_FI_[A-Z_]+)\b)");
+  const std::regex matcher_re(R"(([A-Za-z_]+)\s*(=~|!~|!=|=))");
+  const std::regex grouping_re(R"(\b(by|on|group_left|group_right)\s*\(([^)]*)\))");
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  int queries = 0;
+  for (const auto& panel : dashboard.value("panels", nlohmann::json::array())) {
+    if (panel.value("type", "") == "row") continue;
+    const std::string title = panel.value("title", "?");
+    if (panel.value("targets", nlohmann::json::array()).empty()) problems.push_back(title + ": no query");
+    for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+      std::string expr = std::regex_replace(target.value("expr", ""), std::regex(R"(\$instance)"), ".+");
+      ++queries;
+      for (std::sregex_iterator m(expr.begin(), expr.end(), family_re), end; m != end; ++m) {
+        std::string family = (*m)[1];
+        for (const char* suffix : {"_bucket", "_count", "_sum"}) {
+          const std::string base = family.substr(0, family.size() - std::string(suffix).size());
+          if (family.ends_with(suffix) && x.types.count(base)) family = base;
+        }
+        if (!x.types.count(family)) problems.push_back(title + ": the daemon serves no " + family);
+      }
+      std::vector<std::string> used;
+      for (std::sregex_iterator m(expr.begin(), expr.end(), matcher_re), end; m != end; ++m) used.push_back((*m)[1]);
+      for (std::sregex_iterator m(expr.begin(), expr.end(), grouping_re), end; m != end; ++m) {
+        std::stringstream list((*m)[2].str());
+        for (std::string name; std::getline(list >> std::ws, name, ',');) {
+          while (!name.empty() && name.back() == ' ') name.pop_back();
+          used.push_back(name);
+        }
+      }
+      for (const auto& name : used) {
+        if (!labels.count(name)) problems.push_back(title + ": no sample has the label " + name);
+      }
+      std::string indented;
+      std::stringstream lines(expr);
+      for (std::string line; std::getline(lines, line);) indented += "          " + line + "\n";
+      rules += "      - record: gpuq_dashboard:query_" + std::to_string(queries) + "\n        expr: |\n" + indented;
+    }
+  }
+  if (queries < 10) problems.push_back("only " + std::to_string(queries) + " queries");
+  const std::string in = h.path("dashboard-rules.yml"), out = h.path("dashboard-rules.out");
+  std::ofstream(in) << rules;
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    problems.push_back("promtool is not installed: scripts/install-deps.sh --tests installs it");
+  } else if (int rc = std::system(("promtool check rules '" + in + "' > '" + out + "' 2>&1").c_str()); rc != 0) {
+    std::ifstream said(out);
+    problems.push_back("promtool check rules: " + std::string(std::istreambuf_iterator<char>(said), {}) + rules);
+  }
+  return problems;
+}
+
+// Per GPU: the probe's readings under the DCGM exporter's names, each GPU's state and the job
+// holding it; and the whole text passes promtool.
+TEST(Metrics, EachGpuShowsItsReadingsStateAndHolder) {
+  Harness h("fake:2");
+  std::ofstream(h.home() + "/config.toml") << "[gpu]\nprobe_interval = \"50ms\"\n";
+  const std::string state = h.path("gpu-state.json");
+  std::ofstream(state) << R"({"gpus":[{"index":0,"memory_used_mib":700,"utilization":41,)"
+                          R"("temperature_c":63,"power_w":211.5},{"index":1,"temperature_c":30}]})";
+  setenv("GPUQ_FAKE_GPU_STATE", state.c_str(), 1);
+  h.start();
+  int64_t job = h.submit_sh("while [ ! -e go ]; do sleep 0.02; done",
+                            {"--gpus", "1", "--name", "train.big-1"});
+  ASSERT_TRUE(h.wait_for(job, [](const nlohmann::json& j) { return j["state"] == "running"; }));
+  auto shown = h.gpuq_json({"show", std::to_string(job), "--json"});
+  const int gpu = shown["runs"][0]["gpus"][0].get<int>();
+  const std::string held = std::to_string(gpu), other = std::to_string(1 - gpu);
+  const struct passwd* me = ::getpwuid(::geteuid());
+  ASSERT_NE(me, nullptr);
+
+  std::string body;
+  Exposition x;
+  // A family's sample for GPU `index` (its other labels are checked below); NaN when none.
+  auto reading = [&](const std::string& name, const std::string& index) {
+    for (const auto& s : x.samples) {
+      if (s.name == name && s.labels.count("gpu") && s.labels.at("gpu") == index) return s.value;
+    }
+    return std::nan("");
+  };
+  ASSERT_TRUE(wait_until([&] {
+    x = scrape(h, &body);
+    return reading("gpuq_gpu_job_info", held) == 1 && reading("DCGM_FI_DEV_GPU_TEMP", "0") == 63;
+  })) << body;
+  unsetenv("GPUQ_FAKE_GPU_STATE");
+  for (const auto& s : x.samples) {
+    if (s.name.rfind("DCGM_", 0) != 0) continue;
+    const std::string index = s.labels.at("gpu");
+    EXPECT_EQ(s.labels, (std::map<std::string, std::string>{{"gpu", index},
+                                                            {"UUID", "GPU-fake-" + index},
+                                                            {"device", "gpu" + index},
+                                                            {"model_name", "simulated GPU"},
+                                                            {"Hostname", s.labels.at("Hostname")}}))
+        << s.name;
+    EXPECT_FALSE(s.labels.at("Hostname").empty()) << s.name;
+  }
+  EXPECT_EQ(x.value("gpuq_gpu_job_info", {{"gpu", held},
+                                          {"UUID", "GPU-fake-" + held},
+                                          {"job_id", std::to_string(job)},
+                                          {"job_name", "train.big-1"},
+                                          {"user", me->pw_name}}),
+            1)
+      << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_GPU_UTIL", "0"), 41) << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_FB_USED", "0"), 700) << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_POWER_USAGE", "0"), 211.5) << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_GPU_TEMP", "1"), 30) << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_FB_USED", "1"), 0) << body;  // idle: the fake's default
+  EXPECT_TRUE(std::isnan(reading("DCGM_FI_DEV_POWER_USAGE", "1"))) << "GPU 1's power is unknown\n" << body;
+  EXPECT_EQ(reading("DCGM_FI_DEV_FB_TOTAL", "0"), 81920) << body;  // a fake GPU's size
+  EXPECT_EQ(reading("DCGM_FI_DEV_FB_FREE", "0"), 81920 - 700) << body;
+  EXPECT_EQ(x.types["DCGM_FI_DEV_GPU_UTIL"], "gauge");
+  // The states agree with gpuq_gpus and GET /v1/gpus; the free GPU has no holder.
+  for (const char* s : {"free", "busy", "cleaning", "attention", "foreign"}) {
+    const double want_held = std::string(s) == "busy" ? 1 : 0;
+    const double want_other = std::string(s) == "free" ? 1 : 0;
+    EXPECT_EQ(x.value("gpuq_gpu_state", {{"gpu", held}, {"UUID", "GPU-fake-" + held}, {"state", s}}), want_held) << s;
+    EXPECT_EQ(x.value("gpuq_gpu_state", {{"gpu", other}, {"UUID", "GPU-fake-" + other}, {"state", s}}), want_other) << s;
+  }
+  for (const auto& s : x.samples) {
+    if (s.name == "gpuq_gpu_job_info") {
+      EXPECT_EQ(s.labels.at("gpu"), held) << body;
+    }
+  }
+  EXPECT_EQ(promtool_verdict(h, body), "");
+  // The Grafana dashboard of docs/ asks for what this scrape serves, in queries Prometheus takes.
+  EXPECT_EQ(dashboard_problems(h, x), std::vector<std::string>{});
+  h.touch("go");
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(job), "--timeout", "60s"}).status, 0);
 }
 
 TEST(Metrics, OnlyAtRoot) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job arrays in plans and script headers end to end (docs/sweeps.md): a plan's array queued as
 // an array with its cap, a job after it started only once every element ended (read from the
 // event log, not from timing), the same plan again queuing nothing, and `#gpuq array=` headers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plans end to end: submitted whole, idempotent when submitted again, conflicts refused.
 #include <fstream>
 #include <gtest/gtest.h>

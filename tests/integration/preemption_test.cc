@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption end to end: a better job takes the GPU of a worse one that yields (and resumes
 // from its checkpoint), is restarted, or is never interrupted; deadlines, natural exits and
 // cancels that race a preemption.

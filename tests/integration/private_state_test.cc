@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Private state, end to end: the daemon's files are its user's alone while jobs keep the umask
 // the daemon was started with; a home that other users could change is refused and one they
 // could read is tightened; files an older daemon left wide are tightened at start; and the CLI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Priorities, FIFO and GPU placement on a real daemon with simulated GPUs.
 #include <algorithm>
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon dies (SIGKILL) while runs are alive: nothing is lost or repeated.
 #include <algorithm>
 #include <csignal>

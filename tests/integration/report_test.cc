@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's data end to end (docs/api.md "Timeline", "Report"; docs/report.md): a real
 // daemon on fake GPUs, real short jobs, the fake probe staging a job's process on GPUs; then
 // each job's user, a run's samples and seen GPUs, GET /v1/timeline, `gpuq report --json/--csv`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduling language end to end: dependencies, conditions, lanes, retries, timeouts and
 // the queue controls, on a real daemon running real jobs.
 #include <algorithm>

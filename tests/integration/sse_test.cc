@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GET /v1/events/stream end to end: the backlog, live events, and resuming with Last-Event-ID,
 // checked against `gpuq events --json`.
 #include <poll.h>

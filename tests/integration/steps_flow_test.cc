@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's steps end to end, through the CLI and a real daemon (docs/jobs.md, "Steps"): `gpuq
 // show` lists them and names the step that failed, `gpuq logs --step N` prints one step's
 // output (also with -f), and `gpuq retry --from-start` runs every step again, for one job and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jobs of steps through a real daemon (docs/jobs.md, "Steps"): a four-step job preempted with
 // `restart` during step 2 runs steps 0 and 1 once and resumes at step 2; each step sees its
 // index and count; the job's steps, their states and the events come back in order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps end to end (docs/sweeps.md): `gpuq submit --array/--grid` through the CLI, the API and
 // a real daemon on fake GPUs, with real processes: what each element runs and sees, the cap on
 // running elements (read from the event log, not from timing), idempotent submits, refusals.

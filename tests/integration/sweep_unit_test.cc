@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A sweep as one unit, end to end (docs/sweeps.md): `gpuq status` shows an unfinished array as
 // one line (each element with --expand, every job with --json), `gpuq move NAME` moves its
 // waiting elements, `gpuq show NAME` summarises it, and array.finished carries its counts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The known attacks on a local web service, each tried on a real daemon's TCP listener
 // (--http 127.0.0.1:0) and named after the attack; docs/dashboard.md, "Attacks and what stops
 // them", says which defence stops each. Requests that no client library would send go as raw

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP over a real TCP socket to a daemon started with --http 127.0.0.1:0, for end-to-end tests
 // of the TCP listener, its policy and its connection classes: requests with libcurl (any
 // headers, as a browser or another program would send them), raw bytes for what no client

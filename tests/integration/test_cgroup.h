@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A cgroup v2 directory made for one test under /sys/fs/cgroup/unified (root only), removed
 // after it with everything left in it (killed first). dir() is "" where none can be made: the
 // test then skips, saying why. Not thread-safe: one per test, on the test's thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Raw HTTP to a daemon's unix socket with libcurl, for end-to-end tests of what the CLI does not
 // show or send: /metrics text, the Server-Sent Events stream, bodies and headers the CLI would
 // never send; and bare connections, for the listener's limits. Synchronous; each call is

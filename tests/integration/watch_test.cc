@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The watchers and `gpuq check` with a real daemon: a job waiting on a file raises
 // job.requires_wait once, across a restart, and ends it when the file appears; a silent run
 // is quiet and overdue; GPUs idle behind a lane raise queue.idle_with_work naming the head

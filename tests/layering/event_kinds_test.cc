@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard listens for every event kind the daemon writes: the event stream names each
 // event by its kind, and the browser's EventSource hands a named event only to a listener for
 // that name, so a kind missing from web/src/lib/kinds.js never reaches a page live. The kinds

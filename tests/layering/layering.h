@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layering rule of docs/architecture.md, checked by the build: the module table there
 // ("folder | what | may use") says which module may use which, and a module that reaches past
 // its column is a design change to be made in the table first. This reads the table itself

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layering checker on small synthetic trees: that it reads the table the way the page
 // writes it, fails loudly when it cannot, and names every forbidden edge by file and line.
 // Contents are written as "...\n" strings so that no line of this file starts with an include

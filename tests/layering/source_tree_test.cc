@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The project itself against the module table of docs/architecture.md: every include and every
 // CMake link between modules must be an edge the table allows. A failure names the file, the
 // line and the edge; the fix is the code, or the table first when the edge is a design change.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuq's schedules on generated wide-job traces (wide_trace.h) against the reference
 // schedulers (easy_reference.h), through gpuq's own simulator (sched::schedule on a virtual
 // clock, src/sim):

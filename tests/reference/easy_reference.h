@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A reference simulator for whole-GPU queues, independent of src/sched and src/sim, to judge
 // gpuq's schedules against textbook policies: FIFO, and EASY backfill (Lifka 1995; Mu'alem and
 // Feitelson 2001). It counts GPUs (no identities, topology, memory, lanes or priorities), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reference itself, on cases worked by hand, and the trace generator's promises.
 #include "easy_reference.h"
 

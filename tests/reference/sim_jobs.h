@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference jobs as gpuq's simulator takes them (src/sim/simulate.h), so that the same trace
 // runs through gpuq (sched::schedule on sim's clock) and through easy_reference.h. Named
 // j1, j2, ... in input order, as in wide_trace_csv. Header-only; pure; thread-safe.

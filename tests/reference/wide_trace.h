@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generated traces of wide multi-GPU training jobs, the workload on which backfill matters
 // most and on which gpuq's first backfill gained little: jobs of 4-32 GPUs on a
 // 256-GPU machine, heavy-tailed runtimes (log-normal, median ~30 min, capped at 5 days),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The completion scripts and man pages that `gpuq completion SHELL` and `gpuq manpages --dir`
 # make from the command line's own definitions: each shell completes commands, subcommands and
 # options from what it sources, and every page reads cleanly through groff's man macros with

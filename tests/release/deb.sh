@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The .deb through its life on this machine: scripts/release.sh --deb builds it (lintian errors
 # fail that), `apt-get install ./gpuq_*.deb` installs it (group gpuq, /var/lib/gpuq root's, the
 # unit a root --system daemon, not enabled, man pages, completions), its daemon starts (the
@@ -94,6 +95,8 @@ for file in /usr/share/man/man1/gpuq.1.gz /usr/share/man/man1/gpuq-submit.1.gz \
   [ -s "$file" ] || fail "no $file"
 done
 grep -qx "License: Apache-2.0" /usr/share/doc/gpuq/copyright || fail "the package's copyright names no Apache-2.0 license"
+maintainer=$(dpkg-query -W -f '${Maintainer}' gpuq)
+[ "$maintainer" = "$(head -n 1 "$root/packaging/maintainer")" ] || fail "the package's Maintainer is '$maintainer', not packaging/maintainer's"
 
 # Start, and a job that runs until told to finish.
 if [ "$systemd" -eq 0 ]; then

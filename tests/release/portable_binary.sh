@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks that a gpuq binary runs on any x86_64 Linux with glibc 2.34 or later (docs/install.md):
 # its dynamic section needs only the C library's own shared libraries (libc, libm, the dynamic
 # loader, libgcc_s), and no symbol it imports needs a glibc version above 2.34 (nor a GCC

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The release tarball as a new user gets it: scripts/release.sh packs the build's gpuq, the
 # tarball is unpacked into an empty directory, and there, with a clean environment and a PATH
 # of that directory's bin and the system's, the packed binary starts a daemon on fake:4, runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // When the daemon goes away the page says so in a banner, and when a daemon answers on the
 // same address again the page reconnects by itself: the banner goes and new events arrive.
 import { run, newPage, check } from './harness.mjs';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cancel asks first: keeping the job in the dialog changes nothing; confirming cancels it in
 // the daemon (a pending job from the queue page, a running one from its job page).
 import { run, newPage, check, waitFor } from './harness.mjs';

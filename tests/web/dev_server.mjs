@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A development server for the dashboard, for working on the pages without the daemon's TCP
 // listener: serves the built files (--dist) with the daemon's security headers and proxies
 // /v1/* and /metrics to the daemon's unix socket ($GPUQ_HOME/gpuq.sock), which needs no

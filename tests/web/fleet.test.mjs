@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet page: a daemon in no fleet (GET /v1/fleet answers 404) says so; a fleet's answer
 // (stubbed here in the browser with the shape of docs/api.md, since a real fleet needs a
 // bucket: tests/fleet covers /v1/fleet itself) shows its nodes, heartbeats and class queues.

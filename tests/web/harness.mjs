@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The browser tests' harness: a real gpuq daemon (the build's binary, fake:4 GPUs, its own
 // temporary home, --http 127.0.0.1:0) driven through the real `gpuq` CLI, and a headless
 // Debian chromium driven by playwright-core. stop() ends the daemon and SIGKILLs every run it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job page's log tail grows while the job prints (follow), search filters it, and the
 // download link serves the whole log.
 import { run, newPage, check, waitFor } from './harness.mjs';

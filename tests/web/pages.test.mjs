@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every page renders from a real daemon with no script error and no CSP violation, in light at
 // desktop width and in dark at a phone's (390 px, where nothing may widen the page); the link's
 // token becomes an HttpOnly cookie; a browser without it gets the "not signed in" page.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue page shows the running jobs on their GPUs and the pending ones with their reasons,
 // held jobs apart, and passes no CSP violation; it updates live when a job is submitted.
 import { run, newPage, check } from './harness.mjs';

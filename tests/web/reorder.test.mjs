@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reordering pending jobs in the page changes the daemon's serving order: by drag and drop
 // (SortableJS), by keyboard (Alt+ArrowUp on a focused row) and by the row's buttons, and the
 // Undo toast puts a moved job back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // With --http-allow-submit the job page offers "resubmit with changes": the new job has the
 // changed name and GPU count and runs the edited command. (Without the flag the page offers
 // nothing: the pages test sees no such button.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes docs/screenshots/{queue,job,timeline,usage,events,fleet}.png from a real daemon
 // (fake:4) with a few minutes' worth of real jobs: finished runs of each outcome, running jobs
 // (the one on the job page in the second of its three steps) with utilisation (from a fake GPU state file), a GPU held by a foreign process, pending jobs

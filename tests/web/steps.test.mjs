@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job page's steps: a real job of three steps, held while the page opens, then released.
 // Its second and third steps each wait for a file the test makes, so the page is seen with each
 // running (marked, in the title as "step 1 of 0–2: ...", its duration ticking); the move from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline draws the finished runs on their GPUs' lanes, coloured by outcome, and the
 // running one reaching now; hovering a run names its job.
 import { run, newPage, check, waitFor } from './harness.mjs';

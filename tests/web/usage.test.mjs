@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The usage page shows where the GPU-hours went (GET /v1/report): after runs finish, a row for
 // the user who submitted them, with the daemon's figures, and a CSV export with the same groups.
 import { userInfo } from 'node:os';

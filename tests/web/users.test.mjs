@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard of a shared box (docs/lab.md, docs/dashboard.md): a real `gpuq daemon --system`
 // (root) on fake:4 with users made for the test (alice, bob, and an admin named in [users]
 // admins), each submitting through the box's socket and opening their own link (`gpuq

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cross-site scripting through what jobs and users write: a job's command, a step's name (a
 // command step's default name is its command), the lines it prints, the reason it waits (a REQUIRES test's text) and the event payload that tells of that wait all
 // hold markup that would run if a page put it into the DOM as HTML. Every page that shows them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dashboard's entry: signs in (the #token= link), starts the live event stream, and
 // routes by hash: #/ queue, #/job/ID, #/timeline, #/usage, #/events, #/fleet.
 import { html, render, useEffect, useState } from './lib/html.js';

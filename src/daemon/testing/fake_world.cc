@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/testing/fake_world.h"
 
 #include <algorithm>

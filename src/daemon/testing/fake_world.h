@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A World (daemon/world.h) in memory, for unit tests of the queue actor: a virtual wall clock
 // with its timers, a queue of posted work, commits through a real Store that the test can make
 // fail, shims that are records a test ends when it likes (with an exit record, or none: a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run lifecycle's test fixture: a FakeWorld, a real store in a scratch directory, and a
 // small fake host standing in for the queue, which keeps everything the lifecycle tells it for
 // the test to read. Shared by the lifecycle's test files; test code only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stand-in for the local daemon behind fleet::Executor, for unit tests of the agent: jobs
 // are records a test moves from state to state, the spare GPUs are a number the test sets, and
 // events are kept in order. No processes, no clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ObjectStore in memory, for unit tests of the fleet's logic (claims, the agent, the
 // client commands): the same conditional semantics as the real stores, a counter of requests
 // by kind (to check what a poll costs), and faults on demand (every call fails as if the store

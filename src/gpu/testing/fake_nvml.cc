@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stand-in for libnvidia-ml.so.1, for the NVML probe's tests only (never installed): built as
 // a shared library that the probe loads through $GPUQ_NVML_LIBRARY. It exports the NVML functions
 // the probe uses, with canned answers:
-//   GPU 0: 20480 MiB used (plus half a MiB), utilisation 37%, two compute processes: pid 4242
-//          with 12288 MiB and pid 4343 whose memory NVML cannot tell (NVML_VALUE_NOT_AVAILABLE);
-//   GPU 1: 1 MiB used, utilisation NOT_SUPPORTED, no processes.
+//   GPU 0: 20480 MiB used (plus half a MiB), utilisation 37%, 64 C, 287.5 W, two compute
+//          processes: pid 4242 with 12288 MiB and pid 4343 whose memory NVML cannot tell
+//          (NVML_VALUE_NOT_AVAILABLE);
+//   GPU 1: 1 MiB used, utilisation, temperature and power NOT_SUPPORTED, no processes.
 // Process lists follow NVML's two-step protocol (INSUFFICIENT_SIZE with the count needed).
 // Like an R535 driver, nvmlDeviceGetComputeRunningProcesses_v3 writes the longer struct with
 // usedGpuCcProtectedMemory, so a probe that reads it as nvmlProcessInfo_v2_t gets garbage.
@@ -39,6 +41,9 @@ struct FakeDevice {
   nvmlReturn_t utilization_result;
   unsigned int utilization;
   std::vector<Process> processes;
+  nvmlReturn_t sensors_result = kSuccess;  // temperature and power
+  unsigned int temperature = 0;            // degrees C
+  unsigned int power = 0;                  // milliwatts
 };
 
 struct State {
@@ -61,8 +66,10 @@ void canned() {
   s = State{};
   s.devices[0] = FakeDevice{81559 * kMib, 20480 * kMib + kMib / 2,
                             kSuccess,     kSuccess,
-                            37,           {{4242, 12288 * kMib}, {4343, kNotAvailable}}};
-  s.devices[1] = FakeDevice{81559 * kMib, 1 * kMib, kSuccess, kNotSupported, 0, {}};
+                            37,           {{4242, 12288 * kMib}, {4343, kNotAvailable}},
+                            kSuccess,     64,
+                            287500};
+  s.devices[1] = FakeDevice{81559 * kMib, 1 * kMib, kSuccess, kNotSupported, 0, {}, kNotSupported};
 }
 
 struct Canned {
@@ -197,6 +204,24 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(void* handle, unsigned int* utilizati
   if (device->utilization_result != kSuccess) return device->utilization_result;
   utilization[0] = device->utilization;
   utilization[1] = device->utilization / 2;
+  return kSuccess;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(void* handle, int sensor, unsigned int* degrees) {
+  if (!initialised()) return kUninitialized;
+  FakeDevice* device = device_of(handle);
+  if (device == nullptr || sensor != 0) return kInvalidArgument;
+  if (device->sensors_result != kSuccess) return device->sensors_result;
+  *degrees = device->temperature;
+  return kSuccess;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(void* handle, unsigned int* milliwatts) {
+  if (!initialised()) return kUninitialized;
+  FakeDevice* device = device_of(handle);
+  if (device == nullptr) return kInvalidArgument;
+  if (device->sensors_result != kSuccess) return device->sensors_result;
+  *milliwatts = device->power;
   return kSuccess;
 }
 

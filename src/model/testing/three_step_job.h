@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job of three steps as tests of the code that reads a job's steps across its runs use it
 // (model/job_steps.h, api/step_log.h): run 1 did step 0 (output bytes 0-3) and failed in step 1
 // (from byte 4 on; step 2 not reached); run 2 resumed at step 1 and is running it. Header only;

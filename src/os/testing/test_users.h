@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real users for tests of work that runs as its submitter (a root daemon on a shared box). Made
 // with `useradd -M -N` under names unlikely to clash (`gpuqt-PID-TAG`, within the 32 characters a
 // login may have) and removed with `userdel -r` when the TestUsers is destroyed, so also when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test double for sched::schedule that really backfills (EASY: the first job that does not
 // fit gets a reserved start — the "shadow" time when enough GPUs are expected free — and worse
 // jobs may start if they end by then or use only GPUs it will not need; no cap: it never holds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A generated plan file (spec/plan.h's format) for tests and benchmarks of `gpuq simulate`:
 // N jobs with the variety of a real research backlog — 0 to 6 GPUs (8 minus the reservation), priorities by name and by
 // number, estimates as est_hours and as est, afterok and afterany chains, a lane for

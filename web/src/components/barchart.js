@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-hours per group as a uPlot bar chart (x: the groups, y: GPU-hours).
 import uPlot from 'uplot';
 import { html, useEffect, useRef } from '../lib/html.js';

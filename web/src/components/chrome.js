@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame around every page: the navigation (with, on a box's daemon, who the page acts
 // as), the banner that says when the daemon does not
 // answer (or the page is not signed in), and the toasts (with Undo).

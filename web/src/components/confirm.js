@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A confirm dialog (<dialog>, modal) for every action that changes the queue: ask(...)
 // resolves true when the person confirms, false when they cancel or press Escape.
 import { html, useEffect, useRef, useState } from '../lib/html.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One row per GPU (and per lane): its state, the job running on it with its user and elapsed
 // time against its estimate, memory, utilisation, and the processes on it that no run owns
 // (foreign) or that a run's cleanup left (attention), each flagged; release for a GPU in

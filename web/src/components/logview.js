@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run's log: the last N lines, follow (a poll from the last byte read while it grows),
 // search (highlights and filters the lines shown), and download (the whole log).
 import { html, useState, useEffect, useRef, useMemo } from '../lib/html.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pending jobs in serving order, grouped by priority, one page at a time (the daemon
 // pages them: pending_limit/pending_offset). Reorder by drag and drop (SortableJS, across
 // groups too) or by keyboard: the row's buttons, or Alt+ArrowUp/Down (up/down one place) and

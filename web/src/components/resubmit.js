@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "Resubmit with changes" (shown only when the daemon runs with --http-allow-submit): a new
 // job from this one's command or script, with a new name, GPU count or priority.
 import { html, useState } from '../lib/html.js';

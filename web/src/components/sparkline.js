@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small uPlot chart: a run's utilisation samples ([[t_ms, util, mem_mib], ...]) or any
 // series over time. Sized to its container; redrawn when the data changes.
 import uPlot from 'uplot';

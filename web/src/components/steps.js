@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's steps (docs/jobs.md, "Steps"), each as the latest run that reached it left it: its
 // index (from 0, as gpuq show, gpuq logs --step and the API number them), name, state, start, duration (ticking while it runs),
 // exit, the run and the image; the step running now is marked. Nothing for a job without steps.

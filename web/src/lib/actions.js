@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The actions that change the queue, each asked for first: cancel, hold, release, retry, a
 // GPU's release from attention, and moves (with an Undo toast built from the job.moved
 // event's from_* fields when the daemon sends them, else from what the page knew).

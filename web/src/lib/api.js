@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Talks to the daemon: same-origin fetches carrying the session cookie, the token-for-cookie
 // exchange on first load, and the connection state the banner shows (ok, unreachable,
 // unauthenticated). Every POST sends X-Gpuq-Csrf: 1; the browser adds Origin.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formatting shared by the pages: durations, times, memory, outcomes as CSS classes.
 
 export function dur(ms) {

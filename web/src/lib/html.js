@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preact with htm: `html` tagged templates instead of JSX, so the sources need no compile
 // step beyond bundling. Every page and component imports from here.
 import { h, render } from 'preact';

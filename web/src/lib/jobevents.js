@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job's events. /v1/events has no job filter, so find the first event at or after the
 // job's submit time by binary search over seq (the log is in time order), then read forward
 // (at most `pages` pages of 1000) keeping the job's own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every event kind the daemon writes (docs/api.md, "Event"): the event stream names each
 // event by its kind, and EventSource hands a named event only to a listener for that name.
 export const EVENT_KINDS = [

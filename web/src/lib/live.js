@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live updates: one EventSource on /v1/events/stream (cookie auth) for the whole page.
 // Components subscribe with onEvent(fn) or useRefresh(load) (a debounced reload on any
 // event). The stream starts after the newest event at load time; the browser resumes with

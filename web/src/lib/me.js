@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who the page acts as (GET /v1/me, read once at start): the user the session's token belongs
 // to, whether that user is an admin, and whether the daemon serves a box's users (--system,
 // docs/lab.md). The pages show a job's buttons only where the daemon would let them act: on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The page-wide state that is not a page's data: the connection (ok, down, unauthenticated),
 // what the daemon's health says about its listener, and the toasts. A tiny subscribe/notify
 // store; components read it through useShared().

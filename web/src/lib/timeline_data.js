@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline's data: GET /v1/timeline for the window, or, from a daemon without that
 // endpoint, the same shape built from /v1/status (the runs of the last 500 finished jobs and
 // of every unfinished one; no predictions, no idle shading).

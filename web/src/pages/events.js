@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live event feed, newest first: the last 500 events, then each new one as the stream
 // delivers it; filters by kind (a family or one kind) and by job; older pages on demand.
 import { html, useState, useEffect, useMemo } from '../lib/html.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet (a daemon started with --fleet): GET /v1/fleet, what `gpuq fleet status --json`
 // prints (nodes with their heartbeats, jobs by queue: the class and node queues), read by the
 // daemon off its API thread. Below it, what reached this daemon: the fleet jobs it runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One job: its steps (components/steps.js; the one running now in the title), its spec (script
 // text when the daemon sends it, command, directory, scheduling fields, dependencies), every
 // run (GPUs given and GPUs its processes were seen on, a mismatch flagged; times, exit,

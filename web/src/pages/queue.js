@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The queue at a glance: every GPU and lane, the watchers' open episodes, the pending jobs in
 // serving order (paged by the daemon), held and blocked jobs, and the last finished jobs.
 // Reloads on every event (debounced) and ticks elapsed times each second. A job's buttons show

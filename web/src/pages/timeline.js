@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Gantt chart of GPU occupancy, drawn as SVG: one lane per GPU, each run a bar coloured by
 // its outcome (running ones reach "now"), predicted starts (ETAs) in lanes of their own, and
 // shading where GPUs sat idle while jobs waited. Hover shows the job; a click opens it.

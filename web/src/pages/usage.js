@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the GPU-hours went over a window (GET /v1/report): by user, job name, outcome or GPU,
 // as a share of the machine; queue-wait p50/p90/max by user and by GPUs asked; GPU-hours held
 // but idle, lost to failed or preempted runs, and idle while jobs waited. CSV and JSON export.
