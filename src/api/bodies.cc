@@ -17,10 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-tl::unexpected<Error> invalid(std::string message) {
-  return fail(Code::kInvalidArgument, std::move(message));
-}
-
 std::string clip(std::string_view text) { return clip_for_message(text); }
 
 // Thrown by the parser callback to stop at the first container past the nesting limit, before
@@ -34,7 +30,7 @@ Result<int64_t> whole_number(std::string_view what, std::string_view text, int64
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
       value > max) {
-    return invalid(fmt::format("{} must be a whole number from {} to {}, not '{}'", what, min, max,
+    return invalid_argument(fmt::format("{} must be a whole number from {} to {}, not '{}'", what, min, max,
                                clip(text)));
   }
   return value;
@@ -51,36 +47,36 @@ Result<int64_t> query_number(const Target& target, std::string_view key, int64_t
 Result<daemon::PlanReservation> decode_reservation(const json& entry, size_t index) {
   std::string field = fmt::format("reservations[{}]", index);
   if (!entry.is_object()) {
-    return invalid(field + " must be {\"name\", \"gpus\": [indices], \"jobs\": [names]}");
+    return invalid_argument(field + " must be {\"name\", \"gpus\": [indices], \"jobs\": [names]}");
   }
   for (const auto& [key, value] : entry.items()) {
     if (key != "name" && key != "gpus" && key != "jobs") {
-      return invalid(fmt::format("unknown field '{}.{}'; known: name, gpus, jobs", field, clip(key)));
+      return invalid_argument(fmt::format("unknown field '{}.{}'; known: name, gpus, jobs", field, clip(key)));
     }
   }
   daemon::PlanReservation reservation;
   reservation.name = "r" + std::to_string(index);
   if (entry.contains("name")) {
     if (!entry["name"].is_string() || entry["name"].get_ref<const std::string&>().empty()) {
-      return invalid(fmt::format("field '{}.name' must be a name (a non-empty string)", field));
+      return invalid_argument(fmt::format("field '{}.name' must be a name (a non-empty string)", field));
     }
     reservation.name = entry["name"].get<std::string>();
   }
   std::string gpus_error = fmt::format("field '{}.gpus' must be a list of GPU indices (0 to {})",
                                        field, limits::kMaxJobGpus - 1);
-  if (!entry.contains("gpus") || !entry["gpus"].is_array()) return invalid(gpus_error);
+  if (!entry.contains("gpus") || !entry["gpus"].is_array()) return invalid_argument(gpus_error);
   for (const json& gpu : entry["gpus"]) {
     auto index_value = json_int64(gpu);
     if (!gpu.is_number_integer() || !index_value || *index_value < 0 ||
         *index_value >= limits::kMaxJobGpus) {
-      return invalid(gpus_error);
+      return invalid_argument(gpus_error);
     }
     reservation.gpus.push_back(static_cast<int>(*index_value));
   }
   std::string jobs_error = fmt::format("field '{}.jobs' must be a list of job names", field);
-  if (!entry.contains("jobs") || !entry["jobs"].is_array()) return invalid(jobs_error);
+  if (!entry.contains("jobs") || !entry["jobs"].is_array()) return invalid_argument(jobs_error);
   for (const json& name : entry["jobs"]) {
-    if (!name.is_string() || name.get_ref<const std::string&>().empty()) return invalid(jobs_error);
+    if (!name.is_string() || name.get_ref<const std::string&>().empty()) return invalid_argument(jobs_error);
     reservation.jobs.push_back(name.get<std::string>());
   }
   return reservation;
@@ -90,7 +86,7 @@ Result<daemon::PlanReservation> decode_reservation(const json& entry, size_t ind
 
 Result<json> parse_json_body(std::string_view body) {
   if (body.size() > limits::kMaxBodyBytes) {
-    return invalid(fmt::format("the body is larger than {} MiB, the most the daemon reads",
+    return invalid_argument(fmt::format("the body is larger than {} MiB, the most the daemon reads",
                                limits::kMaxBodyBytes >> 20));
   }
   // The callback sees each container before its contents, with the number of containers
@@ -105,17 +101,17 @@ Result<json> parse_json_body(std::string_view body) {
   try {
     return json::parse(body.begin(), body.end(), limit_depth);
   } catch (const TooDeep&) {
-    return invalid(fmt::format("the body nests arrays and objects more than {} deep; no request "
+    return invalid_argument(fmt::format("the body nests arrays and objects more than {} deep; no request "
                                "of docs/api.md needs more than 4",
                                limits::kMaxJsonDepth));
   } catch (const json::parse_error& e) {
     // Not e.what(): it quotes the last token read, which may be most of the body.
-    return invalid(fmt::format("the body is not valid JSON (the parser stopped at byte {} of {})",
+    return invalid_argument(fmt::format("the body is not valid JSON (the parser stopped at byte {} of {})",
                                e.byte, body.size()));
   } catch (const json::out_of_range&) {
     // nlohmann's complaint about a number too large for a double (1e400), which is no
     // parse_error; not e.what() either: it quotes the number, which may be most of the body.
-    return invalid("the body is not valid JSON: it holds a number too large for a double");
+    return invalid_argument("the body is not valid JSON: it holds a number too large for a double");
   }
 }
 
@@ -140,28 +136,28 @@ Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(json& parsed, si
     return std::optional<daemon::SweepRequest>();
   }
   if (body->contains("array") && body->contains("grid")) {
-    return invalid("give \"array\" or \"grid\", not both (a grid is an array of parameters)");
+    return invalid_argument("give \"array\" or \"grid\", not both (a grid is an array of parameters)");
   }
   auto sweep_field = [&](const std::string& field) -> Result<spec::Sweep> {
-    auto fail_in = [&](const Error& e) { return invalid(fmt::format("field '{}': {}", field, e.message)); };
+    auto fail_in = [&](const Error& e) { return invalid_argument(fmt::format("field '{}': {}", field, e.message)); };
     const json& value = (*body)[field];
     if (field == "array") {
       if (!value.is_string() || value.get_ref<const std::string&>().size() > kMaxSweepText) {
-        return invalid("field 'array' must be a string such as \"0-99\", \"0-99:2%4\" or \"1,4,9\"");
+        return invalid_argument("field 'array' must be a string such as \"0-99\", \"0-99:2%4\" or \"1,4,9\"");
       }
       auto sweep = spec::parse_array(value.get<std::string>(), max_elements);
       if (!sweep) return fail_in(sweep.error());
       return sweep;
     }
     if (!value.is_array() || value.empty() || value.size() > kMaxParams) {
-      return invalid(fmt::format("field 'grid' must be a list of 1 to {} parameters such as "
+      return invalid_argument(fmt::format("field 'grid' must be a list of 1 to {} parameters such as "
                                  "[\"lr=1e-4,3e-4\", \"seed=0..4\"]",
                                  kMaxParams));
     }
     std::vector<spec::SweepParam> params;
     for (const json& entry : value) {
       if (!entry.is_string() || entry.get_ref<const std::string&>().size() > kMaxSweepText) {
-        return invalid("field 'grid': each parameter is a string NAME=VALUES, as \"seed=0..4\"");
+        return invalid_argument("field 'grid': each parameter is a string NAME=VALUES, as \"seed=0..4\"");
       }
       auto param = spec::parse_grid_param(entry.get<std::string>(), max_elements);
       if (!param) return fail_in(param.error());
@@ -177,10 +173,10 @@ Result<std::optional<daemon::SweepRequest>> decode_sweep_submit(json& parsed, si
   if (body->contains("max_running")) {
     auto cap = json_int64((*body)["max_running"]);
     if (!cap || *cap < 1 || *cap > 1'000'000) {
-      return invalid("field 'max_running' must be a whole number from 1 (elements run at once)");
+      return invalid_argument("field 'max_running' must be a whole number from 1 (elements run at once)");
     }
     if (sweep->max_running != 0 && sweep->max_running != *cap) {
-      return invalid(fmt::format("the array says %{} and 'max_running' {}; give one", sweep->max_running, *cap));
+      return invalid_argument(fmt::format("the array says %{} and 'max_running' {}; give one", sweep->max_running, *cap));
     }
     sweep->max_running = static_cast<int>(*cap);
   }
@@ -207,7 +203,7 @@ Result<MoveBody> decode_move(std::string_view text) {
       "true}, {\"priority\": P}";
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object() || body->size() != 1) return invalid(std::string(kForms));
+  if (!body->is_object() || body->size() != 1) return invalid_argument(std::string(kForms));
   const std::string& key = body->begin().key();
   const json& value = body->begin().value();
   MoveBody move;
@@ -220,11 +216,11 @@ Result<MoveBody> decode_move(std::string_view text) {
     } else if (value.is_number_integer() && id && *id >= 1) {
       move.other = std::to_string(*id);
     } else {
-      return invalid(fmt::format("field '{}' must be a job id (1 or more) or name, not {}", key,
+      return invalid_argument(fmt::format("field '{}' must be a job id (1 or more) or name, not {}", key,
                                  value.is_string() ? "an empty string" : value.type_name()));
     }
   } else if (key == "top" || key == "bottom") {
-    if (value != true) return invalid(fmt::format("field '{}' must be true; {}", key, kForms));
+    if (value != true) return invalid_argument(fmt::format("field '{}' must be true; {}", key, kForms));
     move.where = key == "top" ? W::kTop : W::kBottom;
   } else if (key == "priority") {
     auto priority = priority_from_json(value);
@@ -232,7 +228,7 @@ Result<MoveBody> decode_move(std::string_view text) {
     move.where = W::kPriority;
     move.priority = *priority;
   } else {
-    return invalid(fmt::format("unknown field '{}'; {}", clip(key), kForms));
+    return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), kForms));
   }
   return move;
 }
@@ -241,19 +237,19 @@ Result<ReleaseBody> decode_release(std::string_view text) {
   constexpr std::string_view kHow =
       "release a GPU with {\"attention\": true}: it says a person checked that nothing is left on "
       "it (gpuq release --attention GPU)";
-  if (text.empty()) return invalid(fmt::format("field 'attention' is missing; {}", kHow));
+  if (text.empty()) return invalid_argument(fmt::format("field 'attention' is missing; {}", kHow));
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", kHow));
+  if (!body->is_object()) return invalid_argument(fmt::format("the body must be a JSON object; {}", kHow));
   for (const auto& [key, value] : body->items()) {
-    if (key != "attention") return invalid(fmt::format("unknown field '{}'; {}", clip(key), kHow));
+    if (key != "attention") return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), kHow));
   }
-  if (!body->contains("attention")) return invalid(fmt::format("field 'attention' is missing; {}", kHow));
+  if (!body->contains("attention")) return invalid_argument(fmt::format("field 'attention' is missing; {}", kHow));
   const json& attention = (*body)["attention"];
   if (!attention.is_boolean()) {
-    return invalid(fmt::format("field 'attention' must be true, not {}; {}", attention.type_name(), kHow));
+    return invalid_argument(fmt::format("field 'attention' must be true, not {}; {}", attention.type_name(), kHow));
   }
-  if (!attention.get<bool>()) return invalid(fmt::format("field 'attention' is false; {}", kHow));
+  if (!attention.get<bool>()) return invalid_argument(fmt::format("field 'attention' is false; {}", kHow));
   return ReleaseBody{};
 }
 
@@ -263,11 +259,11 @@ Result<GcBody> decode_gc(std::string_view text) {
   if (text.empty()) return out;
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", kHow));
+  if (!body->is_object()) return invalid_argument(fmt::format("the body must be a JSON object; {}", kHow));
   for (const auto& [key, value] : body->items()) {
-    if (key != "dry_run") return invalid(fmt::format("unknown field '{}'; {}", clip(key), kHow));
+    if (key != "dry_run") return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), kHow));
     if (!value.is_boolean()) {
-      return invalid(fmt::format("field 'dry_run' must be true or false, not {}; {}", value.type_name(), kHow));
+      return invalid_argument(fmt::format("field 'dry_run' must be true or false, not {}; {}", value.type_name(), kHow));
     }
     out.dry_run = value.get<bool>();
   }
@@ -278,7 +274,7 @@ Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::strin
   using A = daemon::ArrayAction;
   bool retry = verb == "retry";
   if (!retry && verb != "cancel" && verb != "hold" && verb != "release") {
-    return invalid(fmt::format("an array takes move, cancel, hold, release or retry, not '{}'", clip(verb)));
+    return invalid_argument(fmt::format("an array takes move, cancel, hold, release or retry, not '{}'", clip(verb)));
   }
   std::string how =
       retry
@@ -293,13 +289,13 @@ Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::strin
   if (text.empty()) return out;
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", how));
+  if (!body->is_object()) return invalid_argument(fmt::format("the body must be a JSON object; {}", how));
   for (const auto& [key, value] : body->items()) {
     if (!retry || (key != "failed" && key != "from_start")) {
-      return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
+      return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), how));
     }
     if (!value.is_boolean()) {
-      return invalid(
+      return invalid_argument(
           fmt::format("field '{}' must be true or false, not {}; {}", key, value.type_name(), how));
     }
     if (key == "from_start") {
@@ -316,12 +312,12 @@ Result<bool> decode_job_retry(std::string_view text) {
   if (text.empty()) return false;
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object()) return invalid(fmt::format("the body must be a JSON object; {}", how));
+  if (!body->is_object()) return invalid_argument(fmt::format("the body must be a JSON object; {}", how));
   bool from_start = false;
   for (const auto& [key, value] : body->items()) {
-    if (key != "from_start") return invalid(fmt::format("unknown field '{}'; {}", clip(key), how));
+    if (key != "from_start") return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), how));
     if (!value.is_boolean()) {
-      return invalid(fmt::format("field 'from_start' must be true or false, not {}; {}", value.type_name(), how));
+      return invalid_argument(fmt::format("field 'from_start' must be true or false, not {}; {}", value.type_name(), how));
     }
     from_start = value.get<bool>();
   }
@@ -331,26 +327,26 @@ Result<bool> decode_job_retry(std::string_view text) {
 Result<daemon::PlanRequest> decode_plan(std::string_view text, size_t max_sweep_elements) {
   auto body = parse_json_body(text);
   if (!body) return tl::unexpected(body.error());
-  if (!body->is_object()) return invalid("a plan must be a JSON object {\"jobs\", \"reservations\", \"replace\"}");
+  if (!body->is_object()) return invalid_argument("a plan must be a JSON object {\"jobs\", \"reservations\", \"replace\"}");
   for (const auto& [key, value] : body->items()) {
     if (key != "jobs" && key != "reservations" && key != "replace") {
-      return invalid(fmt::format("unknown field '{}' in a plan; known: jobs, reservations, replace", clip(key)));
+      return invalid_argument(fmt::format("unknown field '{}' in a plan; known: jobs, reservations, replace", clip(key)));
     }
   }
   daemon::PlanRequest plan;
   if (body->contains("replace")) {
-    if (!(*body)["replace"].is_boolean()) return invalid("field 'replace' must be true or false");
+    if (!(*body)["replace"].is_boolean()) return invalid_argument("field 'replace' must be true or false");
     plan.replace = (*body)["replace"].get<bool>();
   }
   if (!body->contains("jobs") || !(*body)["jobs"].is_array() || (*body)["jobs"].empty()) {
-    return invalid("a plan needs a non-empty 'jobs' list");
+    return invalid_argument("a plan needs a non-empty 'jobs' list");
   }
   size_t index = 0;
   for (json& entry : (*body)["jobs"]) {
     // A job with a `source` is named by it already; one without, by its place in the list.
     bool named = entry.is_object() && entry.contains("source") && entry["source"].is_string();
     auto located = [&](const Error& error) {
-      return invalid(named ? error.message : fmt::format("jobs[{}]: {}", index, error.message));
+      return invalid_argument(named ? error.message : fmt::format("jobs[{}]: {}", index, error.message));
     };
     auto sweep = decode_sweep_submit(entry, max_sweep_elements);
     if (!sweep) return located(sweep.error());
@@ -369,7 +365,7 @@ Result<daemon::PlanRequest> decode_plan(std::string_view text, size_t max_sweep_
   }
   if (body->contains("reservations")) {
     const json& reservations = (*body)["reservations"];
-    if (!reservations.is_array()) return invalid("field 'reservations' must be a list");
+    if (!reservations.is_array()) return invalid_argument("field 'reservations' must be a list");
     for (size_t i = 0; i < reservations.size(); ++i) {
       auto reservation = decode_reservation(reservations[i], i);
       if (!reservation) return tl::unexpected(reservation.error());
@@ -426,7 +422,7 @@ Result<int64_t> instant_param(const Target& target, std::string_view key, int64_
   if (text == nullptr) return fallback;
   if (auto ago = parse_duration(*text)) return now_ms - ago->count();
   if (auto at = parse_rfc3339(*text)) return *at;
-  return invalid(fmt::format("query parameter '{}' must be a duration back from now (7d, 36h; at "
+  return invalid_argument(fmt::format("query parameter '{}' must be a duration back from now (7d, 36h; at "
                              "most 36500d) or an RFC 3339 time (2026-11-01T00:00:00Z), not '{}'",
                              key, clip(*text)));
 }
@@ -434,9 +430,9 @@ Result<int64_t> instant_param(const Target& target, std::string_view key, int64_
 // Both ends come from checked ranges, so `to - from` cannot overflow.
 Result<Window> checked_window(int64_t from_ms, int64_t to_ms, std::string_view from,
                               std::string_view to) {
-  if (to_ms <= from_ms) return invalid(fmt::format("{} must come before {}", from, to));
+  if (to_ms <= from_ms) return invalid_argument(fmt::format("{} must come before {}", from, to));
   if (to_ms - from_ms > limits::kMaxReportWindowMs) {
-    return invalid(fmt::format("the window from {} to {} is longer than {}, the most one request "
+    return invalid_argument(fmt::format("the window from {} to {} is longer than {}, the most one request "
                                "reads: ask for a shorter one",
                                from, to, limits::kMaxReportWindowText));
   }
@@ -465,7 +461,7 @@ Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms) {
   if (!window) return tl::unexpected(window.error());
   ReportQuery query{*window};
   if (const std::string* text = target.find("by"); text != nullptr && !parse_group_by(*text, query.by)) {
-    return invalid(fmt::format("query parameter 'by' must be user, name, outcome or gpu, not '{}'",
+    return invalid_argument(fmt::format("query parameter 'by' must be user, name, outcome or gpu, not '{}'",
                                clip(*text)));
   }
   return query;
@@ -481,7 +477,7 @@ Result<int64_t> decode_stream_cursor(const Request& request, const Target& targe
 }
 
 Result<JobRef> parse_job_ref(std::string_view ref) {
-  if (ref.empty()) return invalid("a job reference is empty: give a job id or name");
+  if (ref.empty()) return invalid_argument("a job reference is empty: give a job id or name");
   if (ref.find_first_not_of("0123456789") != std::string_view::npos) {
     return JobRef{0, std::string(ref)};  // a name (names are never only digits)
   }

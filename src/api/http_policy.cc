@@ -7,16 +7,11 @@
 #include <cctype>
 
 #include "api/user_sessions.h"
+#include "base/ascii.h"
 #include "web/assets.h"
 
 namespace gpuq::api {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -48,9 +43,9 @@ bool accepts_gzip(std::string_view accept) {
     std::string_view item = trim(accept.substr(0, comma));
     accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
     size_t semi = item.find(';');
-    if (lower(trim(item.substr(0, semi))) != "gzip") continue;
+    if (ascii_lower(trim(item.substr(0, semi))) != "gzip") continue;
     if (semi == std::string_view::npos) return true;
-    std::string params = lower(item.substr(semi + 1));
+    std::string params = ascii_lower(item.substr(semi + 1));
     params.erase(std::remove(params.begin(), params.end(), ' '), params.end());
     return params != "q=0" && params != "q=0.0" && params != "q=0.00" && params != "q=0.000";
   }
@@ -96,7 +91,7 @@ std::vector<std::string_view> shown_tokens(const Request& request) {
   std::vector<std::string_view> shown;
   for (auto [f, end] = request.equal_range(http::field::authorization); f != end; ++f) {
     std::string_view value = trim(std::string_view(f->value().data(), f->value().size()));
-    if (value.size() > 7 && lower(value.substr(0, 7)) == "bearer ") shown.push_back(trim(value.substr(7)));
+    if (value.size() > 7 && ascii_lower(value.substr(0, 7)) == "bearer ") shown.push_back(trim(value.substr(7)));
   }
   for (auto [f, end] = request.equal_range(http::field::cookie); f != end; ++f) {
     std::string_view cookies(f->value().data(), f->value().size());
@@ -130,8 +125,8 @@ TcpPolicy TcpPolicy::make(std::string token, const ListenAddress& listen,
   TcpPolicy policy;
   policy.token = std::move(token);
   policy.allow_submit = allow_submit;
-  policy.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", lower(listen.host_header())};
-  for (const std::string& host : extra_hosts) policy.allowed_hosts.push_back(lower(host));
+  policy.allowed_hosts = {"localhost", "127.0.0.1", "[::1]", ascii_lower(listen.host_header())};
+  for (const std::string& host : extra_hosts) policy.allowed_hosts.push_back(ascii_lower(host));
   return policy;
 }
 
@@ -147,7 +142,7 @@ std::string host_part(std::string_view host) {
     bool digits = std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (rest.front() != ':' || port.size() > 5 || !digits) return "";
   }
-  return lower(name);
+  return ascii_lower(name);
 }
 
 namespace {

@@ -41,6 +41,10 @@ using Status = tl::expected<void, Error>;
 inline tl::unexpected<Error> fail(Code code, std::string message) {
   return tl::unexpected<Error>(Error{code, std::move(message)});
 }
+// Bad input: fail(Code::kInvalidArgument, message).
+inline tl::unexpected<Error> invalid_argument(std::string message) {
+  return fail(Code::kInvalidArgument, std::move(message));
+}
 
 // Converts an errno value into an Error whose message is "<what>: <strerror>".
 tl::unexpected<Error> errno_error(std::string_view what, int err = errno);

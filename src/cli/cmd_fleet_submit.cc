@@ -40,11 +40,6 @@ std::string submitter(const std::vector<std::string>& environ) {
   return fmt::format("{}@{}", user, host[0] ? host : "?");
 }
 
-bool is_job_dependency(Dependency::Kind kind) {
-  return kind == Dependency::Kind::kAfterOk || kind == Dependency::Kind::kAfterAny ||
-         kind == Dependency::Kind::kAfterNotOk;
-}
-
 // A submit request (docs/api.md) as a fleet job.
 Outcome<fleet::FleetJob> fleet_job(const std::string& file, const Json& request,
                                    const FleetSubmitOptions& options, int64_t now_ms,
@@ -63,7 +58,7 @@ Outcome<fleet::FleetJob> fleet_job(const std::string& file, const Json& request,
   job.spec.cwd.clear();  // a node runs it in its own [fleet] workdir
   std::vector<Dependency> kept;
   for (auto& dep : job.spec.deps) {
-    if (is_job_dependency(dep.kind)) {
+    if (dep.on_job()) {
       job.after.push_back({dep.kind, dep.target});
     } else {
       kept.push_back(std::move(dep));  // wait_file and requires run on the node

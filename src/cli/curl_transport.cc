@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "base/api_version.h"
+#include "base/ascii.h"
 #include "base/libcurl.h"
 
 namespace gpuq::cli {
@@ -15,12 +16,6 @@ namespace {
 size_t append_body(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // Turns a failed transfer into the error categories of Transport::send.
@@ -125,7 +120,7 @@ Result<HttpResponse> CurlTransport::send(const HttpRequest& request) {
   lib_->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   for (curl_header* h = lib_->easy_nextheader(curl, CURLH_HEADER, -1, nullptr); h != nullptr;
        h = lib_->easy_nextheader(curl, CURLH_HEADER, -1, h)) {
-    response.headers[lower(h->name)] = h->value;
+    response.headers[ascii_lower(h->name)] = h->value;
   }
   return response;
 }

@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "base/api_version.h"
+#include "base/ascii.h"
 #include "base/asio.h"  // first: it fixes an include bug of Boost 1.74's Asio
 #include "base/paths.h"
 
@@ -40,12 +41,6 @@ namespace {
 // A daemon's answers are at most a few MiB (a status of a long queue); a header this long is
 // not one of them.
 constexpr uint32_t kHeaderLimit = 64 * 1024;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 void close(Socket& socket) {
   ErrorCode ignored;
@@ -156,7 +151,7 @@ Exchange exchange(SocketTransport::Connection& connection, const HttpRequest& re
   response.status = static_cast<long>(answer.result_int());
   for (const auto& field : answer) {
     const auto name = field.name_string();
-    response.headers[lower({name.data(), name.size()})] = std::string(field.value());
+    response.headers[ascii_lower({name.data(), name.size()})] = std::string(field.value());
   }
   response.body = std::move(answer.body());
   if (!answer.keep_alive()) close(connection.socket);

@@ -28,11 +28,6 @@
 namespace gpuq::config {
 namespace {
 
-// Longer than any sane grace, poll or retry delay; keeps later arithmetic (backoff doubling,
-// deadlines) far from overflow.
-constexpr int64_t kMaxDurationMs = 30LL * 24 * 3'600'000;
-constexpr std::string_view kMaxDurationText = "30d";
-
 const std::vector<std::string_view> kLaneKeys = {"capacity", "excludes"};
 const std::vector<std::string_view> kPolicies = {"fifo", "priority", "backfill"};
 
@@ -74,8 +69,7 @@ class ConfigReader {
   }
 
   tl::unexpected<Error> error_at(const toml::source_region& where, std::string_view message) const {
-    return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path_, where.begin.line,
-                                                    where.begin.column, one_line(message)));
+    return config::error_at(path_, where, message);
   }
 
  private:

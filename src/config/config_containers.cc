@@ -6,16 +6,6 @@
 #include "config/config_text.h"
 
 namespace gpuq::config {
-namespace {
-
-tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where,
-                               std::string_view message) {
-  return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path, where.begin.line,
-                                                  where.begin.column, one_line(message)));
-}
-
-}  // namespace
-
 Status read_containers_table(const toml::table* table, std::string_view path,
                              ContainersConfig& containers) {
   if (table == nullptr) return ok();

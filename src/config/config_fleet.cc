@@ -10,11 +10,6 @@
 namespace gpuq::config {
 namespace {
 
-tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where, std::string_view message) {
-  return fail(Code::kInvalidArgument,
-              fmt::format("{}:{}:{}: {}", path, where.begin.line, where.begin.column, one_line(message)));
-}
-
 Status read_string(const toml::table& table, std::string_view path, std::string_view key, std::string& out) {
   const toml::node* node = table.get(key);
   if (node == nullptr) return ok();

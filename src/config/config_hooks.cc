@@ -8,13 +8,10 @@
 #include <string>
 
 #include "base/duration.h"
+#include "config/config_text.h"
 
 namespace gpuq::config {
 namespace {
-
-// As config.cc: longer than any sane delay, and far from overflow when a backoff doubles.
-constexpr int64_t kMaxDurationMs = 30LL * 24 * 3'600'000;
-constexpr std::string_view kMaxDurationText = "30d";
 
 const std::vector<std::string_view> kHookKeys = {"name",    "events",    "command",  "url",
                                                  "timeout", "retry_min", "retry_max"};
@@ -29,8 +26,7 @@ class HookReader {
   HookReader(std::string_view path, int number) : path_(path), number_(number) {}
 
   tl::unexpected<Error> error_at(const toml::source_region& where, std::string_view message) const {
-    return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path_, where.begin.line,
-                                                    where.begin.column, one_line(message)));
+    return config::error_at(path_, where, message);
   }
 
   Status read(const toml::table& table, HookConfig& hook) {

@@ -9,11 +9,6 @@
 namespace gpuq::config {
 namespace {
 
-tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where, std::string_view message) {
-  return fail(Code::kInvalidArgument,
-              fmt::format("{}:{}:{}: {}", path, where.begin.line, where.begin.column, one_line(message)));
-}
-
 // A name a Host header may carry: letters, digits, '.', '-', '_', or an IPv6 literal in brackets.
 bool host_name(std::string_view text) {
   if (text.empty() || text.size() > 253) return false;

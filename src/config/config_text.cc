@@ -58,4 +58,10 @@ std::string_view quoting_hint(std::string_view description) {
   return "";
 }
 
+tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where,
+                               std::string_view message) {
+  return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path, where.begin.line,
+                                                  where.begin.column, one_line(message)));
+}
+
 }  // namespace gpuq::config

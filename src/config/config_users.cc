@@ -12,12 +12,6 @@ namespace {
 
 constexpr std::string_view kLimitKeys[] = {"max_gpus", "max_running", "max_queued"};
 
-tl::unexpected<Error> error_at(std::string_view path, const toml::source_region& where,
-                               std::string_view message) {
-  return fail(Code::kInvalidArgument, fmt::format("{}:{}:{}: {}", path, where.begin.line,
-                                                  where.begin.column, one_line(message)));
-}
-
 bool is_limit_key(std::string_view key) {
   for (std::string_view k : kLimitKeys) {
     if (k == key) return true;

@@ -20,11 +20,6 @@
 namespace gpuq::daemon {
 namespace {
 
-bool is_job_dependency(const Dependency& d) {
-  return d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
-         d.kind == Dependency::Kind::kAfterNotOk;
-}
-
 // The names of each array job's elements, by the array's name.
 using ArrayElements = std::unordered_map<std::string, std::vector<std::string>>;
 
@@ -67,7 +62,7 @@ void expand_array_dependencies(std::vector<JobSpec>& jobs, const ArrayElements& 
     std::vector<Dependency> deps;
     deps.reserve(job.deps.size());
     for (Dependency& d : job.deps) {
-      auto array = is_job_dependency(d) ? arrays.find(d.target) : arrays.end();
+      auto array = d.on_job() ? arrays.find(d.target) : arrays.end();
       if (array == arrays.end()) {
         deps.push_back(std::move(d));
         continue;
@@ -93,7 +88,7 @@ std::string find_cycle(const std::vector<JobSpec>& jobs, const ArrayElements& ar
   for (const auto& j : jobs) {
     nodes.push_back(j.name);
     for (const auto& d : j.deps) {
-      if (!is_job_dependency(d)) continue;
+      if (!d.on_job()) continue;
       auto array = array_of.find(d.target);
       edges[j.name].push_back(array == array_of.end() ? d.target : array->second);
     }
@@ -243,8 +238,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
     for (auto it = unchanged.begin(); it != unchanged.end();) {
       const JobSpec& spec = plan.jobs[it->first];
       bool touches = std::any_of(spec.deps.begin(), spec.deps.end(), [&](const Dependency& d) {
-        return d.kind != Dependency::Kind::kFile && d.kind != Dependency::Kind::kRequires &&
-               changed.count(d.target);
+        return d.on_job() && changed.count(d.target);
       });
       if (!touches) {
         ++it;
@@ -274,7 +268,7 @@ Result<PlanOutcome> Queue::submit_plan(PlanRequest plan) {
     const JobSpec& base = plan.jobs[index];
     PlanArrayJob& array = array_jobs[index];
     bool touches = std::any_of(base.deps.begin(), base.deps.end(), [&](const Dependency& d) {
-      return is_job_dependency(d) && changed.count(d.target);
+      return d.on_job() && changed.count(d.target);
     });
     if (touches) {
       conflicts.push_back(

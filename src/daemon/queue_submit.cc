@@ -22,11 +22,6 @@ std::string gpu_count_text(const gpu::Inventory& inventory) {
                      inventory.mode == "fake" ? fmt::format("fake:{}", n) : inventory.mode);
 }
 
-bool is_job_dependency(const Dependency& d) {
-  return d.kind == Dependency::Kind::kAfterOk || d.kind == Dependency::Kind::kAfterAny ||
-         d.kind == Dependency::Kind::kAfterNotOk;
-}
-
 }  // namespace
 
 Status Queue::check_and_resolve(JobSpec& spec,
@@ -100,7 +95,7 @@ Status Queue::check_and_resolve(JobSpec& spec,
   std::vector<Dependency> resolved;
   resolved.reserve(spec.deps.size());
   for (Dependency& dep : spec.deps) {
-    if (!is_job_dependency(dep)) {
+    if (!dep.on_job()) {
       resolved.push_back(std::move(dep));
       continue;
     }

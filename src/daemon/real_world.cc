@@ -14,6 +14,7 @@
 #include "os/file_tree.h"
 #include "os/process.h"
 #include "os/safe_open.h"
+#include "os/unique_fd.h"
 #include "runner/launcher.h"
 #include "runner/run_env.h"
 #include "runner/session_sweep.h"
@@ -21,20 +22,8 @@
 namespace gpuq::daemon {
 namespace {
 
+
 namespace asio = boost::asio;
-
-// Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { ::close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The longest single wait of a timer: a far-off instant is reached in steps, so that neither
 // the conversion to the steady clock's nanoseconds overflows nor a jump of the wall clock
@@ -191,7 +180,7 @@ Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSp
   auto [jobs, job_name] = os::split_trusted(parent, 1);
   auto job_fd = os::open_beneath(jobs, job_name, O_RDONLY | O_DIRECTORY);
   if (!job_fd) return tl::unexpected(job_fd.error());
-  Fd job(*job_fd);
+  os::UniqueFd job(*job_fd);
   std::string run_name = run_dir.substr(run_dir.rfind('/') + 1);
   if (::mkdirat(job.get(), run_name.c_str(), 0700) != 0) {
     if (errno == EEXIST) return fail(Code::kConflict, run_dir + " exists already");
@@ -201,7 +190,7 @@ Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSp
   mine.owner = ::geteuid();
   auto run_fd = os::open_beneath_at(job.get(), run_name, O_RDONLY | O_DIRECTORY, 0, mine);
   if (!run_fd) return tl::unexpected(run_fd.error());
-  Fd run(*run_fd);
+  os::UniqueFd run(*run_fd);
   if (auto written = runner::write_run_spec_at(run.get(), spec); !written) return written;
   // The job's checkpoints go to the job directory: it is the user's. (The run directory is given
   // by the shim, once it has opened the log there.)
@@ -331,7 +320,7 @@ Status RealWorld::write_file(const std::string& path, const std::string& content
   auto fd = os::open_beneath(trusted, relative, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (!fd && fd.error().code == Code::kConflict) return ok();
   if (!fd) return tl::unexpected(fd.error());
-  Fd file(*fd);
+  os::UniqueFd file(*fd);
   if (::write(file.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
     return errno_error("write " + path);
   }

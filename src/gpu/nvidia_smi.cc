@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 
+#include "base/ascii.h"
+
 namespace gpuq::gpu {
 
 std::string_view trim(std::string_view text) {
@@ -31,15 +33,8 @@ std::optional<int64_t> parse_mib(std::string_view text) {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string result(text);
-  std::transform(result.begin(), result.end(), result.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return result;
-}
-
 bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
-  std::string haystack = lower(text);
+  std::string haystack = ascii_lower(text);
   return std::any_of(needles.begin(), needles.end(), [&](std::string_view needle) {
     return haystack.find(needle) != std::string::npos;
   });
@@ -52,7 +47,7 @@ struct Columns {
   std::string_view index, uuid, name, total, used;
 };
 
-std::optional<Columns> split_columns(std::string_view line) {
+std::optional<Columns> inventory_columns(std::string_view line) {
   size_t first = line.find(',');
   if (first == std::string_view::npos) return std::nullopt;
   size_t second = line.find(',', first + 1);
@@ -74,7 +69,7 @@ tl::unexpected<Error> corrupt_line(int number, std::string_view line, std::strin
 }
 
 Result<Resource> parse_line(int number, std::string_view line) {
-  auto columns = split_columns(line);
+  auto columns = inventory_columns(line);
   if (!columns) return corrupt_line(number, line, "not 5 comma-separated columns");
   auto index = parse_non_negative<int>(columns->index);
   if (!index) return corrupt_line(number, line, "bad GPU index");

@@ -83,6 +83,10 @@ struct Dependency {
   std::string target;  // a job id or name, a path, or a shell command
   int64_t job_id = 0;  // for job kinds: the resolved id (set by the daemon at submit)
   bool operator==(const Dependency& o) const { return kind == o.kind && target == o.target; }
+  // Whether it waits on another job (after-ok, after-any, after-not-ok), not a file or a test.
+  bool on_job() const {
+    return kind == Kind::kAfterOk || kind == Kind::kAfterAny || kind == Kind::kAfterNotOk;
+  }
 };
 
 std::string_view to_string(Dependency::Kind kind);

@@ -2,6 +2,8 @@
 #include "os/command.h"
 
 #include "os/stuck_helpers.h"
+#include "os/process.h"
+#include "os/unique_fd.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -26,6 +28,7 @@ extern char** environ;
 namespace gpuq::os {
 namespace {
 
+
 using Clock = std::chrono::steady_clock;
 
 // How long to wait for a SIGKILLed child to become reapable before handing it to a background
@@ -33,48 +36,20 @@ using Clock = std::chrono::steady_clock;
 // kernel lets it, and the caller's timeout must still hold.
 constexpr Millis kKillGrace{2000};
 
-// Owns one file descriptor and closes it exactly once.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 struct Pipe {
-  Fd read;
-  Fd write;
+  UniqueFd read;
+  UniqueFd write;
 };
 
 // A pipe end that landed on 0, 1 or 2 (the caller closed its own stdio) would be clobbered by
 // the child's dup2 actions, so both ends are moved above 2.
-Result<Fd> above_stdio(int fd) {
-  if (fd > 2) return Fd(fd);
+Result<UniqueFd> above_stdio(int fd) {
+  if (fd > 2) return UniqueFd(fd);
   int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   int err = errno;
   ::close(fd);
   if (moved < 0) return errno_error("fcntl(F_DUPFD_CLOEXEC)", err);
-  return Fd(moved);
+  return UniqueFd(moved);
 }
 
 Result<Pipe> make_pipe() {
@@ -242,21 +217,6 @@ bool has_exited(pid_t pid) {
   return info.si_pid != 0;
 }
 
-// A pidfd lets poll wake the moment the child exits; without one (kernels before 5.3) the loop
-// falls back to short poll slices.
-Fd open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  long fd = ::syscall(SYS_pidfd_open, pid, 0);
-  if (fd >= 0) {
-    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-    return Fd(static_cast<int>(fd));
-  }
-#else
-  (void)pid;
-#endif
-  return Fd();
-}
-
 constexpr Millis kPollSliceWithoutPidfd{10};
 
 // Reads what is available from `fd` into `sink`. Returns false at end of file.
@@ -281,7 +241,7 @@ void record_status(int status, CommandResult& result) {
 }
 
 // Waits up to `limit` for the child to exit. Returns true once it has (not yet reaped).
-bool wait_for_exit(pid_t pid, const Fd& pidfd, Millis limit) {
+bool wait_for_exit(pid_t pid, const UniqueFd& pidfd, Millis limit) {
   Clock::time_point deadline = Clock::now() + limit;
   while (!has_exited(pid)) {
     auto remaining = std::chrono::ceil<Millis>(deadline - Clock::now());
@@ -299,7 +259,7 @@ bool wait_for_exit(pid_t pid, const Fd& pidfd, Millis limit) {
 // Kills the child's whole group and reaps the child. If SIGKILL cannot end it within the grace
 // period, it takes one of the few stuck-helper slots and a background thread reaps it later
 // (os/stuck_helpers.h), so no zombie stays and the caller is not held.
-void kill_and_reap(pid_t pid, const Fd& pidfd, const std::vector<std::string>& argv,
+void kill_and_reap(pid_t pid, const UniqueFd& pidfd, const std::vector<std::string>& argv,
                    CommandResult& result) {
   ::kill(-pid, SIGKILL);
   if (kills_are_stuck_for_test() || !wait_for_exit(pid, pidfd, kKillGrace)) {
@@ -328,7 +288,7 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
 
 // A socket rather than a pipe for the child's stdin: send() with MSG_NOSIGNAL cannot raise
 // SIGPIPE in a caller that has not ignored it, when the child exits without reading.
-Result<std::pair<Fd, Fd>> make_input_socket() {
+Result<std::pair<UniqueFd, UniqueFd>> make_input_socket() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return errno_error("socketpair");
   auto parent = above_stdio(fds[0]);
@@ -337,12 +297,12 @@ Result<std::pair<Fd, Fd>> make_input_socket() {
   if (!child) return tl::unexpected(child.error());
   // Only one way: the child reading stdin sees end of file once the parent shuts its side.
   ::shutdown(child->get(), SHUT_WR);
-  return std::pair<Fd, Fd>{std::move(*parent), std::move(*child)};
+  return std::pair<UniqueFd, UniqueFd>{std::move(*parent), std::move(*child)};
 }
 
 // Sends what the socket takes of the rest of `input`; closes `fd` when all is sent or the
 // child stopped reading.
-void feed_input(Fd& fd, const std::string& input, size_t& sent) {
+void feed_input(UniqueFd& fd, const std::string& input, size_t& sent) {
   while (sent < input.size()) {
     ssize_t n = ::send(fd.get(), input.data() + sent, input.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
@@ -369,8 +329,8 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
   if (!out_pipe) return tl::unexpected(out_pipe.error());
   auto err_pipe = make_pipe();
   if (!err_pipe) return tl::unexpected(err_pipe.error());
-  Fd input_fd;
-  Fd child_input_fd;
+  UniqueFd input_fd;
+  UniqueFd child_input_fd;
   if (options.input) {
     auto input = make_input_socket();
     if (!input) return tl::unexpected(input.error());
@@ -404,10 +364,13 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
   size_t input_sent = 0;
   if (input_fd.valid()) feed_input(input_fd, *options.input, input_sent);
 
-  Fd pidfd = open_pidfd(*pid);
+  // A pidfd lets poll wake the moment the child exits; without one (kernels before 5.3) the
+  // loop falls back to short poll slices.
+  auto opened = open_pidfd(*pid);
+  UniqueFd pidfd = opened ? UniqueFd(*opened) : UniqueFd();
   CommandResult result;
-  Fd& out_fd = out_pipe->read;
-  Fd& err_fd = err_pipe->read;
+  UniqueFd& out_fd = out_pipe->read;
+  UniqueFd& err_fd = err_pipe->read;
   bool exited = false;
   Clock::time_point deadline = Clock::now() + timeout;
 
@@ -420,9 +383,9 @@ Result<CommandResult> run_command_with(const std::vector<std::string>& argv, Mil
       break;
     }
     std::array<pollfd, 5> entries{};
-    std::array<Fd*, 5> owners{};
+    std::array<UniqueFd*, 5> owners{};
     nfds_t count = 0;
-    for (Fd* fd : {&out_fd, &err_fd}) {
+    for (UniqueFd* fd : {&out_fd, &err_fd}) {
       if (!fd->valid()) continue;
       entries[count] = pollfd{fd->get(), POLLIN, 0};
       owners[count++] = fd;

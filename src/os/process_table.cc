@@ -14,23 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/unique_fd.h"
+
 namespace gpuq::os {
 namespace {
 
-// Closes a file descriptor when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Reads the whole of an open file (up to `cap` bytes) into `out`. False on a read error.
 bool read_all(int fd, std::string& out, size_t cap) {
@@ -94,7 +82,7 @@ class LinuxProcessTable : public ProcessTable {
   std::optional<ProcessFacts> facts(pid_t pid) override { return read_facts(pid, nullptr); }
 
   std::optional<std::string> env_value(pid_t pid, std::string_view name) override {
-    Fd fd(::open(proc_path(pid, "environ").c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(proc_path(pid, "environ").c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return std::nullopt;
     std::string env;
     // ARG_MAX-sized environments exist; a marker past 8 MiB is not worth reading for.
@@ -116,7 +104,7 @@ class LinuxProcessTable : public ProcessTable {
   std::string cmdline(pid_t pid) override {
     std::string text;
     {
-      Fd fd(::open(proc_path(pid, "cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+      UniqueFd fd(::open(proc_path(pid, "cmdline").c_str(), O_RDONLY | O_CLOEXEC));
       if (fd.get() >= 0) read_all(fd.get(), text, 4096);
     }
     while (!text.empty() && text.back() == '\0') text.pop_back();
@@ -135,7 +123,7 @@ class LinuxProcessTable : public ProcessTable {
     // the signal can only reach it, even if it exits and the pid is reused meanwhile.
     int raw = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (raw < 0 && errno != ENOSYS) return SignalResult::kGone;
-    Fd pidfd(raw);
+    UniqueFd pidfd(raw);
     auto now = read_facts(pid, nullptr);
     if (!now || now->zombie || now->start_ticks != start_ticks) return SignalResult::kGone;
     int rc = pidfd.get() >= 0
@@ -147,7 +135,7 @@ class LinuxProcessTable : public ProcessTable {
 
  private:
   static std::optional<ProcessFacts> read_facts(pid_t pid, std::string* comm) {
-    Fd fd(::open(proc_path(pid, "stat").c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(proc_path(pid, "stat").c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st {};
     if (fd.get() < 0 && errno == EACCES) {
       // /proc mounted with hidepid=1: another user's process shows its owner and nothing else.

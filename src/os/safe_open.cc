@@ -13,24 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "os/unique_fd.h"
+
 namespace gpuq::os {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 Result<std::vector<std::string>> components_of(const std::string& relative) {
   if (relative.empty() || relative.front() == '/') {
@@ -74,7 +61,7 @@ int open_by_kernel(int dir_fd, const std::string& relative, int flags, mode_t mo
 
 int open_by_walk(int dir_fd, const std::vector<std::string>& parts, int flags, mode_t mode) {
   int current = dir_fd;
-  std::vector<Fd> walked;  // each directory on the way, held open until the file is
+  std::vector<UniqueFd> walked;  // each directory on the way, held open until the file is
   walked.reserve(parts.size());
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     int next = ::openat(current, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -111,7 +98,7 @@ Result<int> open_beneath_at(int dir_fd, const std::string& relative, int flags, 
     fd = open_by_walk(dir_fd, *parts, flags, mode);
   }
   if (fd < 0) return refusal(relative, errno);
-  Fd opened(fd);
+  UniqueFd opened(fd);
   if (options.regular_file || options.owner) {
     struct stat st{};
     if (::fstat(fd, &st) != 0) return errno_error("fstat " + relative);
@@ -128,7 +115,7 @@ Result<int> open_beneath_at(int dir_fd, const std::string& relative, int flags, 
 
 Result<int> open_beneath(const std::string& trusted_dir, const std::string& relative, int flags,
                          mode_t mode, const BeneathOptions& options) {
-  Fd dir(::open(trusted_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(trusted_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) return errno_error("open " + trusted_dir);
   return open_beneath_at(dir.get(), relative, flags, mode, options);
 }
@@ -155,7 +142,7 @@ Result<std::string> read_file_beneath(const std::string& trusted_dir, const std:
   options.owner = owner;
   auto fd = open_beneath(trusted_dir, relative, O_RDONLY, 0, options);
   if (!fd) return tl::unexpected(fd.error());
-  Fd file(*fd);
+  UniqueFd file(*fd);
   return read_open_file(file.get(), max_bytes, trusted_dir + "/" + relative);
 }
 

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <set>
 
+#include "base/ascii.h"
 #include "os/command.h"
 
 namespace gpuq::runner {
@@ -16,13 +17,6 @@ namespace {
 
 // The most of a failed pull's output read back for its message.
 constexpr std::streamoff kMostMessageBytes = 64 << 10;
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 std::string trimmed(std::string_view text) {
   size_t begin = text.find_first_not_of(" \t\r\n");
@@ -88,7 +82,7 @@ Result<os::CommandResult> call(const std::vector<std::string>& argv, Millis time
 
 // The container is gone, or not running: nothing to stop.
 bool nothing_to_stop(const os::CommandResult& result) {
-  std::string said = lower(result.err + result.out);
+  std::string said = ascii_lower(result.err + result.out);
   return said.find("no such container") != std::string::npos ||
          said.find("is not running") != std::string::npos ||
          said.find("container state improper") != std::string::npos;
@@ -195,7 +189,7 @@ Result<bool> image_present(const ContainerRuntime& runtime, const std::string& i
     // message tells them apart.
     if (runtime.kind == RuntimeKind::kPodman && looked->exit_code == 1) return false;
     if (runtime.kind == RuntimeKind::kDocker &&
-        lower(looked->err).find("no such image") != std::string::npos) {
+        ascii_lower(looked->err).find("no such image") != std::string::npos) {
       return false;
     }
   }

@@ -13,16 +13,12 @@ namespace {
 
 using nlohmann::json;
 
-tl::unexpected<Error> invalid(std::string message) {
-  return fail(Code::kInvalidArgument, std::move(message));
-}
-
 Status check_shape(const json& plan) {
   if (!plan.is_object() || !plan.contains("jobs") || !plan["jobs"].is_array()) {
-    return invalid("a plan request is {\"jobs\": [...], \"reservations\": [...]}");
+    return invalid_argument("a plan request is {\"jobs\": [...], \"reservations\": [...]}");
   }
   if (plan.contains("reservations") && !plan["reservations"].is_array()) {
-    return invalid("'reservations' must be a list of {\"name\", \"gpus\", \"jobs\"}");
+    return invalid_argument("'reservations' must be a list of {\"name\", \"gpus\", \"jobs\"}");
   }
   return ok();
 }
@@ -38,15 +34,15 @@ Result<std::map<std::string, std::string>> reservation_members(const json& plan)
     if (!list[r].contains("jobs")) continue;
     const json& jobs = list[r]["jobs"];
     if (!jobs.is_array())
-      return invalid(fmt::format("reservation '{}': 'jobs' must be a list of job names",
+      return invalid_argument(fmt::format("reservation '{}': 'jobs' must be a list of job names",
                                  (*reservations)[r].name));
     for (const json& j : jobs) {
       if (!j.is_string())
-        return invalid(fmt::format("reservation '{}': 'jobs' must be a list of job names",
+        return invalid_argument(fmt::format("reservation '{}': 'jobs' must be a list of job names",
                                    (*reservations)[r].name));
       auto [it, fresh] = member.emplace(j.get<std::string>(), (*reservations)[r].name);
       if (!fresh && it->second != (*reservations)[r].name) {
-        return invalid(fmt::format("job {} is in reservations '{}' and '{}'", it->first, it->second,
+        return invalid_argument(fmt::format("job {} is in reservations '{}' and '{}'", it->first, it->second,
                                    (*reservations)[r].name));
       }
     }
@@ -60,10 +56,10 @@ Result<json> as_submit_request(const json& entry, const std::string& name) {
   if (body.contains("est_hours")) {
     const json& h = body["est_hours"];
     if (!h.is_number() || h.get<double>() < 0 || !std::isfinite(h.get<double>())) {
-      return invalid(fmt::format("job {}: 'est_hours' must be a number of hours >= 0", name));
+      return invalid_argument(fmt::format("job {}: 'est_hours' must be a number of hours >= 0", name));
     }
     if (body.contains("est") || body.contains("est_ms")) {
-      return invalid(fmt::format("job {}: give one of 'est_hours', 'est' or 'est_ms'", name));
+      return invalid_argument(fmt::format("job {}: give one of 'est_hours', 'est' or 'est_ms'", name));
     }
     body["est_ms"] = static_cast<int64_t>(std::llround(h.get<double>() * 3600.0 * 1000.0));
     body.erase("est_hours");
@@ -85,29 +81,29 @@ Result<std::vector<sched::Reservation>> reservations_from_plan(const json& plan)
   for (size_t r = 0; r < list.size(); ++r) {
     const json& entry = list[r];
     if (!entry.is_object())
-      return invalid(fmt::format("reservations[{}] must be an object {{name, gpus, jobs}}", r));
+      return invalid_argument(fmt::format("reservations[{}] must be an object {{name, gpus, jobs}}", r));
     sched::Reservation res;
     res.name = fmt::format("reservation-{}", r + 1);
     if (entry.contains("name")) {
       if (!entry["name"].is_string() || entry["name"].get<std::string>().empty()) {
-        return invalid(fmt::format("reservations[{}]: 'name' must be a non-empty string", r));
+        return invalid_argument(fmt::format("reservations[{}]: 'name' must be a non-empty string", r));
       }
       res.name = entry["name"].get<std::string>();
     }
     if (!entry.contains("gpus") || !entry["gpus"].is_array()) {
-      return invalid(
+      return invalid_argument(
           fmt::format("reservation '{}': 'gpus' must be a list of GPU indices", res.name));
     }
     for (const json& g : entry["gpus"]) {
       if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 4096) {
-        return invalid(
+        return invalid_argument(
             fmt::format("reservation '{}': 'gpus' must be a list of GPU indices", res.name));
       }
       res.slots.push_back(static_cast<int>(g.get<int64_t>()));
     }
     for (const auto& other : out) {
       if (other.name == res.name)
-        return invalid(fmt::format("two reservations are named '{}'", res.name));
+        return invalid_argument(fmt::format("two reservations are named '{}'", res.name));
     }
     out.push_back(std::move(res));
   }
@@ -117,7 +113,7 @@ Result<std::vector<sched::Reservation>> reservations_from_plan(const json& plan)
 Result<SimJob> job_from_spec(const JobSpec& spec) {
   const std::string& name = spec.name;
   if (spec.estimate_ms == 0) {
-    return invalid(
+    return invalid_argument(
         fmt::format("job {} has no estimate (est_hours or est): a simulation needs one", name));
   }
   SimJob job;
@@ -138,7 +134,7 @@ Result<SimJob> job_from_spec(const JobSpec& spec) {
         job.after_any.push_back(d.target);
         break;
       case Dependency::Kind::kAfterNotOk:
-        return invalid(fmt::format(
+        return invalid_argument(fmt::format(
             "job {} waits for {} to fail (afternotok); a simulation assumes every job "
             "succeeds, so it would never run",
             name, d.target));
@@ -170,22 +166,22 @@ Result<std::vector<SimJob>> jobs_from_plan(const json& plan) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const json& entry = entries[i];
     if (!entry.is_object())
-      return invalid(fmt::format("jobs[{}] must be an object (a submit request)", i));
+      return invalid_argument(fmt::format("jobs[{}] must be an object (a submit request)", i));
     if (!entry.contains("name") || !entry["name"].is_string() ||
         entry["name"].get<std::string>().empty()) {
-      return invalid(fmt::format("jobs[{}] has no name: each job of a plan needs one", i));
+      return invalid_argument(fmt::format("jobs[{}] has no name: each job of a plan needs one", i));
     }
     std::string name = entry["name"].get<std::string>();
     auto body = as_submit_request(entry, name);
     if (!body) return tl::unexpected(body.error());
     auto spec = spec_from_json(*body);
-    if (!spec) return invalid(fmt::format("job {}: {}", name, spec.error().message));
+    if (!spec) return invalid_argument(fmt::format("job {}: {}", name, spec.error().message));
     auto converted = job_from_spec(*spec);
     if (!converted) return tl::unexpected(converted.error());
     SimJob& job = *converted;
     if (auto it = members->find(name); it != members->end()) {
       if (!job.reservation.empty() && job.reservation != it->second) {
-        return invalid(
+        return invalid_argument(
             fmt::format("job {} names reservation '{}' but is listed in reservation '{}'", name,
                         job.reservation, it->second));
       }

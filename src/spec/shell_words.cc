@@ -20,10 +20,6 @@ bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-tl::unexpected<Error> invalid(std::string message) {
-  return fail(Code::kInvalidArgument, std::move(message));
-}
-
 // The syntax that begins at text[i], as a person wrote it: "&&", "$OUT", "`".
 std::string_view syntax_at(std::string_view text, size_t i) {
   size_t end = i + 1;
@@ -40,25 +36,25 @@ std::string_view syntax_at(std::string_view text, size_t i) {
 tl::unexpected<Error> refused_syntax(std::string_view text, size_t i) {
   char c = text[i];
   if (c == '\n') {
-    return invalid(
+    return invalid_argument(
         "a newline separates commands in a shell, and these words are one command: "
         "give each command its own step");
   }
   if (c == '$' || c == '`') {
-    return invalid(
+    return invalid_argument(
         fmt::format("'{}' would be expanded by a shell, but these words are run "
                     "without one; {}",
                     syntax_at(text, i), kWithShell));
   }
   if (c == '#') {
-    return invalid(fmt::format("'#' begins a comment in a shell; {}", kWithShell));
+    return invalid_argument(fmt::format("'#' begins a comment in a shell; {}", kWithShell));
   }
   if (c == '~') {
-    return invalid(
+    return invalid_argument(
         "'~' would be a home directory in a shell, but nothing is expanded here: "
         "write the path in full");
   }
-  return invalid(
+  return invalid_argument(
       fmt::format("'{}' is shell syntax, but these words are run without a shell "
                   "(nothing is piped, redirected, chained or put in the background); {}",
                   syntax_at(text, i), kWithShell));
@@ -83,7 +79,7 @@ Result<std::vector<std::string>> split_shell_words(std::string_view text,
   auto unbalanced = [&](char quote, size_t word_start) {
     std::string_view rest = text.substr(word_start);
     while (!rest.empty() && is_blank(rest.back())) rest.remove_suffix(1);
-    return invalid(
+    return invalid_argument(
         fmt::format("unbalanced {} quote in {}", quote == '"' ? "double" : "single", rest));
   };
   while (true) {
@@ -134,7 +130,7 @@ Result<std::vector<std::string>> split_shell_words(std::string_view text,
     }
     if (word.empty() && quoted_from == std::string::npos) continue;  // only continuations
     if (strict && words.empty() && is_assignment(word, quoted_from)) {
-      return invalid(
+      return invalid_argument(
           fmt::format("'{}' would set a variable in a shell, but these words are run "
                       "without one: set it in the job's environment (--env, or a "
                       "plan's \"env\"), or write env {} ...",

@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::string_view kArrayForms = "as in 0-99, 0-99:2, 1,4,9 or 0-99%4";
 
-tl::unexpected<Error> invalid(std::string message) {
-  return fail(Code::kInvalidArgument, std::move(message));
-}
-
 // A whole number from 0 written with digits only, or nullopt.
 std::optional<int64_t> whole_number(std::string_view text) {
   if (text.empty() || text.size() > 15) return std::nullopt;
@@ -44,20 +40,20 @@ Result<Range> parse_range(std::string_view text, std::string_view separator, std
   }
   auto a = whole_number(start), b = whole_number(rest), s = whole_number(step);
   if (!a || !b || !s) {
-    return invalid(fmt::format("{} '{}': a range is two whole numbers from 0 and an optional step, "
+    return invalid_argument(fmt::format("{} '{}': a range is two whole numbers from 0 and an optional step, "
                                "as in 0{}9 or 0{}9:3",
                                what, text, separator, separator));
   }
   if (*b < *a) {
-    return invalid(fmt::format("{} '{}' ends before it starts; write {}{}{}", what, text, *b,
+    return invalid_argument(fmt::format("{} '{}' ends before it starts; write {}{}{}", what, text, *b,
                                separator, *a));
   }
-  if (*s == 0) return invalid(fmt::format("{} '{}': the step is 0; give 1 or more", what, text));
+  if (*s == 0) return invalid_argument(fmt::format("{} '{}': the step is 0; give 1 or more", what, text));
   return Range{*a, *b, *s};
 }
 
 tl::unexpected<Error> too_many(std::string_view what, size_t count, size_t max_elements) {
-  return invalid(fmt::format("the {} has {} elements, more than [sweeps] max_elements ({}); split "
+  return invalid_argument(fmt::format("the {} has {} elements, more than [sweeps] max_elements ({}); split "
                              "it, or raise max_elements in config.toml",
                              what, count, max_elements));
 }
@@ -107,10 +103,10 @@ std::string SweepElement::suffix() const {
 Result<int> parse_max_running(std::string_view text) {
   auto value = whole_number(text);
   if (!value || *value > 1'000'000) {
-    return invalid(fmt::format("%{}: the cap on running elements is a whole number, as in %4",
+    return invalid_argument(fmt::format("%{}: the cap on running elements is a whole number, as in %4",
                                text));
   }
-  if (*value == 0) return invalid("%0 would never run an element; give 1 or more, as in %4");
+  if (*value == 0) return invalid_argument("%0 would never run an element; give 1 or more, as in %4");
   return static_cast<int>(*value);
 }
 
@@ -122,7 +118,7 @@ Result<Sweep> parse_array(std::string_view text, size_t max_elements) {
     sweep.max_running = *max;
     text = text.substr(0, percent);
   }
-  if (text.empty()) return invalid(fmt::format("--array needs indexes, {}", kArrayForms));
+  if (text.empty()) return invalid_argument(fmt::format("--array needs indexes, {}", kArrayForms));
   // The items first, and their count, so that a huge range is refused before it is made.
   std::vector<Range> ranges;
   size_t count = 0;
@@ -130,7 +126,7 @@ Result<Sweep> parse_array(std::string_view text, size_t max_elements) {
     size_t comma = std::min(text.find(',', begin), text.size());
     std::string_view item = text.substr(begin, comma - begin);
     if (item.empty()) {
-      return invalid(fmt::format("--array '{}' has an empty item (two commas?); {}", text,
+      return invalid_argument(fmt::format("--array '{}' has an empty item (two commas?); {}", text,
                                  kArrayForms));
     }
     if (item.find('-', 1) != std::string_view::npos && item.front() != '-') {
@@ -140,7 +136,7 @@ Result<Sweep> parse_array(std::string_view text, size_t max_elements) {
     } else if (auto index = whole_number(item)) {
       ranges.push_back(Range{*index, *index, 1});
     } else {
-      return invalid(fmt::format("--array '{}': '{}' is not an index (whole numbers from 0), {}",
+      return invalid_argument(fmt::format("--array '{}': '{}' is not an index (whole numbers from 0), {}",
                                  text, item, kArrayForms));
     }
     count += ranges.back().count();
@@ -153,7 +149,7 @@ Result<Sweep> parse_array(std::string_view text, size_t max_elements) {
   std::vector<int64_t> sorted = sweep.indexes;
   std::sort(sorted.begin(), sorted.end());
   if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
-    return invalid(fmt::format("--array '{}' names index {} twice; each element needs its own",
+    return invalid_argument(fmt::format("--array '{}' names index {} twice; each element needs its own",
                                text, *twice));
   }
   return sweep;
@@ -162,7 +158,7 @@ Result<Sweep> parse_array(std::string_view text, size_t max_elements) {
 Result<SweepParam> parse_grid_param(std::string_view text, size_t max_elements) {
   size_t equals = text.find('=');
   if (equals == std::string_view::npos) {
-    return invalid(fmt::format("--grid '{}' has no '='; write NAME=VALUES, as in lr=1e-4,3e-4 or "
+    return invalid_argument(fmt::format("--grid '{}' has no '='; write NAME=VALUES, as in lr=1e-4,3e-4 or "
                                "seed=0..4",
                                text));
   }
@@ -174,17 +170,17 @@ Result<SweepParam> parse_grid_param(std::string_view text, size_t max_elements) 
                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
                    });
   if (!good_name) {
-    return invalid(fmt::format("--grid '{}': a parameter's name is letters, digits and _, not "
+    return invalid_argument(fmt::format("--grid '{}': a parameter's name is letters, digits and _, not "
                                "starting with a digit (it becomes GPUQ_PARAM_NAME)",
                                text));
   }
   if (name == "i") {
-    return invalid(fmt::format("--grid '{}': {{i}} is the element's index; give the parameter "
+    return invalid_argument(fmt::format("--grid '{}': {{i}} is the element's index; give the parameter "
                                "another name",
                                text));
   }
   if (values.empty()) {
-    return invalid(fmt::format("--grid '{}' has no values; list them (lr=1e-4,3e-4) or give a "
+    return invalid_argument(fmt::format("--grid '{}' has no values; list them (lr=1e-4,3e-4) or give a "
                                "range (seed=0..4)",
                                text));
   }
@@ -205,12 +201,12 @@ Result<SweepParam> parse_grid_param(std::string_view text, size_t max_elements) 
     size_t comma = std::min(values.find(',', begin), values.size());
     std::string_view value = values.substr(begin, comma - begin);
     if (bad_value(value)) {
-      return invalid(fmt::format("--grid '{}': value '{}' is empty or has a bracket, '=' or a "
+      return invalid_argument(fmt::format("--grid '{}': value '{}' is empty or has a bracket, '=' or a "
                                  "control character, which element names cannot show",
                                  text, value));
     }
     if (std::find(param.values.begin(), param.values.end(), value) != param.values.end()) {
-      return invalid(fmt::format("--grid '{}' lists {} twice; each value once", text, value));
+      return invalid_argument(fmt::format("--grid '{}' lists {} twice; each value once", text, value));
     }
     param.values.emplace_back(value);
     begin = comma + 1;
@@ -219,13 +215,13 @@ Result<SweepParam> parse_grid_param(std::string_view text, size_t max_elements) 
 }
 
 Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running, size_t max_elements) {
-  if (params.empty()) return invalid("a grid needs at least one --grid NAME=VALUES");
+  if (params.empty()) return invalid_argument("a grid needs at least one --grid NAME=VALUES");
   std::string counts;
   long double count = 1;  // exact below 2^64; a grid past that is only ever refused
   for (size_t k = 0; k < params.size(); ++k) {
     for (size_t j = 0; j < k; ++j) {
       if (env_name(params[j].name) == env_name(params[k].name)) {
-        return invalid(params[j].name == params[k].name
+        return invalid_argument(params[j].name == params[k].name
                            ? fmt::format("--grid {} is given twice; give each parameter once, "
                                          "with all its values",
                                          params[k].name)
@@ -239,7 +235,7 @@ Result<Sweep> make_grid(std::vector<SweepParam> params, int max_running, size_t 
   if (count > static_cast<long double>(max_elements)) {
     std::string shown = count < 1e15L ? fmt::format("{:.0f}", static_cast<double>(count))
                                       : fmt::format("about {:.2g}", static_cast<double>(count));
-    return invalid(fmt::format("the grid ({}) has {} elements, more than [sweeps] max_elements "
+    return invalid_argument(fmt::format("the grid ({}) has {} elements, more than [sweeps] max_elements "
                                "({}); split it, or raise max_elements in config.toml",
                                counts, shown, max_elements));
   }

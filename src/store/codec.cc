@@ -33,6 +33,8 @@ std::vector<std::string> decode_strings(const std::string& text) {
 
 std::string encode_ints(const std::vector<int>& values) { return json(values).dump(); }
 
+std::string encode_ids(const std::vector<int64_t>& ids) { return json(ids).dump(); }
+
 std::vector<int> decode_ints(const std::string& text) {
   json j = json::parse(text, nullptr, false);
   if (!j.is_array()) return {};

@@ -7,6 +7,7 @@
 // one statement whatever the batch size.
 #include <fmt/format.h>
 
+#include "store/codec.h"
 #include "store/store.h"
 
 namespace gpuq::store {
@@ -21,10 +22,6 @@ constexpr const char* kFinished =
 // keeps its run: that run is what holds the GPU back and names the processes left over.
 constexpr const char* kCleanupOpen =
     "EXISTS (SELECT 1 FROM runs WHERE runs.job_id = jobs.id AND cleanup IN ('pending','attention'))";
-
-std::string json_ids(const std::vector<int64_t>& ids) {
-  return fmt::format("[{}]", fmt::join(ids, ","));
-}
 
 Result<int64_t> count_of(Database& db, const std::string& sql,
                          const std::function<void(Statement&)>& bind) {
@@ -48,7 +45,7 @@ Result<int64_t> Store::last_event_seq_of(const std::vector<int64_t>& job_ids) {
   return count_of(*db_,
                   "SELECT COALESCE(MAX(seq), 0) FROM events WHERE job_id IN "
                   "(SELECT value FROM json_each(?))",
-                  [&](Statement& s) { s.bind(1, json_ids(job_ids)); });
+                  [&](Statement& s) { s.bind(1, encode_ids(job_ids)); });
 }
 
 Result<Store::PruneSelection> Store::select_prunable(int64_t cutoff_ms,
@@ -75,11 +72,11 @@ Result<Store::PruneSelection> Store::select_prunable(int64_t cutoff_ms,
       fmt::format("SELECT COUNT(*) FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND {} "
                   "AND finished_at < ?",
                   kFinished),
-      [&](Statement& s) { s.bind(1, json_ids(kept)).bind(2, cutoff_ms); });
+      [&](Statement& s) { s.bind(1, encode_ids(kept)).bind(2, cutoff_ms); });
   if (!kept_count) return tl::unexpected(kept_count.error());
   selection.kept_for_dependents = *kept_count;
   if (selection.job_ids.empty()) return selection;
-  std::string ids = json_ids(selection.job_ids);
+  std::string ids = encode_ids(selection.job_ids);
   auto bind_ids = [&](Statement& s) { s.bind(1, ids); };
   auto runs = count_of(*db_, "SELECT COUNT(*) FROM runs WHERE job_id IN (SELECT value FROM json_each(?))", bind_ids);
   if (!runs) return tl::unexpected(runs.error());
@@ -92,7 +89,7 @@ Result<Store::PruneSelection> Store::select_prunable(int64_t cutoff_ms,
 
 Status Store::prune_jobs(const std::vector<int64_t>& ids) {
   if (ids.empty()) return ok();
-  std::string list = json_ids(ids);
+  std::string list = encode_ids(ids);
   // Refuse the whole batch rather than delete part of what a caller did not mean: only
   // finished jobs whose cleanup is confirmed may go.
   auto refused = db_->prepare(fmt::format(
@@ -149,7 +146,7 @@ Status Store::prune_jobs(const std::vector<int64_t>& ids) {
   return run_with_ids(*db_,
                       "DELETE FROM arrays WHERE id IN (SELECT value FROM json_each(?1)) AND "
                       "NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.array_id = arrays.id)",
-                      json_ids(array_ids));
+                      encode_ids(array_ids));
 }
 
 Result<int64_t> Store::prune_events(int64_t cutoff_ms, int64_t max_seq) {

@@ -10,14 +10,6 @@
 #include "store/store.h"
 
 namespace gpuq::store {
-namespace {
-
-std::string json_ids(const std::vector<int64_t>& ids) {
-  return fmt::format("[{}]", fmt::join(ids, ","));
-}
-
-}  // namespace
-
 Status Store::add_run_sample(int64_t run_id, const RunSample& sample) {
   auto stmt = db_->prepare(
       "INSERT OR REPLACE INTO run_samples(run_id, time, util, mem_mib) VALUES (?, ?, ?, ?)");
@@ -75,7 +67,7 @@ Result<Store::SamplesByRun> Store::run_samples(const std::vector<int64_t>& run_i
       "SELECT run_id, time, util, mem_mib FROM run_samples WHERE run_id IN "
       "(SELECT value FROM json_each(?1)) AND time >= ?2 AND time < ?3 ORDER BY run_id, time");
   if (!stmt) return tl::unexpected(stmt.error());
-  stmt->bind(1, json_ids(run_ids)).bind(2, from_ms).bind(3, to_ms);
+  stmt->bind(1, encode_ids(run_ids)).bind(2, from_ms).bind(3, to_ms);
   while (true) {
     auto row = stmt->step();
     if (!row) return tl::unexpected(row.error());
