@@ -132,10 +132,12 @@ void Server::attach_reasons(std::vector<Job>& jobs) {
 std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>& resources) {
   auto runs = store_->running_runs();
   auto views = gpu_views(resources, runs ? *runs : std::vector<Run>{}, *context_.queue.waits());
+  const std::vector<daemon::GpuReading> readings = context_.queue.gpu_readings().get();
   std::vector<nlohmann::json> out;
   for (size_t slot = 0; slot < resources.size(); ++slot) {
     const Resource& r = resources[slot];
     const daemon::GpuHealth& health = views[slot].health;
+    const daemon::GpuReading reading = slot < readings.size() ? readings[slot] : daemon::GpuReading{};
     out.push_back({{"name", r.name},
                    {"index", r.index ? nlohmann::json(*r.index) : nlohmann::json(nullptr)},
                    {"uuid", r.uuid},
@@ -143,6 +145,8 @@ std::vector<nlohmann::json> Server::resource_objects(const std::vector<Resource>
                    {"memory_total_mib", r.memory_total_mib},
                    {"memory_used_mib", health.memory_used_mib >= 0 ? health.memory_used_mib : r.memory_used_mib},
                    {"utilization", health.utilization >= 0 ? nlohmann::json(health.utilization) : nlohmann::json(nullptr)},
+                   {"temperature_c", reading.temperature_c >= 0 ? nlohmann::json(reading.temperature_c) : nlohmann::json(nullptr)},
+                   {"power_w", reading.power_w >= 0 ? nlohmann::json(reading.power_w) : nlohmann::json(nullptr)},
                    {"state", std::string(views[slot].state)},
                    {"job", views[slot].job != 0 ? nlohmann::json(views[slot].job) : nlohmann::json(nullptr)},
                    {"attention", health.attention},

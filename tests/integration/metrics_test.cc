@@ -397,6 +397,18 @@ TEST(Metrics, EachGpuShowsItsReadingsStateAndHolder) {
   EXPECT_EQ(reading("DCGM_FI_DEV_FB_TOTAL", "0"), 81920) << body;  // a fake GPU's size
   EXPECT_EQ(reading("DCGM_FI_DEV_FB_FREE", "0"), 81920 - 700) << body;
   EXPECT_EQ(x.types["DCGM_FI_DEV_GPU_UTIL"], "gauge");
+  // GET /v1/gpus shows the same readings; null where the probe does not know.
+  auto gpus = h.gpuq_json({"gpus", "--json"});
+  for (const auto& r : gpus["resources"]) {
+    if (r["index"] == 0) {
+      EXPECT_EQ(r["temperature_c"], 63) << r.dump();
+      EXPECT_EQ(r["power_w"], 211.5) << r.dump();
+    } else {
+      EXPECT_EQ(r["temperature_c"], 30) << r.dump();
+      EXPECT_TRUE(r["power_w"].is_null()) << r.dump();
+    }
+  }
+  EXPECT_EQ(gpus["resources"].size(), 2u) << gpus.dump();
   // The states agree with gpuq_gpus and GET /v1/gpus; the free GPU has no holder.
   for (const char* s : {"free", "busy", "cleaning", "attention", "foreign"}) {
     const double want_held = std::string(s) == "busy" ? 1 : 0;
