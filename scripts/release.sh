@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds gpuq's release artifacts into dist/ (docs/install.md says how to use them):
-#   gpuq-VERSION-linux-x86_64.tar.gz        bin/gpuq (stripped; it loads only the C library's
-#                                            own libraries), share/doc/gpuq (README, CHANGELOG,
+#   gpuq-VERSION-linux-x86_64.tar.gz        bin/gpuq (the light client, static) and
+#                                            libexec/gpuq/gpuqd (the daemon and every other command;
+#                                            it loads only the C library's own libraries), both
+#                                            stripped; share/doc/gpuq (README, CHANGELOG,
 #                                            LICENSE, NOTICE, docs, examples), man pages, bash/zsh/fish
 #                                            completions, share/gpuq/gpuq.service (a system unit
 #                                            for an unpack into /usr/local)
-#   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug: unpacked over the first, gdb finds it
+#   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug, libexec/gpuq/gpuqd.debug: unpacked
+#                                            over the first, gdb finds them
 #   gpuq_VERSION-N_amd64.deb                with --deb (packaging/deb/), checked by lintian
 # VERSION is project()'s in CMakeLists.txt. The binary is the build tree's (default build/, as
-# scripts/build.sh makes it): the target gpuq is built first unless --no-build is given, and
-# refused unless tests/release/portable_binary.sh passes. SOURCE_DATE_EPOCH (default: the
+# scripts/build.sh makes it): the target gpuq (which builds gpuqd too) is built first unless
+# --no-build is given, and refused unless tests/release/portable_binary.sh passes. SOURCE_DATE_EPOCH (default: the
 # commit's time) dates every file, so the archives are reproducible.
 # Usage: scripts/release.sh [--deb] [--build-dir DIR] [--out DIR] [--no-build]
 #                           [--deb-revision N]   (the .deb's version VERSION-N; default 1)
@@ -56,10 +59,13 @@ if [ "$compile" -eq 1 ]; then
   fi
   cmake --build "$build" --target gpuq
 fi
-binary="$build/bin/gpuq"
-[ -x "$binary" ] || { echo "release.sh: no gpuq binary at $binary (build it, or drop --no-build)" >&2; exit 1; }
-bash tests/release/portable_binary.sh "$binary" >/dev/null || {
-  echo "release.sh: $binary is not portable (tests/release/portable_binary.sh says why); not packaged" >&2
+binary="$build/bin/gpuq"  # the light client
+full="$build/bin/gpuqd"   # the full binary it execs
+for file in "$binary" "$full"; do
+  [ -x "$file" ] || { echo "release.sh: no $(basename "$file") binary at $file (build it, or drop --no-build)" >&2; exit 1; }
+done
+bash tests/release/portable_binary.sh "$binary" "$full" >/dev/null || {
+  echo "release.sh: $binary or $full is not portable (tests/release/portable_binary.sh says why); not packaged" >&2
   exit 1
 }
 
@@ -71,10 +77,11 @@ mkdir -p "$out"
 # /usr) and zsh's completion directory there.
 lay_out() {
   local dir="$1" prefix="$2" zsh_dir="$3"
-  install -d "$dir/bin" "$dir/share/doc/gpuq/examples" "$dir/share/man/man1" \
+  install -d "$dir/bin" "$dir/libexec/gpuq" "$dir/share/doc/gpuq/examples" "$dir/share/man/man1" \
     "$dir/share/bash-completion/completions" "$dir/$zsh_dir" "$dir/share/fish/vendor_completions.d"
   objcopy --strip-all --add-gnu-debuglink="$stage/gpuq.debug" "$binary" "$dir/bin/gpuq"
-  chmod 0755 "$dir/bin/gpuq"
+  objcopy --strip-all --add-gnu-debuglink="$stage/gpuqd.debug" "$full" "$dir/libexec/gpuq/gpuqd"
+  chmod 0755 "$dir/bin/gpuq" "$dir/libexec/gpuq/gpuqd"
   install -m 0644 README.md CHANGELOG.md LICENSE NOTICE docs/*.md "$dir/share/doc/gpuq/"
   cp -r examples/. "$dir/share/doc/gpuq/examples/"
   "$dir/bin/gpuq" manpages --dir "$dir/share/man/man1" >/dev/null
@@ -97,6 +104,7 @@ pack() {
 }
 
 objcopy --only-keep-debug --compress-debug-sections=zlib "$binary" "$stage/gpuq.debug"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$full" "$stage/gpuqd.debug"
 
 name="gpuq-$version-linux-x86_64"
 tree="$stage/tarball"
@@ -104,8 +112,9 @@ lay_out "$tree" /usr/local share/zsh/site-functions
 install -d "$tree/share/gpuq"
 mv "$tree/gpuq.service" "$tree/share/gpuq/gpuq.service"
 pack "$tree" "$name" "$out/$name.tar.gz"
-install -d "$stage/debug/bin"
+install -d "$stage/debug/bin" "$stage/debug/libexec/gpuq"
 install -m 0644 "$stage/gpuq.debug" "$stage/debug/bin/gpuq.debug"
+install -m 0644 "$stage/gpuqd.debug" "$stage/debug/libexec/gpuq/gpuqd.debug"
 pack "$stage/debug" "$name" "$out/$name-debug.tar.gz"
 echo "$out/$name.tar.gz"
 echo "$out/$name-debug.tar.gz"

@@ -9,33 +9,19 @@
 #include "base/listen_address.h"
 #include "base/paths.h"
 #include "base/token_file.h"
+#include "cli/client_cli.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/fleet_commands.h"
 #include "cli/gpu_selection.h"
-#include "cli/submit_flags.h"
 
 namespace gpuq::cli {
 namespace {
 
 // Every option the command line can hold; CLI11 writes into it.
-struct Parsed {
-  std::string home;
-  std::string url;    // --url: the daemon's HTTP listener instead of its socket
-  std::string token;  // --token
+struct Parsed : ClientOptions {
   DashboardOptions dashboard;
   DaemonFlags daemon;
-  SubmitOptions submit;
-  StatusOptions status;
-  ShowOptions show;
-  LogsOptions logs;
-  WaitOptions wait;
-  CancelOptions cancel;
-  JobRefsOptions hold;
-  ReleaseOptions release;
-  JobRefsOptions retry;
-  MoveOptions move;
-  bool drain_json = false;  // drain and undrain
   EventsOptions events;
   GpusOptions gpus;
   HooksOptions hooks;
@@ -47,32 +33,7 @@ struct Parsed {
   SimulateOptions simulate;
   FleetParsed fleet;
   DocsOptions docs;
-  // The one command with options defined: the line's command word, "" for all (all
-  // of them were most of what `gpuq status` cost before it talked to the daemon).
-  std::string only_command;
-  // Whether every command must at least be listed: a help was asked for (`gpuq --help`,
-  // `gpuq -h status`), or no command word was given. Otherwise the other commands are not even
-  // created (each is a CLI::App with its own --help: some 100 KiB of heap and its page faults).
-  bool lists_all = true;
 };
-
-// The help of --json on the commands that act on several jobs or GPUs.
-constexpr const char* kJsonEach =
-    "print the daemon's answers as one JSON array, one element per job (or GPU) in order";
-
-bool defines(const Parsed& p, const std::string& name) {
-  return p.only_command.empty() || p.only_command == name;
-}
-// The command `name` with its --home; nullptr when it gets no options (Parsed::only_command):
-// then it is only listed in `gpuq --help` and known as a command.
-CLI::App* add_command(CLI::App& app, Parsed& p, const std::string& name,
-                      const std::string& description) {
-  if (!defines(p, name) && !p.lists_all) return nullptr;
-  CLI::App* sub = app.add_subcommand(name, description);
-  if (!defines(p, name)) return nullptr;
-  sub->add_option("--home", p.home, "the daemon's state directory")->type_name("DIR");
-  return sub;
-}
 
 // `gpuq service install|uninstall`: the daemon as a systemd unit. `--home` is the one of
 // every command; given, it is written into the unit.
@@ -130,18 +91,7 @@ void define_docs_commands(CLI::App& app, Parsed& p) {
 }
 
 void define_commands(CLI::App& app, Parsed& p) {
-  app.add_option("--home", p.home,
-                 "the daemon's state directory (default $GPUQ_HOME, $XDG_STATE_HOME/gpuq or "
-                 "~/.local/state/gpuq)")
-      ->type_name("DIR");
-  app.add_option("--url", p.url,
-                 "talk to the daemon's HTTP listener at http://HOST:PORT instead of the home's "
-                 "socket (default $GPUQ_URL)")
-      ->type_name("URL");
-  app.add_option("--token", p.token,
-                 "the token for --url (default $GPUQ_TOKEN, else the home's token file)")
-      ->type_name("TOKEN");
-  app.require_subcommand(1);
+  define_global_options(app, p);
 
   if (auto* daemon = add_command(app, p, "daemon", "run the queue daemon for this machine")) {
     daemon->add_option("--gpus", p.daemon.gpus, "GPUs to use: auto, none, fake:N or 0,2,3")
@@ -172,118 +122,7 @@ void define_commands(CLI::App& app, Parsed& p) {
                      "[users] group, each job run as its submitter (docs/lab.md)");
   }
 
-  if (auto* submit =
-          add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)")) {
-    submit->add_option("--name", p.submit.name, "a unique name for the job");
-    submit
-        ->add_option_function<int>(
-            "--gpus", [&p](const int& n) { p.submit.gpus = n; }, "GPUs the job needs (default 0)")
-        ->type_name("N");
-    submit
-        ->add_option("--priority", p.submit.priority, "high, normal, low or 0..1000 (lower first)")
-        ->type_name("P");
-    submit->add_option("--cwd", p.submit.cwd, "working directory (default: the current one)")
-        ->type_name("DIR");
-    submit->add_option("--env", p.submit.env, "set a variable for the job (repeatable)")
-        ->type_name("K=V")
-        ->allow_extra_args(false);
-    submit->add_flag("--clean-env", p.submit.clean_env,
-                     "send only PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TZ, TMPDIR "
-                     "and --env, not the whole environment (which the daemon stores with the job)");
-    auto* json = submit->add_flag("--json", p.submit.json, "print the queued job as JSON");
-    submit->add_flag("--id-only", p.submit.id_only,
-                     "print only the job's id, for scripts: id=$(gpuq submit --id-only ...)")
-        ->excludes(json);
-    define_submit_job_flags(submit, p.submit);
-    submit->add_option("script", p.submit.words,
-                       "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");
-    submit->positionals_at_end();  // everything after the script belongs to the script
-    submit->allow_extras();        // `--` and unknown options are sorted out after parsing
-  }
-
-  if (auto* status = add_command(app, p, "status", "show GPUs and jobs")) {
-    status->add_flag("--json", p.status.json, "print the daemon's answer as JSON");
-    status->add_flag("--all", p.status.all, "show every finished job");
-    status->add_flag("--expand", p.status.expand,
-                     "list each element of an unfinished array (default: one line per array)");
-    auto* user = status->add_option("--user", p.status.user, "list only the jobs of this user (login name)");
-    status->add_flag("--mine", p.status.mine, "list only your own jobs")->excludes(user);
-  }
-
-  if (auto* show = add_command(app, p, "show", "show one job, its steps and its runs")) {
-    show->add_option("job", p.show.ref, "job id or name")->required();
-    show->add_flag("--json", p.show.json, "print the job as JSON");
-  }
-
-  if (auto* logs = add_command(app, p, "logs", "print a job's log")) {
-    logs->add_option("job", p.logs.ref, "job id or name")->required();
-    logs->add_flag("-f,--follow", p.logs.follow, "keep printing until the job has finished");
-    logs->add_option("--run", p.logs.run, "which run (default: the latest)")->type_name("N");
-    logs->add_option("--step", p.logs.step,
-                     "only this step's output (0-based, as gpuq show numbers them), from the "
-                     "newest run that reached it; with -f, until the step ends")
-        ->type_name("N");
-  }
-
-  if (auto* wait =
-          add_command(app, p, "wait", "wait for jobs to finish (exit 0 if all succeeded)")) {
-    wait->add_option("job", p.wait.refs, "job ids or names")->required();
-    wait->add_option("--timeout", p.wait.timeout, "give up after this long (exit 124)")
-        ->type_name("DUR");
-    wait->add_flag("--json", p.wait.json,
-                   "print the jobs as the daemon last answered them (their current states on "
-                   "timeout), as one JSON array");
-  }
-
-  if (auto* cancel = add_command(app, p, "cancel", "cancel jobs")) {
-    cancel->add_option("job", p.cancel.refs, "job ids or names")->required();
-    cancel->add_flag("--json", p.cancel.json, kJsonEach);
-  }
-
-  if (auto* hold = add_command(app, p, "hold", "keep pending jobs from starting")) {
-    hold->add_option("job", p.hold.refs, "job ids or names")->required();
-    hold->add_flag("--json", p.hold.json, kJsonEach);
-  }
-  if (auto* release = add_command(app, p, "release",
-                                  "let held jobs start, or return a GPU in attention to service")) {
-    // Jobs or GPUs, exactly one of the two; a group, so that --home and --json do not count.
-    auto* release_what = release->add_option_group("what to release");
-    auto* release_jobs = release_what->add_option("job", p.release.refs, "job ids or names");
-    auto* release_gpu = release_what->add_option(
-        "--attention", p.release.attention,
-        "GPU (gpu1 or 1) whose cleanup could not be confirmed: release it after checking that "
-        "nothing is left on it");
-    release_jobs->excludes(release_gpu);
-    release_what->require_option(1);
-    release->add_flag("--json", p.release.json, kJsonEach);
-  }
-  if (auto* retry = add_command(app, p, "retry", "queue failed, cancelled or blocked jobs (or an array's elements) again")) {
-    retry->add_option("job", p.retry.refs, "job ids or names")->required();
-    retry->add_flag("--json", p.retry.json, kJsonEach);
-    retry->add_flag("--failed", p.retry.failed,
-                    "of an array: only its failed elements (not the cancelled or blocked ones)");
-    retry->add_flag("--from-start", p.retry.from_start,
-                    "a job with steps (or each retried element of an array): run every step again "
-                    "(default: resume at the step that did not finish)");
-  }
-
-  if (auto* move = add_command(app, p, "move", "move a pending job in the queue")) {
-    move->add_option("job", p.move.ref, "job id or name")->required();
-    move->add_option("--before", p.move.before, "just before this job")->type_name("ID");
-    move->add_option("--after", p.move.after, "just after this job")->type_name("ID");
-    move->add_flag("--top", p.move.top, "first in the queue");
-    move->add_flag("--bottom", p.move.bottom, "last in the queue");
-    move->add_option("--priority", p.move.priority, "a new priority: high, normal, low or 0..1000")
-        ->type_name("P");
-    move->add_flag("--json", p.move.json, "print the moved job as JSON");
-  }
-
-  if (auto* drain = add_command(app, p, "drain", "start nothing new; running jobs finish")) {
-    drain->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
-  }
-  if (auto* undrain = add_command(app, p, "undrain", "start jobs again after a drain")) {
-    undrain->add_flag("--json", p.drain_json, "print the daemon's answer as JSON");
-  }
+  define_client_commands(app, p);
 
   if (auto* lint =
           add_command(app, p, "lint", "check job scripts and plans without queueing them")) {
@@ -389,21 +228,6 @@ void define_commands(CLI::App& app, Parsed& p) {
   define_docs_commands(app, p);
 }
 
-// Sorts out what CLI11 left over from `submit`: a `--` before the words (a command, not a
-// script), or an unknown option.
-Status finish_submit(const CLI::App& submit, SubmitOptions& options) {
-  for (const auto& extra : submit.remaining()) {
-    if (extra == "--") {
-      options.command_mode = true;
-      continue;
-    }
-    if (extra.starts_with("-"))
-      return fail(Code::kInvalidArgument, "submit: unknown option " + extra);
-    return fail(Code::kInvalidArgument, "submit: unexpected argument " + extra);
-  }
-  return ok();
-}
-
 // `gpuq --url URL [--token T]` (else $GPUQ_URL, $GPUQ_TOKEN; with a URL and no token, the
 // home's token file when it can be read): the daemon to talk to over TCP, or nullopt for the
 // home's socket.
@@ -455,19 +279,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   } else if (remote->first) {
     ctx.set_remote(std::move(*remote->first), std::move(remote->second));
   }
-  if (command == "submit") return run_submit(ctx, p.submit);
-  if (command == "status") return run_status(ctx, p.status);
-  if (command == "show") return run_show(ctx, p.show);
-  if (command == "logs") return run_logs(ctx, p.logs);
-  if (command == "wait") return run_wait(ctx, p.wait);
-  if (command == "cancel") return run_cancel(ctx, p.cancel);
-  if (command == "hold") return run_hold(ctx, p.hold);
-  if (command == "release") return run_release(ctx, p.release);
-  if (command == "retry") return run_retry(ctx, p.retry);
-  if (command == "move") return run_move(ctx, p.move);
-  if (command == "drain" || command == "undrain") {
-    return run_drain(ctx, command == "drain", p.drain_json);
-  }
+  if (is_client_command(command)) return run_client_command(ctx, command, p);
   if (command == "lint") return run_lint(ctx, p.lint);
   if (command == "simulate") return run_simulate(ctx, p.simulate);
   if (command == "events") return run_events(ctx, p.events);
@@ -489,7 +301,7 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, const Hooks& hooks, const Io& io) {
-  CLI::App app("gpuq: a GPU job queue. Every command talks to the daemon of --home.", "gpuq");
+  CLI::App app(kAppDescription, "gpuq");
   Parsed parsed;
   parsed.only_command = command_word(args);
   parsed.lists_all = parsed.only_command.empty() || asks_for_help(args);

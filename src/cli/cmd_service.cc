@@ -14,6 +14,7 @@
 
 #include "cli/gpu_selection.h"
 #include "cli/commands.h"
+#include "cli/light_client.h"
 #include "cli/service_unit.h"
 
 namespace gpuq::cli {
@@ -34,6 +35,8 @@ Result<std::string> running_executable() {
                             "the installed gpuq to install the service",
                             path));
   }
+  // The full binary (gpuqd) runs this command for bin/gpuq: the unit names gpuq, as people do.
+  if (std::string client = client_binary_for(path); !client.empty()) return client;
   return path;
 }
 

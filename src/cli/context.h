@@ -18,7 +18,10 @@
 #include "cli/daemon_client.h"
 #include "cli/exit_codes.h"
 #include "cli/table.h"
-#include "fleet/object_store.h"
+
+namespace gpuq::fleet {
+class ObjectStore;
+}
 
 namespace gpuq::cli {
 
@@ -41,8 +44,14 @@ struct Io {
   std::function<Result<std::unique_ptr<fleet::ObjectStore>>(const std::string& url)> open_fleet;
 };
 
-// The real process: std::cout/std::cerr, colour when stdout is a terminal and NO_COLOR is
-// unset, CurlTransport, the system clocks, `environ` and getcwd().
+// The real process as the light client (light_client.h) sees it: std::cout/std::cerr, colour
+// when stdout is a terminal and NO_COLOR is unset, the daemon's socket, the system clocks,
+// `environ` and getcwd(); no TCP, browser or login lookup (each would link libraries whose
+// loading every start pays: those lines go to the full binary).
+Io client_process_io();
+
+// The real process: client_process_io() and CurlTransport for --url, xdg-open for
+// `gpuq dashboard`, the login name through NSS for --mine (process_io.cc).
 Io process_io();
 
 class Context {

@@ -34,6 +34,10 @@ struct SocketTransport::Connection {
   asio::io_context io{1};
   Socket socket{io};
   beast::flat_buffer buffer;  // what the parser read past the last answer
+  // Beast reads as much as the buffer has room for, at least 512 bytes: room for a whole
+  // status answer lets one recv take it (at 512 bytes, a 6 KiB answer took 12 reads).
+  Connection() { buffer.reserve(kReadSize); }
+  static constexpr size_t kReadSize = 64 * 1024;
 };
 
 namespace {

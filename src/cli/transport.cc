@@ -2,7 +2,6 @@
 #include "cli/transport.h"
 
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,17 +9,24 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/command.h"
+
 namespace gpuq::cli {
 namespace {
 
-// "alice (uid 1000)", or "uid 1000" for a uid without a name. The CLI is one thread, so the
-// non-reentrant getpwuid will do.
+// "alice (uid 1000)", or "uid 1000" for a uid without a name. The name comes from `getent
+// passwd UID`, glibc's own NSS front end, not from getpwuid: the light client is linked
+// statically, and a static getpwuid that meets an NSS module (sss, ldap, systemd) loads it with
+// a libc of its own and crashes (seen for a uid not in /etc/passwd under "passwd: files
+// systemd"). Only an error message needs the name, so the process it costs does not matter.
 std::string user_label(uid_t uid) {
-  const passwd* entry = ::getpwuid(uid);
-  if (entry == nullptr || entry->pw_name == nullptr || *entry->pw_name == '\0') {
-    return fmt::format("uid {}", uid);
+  std::string name;
+  if (auto entry = os::run_command({"getent", "passwd", std::to_string(uid)}, Millis(5'000));
+      entry && entry->exit_code == 0) {
+    name = entry->out.substr(0, entry->out.find(':'));
   }
-  return fmt::format("{} (uid {})", entry->pw_name, uid);
+  if (name.empty() || name.find_first_of("\n\r") != std::string::npos) return fmt::format("uid {}", uid);
+  return fmt::format("{} (uid {})", name, uid);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Who a job's code runs as. A daemon started as root (a shared box, docs/lab.md) runs each job,
 // and each REQUIRES / DONE_IF test, as the user who submitted it; any other daemon runs them as
-// itself. This file looks users up (getpwnam_r, getgrouplist) and drops a forked child's
-// privileges to one of them (setgroups, setgid, setuid: what login(1) does after initgroups).
+// itself. This file looks users up (getpwnam_r, getgrouplist; identity.cc) and drops a forked
+// child's privileges to one of them (setgroups, setgid, setuid: what login(1) does after
+// initgroups; become_user.cc).
 // The look-ups may use NSS: call them before a fork, never in a forked child of a threaded
 // process; become_user is async-signal-safe for that child. Thread-safe.
 #pragma once

@@ -45,16 +45,19 @@ class Lab : public ::testing::Test {
       made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh -G {} {}", group(), name_of(role))) == 0;
     }
     made_ = made_ && shell(fmt::format("useradd -M -N -s /bin/sh {}", name_of("eve"))) == 0;
-    // The users run a copy of the binary: the build may lie where only root can reach it (a
-    // checkout in a 0700 directory).
+    // The users run a copy of the binaries (the light gpuq and the gpuqd beside it that it
+    // execs): the build may lie where only root can reach it (a checkout in a 0700 directory).
     binary_ = (fs::temp_directory_path() / name_of("bin")).string();
     fs::create_directories(binary_);
     fs::permissions(binary_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                  fs::perms::others_read | fs::perms::others_exec);
     binary_ += "/gpuq";
-    std::error_code copied;
+    const fs::path full = fs::path(GPUQ_BINARY).parent_path() / "gpuqd";
+    const std::string full_copy = fs::path(binary_).parent_path() / "gpuqd";
+    std::error_code copied, copied_full;
     fs::copy_file(GPUQ_BINARY, binary_, fs::copy_options::overwrite_existing, copied);
-    made_ = made_ && !copied && shell("chmod 0755 " + binary_) == 0;
+    fs::copy_file(full, full_copy, fs::copy_options::overwrite_existing, copied_full);
+    made_ = made_ && !copied && !copied_full && shell("chmod 0755 " + binary_ + " " + full_copy) == 0;
   }
   static void TearDownTestSuite() {
     for (const char* role : {"alice", "bob", "carol", "eve"}) shell("userdel " + name_of(role));

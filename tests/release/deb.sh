@@ -82,6 +82,7 @@ install_deb() {
 # Install.
 install_deb "$first"
 [ -x /usr/bin/gpuq ] || fail "no /usr/bin/gpuq"
+[ -x /usr/libexec/gpuq/gpuqd ] || fail "no /usr/libexec/gpuq/gpuqd (the full binary /usr/bin/gpuq execs)"
 getent group gpuq >/dev/null || fail "no group gpuq"
 [ "$(stat -c '%U %a' /var/lib/gpuq)" = "root 711" ] || fail "/var/lib/gpuq is $(stat -c '%U %a' /var/lib/gpuq)"
 grep -qx "ExecStart=/usr/bin/gpuq daemon --system --home /var/lib/gpuq" /lib/systemd/system/gpuq.service || fail "the unit does not run /usr/bin/gpuq daemon --system"
@@ -132,6 +133,7 @@ q events --json | grep -q '"kind":"job.adopted"' || fail "the new daemon did not
 stop_daemon
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -q gpuq >"$work/apt.log" 2>&1 || fail "apt-get remove: $(cat "$work/apt.log")"
 [ ! -e /usr/bin/gpuq ] || fail "/usr/bin/gpuq is left after remove"
+[ ! -e /usr/libexec/gpuq ] || fail "/usr/libexec/gpuq is left after remove"
 [ ! -e /lib/systemd/system/gpuq.service ] || fail "the unit is left after remove"
 [ -d /var/lib/gpuq ] || fail "remove took the state directory (only purge may)"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gpuq >"$work/apt.log" 2>&1 || fail "apt-get purge: $(cat "$work/apt.log")"

@@ -36,7 +36,7 @@ cmp -s "$tarball" "$work/again/$name.tar.gz" || fail "two runs of release.sh mad
 mkdir "$work/unpacked"
 tar -xzf "$tarball" -C "$work/unpacked"
 top="$work/unpacked/$name"
-for file in bin/gpuq share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/doc/gpuq/install.md \
+for file in bin/gpuq libexec/gpuq/gpuqd share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/doc/gpuq/install.md \
             share/doc/gpuq/LICENSE share/doc/gpuq/NOTICE \
             share/doc/gpuq/runbook.md share/doc/gpuq/examples/plan.sh share/man/man1/gpuq.1.gz \
             share/man/man1/gpuq-submit.1.gz share/bash-completion/completions/gpuq \
@@ -49,15 +49,20 @@ grep -qx "ExecStart=/usr/local/bin/gpuq daemon --system --home /var/lib/gpuq" "$
 grep -qx "Documentation=file:/usr/local/share/doc/gpuq/runbook.md" "$top/share/gpuq/gpuq.service" ||
   fail "the unit's Documentation= is not the runbook under /usr/local"
 
-# Stripped, and linked to the debug file of the other tarball by name and build id.
-if readelf -S "$top/bin/gpuq" | grep -q '\.debug_info'; then fail "bin/gpuq is not stripped"; fi
-readelf -x .gnu_debuglink "$top/bin/gpuq" | grep -q "gpuq.debug" || fail "bin/gpuq has no debug link to gpuq.debug"
+# Stripped, and linked to the debug file of the other tarball by name and build id: the light
+# client (bin/gpuq, static) and the full binary it execs (libexec/gpuq/gpuqd).
+readelf -l "$top/bin/gpuq" | grep -q INTERP && fail "bin/gpuq is not statically linked"
 tar -xzf "$work/dist/$name-debug.tar.gz" -C "$work/unpacked"
-[ -s "$top/bin/gpuq.debug" ] || fail "the debug tarball puts no bin/gpuq.debug beside bin/gpuq"
 build_id() { readelf -n "$1" 2>/dev/null | sed -n 's/.*Build ID: //p'; }
-[ -n "$(build_id "$top/bin/gpuq")" ] && [ "$(build_id "$top/bin/gpuq")" = "$(build_id "$top/bin/gpuq.debug")" ] ||
-  fail "the debug file's build id differs from the binary's"
-readelf -S "$top/bin/gpuq.debug" | grep -q '\.debug_info' || fail "gpuq.debug has no debug info"
+for binary in bin/gpuq libexec/gpuq/gpuqd; do
+  debug="$binary.debug"
+  if readelf -S "$top/$binary" | grep -q '\.debug_info'; then fail "$binary is not stripped"; fi
+  readelf -x .gnu_debuglink "$top/$binary" | grep -q "$(basename "$debug")" || fail "$binary has no debug link to $(basename "$debug")"
+  [ -s "$top/$debug" ] || fail "the debug tarball puts no $debug beside $binary"
+  [ -n "$(build_id "$top/$binary")" ] && [ "$(build_id "$top/$binary")" = "$(build_id "$top/$debug")" ] ||
+    fail "$debug's build id differs from $binary's"
+  readelf -S "$top/$debug" | grep -q '\.debug_info' || fail "$debug has no debug info"
+done
 
 # The new user: nothing of the build on the PATH, no GPUQ_ variable but the home.
 mkdir "$work/home"
