@@ -42,7 +42,7 @@ while kill -0 "$perf_pid" 2>/dev/null; do
     daemon=$(cat "$lock")
     echo "$daemon" > "$cg/daemon/cgroup.procs"
   fi
-  if [ -n "$daemon" ] && spawner=$(pgrep -P "$daemon" -x gpuq); then
+  if [ -n "$daemon" ] && spawner=$(pgrep -P "$daemon" -x "gpuqd?"); then  # gpuqd, or gpuq before the light client
     echo "$spawner" > "$cg/spawner/cgroup.procs"
     break
   fi
