@@ -110,7 +110,8 @@ Status FleetDaemon::start() {
   config += fmt::format("access_key_id = {}\nsecret_access_key = {}\n", toml_string(options_.store.access_key_id),
                         toml_string(options_.store.secret_access_key));
   if (options_.short_timings) {
-    config += "poll = \"200ms\"\nheartbeat = \"500ms\"\nlease = \"3s\"\nsync_every = \"500ms\"\ntimeout = \"1s\"\n";
+    config += fmt::format("poll = \"200ms\"\nheartbeat = \"500ms\"\nlease = \"{}\"\nsync_every = \"500ms\"\ntimeout = \"1s\"\n",
+                          options_.lease);
   }
   config += options_.fleet_config;
   std::ofstream(home_ + "/config.toml") << config;

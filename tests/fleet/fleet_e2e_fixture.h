@@ -82,6 +82,7 @@ class FleetE2E : public ::testing::Test {
     options.store = server_->options();
     if (!endpoint.empty()) options.store.endpoint = endpoint;
     options.short_timings = short_timings;
+    options.lease = lease_;
     nodes_.push_back(std::make_unique<FleetDaemon>(root_ + "/" + name, options));
     FleetDaemon& daemon = *nodes_.back();
     auto started = daemon.start();
@@ -164,6 +165,7 @@ class FleetE2E : public ::testing::Test {
   std::unique_ptr<S3Server> server_;
   std::string root_;
   std::string url_;
+  std::string lease_ = "3s";  // of the nodes node() starts next (FleetDaemonOptions::lease)
   std::unique_ptr<ObjectStore> store_;
   std::vector<std::unique_ptr<FleetDaemon>> nodes_;
   std::vector<std::unique_ptr<testing::TcpProxy>> proxies_;

@@ -109,6 +109,9 @@ TEST_F(FleetE2E, TwentyConcurrentClaimersOfOneJobExactlyOneWins) {
 // ---- 2. Three nodes, two classes, a pinned chain
 
 TEST_F(FleetE2E, ThreeNodesRunThirtyJobsOfTwoClassesAndAPinnedChainEachExactlyOnce) {
+  // Each job's first claim must be the one that runs it (attempt 1): no lease lapses here, even
+  // on a machine loaded enough to starve 3 s leases (FleetDaemonOptions::lease).
+  lease_ = "20s";
   node("a", {"x"});
   node("b", {"x"});
   node("c", {"y"});
