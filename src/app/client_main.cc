@@ -24,13 +24,13 @@ int run_full_binary(char** argv) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   const std::vector<std::string> candidates =
       gpuq::cli::full_binary_candidates(ec ? std::string(argv[0]) : self);
-  int first_error = 0;
+  int error = ENOENT;  // what to tell: why a binary that is there did not run, else "missing"
   for (const std::string& path : candidates) {
     ::execv(path.c_str(), argv);
-    if (first_error == 0 || errno != ENOENT) first_error = errno;
+    if (errno != ENOENT) error = errno;
   }
   std::cerr << "gpuq: cannot run the full gpuq binary (" << candidates.front() << " or "
-            << candidates.back() << "): " << std::strerror(first_error)
+            << candidates.back() << "): " << std::strerror(error)
             << "\ngpuqd is installed beside gpuq or in ../libexec/gpuq/ (docs/install.md); "
                "reinstall gpuq, or rebuild with scripts/build.sh gpuq\n";
   return gpuq::cli::kExitFailed;

@@ -13,10 +13,10 @@
 namespace gpuq::cli {
 
 bool light_client_serves(const std::vector<std::string>& args, std::string_view url_env) {
-  if (!url_env.empty() || !is_client_command(command_word(args))) return false;
+  if (!url_env.empty() || !is_client_command(command_word(args)) || asks_for_help(args)) return false;
   return std::none_of(args.begin(), args.end(), [](const std::string& a) {
-    return a == "-h" || a == "--help" || a == "--version" || a == "--mine" || a == "--url" ||
-           a.starts_with("--url=") || a == "--token" || a.starts_with("--token=");
+    return a == "--version" || a == "--mine" || a == "--url" || a.starts_with("--url=") ||
+           a == "--token" || a.starts_with("--token=");
   });
 }
 
