@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { GPUQ, launch, newPage, check, waitFor, unixGet, pidsWithEnv, alive } from './harness.mjs';
 
 const which = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
@@ -93,11 +93,14 @@ try {
     chownSync(work, uidOf(user), Number(sh('id', ['-g', user]).stdout.trim()));
   }
   chmodSync(join(dir, 'work'), 0o755);
-  // The users run this build's gpuq: from a copy when they cannot reach the build's.
+  // The users run this build's gpuq: from a copy when they cannot reach the build's, with the
+  // gpuqd beside it that it runs for the daemon and every command it does not serve itself.
   if (sh('runuser', ['-u', login.alice, '--', 'test', '-x', gpuq], { mayFail: true }).status !== 0) {
     gpuq = join(dir, 'gpuq');
     copyFileSync(GPUQ, gpuq);
     chmodSync(gpuq, 0o755);
+    copyFileSync(join(dirname(GPUQ), 'gpuqd'), join(dir, 'gpuqd'));
+    chmodSync(join(dir, 'gpuqd'), 0o755);
   }
   mkdirSync(home, { mode: 0o700 });
   // A run's cleanup that cannot kill what it left puts its GPU in attention within a second.
