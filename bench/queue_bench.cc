@@ -64,37 +64,58 @@ bool zombie(int pid) {
 }
 
 struct Daemon {
-  std::string binary, home;
+  std::string binary, gpus, home;
   std::unique_ptr<gpuq::cli::Transport> http;
 
   // `prepare` runs on the fresh state directory before the daemon starts (seeding its store).
-  Daemon(std::string bin, const std::string& gpus, const std::string& dir,
+  Daemon(std::string bin, const std::string& gpus_, const std::string& dir,
          const std::string& config = "",
          const std::function<void(const std::string& home)>& prepare = {})
-      : binary(std::move(bin)) {
+      : binary(std::move(bin)), gpus(gpus_) {
     home = (std::filesystem::path(dir) / fmt::format("gpuq-bench-{}-{}", getpid(), gpus)).string();
     std::filesystem::remove_all(home);
     std::filesystem::create_directories(home);
     if (!config.empty()) std::ofstream(home + "/config.toml") << config;
     if (prepare) prepare(home);
+    start();
+  }
+  ~Daemon() {
+    stop();
+    std::error_code ignored;
+    std::filesystem::remove_all(home, ignored);
+  }
+  // Starts the daemon on `home` (returns once `gpuq daemon --detach` has: the daemon serves).
+  void start() {
     auto r = gpuq::os::run_command({binary, "--home", home, "daemon", "--gpus", gpus, "--detach", "--http", "off"},
-                                   gpuq::Millis(30'000));
+                                   gpuq::Millis(600'000));
     if (!r || r->exit_code != 0) {
       std::fprintf(stderr, "cannot start the daemon: %s\n", r ? r->err.c_str() : r.error().message.c_str());
       std::exit(1);
     }
     http = std::move(*gpuq::cli::CurlTransport::create(home + "/gpuq.sock"));
   }
-  ~Daemon() {
-    auto pid = std::stoi(std::string(std::istreambuf_iterator<char>(*std::make_unique<std::ifstream>(home + "/daemon.lock")), {}));
+  // SIGTERM, then until it has exited (a daemon with a deep queue takes a while): it removes
+  // files of its home as it stops.
+  void stop() {
+    std::ifstream lock(home + "/daemon.lock");
+    std::string text(std::istreambuf_iterator<char>(lock), {});
+    if (text.empty()) return;
+    int pid = std::stoi(text);
     ::kill(pid, SIGTERM);
-    // Until it has exited (a daemon with a deep queue takes a while): it removes files of its
-    // home as it stops.
-    for (int i = 0; i < 300 && ::kill(pid, 0) == 0 && !zombie(pid); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 3000 && ::kill(pid, 0) == 0 && !zombie(pid); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(home, ignored);
+  }
+  // Stops the daemon and starts it again on the same home: milliseconds from the start until
+  // its first scheduling pass has run (GET /v1/health shows one).
+  double restart() {
+    stop();
+    auto t0 = std::chrono::steady_clock::now();
+    start();
+    while (call(gpuq::cli::Method::kGet, "/v1/health", "", 600'000).value("pass", 0) < 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   json call(gpuq::cli::Method method, const std::string& target, const std::string& body = "",
             int timeout_ms = 30'000) {
@@ -258,6 +279,8 @@ struct QueuedCost {
   double dependency_ms = 0;             // the gate cancelled: its waiting jobs are ready
   double undrain_ms = 0;                // the first pass that starts jobs
   double undrain_starts_ms = 0;         // of it, starting them
+  std::vector<double> status_ms;        // `gpuq status` (the default view) with them queued
+  double restart_ms = 0, rss_restarted_mib = 0;  // the daemon started again with them queued
 };
 
 struct PassTime {
@@ -283,7 +306,10 @@ double pass_after(Daemon& d, const std::function<void()>& change, double* starts
   }
 }
 
-QueuedCost measure_queued(const std::string& binary, const std::string& dir, int count, int bulk) {
+double run_status(Daemon& d);
+
+QueuedCost measure_queued(const std::string& binary, const std::string& dir, int count, int bulk,
+                          int status_calls) {
   using gpuq::cli::Method;
   QueuedCost cost;
   // The watchers look often here, so that their last look saw every queued job.
@@ -332,6 +358,11 @@ QueuedCost measure_queued(const std::string& binary, const std::string& dir, int
   if (bulk > 0) {
     cost.dependency_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/gate/cancel"); });
   }
+  for (int i = 0; i < status_calls; ++i) cost.status_ms.push_back(run_status(d));
+  cost.restart_ms = d.restart();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cost.rss_restarted_mib = rss_mib(d.pid());
+  std::fprintf(stderr, "queued: restarted\n");
   cost.undrain_ms =
       pass_after(d, [&] { d.call(Method::kPost, "/v1/undrain"); }, &cost.undrain_starts_ms);
   return cost;
@@ -351,6 +382,10 @@ void print_queued(const QueuedCost& cost, int count, int bulk) {
     std::printf("%-44s %12.2f\n", "pass after a dependency ends (ms)", cost.dependency_ms);
     std::printf("%-44s %12d\n", "  jobs it makes ready", bulk);
   }
+  std::printf("%-44s %12.1f\n", "gpuq status with them queued, p50 (ms)", percentile(cost.status_ms, 0.5));
+  std::printf("%-44s %12.1f\n", "gpuq status with them queued, max (ms)", percentile(cost.status_ms, 1.0));
+  std::printf("%-44s %12.0f\n", "restart with them queued, to first pass (ms)", cost.restart_ms);
+  std::printf("%-44s %12.1f\n", "  daemon RSS after the restart (MiB)", cost.rss_restarted_mib);
   std::printf("%-44s %12.2f\n", "pass after undrain (ms)", cost.undrain_ms);
   std::printf("%-44s %12.2f\n", "  of which starting its runs (ms)", cost.undrain_starts_ms);
 }
@@ -363,6 +398,8 @@ struct SweepCost {
   double submit_ms = 0, rss_before = 0, rss_after = 0, array_ms = 0;
   std::vector<double> status_after_change_ms, status_ms;
   std::vector<double> mixed_after_change_ms;  // with one more job waiting behind the array
+  double restart_ms = 0, rss_restarted = 0;   // the daemon started again with them queued
+  double cancel_ms = 0;                       // POST /v1/arrays/NAME/cancel of every element
 };
 
 double run_status(Daemon& d) {
@@ -379,7 +416,9 @@ double run_status(Daemon& d) {
 SweepCost measure_sweep(const std::string& binary, const std::string& dir, int count, int calls) {
   using gpuq::cli::Method;
   SweepCost cost;
-  Daemon d(binary, "fake:8", dir);
+  // Past the default [sweeps] max_elements, the bench raises it: the cost is what it measures.
+  std::string config = count > 10'000 ? fmt::format("[sweeps]\nmax_elements = {}\n", count) : "";
+  Daemon d(binary, "fake:8", dir, config);
   d.call(Method::kPost, "/v1/drain");  // every element stays queued
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   int pid = d.pid();
@@ -415,6 +454,12 @@ SweepCost measure_sweep(const std::string& binary, const std::string& dir, int c
     d.call(Method::kPost, i % 2 ? "/v1/jobs/1/release" : "/v1/jobs/1/hold");
     cost.mixed_after_change_ms.push_back(run_status(d));
   }
+  cost.restart_ms = d.restart();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cost.rss_restarted = rss_mib(d.pid());
+  auto t2 = Clock::now();
+  d.call(Method::kPost, "/v1/arrays/sweep/cancel", "", 600'000);
+  cost.cancel_ms = ms_since(t2);
   return cost;
 }
 
@@ -429,6 +474,9 @@ void print_sweep(const SweepCost& cost, int count) {
   std::printf("%-44s %12.1f\n", "  gpuq status again, p50 (ms)", percentile(cost.status_ms, 0.5));
   std::printf("%-44s %12.1f\n", "  GET /v1/arrays/NAME (ms)", cost.array_ms);
   std::printf("%-44s %12.1f\n", "  ... and a job behind it: status p50 (ms)", percentile(cost.mixed_after_change_ms, 0.5));
+  std::printf("%-44s %12.0f\n", "  restart with them queued, to first pass (ms)", cost.restart_ms);
+  std::printf("%-44s %12.1f\n", "  daemon RSS after the restart (MiB)", cost.rss_restarted);
+  std::printf("%-44s %12.0f\n", "  cancel of the whole array (ms)", cost.cancel_ms);
 }
 
 }  // namespace
@@ -522,7 +570,7 @@ int main(int argc, char** argv) {
   double submit_total_ms = 0;
   for (double ms : submit_ms) submit_total_ms += ms;
   QueuedCost queued;
-  if (queued_jobs > 0) queued = measure_queued(binary, dir, queued_jobs, bulk_jobs);
+  if (queued_jobs > 0) queued = measure_queued(binary, dir, queued_jobs, bulk_jobs, status_calls);
   StatusCost empty, history;
   double seed_s = 0;
   if (finished_jobs > 0) {

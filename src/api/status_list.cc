@@ -170,16 +170,23 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     if (!only_user.empty() && array_owner(summary.array.id) != only_user) continue;
     out.arrays.push_back(array_summary_json(summary));
   }
+  // ?arrays=collapse: an unfinished array's elements are left out (its summary in "arrays"
+  // stands for them), so a sweep of a million costs a status what one job does.
+  std::vector<int64_t> collapsed;
+  for (const auto& summary : *summaries) collapsed.push_back(summary.array.id);
+  const bool collapse = target.param("arrays") == "collapse";
   std::vector<Job> listed;
   std::unordered_map<int64_t, int64_t> positions;  // pending job → serving position
   const EtaCache::Etas* etas = nullptr;
   if (*page) {
     size_t finished_limit = finished ? *finished : static_cast<size_t>(std::numeric_limits<int64_t>::max());
-    auto q = store_->queue_page((*page)->offset, (*page)->limit, fifo, finished_limit);
+    auto q = store_->queue_page((*page)->offset, (*page)->limit, fifo, finished_limit,
+                                collapse ? &collapsed : nullptr);
     if (!q) return tl::unexpected(q.error());
     attach_reasons(q->others);
     attach_reasons(q->pending);
-    for (size_t i = 0; i < q->pending.size(); ++i) {
+    // Serving positions count every pending job: none while elements are left out.
+    for (size_t i = 0; i < q->pending.size() && (!collapse || collapsed.empty()); ++i) {
       positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
     }
     auto current = etas_for(q->pending, now);
@@ -192,11 +199,6 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     std::move(q->pending.begin(), q->pending.end(), std::back_inserter(listed));
     std::move(q->finished.begin(), q->finished.end(), std::back_inserter(listed));
   } else {
-    // ?arrays=collapse: an unfinished array's elements are left out (its summary in "arrays"
-    // stands for them), so a sweep of 10,000 costs a status what one job does.
-    std::vector<int64_t> collapsed;
-    for (const auto& summary : *summaries) collapsed.push_back(summary.array.id);
-    bool collapse = target.param("arrays") == "collapse";
     auto jobs = store_->status_jobs(finished, collapse ? &collapsed : nullptr);
     if (!jobs) return tl::unexpected(jobs.error());
     attach_reasons(jobs->active);

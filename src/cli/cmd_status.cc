@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpuq status`: the GPUs, the lanes and the queue in one screen. Shows every job that is not
-// finished and the latest finished ones (all of them with --all); when the daemon drains, the
-// first line says so; pending jobs show the start the daemon predicts (ETA).
+// finished but the pending ones past the first kPendingShown to be served, and the latest
+// finished ones (all of them with --all); when the daemon drains, the first line says so;
+// pending jobs show the start the daemon predicts (ETA).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -166,7 +167,14 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
   if (collapsed) {
     for (const auto& array : json_array(answer, "arrays")) arrays.push_back(&array);
   }
-  if (shown.empty() && hidden == 0 && arrays.empty()) return "no jobs\n";
+  // A page of the queue (?pending_limit=): the pending jobs the daemon left out, counted.
+  int64_t pending_hidden = 0;
+  if (auto total = json_int(answer, "pending_total")) {
+    int64_t listed = std::count_if(shown.begin(), shown.end(),
+                                   [](const Json* j) { return json_string(*j, "state") == "pending"; });
+    pending_hidden = std::max<int64_t>(0, *total - listed);
+  }
+  if (shown.empty() && hidden == 0 && pending_hidden == 0 && arrays.empty()) return "no jobs\n";
   // An older daemon says nothing of ETAs; then the column would only hold dashes.
   bool etas = has_etas(shown);
   std::vector<std::string> headers = {"ID", "NAME", "STATE", "PRI", "GPUS", "TIME"};
@@ -197,6 +205,11 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
   }
   for (; next_array < arrays.size(); ++next_array) array_row(*arrays[next_array]);
   std::string out = table.render(color);
+  if (pending_hidden > 0) {
+    out += fmt::format("{} more pending job{}: those above are the first {} to be served "
+                       "(gpuq status --all lists every one)\n",
+                       format_count(pending_hidden), pending_hidden == 1 ? "" : "s", kPendingShown);
+  }
   if (hidden > 0) {
     out +=
         fmt::format("{} more finished job{} (gpuq status --all)\n",
@@ -216,6 +229,11 @@ int run_status(Context& ctx, const StatusOptions& options) {
   bool collapse = !options.json && !options.expand && user.empty();
   std::vector<std::string> params;
   if (options.all) params.push_back("finished=all");
+  // The table lists the first pending jobs to be served and counts the rest; --json, --all,
+  // --expand and one user's view list every one.
+  if (collapse && !options.all) {
+    params.push_back(fmt::format("pending_limit={}", kPendingShown));
+  }
   if (collapse) params.push_back("arrays=collapse");
   if (!user.empty()) params.push_back("user=" + percent_encode(user));
   std::string target = "/v1/status";

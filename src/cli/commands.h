@@ -83,13 +83,16 @@ int run_submit(Context& ctx, const SubmitOptions& options);
 
 struct StatusOptions {
   bool json = false;
-  bool all = false;  // every finished job, not only the last kFinishedShown
+  bool all = false;  // every job: all finished ones, all pending ones (not the first kPendingShown)
   bool expand = false;  // each element of an unfinished array, not one line for the array
   std::string user;     // --user NAME: only that user's jobs
   bool mine = false;    // --mine: only the caller's own jobs
 };
 // The daemon's GET /v1/status lists as many finished jobs by default (api/handlers.cc).
 constexpr size_t kFinishedShown = 10;
+// How many pending jobs `gpuq status` lists without --all: the first to be served (the rest are
+// counted), so that a queue of a million jobs costs the command what a short one does.
+constexpr size_t kPendingShown = 100;
 int run_status(Context& ctx, const StatusOptions& options);
 
 struct ShowOptions {

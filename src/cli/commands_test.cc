@@ -133,7 +133,7 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   std::string body =
       R"({"gpu_mode":"fake:1","resources":[{"name":"gpu0","index":0,"state":"busy","job":20,"model":"fake"}],"jobs":[)" +
       jobs + "]}";
-  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   EXPECT_NE(text.find("NAME  INDEX  STATE  JOB  MODEL  NOTE\ngpu0  0      busy   20   fake\n"),
@@ -162,7 +162,7 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
     jobs += "," + job_json(id, "failed", R"(,"finished_at":"2026-11-29T10:00:00.000Z")");
   }
   std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"finished_total":1204})";
-  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_NE(out().find("\n3     -     running"), std::string::npos) << out();
   EXPECT_NE(out().find("\n1195  -     failed"), std::string::npos) << out();
@@ -170,9 +170,40 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
 
   process_.out.str("");
   body = R"({"resources":[],"jobs":[],"finished_total":0})";
-  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_TRUE(out().ends_with("no jobs\n")) << out();
+}
+
+// A deep queue: the daemon sends the first pending jobs to be served and their total; the table
+// lists those (by id, as always) and counts the rest. --all asks for every one.
+TEST_F(Commands, StatusListsTheFirstPendingJobsAndCountsTheRest) {
+  std::string jobs = job_json(3, "running") + "," + job_json(900, "pending") + "," + job_json(7, "pending");
+  std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"pending_total":1000000,"finished_total":0})";
+  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  std::string text = out();
+  size_t seven = text.find("\n7    -     pending"), nine_hundred = text.find("\n900  -     pending");
+  EXPECT_NE(seven, std::string::npos) << text;
+  EXPECT_LT(seven, nine_hundred) << text;
+  EXPECT_TRUE(text.ends_with("\n999,998 more pending jobs: those above are the first 100 to be served "
+                             "(gpuq status --all lists every one)\n"))
+      << text;
+
+  // Only pending jobs, all left out (a page past the end): not "no jobs".
+  process_.out.str("");
+  script({{"/v1/status?pending_limit=100&arrays=collapse",
+           json_answer(200, R"({"resources":[],"jobs":[],"pending_total":1,"finished_total":0})")}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_TRUE(out().ends_with("1 more pending job: those above are the first 100 to be served "
+                              "(gpuq status --all lists every one)\n"))
+      << out();
+
+  process_.out.str("");
+  script({{"/v1/status?finished=all&arrays=collapse",
+           json_answer(200, R"({"resources":[],"jobs":[)" + jobs + R"(],"finished_total":0})")}});
+  EXPECT_EQ(run({"status", "--all"}), 0);
+  EXPECT_EQ(out().find("more pending"), std::string::npos) << out();
 }
 
 // An unfinished array is one line, placed among the jobs by its first element's id; --expand
@@ -183,7 +214,7 @@ TEST_F(Commands, StatusShowsAnUnfinishedArrayAsOneLineAmongTheJobs) {
       R"("counts":{"pending":5,"running":2,"succeeded":2,"failed":1}}])";
   std::string body = R"({"resources":[],"jobs":[)" + job_json(3, "running") + "," +
                      job_json(20, "pending") + "]," + arrays + "}";
-  script({{"/v1/status?arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   size_t job3 = text.find("\n3     -       running");

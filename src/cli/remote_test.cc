@@ -34,7 +34,7 @@ class Remote : public testing::ScriptedCli {
     args.insert(args.begin(), {"--home", home});
     return run_cli(args, Hooks{}, process_.io);
   }
-  void status_script() { script({{"/v1/status?arrays=collapse", json_answer(200, R"({"jobs":[],"resources":[]})")}}); }
+  void status_script() { script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, R"({"jobs":[],"resources":[]})")}}); }
   void health_script(const std::string& http) {
     script({{"/v1/health", json_answer(200, R"({"ok":true,"http":)" + http + "}")}});
   }
@@ -89,7 +89,7 @@ TEST_F(Remote, WithoutATokenTheHomesTokenFile) {
 }
 
 TEST_F(Remote, AnUnreachableUrlIsNamed) {
-  script({{"/v1/status?arrays=collapse", fail(Code::kUnavailable, "nothing is listening on http://127.0.0.1:1")}});
+  script({{"/v1/status?pending_limit=100&arrays=collapse", fail(Code::kUnavailable, "nothing is listening on http://127.0.0.1:1")}});
   EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "--token", kToken, "status"}), kExitNoDaemon);
   EXPECT_NE(err().find("no daemon answers at http://127.0.0.1:1"), std::string::npos) << err();
 }

@@ -18,16 +18,17 @@ Status Queue::recover() {
   auto reservations = store_.reservations();
   if (!reservations) return tl::unexpected(reservations.error());
   for (const auto& r : *reservations) reservations_.push_back({r.name, r.gpus});
-  auto jobs = store_.list_jobs(true, true);
-  if (!jobs) return tl::unexpected(jobs.error());
-  for (const Job& job : *jobs) {
+  // One at a time, without their environments: a million queued jobs cost their ActiveJobs.
+  auto tracked = store_.each_active_job([&](const Job& job) -> Status {
     auto active = make_active(job.id, job);
     if (!active) return tl::unexpected(active.error());
     track(std::move(*active));
     if (job.state == JobState::kHeld && !job.reason.empty() && job.reason != kHeldByRequest) {
       held_reasons_[job.id] = job.reason;
     }
-  }
+    return ok();
+  });
+  if (!tracked) return tracked;
   return runs_->recover();
 }
 

@@ -9,7 +9,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 16> kMigrations = {
+constexpr std::array<const char*, 17> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -309,6 +309,13 @@ ALTER TABLE jobs ADD COLUMN steps_from_start INTEGER NOT NULL DEFAULT 0 CHECK (s
 DROP INDEX jobs_eta;
 CREATE INDEX jobs_eta ON jobs(id, state, name, priority, queue_order, gpus, retry_at, array_id, eta, user)
   WHERE state IN ('pending','held','running','blocked');
+)sql",
+    // 17: jobs_pending_single: the pending jobs that are not an array's elements, in serving
+    // order, so that `gpuq status`'s page of the queue (status?pending_limit=&arrays=collapse)
+    // and its count read these alone when an array of a million elements waits beside them.
+    R"sql(
+CREATE INDEX jobs_pending_single ON jobs(priority, queue_order, id)
+  WHERE state = 'pending' AND array_id IS NULL;
 )sql",
 };
 

@@ -472,6 +472,49 @@ Result<std::vector<Job>> Store::list_jobs(bool active_only, bool with_runs) {
   return query_jobs(where, [](Statement&) {}, with_runs);
 }
 
+Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
+  // kJobColumns with the spec's environment removed by SQLite and no array's joined: the
+  // environment is most of a spec's text, and nothing of an unfinished job's recovery reads it.
+  static const std::string kColumns = [] {
+    std::string columns = kJobColumns;
+    columns.replace(columns.find(", spec,"), 7, ", json_remove(spec, '$.env'),");
+    columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
+    return columns;
+  }();
+  const std::string where = "WHERE state IN ('pending','held','running','blocked')";
+  auto jobs = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", kColumns, where));
+  if (!jobs) return tl::unexpected(jobs.error());
+  // Their runs, by job in the same order: both statements step together.
+  auto runs = db_->prepare(fmt::format(
+      "SELECT {} FROM runs WHERE job_id IN (SELECT id FROM jobs {}) ORDER BY job_id, number",
+      kRunColumns, where));
+  if (!runs) return tl::unexpected(runs.error());
+  std::optional<Run> next_run;
+  auto step_run = [&]() -> Status {
+    next_run.reset();
+    auto row = runs->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) return ok();
+    auto run = run_from_row(*runs);
+    if (!run) return tl::unexpected(run.error());
+    next_run = std::move(*run);
+    return ok();
+  };
+  if (auto st = step_run(); !st) return st;
+  while (true) {
+    auto row = jobs->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) return ok();
+    auto job = job_from_row(*jobs);
+    if (!job) return tl::unexpected(job.error());
+    while (next_run && next_run->job_id <= job->id) {
+      if (next_run->job_id == job->id) job->runs.push_back(std::move(*next_run));
+      if (auto st = step_run(); !st) return st;
+    }
+    if (auto st = visit(*job); !st) return st;
+  }
+}
+
 Result<std::vector<QueuedJob>> Store::queued_jobs() {
   auto stmt = db_->prepare(
       "SELECT id, priority, queue_order, gpus FROM jobs WHERE state = 'pending' ORDER BY id");

@@ -92,6 +92,12 @@ class Store {
   Result<std::optional<Job>> find_job_by_name(const std::string& name, bool with_runs = true);
   // Every job, oldest first; `active_only` keeps pending, held, running and blocked jobs.
   Result<std::vector<Job>> list_jobs(bool active_only, bool with_runs);
+  // Every unfinished job (pending, held, running, blocked) in id order with its runs, handed
+  // to `visit` one at a time and dropped after it, and without its environment (spec.env
+  // empty, an array's shared one not joined): what the daemon's recovery needs of a million
+  // queued jobs without holding them all, or their environments, at once. Stops at the first
+  // error `visit` returns.
+  Status each_active_job(const std::function<Status(const Job&)>& visit);
   Result<std::vector<QueuedJob>> queued_jobs();  // state = pending
   Result<std::vector<Run>> running_runs();
   // Finished runs whose cleanup is in `state` (pending or attention), oldest first.
@@ -184,7 +190,11 @@ class Store {
   // A pending or running job with neither an estimate nor a timeout (no ETA can be given while
   // one is queued), read from the specs without decoding them; nullopt when there is none.
   Result<std::optional<int64_t>> unbounded_job();
-  Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0);
+  // With `left_out_arrays` (?arrays=collapse), the elements of those arrays (a JSON-listable
+  // set of array ids, every unfinished array) are left out of all three lists and the counts:
+  // the page and pending_total are then read through jobs_pending_single (schema 17).
+  Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0,
+                               const std::vector<int64_t>* left_out_arrays = nullptr);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
   // A run with what the report groups it by.

@@ -84,6 +84,12 @@ class ArrayStoreTest : public testing::StoreFixture {
   }
 };
 
+Ids ids_of(const std::vector<Job>& jobs) {
+  Ids out;
+  for (const Job& job : jobs) out.push_back(job.id);
+  return out;
+}
+
 TEST_F(ArrayStoreTest, AnArrayAndItsElementsRoundTrip) {
   int64_t grid = add_array(sample_array("grid", 2));
   int64_t sweep = add_array(sample_array("sweep", 3));
@@ -147,6 +153,24 @@ TEST_F(ArrayStoreTest, AnArrayAndItsElementsRoundTrip) {
   EXPECT_EQ(array_ids, (Ids{sweep, grid, 0, grid}));
   ASSERT_EQ(page->others.size(), 1u);
   EXPECT_EQ(page->others[0].array_id, sweep);
+
+  // Collapsed (gpuq status's table): the elements of the listed arrays are left out of the
+  // page, the others, the finished jobs and the count of pending ones.
+  Ids unfinished = {grid, sweep};
+  page = store_->queue_page(0, 10, false, 10, &unfinished);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->pending), Ids{alone});
+  EXPECT_TRUE(page->others.empty());
+  EXPECT_TRUE(page->finished.empty());
+  EXPECT_EQ(page->pending_total, 1);
+  page = store_->queue_page(0, 10, true, 10, &unfinished);  // FIFO alike
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->pending), Ids{alone});
+  EXPECT_EQ(page->pending_total, 1);
+  page = store_->queue_page(0, 10, false, 10);  // not collapsed: every pending job counts
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(page->pending_total, 4);
+  EXPECT_EQ(page->finished.size(), 1u);
 }
 
 TEST_F(ArrayStoreTest, ASecondArrayWithTheSameNameIsRefused) {

@@ -172,23 +172,41 @@ Result<int64_t> Store::active_count() {
 }
 
 Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo,
-                                           size_t finished_limit) {
+                                           size_t finished_limit,
+                                           const std::vector<int64_t>* left_out_arrays) {
   QueuePage page;
+  const std::string left_out = left_out_arrays ? fmt::format("[{}]", fmt::join(*left_out_arrays, ",")) : "";
   if (finished_limit > 0) {
-    auto finished = query_jobs(fmt::format("WHERE id IN ({})", kLatestFinished),
-                               [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
-                               true);
+    auto finished =
+        left_out_arrays
+            ? query_jobs(fmt::format("WHERE id IN ({})", kLatestFinishedOutsideArrays),
+                         [finished_limit, &left_out](Statement& s) {
+                           s.bind(1, static_cast<int64_t>(finished_limit)).bind(2, left_out);
+                         },
+                         true)
+            : query_jobs(fmt::format("WHERE id IN ({})", kLatestFinished),
+                         [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
+                         true);
     if (!finished) return tl::unexpected(finished.error());
     page.finished = std::move(*finished);
   }
-  auto others = query_jobs("WHERE state IN ('held','running','blocked')", [](Statement&) {}, true);
+  // An unfinished job of a collapsed array is an element of an unfinished array: every array
+  // with an unfinished element is in the list (active_array_summaries), so "not an element"
+  // says it without the list.
+  const char* singles = left_out_arrays ? " AND array_id IS NULL" : "";
+  // kActive repeats jobs_active's WHERE, which SQLite needs to use that partial index: without
+  // it, this read every row of the table.
+  auto others = query_jobs(fmt::format("WHERE state IN ('held','running','blocked') AND {}{}", kActive, singles),
+                           [](Statement&) {}, true);
   if (!others) return tl::unexpected(others.error());
   page.others = std::move(*others);
   // The page's ids in serving order: a range of jobs_pending_order for the priority order.
   std::string order_sql =
-      fifo ? "SELECT id FROM jobs WHERE state = 'pending' ORDER BY queue_order, id LIMIT ? OFFSET ?"
-           : "SELECT id FROM jobs INDEXED BY jobs_pending_order WHERE state = 'pending' "
-             "ORDER BY priority, queue_order, id LIMIT ? OFFSET ?";
+      fifo ? fmt::format("SELECT id FROM jobs WHERE state = 'pending'{} ORDER BY queue_order, id "
+                         "LIMIT ? OFFSET ?", singles)
+           : fmt::format("SELECT id FROM jobs INDEXED BY {} WHERE state = 'pending'{} "
+                         "ORDER BY priority, queue_order, id LIMIT ? OFFSET ?",
+                         left_out_arrays ? "jobs_pending_single" : "jobs_pending_order", singles);
   auto ids_stmt = db_->prepare(order_sql);
   if (!ids_stmt) return tl::unexpected(ids_stmt.error());
   ids_stmt->bind(1, static_cast<int64_t>(limit)).bind(2, static_cast<int64_t>(offset));
@@ -210,7 +228,7 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
               [&rank](const Job& a, const Job& b) { return rank[a.id] < rank[b.id]; });
     page.pending = std::move(*jobs);
   }
-  auto pending = single_int(*db_, "SELECT COUNT(*) FROM jobs WHERE state = 'pending'");
+  auto pending = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs WHERE state = 'pending'{}", singles));
   if (!pending) return tl::unexpected(pending.error());
   page.pending_total = *pending;
   auto finished_total = single_int(*db_, kFinishedTotal);

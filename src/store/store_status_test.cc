@@ -226,14 +226,98 @@ TEST_F(StatusJobsTest, ReadsDoNotGrowWithTheFinishedHistory) {
     EXPECT_EQ(jobs->size(), 20u);
     EXPECT_EQ((*jobs)[19].runs.size(), 1u);
   };
+  auto recovery = [&] {
+    size_t seen = 0, runs = 0;
+    auto st = store_->each_active_job([&](const Job& job) -> Status {
+      ++seen;
+      runs += job.runs.size();
+      return ok();
+    });
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(seen, 20u);
+    EXPECT_EQ(runs, 20u);
+  };
+  // gpuq status's page of the queue: its held, running and blocked jobs are found through
+  // jobs_active, not by reading every row (as they were before).
+  auto page = [&] {
+    auto q = store_->queue_page(0, 5, false, 10);
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->pending.size(), 5u);
+    EXPECT_EQ(q->pending_total, 20);
+  };
   seed_history(50, 1000);
   int64_t status_small = cost(status);
   int64_t active_small = cost(active);
+  int64_t recovery_small = cost(recovery);
+  int64_t page_small = cost(page);
   seed_history(1950, 2000);
   int64_t status_large = cost(status);
   int64_t active_large = cost(active);
+  int64_t recovery_large = cost(recovery);
+  int64_t page_large = cost(page);
   EXPECT_LT(status_large, status_small * 3 / 2) << "steps with 50 finished jobs: " << status_small;
   EXPECT_LT(active_large, active_small * 3 / 2) << "steps with 50 finished jobs: " << active_small;
+  EXPECT_LT(recovery_large, recovery_small * 3 / 2) << "steps with 50 finished jobs: " << recovery_small;
+  EXPECT_LT(page_large, page_small * 3 / 2) << "steps with 50 finished jobs: " << page_small;
+}
+
+// The recovery's read: every unfinished job with its own runs, in id order, as a full load
+// has them, less the environment (its own, and its array's).
+TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
+  int64_t pending = seed_job(JobState::kPending, 0, 2);
+  seed_job(JobState::kSucceeded, 100, 1);
+  int64_t running = seed_job(JobState::kRunning, 0, 1);
+  int64_t held = seed_job(JobState::kHeld);
+  Job with_env;
+  with_env.state = JobState::kPending;
+  with_env.spec.cwd = "/tmp";
+  with_env.spec.argv = {"true"};
+  with_env.spec.env = {{"HOME", "/root"}, {"SECRET", "x"}};
+  with_env.spec.gpus = 3;
+  with_env.spec.lanes = {"net"};
+  with_env.spec.estimate_ms = 60'000;
+  with_env.submitted_at_ms = 1;
+  int64_t env_id = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto id = store_->insert_job(with_env);
+    if (!id) return tl::unexpected(id.error());
+    env_id = *id;
+    return ok();
+  }));
+  auto full = store_->list_jobs(true, true);
+  ASSERT_TRUE(full);
+  std::vector<Job> seen;
+  ASSERT_TRUE(store_->each_active_job([&](const Job& job) -> Status {
+    seen.push_back(job);
+    return ok();
+  }));
+  EXPECT_EQ(ids_of(seen), (Ids{pending, running, held, env_id}));
+  ASSERT_EQ(seen.size(), full->size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    Job expected = (*full)[i];
+    expected.spec.env.clear();
+    EXPECT_EQ(seen[i].spec.env, expected.spec.env);
+    EXPECT_TRUE(same_work(seen[i].spec, expected.spec)) << "job " << seen[i].id;
+    EXPECT_EQ(seen[i].state, expected.state);
+    EXPECT_EQ(seen[i].queue_order, expected.queue_order);
+    ASSERT_EQ(seen[i].runs.size(), expected.runs.size()) << "job " << seen[i].id;
+    for (size_t r = 0; r < seen[i].runs.size(); ++r) {
+      EXPECT_EQ(seen[i].runs[r].job_id, seen[i].id);
+      EXPECT_EQ(seen[i].runs[r].number, expected.runs[r].number);
+    }
+  }
+  EXPECT_EQ(seen[3].spec.gpus, 3);
+  EXPECT_EQ(seen[3].spec.lanes, std::vector<std::string>{"net"});
+  EXPECT_EQ((*full)[3].spec.env.size(), 2u);
+  // The visitor's error ends the walk and is returned.
+  int visits = 0;
+  auto stopped = store_->each_active_job([&](const Job&) -> Status {
+    ++visits;
+    return fail(Code::kInternal, "stop here");
+  });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().message, "stop here");
+  EXPECT_EQ(visits, 1);
 }
 
 }  // namespace
