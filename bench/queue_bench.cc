@@ -12,7 +12,9 @@
 //   queued      with --queued-jobs N: a drained daemon's memory, last scheduling pass and last
 //               watchers' look with N jobs queued; then the pass after a hold and a release of
 //               one job, after each of --bulk-jobs releases of held jobs, after a cancel that
-//               makes --bulk-jobs dependent jobs ready at once, and after undrain.
+//               makes --bulk-jobs dependent jobs ready at once, and after undrain; `gpuq
+//               status` (its default view) with them queued, and a restart of the daemon with
+//               them queued (to its first pass) and its memory after.
 //   history     with --finished-jobs N: a store seeded (through the store library, one
 //               transaction, before the daemon starts) with N finished jobs, one run and three
 //               events each; `gpuq status` through the real binary (p50, p90 of
@@ -21,7 +23,9 @@
 //               Run directories are not created: status reads none.
 //   sweep       with --array-elements N: one array of N elements (each with this process's
 //               environment) queued by one request to a drained daemon: the request's time,
-//               the daemon's memory, `gpuq status` after a change and again, GET /v1/arrays.
+//               the daemon's memory, `gpuq status` after a change and again, GET /v1/arrays,
+//               a restart with them queued, and a cancel of the whole array (one request).
+//               Past 10,000 elements it raises [sweeps] max_elements to the array's size.
 // Results depend on the file system's state (ext4 slows down after many files were created
 // and deleted): compare builds by interleaving their runs, not against an old table.
 // Usage: queue_bench GPUQ_BINARY [--latency-jobs 200] [--throughput-jobs 2000] [--dir DIR] [--cgroup-root DIR]

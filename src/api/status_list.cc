@@ -109,10 +109,11 @@ Result<const EtaCache::Etas*> Server::current_etas(int64_t now_ms) {
   if (!seq) return tl::unexpected(seq.error());
   const auto& inventory = context_.queue.inventory();
   if (etas_.fresh(now_ms, *seq)) return &etas_.get({}, inventory, context_.queue.config(), now_ms, *seq);
-  // A queue too deep to simulate is not loaded just to learn that (a page must stay cheap).
-  auto active = store_->active_count();
-  if (!active) return tl::unexpected(active.error());
-  if (*active > static_cast<int64_t>(EtaCache::kMaxJobs)) {
+  // A queue too deep to simulate is not loaded just to learn that (a page must stay cheap):
+  // the count the last pass published, not an index count of a million entries. A pass behind
+  // a change at most loads a queue that just grew too deep, or says "no ETAs" a pass longer.
+  size_t active = context_.queue.waits()->active_jobs;
+  if (active > EtaCache::kMaxJobs) {
     return &etas_.none(fmt::format("no ETAs: more than {} active jobs", EtaCache::kMaxJobs), now_ms, *seq);
   }
   // A waiting job without an estimate or a timeout means no ETAs (EtaCache::compute): found

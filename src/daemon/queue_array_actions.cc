@@ -57,7 +57,8 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, boo
   if (!*array) return fail(Code::kNotFound, fmt::format("no array {}", array_id));
   std::vector<JobState> states = states_for(action);
   bool retry = action == ArrayAction::kRetry || action == ArrayAction::kRetryFailed;
-  auto targets = store_.array_jobs(array_id, states, retry);  // a retry reads their runs
+  // A retry reads their runs; nothing here (or in the answer) reads their environments.
+  auto targets = store_.array_jobs(array_id, states, retry, /*with_env=*/false);
   if (!targets) return tl::unexpected(targets.error());
   // An element the store has in one state but memory in another (a cancel not yet recorded)
   // is not acted on: memory is what the scheduler follows.
@@ -171,7 +172,7 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, boo
   if (retry) unblock_now();
   request_pass();
   // The elements acted on as they are now, in one read.
-  auto now = store_.array_jobs(array_id, {}, true);
+  auto now = store_.array_jobs(array_id, {}, true, /*with_env=*/false);
   if (!now) return tl::unexpected(now.error());
   std::unordered_set<int64_t> wanted(ids.begin(), ids.end());
   wanted.insert(others.begin(), others.end());

@@ -75,6 +75,19 @@ Result<Job> job_from_row(const Statement& row) {
   return job;
 }
 
+// kJobColumns, or without `with_env` the same with the spec's environment removed by SQLite
+// and no array's joined: the environment is most of a spec's text (and of its decoding).
+const std::string& job_columns(bool with_env) {
+  static const std::string kWithout = [] {
+    std::string columns = kJobColumns;
+    columns.replace(columns.find(", spec,"), 7, ", json_remove(spec, '$.env'),");
+    columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
+    return columns;
+  }();
+  static const std::string kWith = kJobColumns;
+  return with_env ? kWith : kWithout;
+}
+
 Result<Run> run_from_row(const Statement& row) {
   Run run;
   run.id = row.int64(0);
@@ -429,8 +442,8 @@ Status Store::set_meta(const std::string& key, const std::string& value) {
 
 Result<std::vector<Job>> Store::query_jobs(const std::string& where,
                                            const std::function<void(Statement&)>& bind,
-                                           bool with_runs) {
-  auto stmt = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", kJobColumns, where));
+                                           bool with_runs, bool with_env) {
+  auto stmt = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", job_columns(with_env), where));
   if (!stmt) return tl::unexpected(stmt.error());
   bind(*stmt);
   auto jobs = collect<Job>(*stmt, job_from_row);
@@ -473,16 +486,9 @@ Result<std::vector<Job>> Store::list_jobs(bool active_only, bool with_runs) {
 }
 
 Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
-  // kJobColumns with the spec's environment removed by SQLite and no array's joined: the
-  // environment is most of a spec's text, and nothing of an unfinished job's recovery reads it.
-  static const std::string kColumns = [] {
-    std::string columns = kJobColumns;
-    columns.replace(columns.find(", spec,"), 7, ", json_remove(spec, '$.env'),");
-    columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
-    return columns;
-  }();
+  // Nothing of an unfinished job's recovery reads its environment.
   const std::string where = "WHERE state IN ('pending','held','running','blocked')";
-  auto jobs = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", kColumns, where));
+  auto jobs = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", job_columns(false), where));
   if (!jobs) return tl::unexpected(jobs.error());
   // Their runs, by job in the same order: both statements step together.
   auto runs = db_->prepare(fmt::format(

@@ -239,8 +239,10 @@ class Store {
   Result<std::vector<int64_t>> array_elements(int64_t array_id);
   // The array's elements in one of `states` (every element when it is empty), by id, in one
   // query (with their runs in a second).
+  // Without `with_env`, their specs have no environment (their own, or the array's): what an
+  // action on a million elements reads, as it answers no environment.
   Result<std::vector<Job>> array_jobs(int64_t array_id, const std::vector<JobState>& states,
-                                      bool with_runs);
+                                      bool with_runs, bool with_env = true);
   // Arrays with an element pending, held, running or blocked, by id (read at daemon start).
   Result<std::vector<JobArray>> active_arrays();
   // The id the next insert_array gives (ids are never reused); for the one writer only.
@@ -322,8 +324,10 @@ class Store {
 
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  // Jobs matching `where` by id; without `with_env`, their specs' environments are left out
+  // (removed by SQLite, an array's not joined).
   Result<std::vector<Job>> query_jobs(const std::string& where, const std::function<void(Statement&)>& bind,
-                                      bool with_runs);
+                                      bool with_runs, bool with_env = true);
   std::unique_ptr<Database> db_;
 };
 

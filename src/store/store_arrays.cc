@@ -104,12 +104,12 @@ Result<std::vector<int64_t>> Store::array_elements(int64_t array_id) {
 }
 
 Result<std::vector<Job>> Store::array_jobs(int64_t array_id, const std::vector<JobState>& states,
-                                           bool with_runs) {
+                                           bool with_runs, bool with_env) {
   std::string in;
   for (JobState state : states) in += fmt::format("{}'{}'", in.empty() ? "" : ",", to_string(state));
   std::string where = in.empty() ? "WHERE array_id = ?" : fmt::format("WHERE array_id = ? AND state IN ({})", in);
   return query_jobs(where,
-                    [array_id](Statement& s) { s.bind(1, array_id); }, with_runs);
+                    [array_id](Statement& s) { s.bind(1, array_id); }, with_runs, with_env);
 }
 
 Result<std::vector<JobArray>> Store::active_arrays() {
