@@ -109,23 +109,25 @@ Result<int64_t> Server::resolve(const std::string& ref) {
 void Server::attach_reasons(std::vector<Job>& jobs) {
   auto waits = context_.queue.waits();
   int64_t now = wall_now_ms();
-  std::unordered_map<int64_t, const sched::WaitReason*> by_id;
-  std::unordered_map<int64_t, const daemon::JobWait*> not_ready;
-  if (jobs.size() > 8) {
-    for (const auto& w : waits->waits) by_id[w.job_id] = &w.reason;
-    for (const auto& w : waits->not_ready) not_ready[w.job_id] = &w;
+  // The jobs asked about (a page: ~100) in a small map, and one walk over the pass's waits,
+  // which hold every queued job (a million): no index of the waits is built per request.
+  std::unordered_map<int64_t, std::string> reasons;
+  for (const Job& job : jobs) {
+    if (job.state == JobState::kPending || job.state == JobState::kHeld) reasons.emplace(job.id, "");
+  }
+  if (reasons.empty()) return;
+  for (const auto& w : waits->not_ready) {
+    if (auto it = reasons.find(w.job_id); it != reasons.end()) it->second = w.render(now);
+  }
+  for (const auto& w : waits->waits) {  // a ready job's reason wins, as WaitList::reason's order
+    if (auto it = reasons.find(w.job_id); it != reasons.end()) it->second = w.reason.text(waits->snapshot);
   }
   for (Job& job : jobs) {
-    if (job.state != JobState::kPending && job.state != JobState::kHeld) continue;
-    std::string reason;
-    if (jobs.size() > 8) {
-      if (auto it = not_ready.find(job.id); it != not_ready.end()) reason = it->second->render(now);
-      if (auto it = by_id.find(job.id); it != by_id.end()) reason = it->second->text(waits->snapshot);
-    } else {
-      reason = waits->reason(job.id, now);
-    }
-    if (reason.empty()) reason = job.reason.empty() ? "waiting for the scheduler" : job.reason;
-    job.reason = reason;
+    auto it = reasons.find(job.id);
+    if (it == reasons.end()) continue;
+    job.reason = !it->second.empty() ? std::move(it->second)
+                 : job.reason.empty() ? "waiting for the scheduler"
+                                      : job.reason;
   }
 }
 

@@ -250,6 +250,8 @@ void Queue::run_pass() {
   for (int64_t id : actions.to_check_images) check_images(active_.at(id));
 
   snapshot.queue = ready_index_.lend_queue();
+  snapshot.queue_in_priority_order = true;
+  snapshot.queue_has_one_owner = ready_index_.lent_queue_has_one_owner();
   sched::Decision buffers;
   buffers.waits = take_spare_waits();
   sched::Decision decision = sched::schedule_reusing(snapshot, std::move(buffers));

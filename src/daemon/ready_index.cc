@@ -147,6 +147,7 @@ void ReadyIndex::merge() {
   added.reserve(added_.size());
   for (auto& [id, job] : added_) {
     in_queue_[id] = key_of(job);
+    ++owner_counts_[job.owner];
     added.push_back(std::move(job));
   }
   std::sort(added.begin(), added.end(),
@@ -162,7 +163,12 @@ void ReadyIndex::merge() {
   for (sched::PendingJob& job : queue_) {
     Key key = key_of(job);
     while (drop != dropped_.end() && *drop < key) ++drop;
-    if (drop != dropped_.end() && *drop == key) continue;
+    if (drop != dropped_.end() && *drop == key) {
+      if (auto owner = owner_counts_.find(job.owner); owner != owner_counts_.end() && --owner->second == 0) {
+        owner_counts_.erase(owner);
+      }
+      continue;
+    }
     while (add != added.end() && key_of(*add) < key) spare_.push_back(std::move(*add++));
     spare_.push_back(std::move(job));
   }

@@ -57,6 +57,10 @@ class ReadyIndex {
   // back with return_queue() before the next lend; set_ready / set_not_ready may be called in
   // between and are merged at the next lend.
   std::vector<sched::PendingJob> lend_queue();
+  // Whether every job of the queue as last lent has one and the same owner (PendingJob::owner):
+  // the scheduler's hint (sched::Snapshot::queue_has_one_owner), kept by the merges. The
+  // lent queue itself is always in priority order (Snapshot::queue_in_priority_order).
+  bool lent_queue_has_one_owner() const { return owner_counts_.size() <= 1; }
   void return_queue(std::vector<sched::PendingJob> queue);
 
   // The tracked jobs that wait on something besides time and GPUs (another job, a file, a
@@ -101,6 +105,7 @@ class ReadyIndex {
   std::unordered_map<int64_t, Key> in_queue_;       // jobs in queue_, and their keys
   std::vector<Key> dropped_;                        // keys to drop from queue_ at the next merge
   std::unordered_map<int64_t, sched::PendingJob> added_;  // ready jobs not merged yet
+  std::unordered_map<int, size_t> owner_counts_;    // owner → jobs of queue_ it owns
 };
 
 }  // namespace gpuq::daemon

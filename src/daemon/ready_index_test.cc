@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <random>
 
 #include "daemon/queue_test_support.h"
+#include "sched/order.h"
 
 namespace gpuq::daemon {
 namespace {
@@ -145,6 +147,37 @@ TEST(ReadyIndex, MergesAgreeWithAnOrderedMap) {
       ASSERT_EQ(ready_ids(index), expected) << "step " << step;
     }
   }
+}
+
+// The hints a pass takes without reading the queue (sched::Snapshot): the lent queue is in
+// scheduling order, and "one owner" holds exactly when its jobs have one owner, over random
+// changes of who owns what.
+TEST(ReadyIndex, TheLentQueuesHintsHold) {
+  std::mt19937 random(29);
+  ReadyIndex index;
+  int one = 0, several = 0;
+  for (int step = 0; step < 3000; ++step) {
+    int64_t id = 1 + random() % 100;
+    if (random() % 3 == 0) {
+      index.set_not_ready(id);
+    } else {
+      ActiveJob job = job_at(id, 10 * static_cast<int>(random() % 5), static_cast<int64_t>(random() % 50) * 1024);
+      // Mostly one owner, so that both answers come up.
+      job.owner = random() % 40 == 0 ? static_cast<int>(random() % 3) - 1 : 1;
+      index.set_ready(job);
+    }
+    if (random() % 5 == 0) {
+      auto queue = index.lend_queue();
+      std::set<int> owners;
+      for (const auto& job : queue) owners.insert(job.owner);
+      EXPECT_EQ(index.lent_queue_has_one_owner(), owners.size() <= 1) << "step " << step;
+      (owners.size() <= 1 ? one : several) += 1;
+      EXPECT_TRUE(sched::in_scheduling_order(queue, sched::Policy::kBackfill)) << "step " << step;
+      index.return_queue(std::move(queue));
+    }
+  }
+  EXPECT_GT(one, 0);
+  EXPECT_GT(several, 0);
 }
 
 class IncrementalReadiness : public testing::QueueTest {

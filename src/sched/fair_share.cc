@@ -103,7 +103,8 @@ double fair_share_charge(const PendingJob& job) {
 }
 
 bool fair_share_applies(const Snapshot& snapshot) {
-  if (!snapshot.fair_share || snapshot.policy == Policy::kFifo || snapshot.queue.empty()) {
+  if (!snapshot.fair_share || snapshot.policy == Policy::kFifo || snapshot.queue.empty() ||
+      snapshot.queue_has_one_owner) {
     return false;
   }
   const uint32_t first = owner_key(snapshot.queue.front(), snapshot.owners.size());
@@ -116,7 +117,7 @@ bool fair_share_applies(const Snapshot& snapshot) {
 std::vector<uint32_t> fair_share_order(const Snapshot& snapshot) {
   const std::vector<PendingJob>& queue = snapshot.queue;
   std::vector<uint32_t> order;
-  if (in_scheduling_order(queue, snapshot.policy)) {
+  if (in_scheduling_order(snapshot)) {
     order.resize(queue.size());
     std::iota(order.begin(), order.end(), 0);
   } else {

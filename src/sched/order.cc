@@ -97,6 +97,12 @@ std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Pol
   return order;
 }
 
+bool in_scheduling_order(const Snapshot& snapshot) {
+  // Priority order is scheduling order unless the policy is FIFO (queue order alone).
+  if (snapshot.queue_in_priority_order && snapshot.policy != Policy::kFifo) return true;
+  return in_scheduling_order(snapshot.queue, snapshot.policy);
+}
+
 bool in_scheduling_order(const std::vector<PendingJob>& queue, Policy policy) {
   const bool by_priority = policy != Policy::kFifo;
   for (size_t i = 1; i < queue.size(); ++i) {

@@ -20,5 +20,7 @@ std::vector<uint32_t> scheduling_order(const std::vector<PendingJob>& queue, Pol
 // Whether `queue` is already in scheduling order for `policy` (then the order is the queue's
 // own, and a pass walks it directly, allocating nothing of the queue's size).
 bool in_scheduling_order(const std::vector<PendingJob>& queue, Policy policy);
+// The same for a snapshot's queue, taking its queue_in_priority_order hint without a check.
+bool in_scheduling_order(const Snapshot& snapshot);
 
 }  // namespace gpuq::sched

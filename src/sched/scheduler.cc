@@ -106,7 +106,7 @@ Decision Pass::run() {
   const bool fair = fair_share_applies(snapshot_);
   // The daemon lends its queue in scheduling order: then it is walked as it is, and no
   // index of the queue's size is built (nor its memory faulted in) for every pass.
-  if (!fair && in_scheduling_order(jobs, snapshot_.policy)) {
+  if (!fair && in_scheduling_order(snapshot_)) {
     if (snapshot_.draining) {
       for (const PendingJob& job : jobs) decision_.waits.push_back({job.id, draining_reason()});
     } else {

@@ -199,6 +199,12 @@ struct Snapshot {
   std::vector<Reservation> reservations;
   std::vector<RunningJob> running;
   std::vector<PendingJob> queue;       // eligible jobs; any order (schedule() sorts a copy)
+  // What a caller that keeps its queue indexed knows of it, so that a pass over a million jobs
+  // need not read them all to learn it: `queue` is sorted by priority, then queue_order (then
+  // id), as the daemon's ready index keeps it; every job of `queue` has one and the same
+  // PendingJob::owner. False: not known (the pass checks). A true hint must hold.
+  bool queue_in_priority_order = false;
+  bool queue_has_one_owner = false;
   std::vector<Owner> owners;           // indexed by PendingJob::owner and RunningJob::owner
   // Within a priority, order jobs by their owners' usage (see "Fair share" above).
   bool fair_share = false;
