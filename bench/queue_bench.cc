@@ -110,6 +110,14 @@ struct Daemon {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  // Ends the benchmark after a failure without leaving the daemon running (std::exit runs
+  // no destructor of a local).
+  [[noreturn]] void fail() {
+    stop();
+    std::error_code ignored;
+    std::filesystem::remove_all(home, ignored);
+    std::exit(1);
+  }
   // Stops the daemon and starts it again on the same home: milliseconds from the start until
   // its first scheduling pass has run (GET /v1/health shows one).
   double restart() {
@@ -128,7 +136,7 @@ struct Daemon {
     if (!response || response->status >= 300) {
       std::fprintf(stderr, "request %s failed: %s\n", target.c_str(),
                    response ? response->body.c_str() : response.error().message.c_str());
-      std::exit(1);
+      fail();
     }
     return json::parse(response->body);
   }
@@ -252,7 +260,7 @@ StatusCost measure_status(Daemon& d, int calls) {
     cost.ms.push_back(ms_since(t0));
     if (!r || r->exit_code != 0) {
       std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());
-      std::exit(1);
+      d.fail();
     }
   }
   for (int i = 0; i < calls; ++i) {
@@ -412,7 +420,7 @@ double run_status(Daemon& d) {
   double ms = ms_since(t0);
   if (!r || r->exit_code != 0) {
     std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());
-    std::exit(1);
+    d.fail();
   }
   return ms;
 }
