@@ -12,21 +12,33 @@
 //                  DIR/config.toml and a trace of as many jobs, DIR/trace.csv, for timing
 //                  `gpuq simulate DIR/plan.json --gpus 8 --config DIR/config.toml` and
 //                  `gpuq simulate --trace DIR/trace.csv --gpus 8` as whole processes
+//        sim_bench --phases PLAN.json [--config FILE] [--gpus G] [--rounds R]
+//                  times each phase of `gpuq simulate PLAN.json --gpus G --config FILE` (the
+//                  machine: G GPUs, default 8, and the lanes of FILE) in this process:
+//                  reading and checking the plan, its specs into simulator jobs, the
+//                  simulation, the table printed, and freeing the plan; median of R rounds
 // Timings are for comparison between builds on one machine, not assertions.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/duration.h"
+#include "config/config.h"
+#include "sim/plan_jobs.h"
+#include "sim/report.h"
 #include "sim/simulate.h"
+#include "sim/sweep_jobs.h"
 #include "sim/testing/plan_generator.h"
+#include "spec/plan.h"
 
 namespace {
 
@@ -70,6 +82,84 @@ int write_plan(const std::string& dir, int count, uint32_t seed) {
   return 0;
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+// `gpuq simulate PLAN --gpus G`'s phases, in the order the command runs them (cli/cmd_simulate).
+int time_phases(const std::string& plan_path, const std::string& config_path, int gpus,
+                int rounds) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::vector<double>> ms(5);
+  auto lap = [](Clock::time_point& since) {
+    auto now = Clock::now();
+    double elapsed = std::chrono::duration<double, std::milli>(now - since).count();
+    since = now;
+    return elapsed;
+  };
+  size_t job_count = 0;
+  gpuq::sim::SimStats stats;
+  gpuq::config::Config config;
+  auto fail = [](const gpuq::Error& error) {
+    std::fprintf(stderr, "%s\n", error.message.c_str());
+    return 1;
+  };
+  if (!config_path.empty()) {
+    auto loaded = gpuq::config::load_config(config_path, gpuq::config::IfMissing::kError);
+    if (!loaded) return fail(loaded.error());
+    config = std::move(*loaded);
+  }
+  gpuq::spec::PlanContext context{"/", {}};
+  context.keep_request = false;  // as `gpuq simulate` reads it
+  for (int round = 0; round < rounds; ++round) {
+    auto since = Clock::now();
+    auto plan = std::make_unique<gpuq::Result<gpuq::spec::Plan>>(
+        gpuq::spec::load_plan(plan_path, context));
+    if (!*plan) return fail((*plan).error());
+    ms[0].push_back(lap(since));
+    gpuq::sim::SimMachine machine;
+    machine.gpus = gpus;
+    for (const auto& lane : config.lanes) {
+      machine.lanes.push_back(gpuq::sched::Lane{lane.name, lane.capacity, 0, lane.excludes});
+    }
+    machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
+    auto bases = gpuq::sim::jobs_from_specs((*plan)->specs);
+    if (!bases) return fail(bases.error());
+    auto jobs = gpuq::sim::expand_sweeps(std::move(*bases), (*plan)->sweeps, machine);
+    if (!jobs) return fail(jobs.error());
+    for (const auto& reservation : (*plan)->reservations) {
+      machine.reservations.push_back(gpuq::sched::Reservation{reservation.name, reservation.gpus});
+    }
+    job_count = jobs->size();
+    ms[1].push_back(lap(since));
+    auto result = gpuq::sim::simulate(*jobs, machine, gpuq::sched::Policy::kBackfill);
+    if (!result) return fail(result.error());
+    stats = result->stats;
+    ms[2].push_back(lap(since));
+    std::string table = gpuq::sim::format_result_table(*result, true);
+    ms[3].push_back(lap(since));
+    plan.reset();
+    ms[4].push_back(lap(since));
+  }
+  const char* names[] = {"read and check the plan", "specs into simulator jobs", "simulate",
+                         "format the table", "free the plan"};
+  fmt::print("{}: {} jobs on {} GPUs, median of {} rounds\n", plan_path, job_count, gpus, rounds);
+  double total = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    double m = median(ms[i]);
+    total += m;
+    fmt::print("  {:<26} {:>8.2f} ms\n", names[i], m);
+  }
+  fmt::print("  {:<26} {:>8.2f} ms\n", "sum of medians", total);
+  fmt::print("  (the simulation: {} events, {} passes of {:.1f} jobs on average, {} completed)\n",
+             stats.events, stats.passes,
+             stats.passes ? static_cast<double>(stats.jobs_passed) / static_cast<double>(stats.passes)
+                          : 0.0,
+             stats.completed_passes);
+  return 0;
+}
+
 const char* policy_name(gpuq::sched::Policy p) {
   switch (p) {
     case gpuq::sched::Policy::kFifo:
@@ -85,10 +175,11 @@ const char* policy_name(gpuq::sched::Policy p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 100000, gpus = 64;
+  int count = 100000, gpus = -1;  // --gpus; 64 for a generated queue, 8 for --phases
   uint32_t seed = 1;
   std::string only = "all";
-  std::string plan_dir;
+  std::string plan_dir, phases_plan, phases_config;
+  int rounds = 9;
   size_t max_window = 0;
   gpuq::sim::SimOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -110,6 +201,12 @@ int main(int argc, char** argv) {
       only = value();
     } else if (a == "--write-plan") {
       plan_dir = value();
+    } else if (a == "--phases") {
+      phases_plan = value();
+    } else if (a == "--config") {
+      phases_config = value();
+    } else if (a == "--rounds") {
+      rounds = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--full-queue") {
       options.full_queue = true;
     } else if (a == "--max-window") {
@@ -117,11 +214,14 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy P] "
-                   "[--max-window K] [--full-queue] [--write-plan DIR]\n");
+                   "[--max-window K] [--full-queue] [--write-plan DIR] "
+                   "[--phases PLAN.json [--config FILE] [--rounds R]]\n");
       return 2;
     }
   }
   if (!plan_dir.empty()) return write_plan(plan_dir, count, seed);
+  if (!phases_plan.empty()) return time_phases(phases_plan, phases_config, gpus < 0 ? 8 : gpus, rounds);
+  if (gpus < 0) gpus = 64;
   auto jobs = generate(count, seed);
   gpuq::sim::SimMachine machine;
   machine.gpus = gpus;

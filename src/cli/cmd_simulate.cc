@@ -102,9 +102,12 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
     return simulate_jobs(ctx, options, *config, *jobs, machine, false);
   }
-  // The plan's jobs as specs, not JSON: nothing is copied per job. No environment is given,
-  // since a simulation runs nothing (the jobs' own "env" entries are still checked).
-  auto plan = spec::load_plan(options.plan, spec::PlanContext{ctx.io().cwd, {}});
+  // The plan's jobs as specs, not JSON: nothing is copied per job, and no request is kept. No
+  // environment is given, since a simulation runs nothing (the jobs' own "env" entries are
+  // still checked).
+  spec::PlanContext context{ctx.io().cwd, {}};
+  context.keep_request = false;  // nothing is sent
+  auto plan = spec::load_plan(options.plan, context);
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
   auto bases = sim::jobs_from_specs(plan->specs);

@@ -2,7 +2,8 @@
 #include "spec/dependency_graph.h"
 
 #include <algorithm>
-#include <set>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace gpuq::spec {
@@ -10,33 +11,46 @@ namespace gpuq::spec {
 std::vector<std::vector<std::string>> find_cycles(
     const std::vector<std::string>& nodes,
     const std::map<std::string, std::vector<std::string>>& edges) {
-  enum class Color { kWhite, kGray, kBlack };
-  const std::set<std::string> known(nodes.begin(), nodes.end());
-  const std::vector<std::string> none;
-  std::map<std::string, Color> color;
+  // Names become indexes once (a name written twice is one node), so that the search compares
+  // integers: a plan of thousands of jobs is searched in well under a millisecond.
+  std::unordered_map<std::string_view, size_t> index;
+  index.reserve(nodes.size());
+  std::vector<const std::string*> names;
+  for (const auto& name : nodes) {
+    if (index.emplace(name, names.size()).second) names.push_back(&name);
+  }
+  std::vector<std::vector<size_t>> out(names.size());
+  for (const auto& [name, targets] : edges) {
+    auto from = index.find(name);
+    if (from == index.end()) continue;  // never reached: the search starts from nodes only
+    for (const auto& target : targets) {
+      if (auto to = index.find(target); to != index.end()) out[from->second].push_back(to->second);
+    }
+  }
+  enum class Color : char { kWhite, kGray, kBlack };
+  std::vector<Color> color(names.size(), Color::kWhite);
   std::vector<std::vector<std::string>> cycles;
-  for (const auto& root : nodes) {
+  // Each frame: a node on the current path and the index of its next edge to follow.
+  std::vector<std::pair<size_t, size_t>> stack;
+  for (const auto& root_name : nodes) {
+    size_t root = index.at(root_name);
     if (color[root] != Color::kWhite) continue;
-    // Each frame: a node on the current path and the index of its next edge to follow.
-    std::vector<std::pair<std::string, size_t>> stack = {{root, 0}};
+    stack.assign(1, {root, 0});
     color[root] = Color::kGray;
     while (!stack.empty()) {
-      std::string node = stack.back().first;
-      auto found = edges.find(node);
-      const auto& out = found == edges.end() ? none : found->second;
-      if (stack.back().second >= out.size()) {
+      auto& [node, next_edge] = stack.back();
+      if (next_edge >= out[node].size()) {
         color[node] = Color::kBlack;
         stack.pop_back();
         continue;
       }
-      const std::string next = out[stack.back().second++];
-      if (!known.count(next)) continue;
+      size_t next = out[node][next_edge++];
       if (color[next] == Color::kGray) {
         auto start = std::find_if(stack.begin(), stack.end(),
-                                  [&](const auto& f) { return f.first == next; });
+                                  [&](const auto& frame) { return frame.first == next; });
         std::vector<std::string> cycle;
-        for (auto it = start; it != stack.end(); ++it) cycle.push_back(it->first);
-        cycle.push_back(next);
+        for (auto it = start; it != stack.end(); ++it) cycle.push_back(*names[it->first]);
+        cycle.push_back(*names[next]);
         cycles.push_back(std::move(cycle));
       } else if (color[next] == Color::kWhite) {
         color[next] = Color::kGray;

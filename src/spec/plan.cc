@@ -139,8 +139,10 @@ PlanCheck PlanChecker::run(std::string_view text) {
   check_dependencies();
   check_cycles();
   read_reservations(reservations, "/reservations");
-  out_.request = {{"jobs", json::array()}, {"reservations", reservation_requests_}};
-  for (auto& job : built_) out_.request["jobs"].push_back(std::move(job.request));
+  if (context_.keep_request) {
+    out_.request = {{"jobs", json::array()}, {"reservations", reservation_requests_}};
+    for (auto& job : built_) out_.request["jobs"].push_back(std::move(job.request));
+  }
   return std::move(out_);
 }
 
@@ -445,7 +447,11 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
   }
   for (auto& item : sweep_fields.items()) job.request[item.key()] = std::move(item.value());
   out_.sweeps.push_back(std::move(sweep));
-  job.request["source"] = fmt::format("{}:{}", path_, job_line);
+  if (context_.keep_request) {
+    job.request["source"] = fmt::format("{}:{}", path_, job_line);
+  } else {
+    job.request = json();
+  }
   for (const auto& ref : job.refs) {
     if (ref.field == "wait_file") info.wait_files.push_back(ref.where);
     if (ref.field == "requires") info.requires_.push_back(ref.where);

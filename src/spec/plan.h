@@ -39,6 +39,10 @@ struct PlanContext {
   // The daemon's [sweeps] max_elements when known (gpuq lint asks it): a larger sweep is an
   // error. 0: unknown, and a sweep over the default is a warning.
   size_t max_sweep_elements = 0;
+  // Whether the request (the body of POST /v1/plans) is kept: `gpuq simulate` needs the specs
+  // only, and each job's request is then dropped once its spec is read (Plan::request stays
+  // null).
+  bool keep_request = true;
 };
 
 struct PlanReservation {

@@ -80,15 +80,15 @@ void PlanChecker::read_reservation(
       continue;
     }
     reserved_jobs.emplace(id, std::make_pair(name, at));
-    json& request = built_[found->second].request;
-    if (request.contains("reservation") && request["reservation"] != json(name)) {
+    JobSpec& spec = out_.specs[found->second];
+    if (!spec.reservation.empty() && spec.reservation != name) {
       error(path_, job_at,
-            fmt::format("job '{}' sets \"reservation\": {} but is listed in reservation '{}'", id,
-                        request["reservation"].dump(), name));
+            fmt::format("job '{}' sets \"reservation\": \"{}\" but is listed in reservation '{}'",
+                        id, spec.reservation, name));
       continue;
     }
-    request["reservation"] = name;
-    out_.specs[found->second].reservation = name;
+    spec.reservation = name;
+    if (context_.keep_request) built_[found->second].request["reservation"] = name;
     const PlanJob& info = out_.jobs[found->second];
     if (info.gpus > static_cast<int>(reservation.gpus.size())) {
       error(path_, job_at,

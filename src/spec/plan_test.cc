@@ -257,6 +257,37 @@ TEST_F(PlanFiles, Reservations) {
             "in [0, 1]");
 }
 
+// `gpuq simulate` reads a plan for its specs only: no request is kept, and the specs (the
+// reservations' included) and the findings are those of a plan read for submitting.
+TEST_F(PlanFiles, APlanReadWithoutItsRequestHasTheSameSpecsAndFindings) {
+  write("train.sh", "#!/bin/bash\n#gpuq gpus=2 priority=high\npython train.py\n");
+  const std::string text = R"({"jobs": [
+  {"id": "a", "script": "train.sh", "args": ["--lr", "1"], "est_hours": 2},
+  {"id": "b", "command": ["true"], "deps": ["a"], "env": {"K": "v"}, "lanes": ["net"]}],
+ "reservations": [{"name": "pair", "gpus": [0, 1], "jobs": ["a"]}]})";
+  Plan sent = load(text);
+  context_.keep_request = false;
+  Plan simulated = load(text);
+  EXPECT_TRUE(simulated.request.is_null());
+  ASSERT_EQ(simulated.specs.size(), 2u);
+  for (size_t i = 0; i < sent.specs.size(); ++i) {
+    EXPECT_EQ(spec_to_json(simulated.specs[i]), spec_to_json(sent.specs[i]));
+  }
+  EXPECT_EQ(simulated.specs[0].reservation, "pair");
+  EXPECT_EQ(simulated.specs[0].gpus, 2);
+  EXPECT_EQ(simulated.specs[0].estimate_ms, 7'200'000);
+  EXPECT_EQ(simulated.reservations.size(), 1u);
+  // A job that names another reservation than the one listing it is refused either way.
+  const std::string conflict =
+      R"({"jobs": [{"id": "a", "command": ["true"], "reservation": "mine"}],
+ "reservations": [{"name": "pair", "gpus": [0], "jobs": ["a"]}]})";
+  const std::string message =
+      "plan.json:2: job 'a' sets \"reservation\": \"mine\" but is listed in reservation 'pair'";
+  EXPECT_EQ(error_of(conflict), message);
+  context_.keep_request = true;
+  EXPECT_EQ(error_of(conflict), message);
+}
+
 TEST_F(PlanFiles, CheckPlanReportsEveryError) {
   write("bad.sh", "#gpuq gpu=1\n#gpuq retries=x\necho\n");
   auto all = all_of(R"([
