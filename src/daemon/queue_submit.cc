@@ -216,7 +216,7 @@ void Queue::track(ActiveJob job) {
   }
   ready_index_.add(job);
   if (!active_.count(id)) users_.count_unfinished(job.owner, 1);
-  active_[id] = std::move(job);
+  active_.insert_or_assign(id, std::move(job));
   finished_.erase(id);
 }
 
