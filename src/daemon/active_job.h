@@ -14,7 +14,7 @@
 namespace gpuq::daemon {
 
 // The state of a job's external conditions (wait_file, REQUIRES, DONE_IF), checked off-thread.
-enum class ConditionState {
+enum class ConditionState : uint8_t {
   kNone,      // the job has none
   kUnknown,   // not checked yet (or to be checked again)
   kChecking,  // a check is running
@@ -39,44 +39,48 @@ enum class ImageState : uint8_t {
 // what to do (Queue::held_reasons_).
 inline constexpr const char* kHeldByRequest = "held by request";
 
+// The fields are in three runs by size (8 bytes, 4, 1), so that no padding sits between them: a
+// million queued jobs are a million of these.
 struct ActiveJob {
   int64_t id = 0;
-  JobState state = JobState::kPending;
-  int priority = 0;
   int64_t queue_order = 0;
-  int gpus = 0;
-  std::vector<int> lanes;          // indices into the daemon's lane table (an array's cap too)
   int64_t array_id = 0;            // the array it is an element of; 0 for a job alone
   int64_t gpu_mem_mib = 0;
-  bool share = false;
   int64_t estimate_ms = 0;
   int64_t timeout_ms = 0;
-  int reservation = -1;            // index into the daemon's reservations
-  int owner = -1;                  // its user in the Queue's UserUsage (user_usage.h); -1: nobody
-  std::vector<Dependency> deps;    // job dependencies carry resolved ids
-  bool has_conditions = false;     // file or REQUIRES dependencies, or DONE_IF
-  int retries = 0;
   int64_t retry_delay_ms = -1;
-  int failed_runs = 0;             // runs that count against `retries`
   int64_t not_before_ms = 0;       // the spec's not-before
   int64_t retry_at_ms = 0;         // a retry's delay ends then
-  PreemptMode preempt = PreemptMode::kNever;
   int64_t restart_within_ms = 0;
-  bool gpu_mem_learned = false;    // gpu_mem_mib comes from earlier runs' peak, not the spec
   int64_t requires_warn_ms = -1;   // the watchers' limits from the spec (-1: the config's)
   int64_t quiet_ms = -1;
   int64_t warn_after_ms = 0;
-
-  ConditionState conditions = ConditionState::kNone;
+  // External conditions (`conditions` below).
   int64_t conditions_false_since_ms = 0;
   int64_t conditions_checked_ms = 0;  // when the last check's answer came
   int64_t next_check_ms = 0;
   int64_t check_interval_ms = 0;
-
   // A start that failed for want of the machine (a full disk, no processes left): the job stays
-  // pending and is tried again from then, with backoff. Memory only: a restart tries at once.
+  // pending and is tried again from then, with backoff (`start_failures` below). Memory only: a
+  // restart tries at once.
   int64_t start_retry_at_ms = 0;
+  std::vector<int> lanes;          // indices into the daemon's lane table (an array's cap too)
+  std::vector<Dependency> deps;    // job dependencies carry resolved ids
+
+  JobState state = JobState::kPending;
+  int priority = 0;
+  int gpus = 0;
+  int reservation = -1;            // index into the daemon's reservations
+  int owner = -1;                  // its user in the Queue's UserUsage (user_usage.h); -1: nobody
+  int retries = 0;
+  int failed_runs = 0;             // runs that count against `retries`
+  PreemptMode preempt = PreemptMode::kNever;
   int start_failures = 0;
+
+  ConditionState conditions = ConditionState::kNone;
+  bool share = false;
+  bool has_conditions = false;     // file or REQUIRES dependencies, or DONE_IF
+  bool gpu_mem_learned = false;    // gpu_mem_mib comes from earlier runs' peak, not the spec
   // A cancel that could not be recorded yet (the store failed): the job starts no more, and the
   // cancel is recorded as soon as the store works.
   bool cancel_requested = false;

@@ -300,5 +300,15 @@ TEST_F(IncrementalReadiness, AgreesWithAFullEvaluationOverRandomOperations) {
   }
 }
 
+// What the daemon keeps per queued job has no padding between fields (the sizes of x86-64 with
+// libstdc++, Debian 12's): each of a million queued jobs has an ActiveJob, a PendingJob in the
+// ready queue and a Wait in each of the pass's two published lists. A field added in the wrong
+// place shows here.
+TEST(PerJobRecords, HaveNoPaddingBetweenTheirFields) {
+  EXPECT_EQ(sizeof(ActiveJob), 240u);
+  EXPECT_EQ(sizeof(sched::PendingJob), 88u);
+  EXPECT_EQ(sizeof(sched::Wait), 80u);
+}
+
 }  // namespace
 }  // namespace gpuq::daemon

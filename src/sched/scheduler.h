@@ -161,18 +161,20 @@ struct RunningJob {
   int owner = -1;                 // index into Snapshot::owners; -1 = nobody's (never limited)
 };
 
+// Its 8-byte fields first, then the 4-byte ones and the flag: no padding between them (the
+// daemon keeps one per queued job).
 struct PendingJob {
   int64_t id = 0;
-  int priority = 50;
   int64_t queue_order = 0;             // FIFO key within a priority
-  int gpus = 0;
-  std::vector<int> lanes;              // indices into Snapshot::lanes
   int64_t gpu_mem_mib = 0;             // per GPU; 0 = whole GPUs
-  bool share = false;
   int64_t estimate_ms = 0;             // 0 = unknown
   int64_t timeout_ms = 0;              // 0 = none; an upper bound on the run time
+  std::vector<int> lanes;              // indices into Snapshot::lanes
+  int priority = 50;
+  int gpus = 0;
   int reservation = -1;                // index into Snapshot::reservations, or -1
   int owner = -1;                      // index into Snapshot::owners; -1 = nobody's
+  bool share = false;
 };
 
 // A user with queued or running jobs: their recent usage (fair share) and their limits.
@@ -226,7 +228,7 @@ struct Snapshot {
 
 // Why a job waits, compactly (no strings built per job in the hot path); text() renders it.
 struct WaitReason {
-  enum class Kind {
+  enum class Kind : uint8_t {
     kNeedsGpus,         // needs N GPUs, F free [, next free in ~T]
     kBehindBetterJobs,  // better jobs wait for the same resources
     kReservedForBetter, // would delay the reserved start of better job `job`
@@ -240,26 +242,28 @@ struct WaitReason {
   // `lane` and `other_lane` name a lane index, or kGpuWork for the pseudo-lane "gpu".
   static constexpr int kGpuWork = -2;
 
-  Kind kind = Kind::kNeedsGpus;
-  int needed = 0;                // GPUs the job needs
-  int free = 0;                  // GPUs free for it now (its pool, its memory, its sharing)
-  int better_jobs = 0;           // better jobs waiting for the same pool (or lane)
-  int lane = -1;                 // kLaneBusy: the full lane; kLaneExcluded: the job's side
+  // The fields are in runs by size (8 bytes, 4, 1): the daemon keeps a wait per queued job.
   int64_t job = 0;               // the job holding the lane / running the excluding work /
                                  // whose reservation it would delay; 0 = unknown;
                                  // -1 (kLaneExcluded) = its own lanes exclude each other
   // kNeedsGpus: when the job is expected to start; kLaneBusy: when the lane frees;
   // kReservedForBetter: when the better job starts. -1 = unknown.
   int64_t next_free_in_ms = -1;
-  int other_lane = -1;           // kLaneExcluded: what excludes it (a lane, or kGpuWork)
-  int reservation = -1;          // kReservation: index into Snapshot::reservations
   int64_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
-  int usable = -1;               // GPUs that could ever take it, when fewer than needed
   // kUserLimit: the limit reached (max_running when running_limit, else max_gpus) and what
   // its owner's jobs hold of it now, counting jobs started earlier in the pass.
-  bool running_limit = false;
   int64_t limit = 0;
   int64_t in_use = 0;
+  int needed = 0;                // GPUs the job needs
+  int free = 0;                  // GPUs free for it now (its pool, its memory, its sharing)
+  int better_jobs = 0;           // better jobs waiting for the same pool (or lane)
+  int lane = -1;                 // kLaneBusy: the full lane; kLaneExcluded: the job's side
+  int other_lane = -1;           // kLaneExcluded: what excludes it (a lane, or kGpuWork)
+  int reservation = -1;          // kReservation: index into Snapshot::reservations
+  int usable = -1;               // GPUs that could ever take it, when fewer than needed
+  Kind kind = Kind::kNeedsGpus;
+  bool running_limit = false;    // kUserLimit: see `limit`
+
   std::string text(const Snapshot& snapshot) const;
 };
 

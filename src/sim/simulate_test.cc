@@ -265,7 +265,9 @@ TEST(SimulateErrors, AJobLeftWaitingOnAnIdleMachine) {
       if (p.gpus <= 1) {
         d.starts.push_back({p.id, {static_cast<int>(p.id % 2)}});
       } else {
-        d.waits.push_back({p.id, {sched::WaitReason::Kind::kNoGpuMemory}});
+        sched::WaitReason reason;
+        reason.kind = sched::WaitReason::Kind::kNoGpuMemory;
+        d.waits.push_back({p.id, reason});
       }
     }
     return d;

@@ -20,6 +20,15 @@
 
 namespace gpuq::sim::testing {
 
+// A wait of this kind for a job of `needed` GPUs with `free` free.
+inline sched::WaitReason waiting(sched::WaitReason::Kind kind, int needed, int free) {
+  sched::WaitReason reason;
+  reason.kind = kind;
+  reason.needed = needed;
+  reason.free = free;
+  return reason;
+}
+
 inline sched::Decision easy_backfill(const sched::Snapshot& s) {
   constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
   std::vector<sched::PendingJob> queue = s.queue;
@@ -65,7 +74,7 @@ inline sched::Decision easy_backfill(const sched::Snapshot& s) {
       extra = avail >= job.gpus ? avail - job.gpus : 0;
       if (avail < job.gpus) shadow = s.now_ms;
       d.latest_reserved_start_ms = shadow;  // lengths past it are alike here too (window.h P5)
-      d.waits.push_back({job.id, {sched::WaitReason::Kind::kNeedsGpus, job.gpus, unclaimed}});
+      d.waits.push_back({job.id, waiting(sched::WaitReason::Kind::kNeedsGpus, job.gpus, unclaimed)});
       continue;
     }
     bool ends_in_time = job.estimate_ms > 0 && s.now_ms + job.estimate_ms <= shadow;
@@ -74,7 +83,8 @@ inline sched::Decision easy_backfill(const sched::Snapshot& s) {
       start(job);
       continue;
     }
-    d.waits.push_back({job.id, {sched::WaitReason::Kind::kReservedForBetter, job.gpus, unclaimed}});
+    d.waits.push_back(
+        {job.id, waiting(sched::WaitReason::Kind::kReservedForBetter, job.gpus, unclaimed)});
   }
   return d;
 }
