@@ -3,7 +3,7 @@
 // not what is queued. It keeps:
 //   - the ready jobs, in scheduling order (priority, queue order, id), as the scheduler's queue
 //     vector itself: a pass lends it to the scheduler without copying it, and changes are
-//     merged into it in one sequential walk the next time it is lent;
+//     merged into it in place (the dropped leave, the added go in) the next time it is lent;
 //   - which jobs must be evaluated again ("marked"): a job whose own inputs changed (a state
 //     change, a hold or release, a move, a cancel, a condition result, a failed start), and
 //     every job that depends on it, since a dependency's state decides theirs;
@@ -101,7 +101,6 @@ class ReadyIndex {
   std::unordered_set<int64_t> with_deps_or_conditions_;
 
   std::vector<sched::PendingJob> queue_;            // merged ready jobs, in order
-  std::vector<sched::PendingJob> spare_;            // the merge's other buffer (keeps capacity)
   std::unordered_map<int64_t, Key> in_queue_;       // jobs in queue_, and their keys
   std::vector<Key> dropped_;                        // keys to drop from queue_ at the next merge
   std::unordered_map<int64_t, sched::PendingJob> added_;  // ready jobs not merged yet
