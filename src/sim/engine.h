@@ -139,6 +139,8 @@ class Simulation {
   std::vector<sched::Lane> pass_lanes_;
   std::vector<std::pair<QueueKey, QueueJobInfo>> pass_waiting_;
   std::vector<QueueKey> pass_candidates_;
+  std::vector<uint64_t> pass_packed_;  // the candidates' keys as integers, to sort them
+  std::vector<int> job_by_order_;      // queue order - 1 -> the job (sim job index)
   int64_t busy_ms_ = 0;
   int64_t last_end_ms_ = 0;
   size_t job_count_ = 0;

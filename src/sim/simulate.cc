@@ -216,8 +216,18 @@ Status Simulation::pass(int64_t t) {
       queue_.all_unproven(gpus, lanes, *last, started_, waiting, alike_from, pass_candidates_);
       if (pass_candidates_.empty()) break;
       // In scheduling order, as the prefix is: the scheduler then need not sort the window.
-      std::sort(pass_candidates_.begin(), pass_candidates_.end());
-      for (const QueueKey& key : pass_candidates_) add_to_window(key);
+      // Sorted as integers, priority then queue order (both fit 32 bits: a priority is an int,
+      // a queue order a job's rank), and the job found again by its queue order.
+      pass_packed_.clear();
+      for (const QueueKey& key : pass_candidates_) {
+        auto priority = static_cast<uint32_t>(static_cast<int32_t>(key.priority)) ^ 0x8000'0000u;
+        pass_packed_.push_back(uint64_t{priority} << 32 | static_cast<uint32_t>(key.order));
+      }
+      std::sort(pass_packed_.begin(), pass_packed_.end());
+      for (uint64_t packed : pass_packed_) {
+        size_t order = static_cast<size_t>(packed & 0xffff'ffffu);
+        add_to_window(entities_[static_cast<size_t>(job_by_order_[order - 1])].key);
+      }
       ++stats_.completed_passes;
       GPUQ_SIM_TRY(decide(decision));
       break;

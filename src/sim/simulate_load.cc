@@ -294,6 +294,7 @@ Status Simulation::load(const std::vector<SimJob>& jobs, const std::vector<SimRu
         queue_.key_for(static_cast<int>(i), jobs[i].priority, pending_[i].queue_order);
     events_.push({jobs[i].submit_ms, kSubmit, static_cast<int>(i)});
   }
+  job_by_order_ = std::move(by_submit);
   in_window_.assign(entities_.size(), 0);
   started_.assign(entities_.size(), 0);
   return ok();
