@@ -39,7 +39,9 @@ void ReadyIndex::add(const ActiveJob& job) {
     ++reservation_users_[t.reservation];
   }
   if (!t.deps.empty() || job.has_conditions) with_deps_or_conditions_.insert(job.id);
-  tracked_[job.id] = std::move(t);
+  // Kept only to be undone by unregister(): a job with neither (most of a deep queue) costs
+  // no entry.
+  if (!t.deps.empty() || t.reservation >= 0) tracked_[job.id] = std::move(t);
   mark(job.id);
 }
 
@@ -179,9 +181,9 @@ void ReadyIndex::merge() {
   if (!added.empty()) {
     size_t old_size = queue_.size();
     size_t size = old_size + added.size();
-    // With room to grow: a queue that grows by one job at a time must not reallocate (and fault
-    // in a fresh buffer) at every merge.
-    if (queue_.capacity() < size) queue_.reserve(size + size / 4 + 64);
+    // With room to grow (a sixteenth): a queue that grows by one job at a time must not
+    // reallocate (and fault in a fresh buffer) at every merge.
+    if (queue_.capacity() < size) queue_.reserve(size + size / 16 + 64);
     queue_.resize(size);
     size_t from = old_size, to = size, add = added.size();
     while (add > 0) {

@@ -92,7 +92,7 @@ class ReadyIndex {
   void merge();
   void unregister(int64_t job_id);
 
-  std::unordered_map<int64_t, Tracked> tracked_;
+  std::unordered_map<int64_t, Tracked> tracked_;  // only jobs with dependencies or a reservation
   std::unordered_map<int64_t, std::vector<int64_t>> dependents_;  // job → jobs that depend on it
   std::unordered_set<int64_t> marked_;
   std::vector<std::pair<int64_t, int64_t>> wakes_;  // min-heap of (at_ms, job id)
