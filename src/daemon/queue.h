@@ -545,6 +545,7 @@ private:
   bool later_flush_posted_ = false;
   Metrics metrics_;
   bool pass_requested_ = false;
+  bool trim_after_pass_ = false;  // give malloc's freed memory back after the next pass
   int64_t passes_ = 0;
   bool stopping_ = false;
   bool draining_ = false;

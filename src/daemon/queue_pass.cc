@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Queue's scheduling pass: which pending jobs are ready (readiness.h), which of those the
 // scheduler starts, and when the actor must wake up next.
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -335,8 +337,14 @@ void Queue::publish(std::shared_ptr<WaitList> published, sched::Snapshot snapsho
                            std::chrono::steady_clock::now() - started)
                            .count();
   recycling_ = std::exchange(last_published_, published);
-  std::lock_guard lock(waits_mutex_);
-  waits_ = std::move(published);
+  {
+    std::lock_guard lock(waits_mutex_);
+    waits_ = std::move(published);
+  }
+  if (trim_after_pass_) {
+    trim_after_pass_ = false;
+    ::malloc_trim(0);
+  }
 }
 
 std::vector<sched::Wait> Queue::take_spare_waits() {

@@ -2,7 +2,6 @@
 // The Queue's start: its counters and settings from the store, the machine's resources on
 // record, its own state recovered (finished jobs' states, reservations, the unfinished jobs),
 // then the runs an earlier daemon left (RunLifecycle::recover), and the first pass.
-#include <malloc.h>
 #include <unistd.h>
 
 #include "daemon/queue.h"
@@ -37,8 +36,9 @@ Status Queue::recover() {
   });
   if (!tracked) return tracked;
   // Reading a deep queue leaves megabytes of freed rows and specs in malloc's arenas (every
-  // job's state, each job as read): give them back.
-  if (active_.size() > 1000) ::malloc_trim(0);
+  // job's state, each job as read), and the first pass's merge of every ready job more: both
+  // are given back after that pass.
+  trim_after_pass_ = active_.size() > 1000;
   return runs_->recover();
 }
 
