@@ -18,6 +18,7 @@
 //                  reading and checking the plan, its specs into simulator jobs, the
 //                  simulation, the table printed, and freeing the plan; median of R rounds
 // Timings are for comparison between builds on one machine, not assertions.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -182,43 +183,24 @@ int main(int argc, char** argv) {
   int rounds = 9;
   size_t max_window = 0;
   gpuq::sim::SimOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--jobs") {
-      count = std::atoi(value().c_str());
-    } else if (a == "--gpus") {
-      gpus = std::atoi(value().c_str());
-    } else if (a == "--seed") {
-      seed = static_cast<uint32_t>(std::atoi(value().c_str()));
-    } else if (a == "--policy") {
-      only = value();
-    } else if (a == "--write-plan") {
-      plan_dir = value();
-    } else if (a == "--phases") {
-      phases_plan = value();
-    } else if (a == "--config") {
-      phases_config = value();
-    } else if (a == "--rounds") {
-      rounds = std::max(1, std::atoi(value().c_str()));
-    } else if (a == "--full-queue") {
-      options.full_queue = true;
-    } else if (a == "--max-window") {
-      max_window = static_cast<size_t>(std::atoll(value().c_str()));
-    } else {
-      std::fprintf(stderr,
-                   "usage: sim_bench [--jobs N] [--gpus G] [--seed S] [--policy P] "
-                   "[--max-window K] [--full-queue] [--write-plan DIR] "
-                   "[--phases PLAN.json [--config FILE] [--rounds R]]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"the simulator's wall time on a generated queue, or each phase of gpuq simulate"};
+  app.add_option("--jobs", count, "jobs to generate")->check(CLI::PositiveNumber);
+  app.add_option("--gpus", gpus, "GPUs of the machine (default 64; 8 with --phases)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", seed, "the generator's seed");
+  app.add_option("--policy", only, "fifo, priority, backfill or all")
+      ->check(CLI::IsMember({"fifo", "priority", "backfill", "all"}));
+  app.add_option("--max-window", max_window, "an approximation: see SimOptions::max_window");
+  app.add_flag("--full-queue", options.full_queue, "no window: every pass sees the whole queue");
+  app.add_option("--write-plan", plan_dir, "write a generated plan, its scripts, config.toml and "
+                 "a trace into this directory")->check(CLI::ExistingDirectory);
+  app.add_option("--phases", phases_plan, "time each phase of gpuq simulate on this plan")
+      ->check(CLI::ExistingFile);
+  app.add_option("--config", phases_config, "with --phases: the config.toml whose lanes the "
+                 "machine has")->check(CLI::ExistingFile);
+  app.add_option("--rounds", rounds, "with --phases: rounds, of which the median is shown")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
   if (!plan_dir.empty()) return write_plan(plan_dir, count, seed);
   if (!phases_plan.empty()) return time_phases(phases_plan, phases_config, gpus < 0 ? 8 : gpus, rounds);
   if (gpus < 0) gpus = 64;
