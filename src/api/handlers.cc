@@ -436,13 +436,12 @@ awaitable<Response> Server::submit_sweep(daemon::SweepRequest sweep, std::string
   auto work = [queue, shared] { return queue->submit_sweep(std::move(*shared)); };
   auto submitted = co_await on_actor<Result<daemon::SweepSubmitted>>(context_.actor_ioc, work);
   if (!submitted) co_return error_response(submitted.error());
-  const JobArray& array = submitted->array;
-  nlohmann::json jobs = nlohmann::json::array();
-  for (size_t k = 0; k < submitted->element_ids.size(); ++k) {
-    jobs.push_back({{"id", submitted->element_ids[k]}, {"name", submitted->element_names[k]}});
-  }
-  nlohmann::json body = {{"array", array_to_json(array)}, {"jobs", std::move(jobs)}};
-  co_return json_response(submitted->existing ? http::status::ok : http::status::created, body);
+  const daemon::SweepSubmitted& s = *submitted;
+  co_return json_response_with_list(s.existing ? http::status::ok : http::status::created,
+                                    {{"array", array_to_json(s.array)}}, "jobs", s.element_ids.size(),
+                                    [&s](size_t k) -> nlohmann::json {
+                                      return {{"id", s.element_ids[k]}, {"name", s.element_names[k]}};
+                                    });
 }
 
 awaitable<Response> Server::release_gpu(const std::string& gpu, const Request& request) {

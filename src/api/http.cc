@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "base/api_version.h"
 #include "model/limits.h"
@@ -55,6 +56,32 @@ Response json_response(http::status status, const nlohmann::json& body) {
   res.set(http::field::content_type, "application/json");
   res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   res.body() += '\n';
+  return res;
+}
+
+Response json_response_with_list(http::status status, const nlohmann::json& head,
+                                 std::string_view list_key, size_t count,
+                                 const std::function<nlohmann::json(size_t)>& item) {
+  auto dump = [](const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  for (const auto& [key, value] : head.items()) {
+    if (key >= list_key) throw std::logic_error(fmt::format("json_response_with_list: key {} of the head "
+                                                            "sorts after the list's {}", key, list_key));
+  }
+  Response res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  std::string& body = res.body();
+  body = dump(head);
+  body.pop_back();  // the head's closing brace: the list comes last
+  if (!head.empty()) body += ',';
+  body += dump(nlohmann::json(list_key));
+  body += ":[";
+  for (size_t k = 0; k < count; ++k) {
+    if (k > 0) body += ',';
+    body += dump(item(k));
+  }
+  body += "]}\n";
   return res;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/beast/http.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +26,13 @@ using Response = http::response<http::string_body>;
 using RequestParser = http::request_parser<http::string_body>;
 
 Response json_response(http::status status, const nlohmann::json& body);
+// json_response() of `head` with one more member, `list_key`: an array of `count` items, each
+// made by `item(k)` and written as it is made, so that no tree of every item is held at once
+// (an array's submit answers with a million elements). The same text as the whole tree's:
+// `list_key` must sort after every key of `head` (nlohmann orders an object's keys).
+Response json_response_with_list(http::status status, const nlohmann::json& head,
+                                 std::string_view list_key, size_t count,
+                                 const std::function<nlohmann::json(size_t)>& item);
 // {"error":{"code","message"}} with the HTTP status that fits the code.
 Response error_response(const Error& error);
 // The same body with a status more precise than the code's own (413, 431).

@@ -31,6 +31,25 @@ TEST(ErrorResponse, CarriesAStableCodeAndStatus) {
   EXPECT_EQ(error_response({Code::kConflict, ""}).result(), http::status::conflict);
 }
 
+// Written item by item, the answer is the same text as the whole tree's.
+TEST(JsonResponseWithList, IsTheTextOfTheWholeTree) {
+  std::vector<std::string> names = {"a[0]", "a[1]", "quote\"d", "\xff bad utf-8"};
+  nlohmann::json head = {{"array", {{"id", 3}, {"name", "a"}}}};
+  auto item = [&names](size_t k) -> nlohmann::json { return {{"id", k + 10}, {"name", names[k]}}; };
+  nlohmann::json whole = head;
+  whole["jobs"] = nlohmann::json::array();
+  for (size_t k = 0; k < names.size(); ++k) whole["jobs"].push_back(item(k));
+  EXPECT_EQ(json_response_with_list(http::status::created, head, "jobs", names.size(), item).body(),
+            json_response(http::status::created, whole).body());
+  whole["jobs"] = nlohmann::json::array();
+  EXPECT_EQ(json_response_with_list(http::status::ok, head, "jobs", 0, item).body(),
+            json_response(http::status::ok, whole).body());
+  EXPECT_EQ(json_response_with_list(http::status::ok, nlohmann::json::object(), "jobs", 1, item).body(),
+            json_response(http::status::ok, {{"jobs", {item(0)}}}).body());
+  // A head key that sorts after the list would be out of order: refused, not written wrong.
+  EXPECT_THROW(json_response_with_list(http::status::ok, {{"zeta", 1}}, "jobs", 0, item), std::logic_error);
+}
+
 TEST(ParseErrorResponse, LimitsAnswerWithJsonErrors) {
   auto header = parse_error_response(http::make_error_code(http::error::header_limit));
   ASSERT_TRUE(header);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,54 @@ enum class ImageState : uint8_t {
 // what to do (Queue::held_reasons_).
 inline constexpr const char* kHeldByRequest = "held by request";
 
+// What few jobs have, kept off the per-job record (ActiveJob::rare) and allocated only for a job
+// that needs it: watcher limits of its own, external conditions, a start that failed for want of
+// the machine. A job with none costs one null pointer.
+struct RareJobFields {
+  int64_t requires_warn_ms = -1;   // the watchers' limits from the spec (-1: the config's)
+  int64_t quiet_ms = -1;
+  int64_t warn_after_ms = 0;
+  // External conditions (ActiveJob::conditions).
+  int64_t conditions_false_since_ms = 0;
+  int64_t conditions_checked_ms = 0;  // when the last check's answer came
+  int64_t next_check_ms = 0;
+  int64_t check_interval_ms = 0;
+  std::string conditions_false_text;  // what the last check found false
+  // A start that failed for want of the machine (a full disk, no processes left): the job stays
+  // pending and is tried again from then, with backoff. Memory only: a restart tries at once.
+  int64_t start_retry_at_ms = 0;
+  int start_failures = 0;
+};
+
+// ActiveJob's RareJobFields: reads give the defaults when the job has none; edit() makes them.
+// Copies copy the fields (a pull is scheduled as a copy of its job).
+class RareJobFieldsBox {
+ public:
+  RareJobFieldsBox() = default;
+  RareJobFieldsBox(const RareJobFieldsBox& other) { *this = other; }
+  RareJobFieldsBox& operator=(const RareJobFieldsBox& other) {
+    if (this != &other) fields_ = other.fields_ ? std::make_unique<RareJobFields>(*other.fields_) : nullptr;
+    return *this;
+  }
+  RareJobFieldsBox(RareJobFieldsBox&&) noexcept = default;
+  RareJobFieldsBox& operator=(RareJobFieldsBox&&) noexcept = default;
+
+  const RareJobFields& get() const { return fields_ ? *fields_ : defaults(); }
+  const RareJobFields* operator->() const { return &get(); }
+  RareJobFields& edit() {
+    if (!fields_) fields_ = std::make_unique<RareJobFields>();
+    return *fields_;
+  }
+  bool present() const { return fields_ != nullptr; }
+
+ private:
+  static const RareJobFields& defaults() {
+    static const RareJobFields kDefaults;
+    return kDefaults;
+  }
+  std::unique_ptr<RareJobFields> fields_;
+};
+
 // The fields are in three runs by size (8 bytes, 4, 1), so that no padding sits between them: a
 // million queued jobs are a million of these.
 struct ActiveJob {
@@ -52,18 +101,7 @@ struct ActiveJob {
   int64_t not_before_ms = 0;       // the spec's not-before
   int64_t retry_at_ms = 0;         // a retry's delay ends then
   int64_t restart_within_ms = 0;
-  int64_t requires_warn_ms = -1;   // the watchers' limits from the spec (-1: the config's)
-  int64_t quiet_ms = -1;
-  int64_t warn_after_ms = 0;
-  // External conditions (`conditions` below).
-  int64_t conditions_false_since_ms = 0;
-  int64_t conditions_checked_ms = 0;  // when the last check's answer came
-  int64_t next_check_ms = 0;
-  int64_t check_interval_ms = 0;
-  // A start that failed for want of the machine (a full disk, no processes left): the job stays
-  // pending and is tried again from then, with backoff (`start_failures` below). Memory only: a
-  // restart tries at once.
-  int64_t start_retry_at_ms = 0;
+  RareJobFieldsBox rare;           // watcher limits, condition checks, failed starts
   std::vector<int> lanes;          // indices into the daemon's lane table (an array's cap too)
   std::vector<Dependency> deps;    // job dependencies carry resolved ids
 
@@ -75,7 +113,6 @@ struct ActiveJob {
   int retries = 0;
   int failed_runs = 0;             // runs that count against `retries`
   PreemptMode preempt = PreemptMode::kNever;
-  int start_failures = 0;
 
   ConditionState conditions = ConditionState::kNone;
   bool share = false;
@@ -85,8 +122,6 @@ struct ActiveJob {
   // cancel is recorded as soon as the store works.
   bool cancel_requested = false;
   ImageState images = ImageState::kNone;
-  // What the last check found false lives in Queue::condition_texts_, keyed by job id: few jobs
-  // have conditions, and a string here would cost every job 32 bytes.
 };
 
 }  // namespace gpuq::daemon

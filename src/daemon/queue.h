@@ -348,6 +348,7 @@ private:
   // Submission (queue_submit.cc).
   Status check_and_resolve(JobSpec& spec, const std::unordered_map<std::string, int64_t>* plan_ids);
   Result<ActiveJob> make_active(int64_t id, const Job& job);
+  ActiveJob active_of(int64_t id, const Job& job);  // make_active less an array's lane
   void track(ActiveJob job);
   void untrack(int64_t job_id);
   Status make_job_dir(const Job& job);  // the job directory and its script snapshot
@@ -462,6 +463,9 @@ private:
   // Refused when `capped` more arrays with a cap could not each take a lane of their own.
   Status check_array_lanes(size_t capped) const;
   std::vector<ArrayLane> array_lanes_;
+  // The last array array_lane() found without a cap (a cap never changes): its other elements
+  // are answered without a read of the store (a restart tracks a million in a row).
+  int64_t last_uncapped_array_ = 0;
 
   // GPUs in attention (queue_attention.cc).
   int slot_named(const std::string& gpu) const;
@@ -524,7 +528,6 @@ private:
   // queue's pass would fault in every page of it again; glibc maps such sizes afresh).
   std::shared_ptr<WaitList> last_published_;
   std::shared_ptr<WaitList> recycling_;
-  std::unordered_map<int64_t, std::string> condition_texts_;  // why a job's conditions are false
   std::unordered_map<int64_t, std::string> image_texts_;      // what a job's images wait for
   std::unordered_map<int64_t, std::string> held_reasons_;     // why the daemon held a job itself
   std::unordered_map<int64_t, std::string> start_errors_;     // why a job's last start failed
@@ -545,7 +548,9 @@ private:
   bool later_flush_posted_ = false;
   Metrics metrics_;
   bool pass_requested_ = false;
-  bool trim_after_pass_ = false;  // give malloc's freed memory back after the next pass
+  // Give malloc's freed memory back after the next pass (a restart, a big sweep: both leave
+  // much freed, and their first pass merges every new ready job).
+  bool trim_after_pass_ = false;
   int64_t passes_ = 0;
   bool stopping_ = false;
   bool draining_ = false;

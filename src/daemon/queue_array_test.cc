@@ -146,5 +146,28 @@ TEST_F(ArrayQueueTest, TheSameArrayAgainIsFoundAfterItsFirstElementWasPruned) {
   EXPECT_EQ(changed.error().code, Code::kConflict);
 }
 
+// A restart reads an array's row once, not once per element: 500 more elements cost the
+// restart what 500 more single jobs do (each is one row of the jobs read), where a read of the
+// array's row per element would add its query's steps 500 times.
+TEST_F(ArrayQueueTest, ARestartReadsAnArraysRowOnceNotPerElement) {
+  start("fake:2");
+  ASSERT_TRUE(queue_->set_draining(true));
+  queue_array("first", "0-499");
+  auto restart_steps = [this] {
+    int64_t before = store_->vm_steps();
+    restart("fake:2");
+    return store_->vm_steps() - before;
+  };
+  int64_t one_array = restart_steps();
+  queue_array("second", "0-499");
+  int64_t two_arrays = restart_steps();
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(queue_->submit(command("true", 0)));
+  world_->run();
+  int64_t and_singles = restart_steps();
+  int64_t per_element = (two_arrays - one_array) / 500;
+  int64_t per_single = (and_singles - two_arrays) / 500;
+  EXPECT_LE(per_element, per_single + 2) << "elements " << per_element << ", singles " << per_single;
+}
+
 }  // namespace
 }  // namespace gpuq::daemon::testing

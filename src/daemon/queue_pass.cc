@@ -199,8 +199,8 @@ void Queue::evaluate(ActiveJob& job, int64_t now, bool store_ok, PassActions& ac
                       (r.kind == K::kCheck && job.conditions == ConditionState::kFalse);
       w.kind = is_false ? JobWait::Kind::kCondition : JobWait::Kind::kChecking;
       w.until_ms = 0;
-      if (auto text = condition_texts_.find(id); text != condition_texts_.end()) w.text = text->second;
-      w.since_ms = job.conditions_false_since_ms;
+      if (!job.rare->conditions_false_text.empty()) w.text = job.rare->conditions_false_text;
+      w.since_ms = job.rare->conditions_false_since_ms;
       break;
     }
     case K::kCheckImages:
@@ -401,32 +401,33 @@ void Queue::on_conditions(const ConditionResult& result) {
     }
     return;
   }
-  job.conditions_checked_ms = now;
+  RareJobFields& rare = job.rare.edit();
+  rare.conditions_checked_ms = now;
   if (result.holds) {
-    if (job.conditions_false_since_ms != 0) {
+    if (rare.conditions_false_since_ms != 0) {
       auto committed = commit([&] { return store_.set_conditions_false_since(job.id, 0); });
       if (!committed) {
         job.conditions = ConditionState::kUnknown;
         return;
       }
-      job.conditions_false_since_ms = 0;
+      rare.conditions_false_since_ms = 0;
     }
     job.conditions = ConditionState::kTrue;
-    condition_texts_.erase(job.id);
+    rare.conditions_false_text.clear();
   } else {
-    if (job.conditions_false_since_ms == 0) {
+    if (rare.conditions_false_since_ms == 0) {
       // Kept in the store: a restart must not start job.requires_wait's count afresh.
       if (commit([&] { return store_.set_conditions_false_since(job.id, now); })) {
-        job.conditions_false_since_ms = now;
+        rare.conditions_false_since_ms = now;
       }
     }
     job.conditions = ConditionState::kFalse;
-    condition_texts_[job.id] = result.false_text;
+    rare.conditions_false_text = result.false_text;
     // Back off: check again soon at first, then less and less often.
-    job.check_interval_ms = job.check_interval_ms == 0
-                                ? config_.requires_poll_ms
-                                : std::min(job.check_interval_ms * 2, config_.requires_poll_max_ms);
-    job.next_check_ms = now + job.check_interval_ms;
+    rare.check_interval_ms = rare.check_interval_ms == 0
+                                 ? config_.requires_poll_ms
+                                 : std::min(rare.check_interval_ms * 2, config_.requires_poll_max_ms);
+    rare.next_check_ms = now + rare.check_interval_ms;
   }
   request_pass();
 }

@@ -151,6 +151,16 @@ std::vector<int> Queue::lanes_of(const JobSpec& spec) const {
 }
 
 Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
+  ActiveJob a = active_of(id, job);
+  if (job.array_id != 0) {
+    auto lane = array_lane(job.array_id);
+    if (!lane) return tl::unexpected(lane.error());
+    if (*lane) a.lanes.push_back(**lane);
+  }
+  return a;
+}
+
+ActiveJob Queue::active_of(int64_t id, const Job& job) {
   const JobSpec& spec = job.spec;
   ActiveJob a;
   a.id = id;
@@ -160,11 +170,6 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.gpus = spec.gpus;
   a.lanes = lanes_of(spec);
   a.array_id = job.array_id;
-  if (job.array_id != 0) {
-    auto lane = array_lane(job.array_id);
-    if (!lane) return tl::unexpected(lane.error());
-    if (*lane) a.lanes.push_back(**lane);
-  }
   a.gpu_mem_mib = spec.gpu_mem_mib;
   if (spec.gpu_mem_mib == 0 && spec.gpus > 0 && !spec.name.empty()) {
     if (auto learned = learned_gpu_mem(spec.name)) {
@@ -174,9 +179,12 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   }
   a.preempt = spec.preempt;
   a.restart_within_ms = spec.restart_within_ms;
-  a.requires_warn_ms = spec.requires_warn_ms;
-  a.quiet_ms = spec.quiet_ms;
-  a.warn_after_ms = spec.warn_after_ms;
+  if (spec.requires_warn_ms != -1 || spec.quiet_ms != -1 || spec.warn_after_ms != 0) {
+    RareJobFields& rare = a.rare.edit();
+    rare.requires_warn_ms = spec.requires_warn_ms;
+    rare.quiet_ms = spec.quiet_ms;
+    rare.warn_after_ms = spec.warn_after_ms;
+  }
   a.share = spec.share;
   a.estimate_ms = spec.estimate_ms;
   a.timeout_ms = spec.timeout_ms;
@@ -192,7 +200,7 @@ Result<ActiveJob> Queue::make_active(int64_t id, const Job& job) {
   a.has_conditions = a.has_conditions || !spec.done_if.empty();
   a.conditions = a.has_conditions ? ConditionState::kUnknown : ConditionState::kNone;
   a.images = runner::runs_in_containers(spec) ? ImageState::kUnchecked : ImageState::kNone;
-  if (a.has_conditions) a.conditions_false_since_ms = job.conditions_false_since_ms;
+  if (a.has_conditions) a.rare.edit().conditions_false_since_ms = job.conditions_false_since_ms;
   a.retries = spec.retries;
   a.retry_delay_ms = spec.retry_delay_ms;
   a.not_before_ms = spec.not_before_ms;
@@ -227,7 +235,6 @@ void Queue::untrack(int64_t job_id) {
   if (auto it = active_.find(job_id); it != active_.end()) users_.count_unfinished(it->second.owner, -1);
   active_.erase(job_id);
   ready_index_.remove(job_id);
-  condition_texts_.erase(job_id);
   image_texts_.erase(job_id);
   pulls_to_begin_.erase(job_id);
   image_requests_.erase(job_id);

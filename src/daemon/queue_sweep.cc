@@ -3,8 +3,8 @@
 // once and written in one transaction, and an array with a cap holds a lane of its own so that
 // the scheduler never runs more of its elements at once.
 #include <fmt/format.h>
-#include <malloc.h>
 
+#include <cstdio>
 #include <string_view>
 #include <unordered_set>
 
@@ -108,7 +108,8 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   }
   JobArray array{0, name, request.sweep_json, sweep.max_running, static_cast<int>(sweep.size()),
                  world_.now_ms(), spec_to_json(base).dump()};
-  std::vector<Job> inserted;
+  // What the queue keeps of each element, made as its row is written; tracked once all are.
+  std::vector<ActiveJob> inserted;
   inserted.reserve(elements.size());
   int64_t order_before = next_order_;
   // Each element's row keeps only its own variables; the environment they share is the array's
@@ -136,14 +137,8 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
                              {"name", job.spec.name}, {"array", array.id}};
       if (job.spec.hold) data["held"] = true;
       if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
-      // What make_active() reads stays; what each run reads again from the store goes, so a
-      // sweep of 10,000 does not hold 10,000 environments until it is tracked.
-      job.spec.env = {};
-      job.spec.argv = {};
-      job.spec.script_args = {};
-      job.spec.script_text = {};
-      job.spec.steps = {};
-      inserted.push_back(std::move(job));
+      // Its ActiveJob, not the Job: a sweep of a million never holds a million specs.
+      inserted.push_back(active_of(job.id, job));
     }
     nlohmann::json data = {{"array", array.id}, {"name", array.name}, {"size", array.size}};
     if (array.max_running > 0) data["max_running"] = array.max_running;
@@ -155,25 +150,41 @@ Result<SweepSubmitted> Queue::submit_sweep(SweepRequest request) {
   }
   SweepSubmitted out{array, {}, std::move(names), false};
   out.element_ids.reserve(inserted.size());
-  for (const Job& job : inserted) {
-    out.element_ids.push_back(job.id);
-    auto active = make_active(job.id, job);
-    if (active) track(std::move(*active));
+  // The array's lane (one for its cap, taken as its first element is tracked): its elements
+  // share it.
+  auto lane = array_lane(array.id);
+  if (!lane) {
+    // Refused before anything was written (above) when no lane was free: only the store can
+    // fail here. Its elements stay untracked, as a restart would find them queued.
+    std::fprintf(stderr, "gpuq daemon: array %lld is queued but not scheduled until a restart: %s\n",
+                 static_cast<long long>(array.id), lane.error().message.c_str());
+  }
+  for (ActiveJob& active : inserted) {
+    out.element_ids.push_back(active.id);
+    if (!lane) continue;
+    if (*lane) active.lanes.push_back(**lane);
+    track(std::move(active));
   }
   inserted = {};
-  // A big sweep leaves megabytes of freed specs and JSON in malloc's arenas: give them back.
-  if (out.element_ids.size() > 1000) ::malloc_trim(0);
+  // A big sweep leaves megabytes of freed rows and JSON in malloc's arenas, and the pass it asks
+  // for, which merges every element into the ready queue, more: give them back after that pass.
+  if (out.element_ids.size() > 1000) trim_after_pass_ = true;
   request_pass();
   return out;
 }
 
 Result<std::optional<int>> Queue::array_lane(int64_t array_id) {
+  if (array_id == last_uncapped_array_) return std::optional<int>();
   for (size_t k = 0; k < array_lanes_.size(); ++k) {
     if (array_lanes_[k].array_id == array_id) return static_cast<int>(config_.lanes.size() + k);
   }
   auto array = store_.find_array(array_id);
   if (!array) return tl::unexpected(array.error());
-  if (!*array || (*array)->max_running <= 0) return std::optional<int>();
+  if (!*array) return std::optional<int>();
+  if ((*array)->max_running <= 0) {
+    last_uncapped_array_ = array_id;
+    return std::optional<int>();
+  }
   ArrayLane lane{array_id, fmt::format("{}%{}", (*array)->name, (*array)->max_running),
                  (*array)->max_running, 0};
   // A free lane whose units are all back (a run in cleanup may still hold one).

@@ -102,7 +102,8 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     if (job.state != JobState::kPending) continue;
     JobFacts facts;
     facts.id = id;
-    facts.requires_warn_ms = job.requires_warn_ms >= 0 ? job.requires_warn_ms : watch.requires_warn_ms;
+    const RareJobFields& rare = job.rare.get();
+    facts.requires_warn_ms = rare.requires_warn_ms >= 0 ? rare.requires_warn_ms : watch.requires_warn_ms;
     if (facts.requires_warn_ms <= 0) continue;
     // In the pass's order: conditions are checked only once the job dependencies are met.
     // A dependency on a held job waits for a person; one on a pending or running job is
@@ -113,11 +114,11 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
       facts.waiting = true;
       facts.waiting_why = verdict.text();
     } else if (job.has_conditions && job.conditions != ConditionState::kTrue) {
-      if (job.conditions_false_since_ms != 0) {
+      if (rare.conditions_false_since_ms != 0) {
         facts.waiting = true;
-        facts.waiting_since_ms = job.conditions_false_since_ms;
-        auto text = condition_texts_.find(id);
-        facts.waiting_why = text != condition_texts_.end() ? text->second : "its conditions";
+        facts.waiting_since_ms = rare.conditions_false_since_ms;
+        facts.waiting_why =
+            rare.conditions_false_text.empty() ? "its conditions" : rare.conditions_false_text;
       } else {
         facts.waiting_unknown = true;  // not checked yet, or the first check is running
       }
@@ -137,9 +138,9 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     facts.running = true;
     facts.started_ms = live.run.started_at_ms;
     facts.log_changed_ms = world_.modified_ms(runner::log_path(live.run.run_dir));
-    facts.quiet_ms = job.quiet_ms >= 0 ? job.quiet_ms : watch.quiet_ms;
+    facts.quiet_ms = job.rare->quiet_ms >= 0 ? job.rare->quiet_ms : watch.quiet_ms;
     facts.estimate_ms = job.estimate_ms;
-    facts.warn_after_ms = job.warn_after_ms;
+    facts.warn_after_ms = job.rare->warn_after_ms;
     facts.gpus = static_cast<int>(live.slots.size());
     for (int slot : live.slots) {
       int utilization = health_[slot].utilization;

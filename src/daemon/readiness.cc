@@ -91,8 +91,8 @@ Readiness job_readiness(const ActiveJob& job, int64_t now_ms, const StateLookup&
   r.kind = K::kReady;
   if (job.not_before_ms > now_ms) r = {K::kNotBefore, job.not_before_ms};
   if (job.retry_at_ms > now_ms && job.retry_at_ms > r.until_ms) r = {K::kRetryDelay, job.retry_at_ms};
-  if (job.start_retry_at_ms > now_ms && job.start_retry_at_ms > r.until_ms) {
-    r = {K::kStartRetry, job.start_retry_at_ms};
+  if (int64_t at = job.rare->start_retry_at_ms; at > now_ms && at > r.until_ms) {
+    r = {K::kStartRetry, at};
   }
   if (r.kind != K::kReady) return r;
   r.dependency = evaluate_job_dependencies(job, state_of);
@@ -105,8 +105,8 @@ Readiness job_readiness(const ActiveJob& job, int64_t now_ms, const StateLookup&
       case ConditionState::kUnknown: return {K::kCheck};
       case ConditionState::kChecking: return {K::kChecking};
       case ConditionState::kFalse:
-        if (job.next_check_ms <= now_ms) return {K::kCheck};
-        return {K::kConditionFalse, job.next_check_ms};
+        if (job.rare->next_check_ms <= now_ms) return {K::kCheck};
+        return {K::kConditionFalse, job.rare->next_check_ms};
     }
   }
   // Its images last: nothing is pulled for a job whose conditions do not hold.
@@ -123,7 +123,7 @@ Readiness job_readiness(const ActiveJob& job, int64_t now_ms, const StateLookup&
 
 bool conditions_stale(const ActiveJob& job, int64_t now_ms, int64_t max_age_ms) {
   return job.has_conditions && job.conditions == ConditionState::kTrue &&
-         now_ms - job.conditions_checked_ms >= max_age_ms;
+         now_ms - job.rare->conditions_checked_ms >= max_age_ms;
 }
 
 }  // namespace gpuq::daemon

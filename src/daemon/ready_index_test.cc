@@ -305,9 +305,27 @@ TEST_F(IncrementalReadiness, AgreesWithAFullEvaluationOverRandomOperations) {
 // ready queue and a Wait in each of the pass's two published lists. A field added in the wrong
 // place shows here.
 TEST(PerJobRecords, HaveNoPaddingBetweenTheirFields) {
-  EXPECT_EQ(sizeof(ActiveJob), 240u);
+  EXPECT_EQ(sizeof(ActiveJob), 176u);
   EXPECT_EQ(sizeof(sched::PendingJob), 88u);
-  EXPECT_EQ(sizeof(sched::Wait), 80u);
+  EXPECT_EQ(sizeof(sched::Wait), 56u);
+}
+
+// The fields few jobs have cost a job without them one null pointer: reading gives the
+// defaults and allocates nothing; the first edit makes them; a copy is a copy, not a share.
+TEST(PerJobRecords, RareFieldsAreMadeOnlyWhenWritten) {
+  ActiveJob job;
+  EXPECT_FALSE(job.rare.present());
+  EXPECT_EQ(job.rare->requires_warn_ms, -1);
+  EXPECT_EQ(job.rare->start_failures, 0);
+  EXPECT_FALSE(job.rare.present());
+  job.rare.edit().start_failures = 2;
+  ASSERT_TRUE(job.rare.present());
+  ActiveJob copy = job;
+  copy.rare.edit().start_failures = 5;
+  EXPECT_EQ(job.rare->start_failures, 2);
+  EXPECT_EQ(copy.rare->start_failures, 5);
+  ActiveJob moved = std::move(copy);
+  EXPECT_EQ(moved.rare->start_failures, 5);
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ TEST_F(RunLifecycleTest, AStartTheMachineRefusesLeavesTheJobPendingWithBackoff) 
   EXPECT_EQ(job(a).state, JobState::kPending);
   EXPECT_THAT(kinds(a), ElementsAre("job.start_failed"));
   EXPECT_THAT(host_->holders[0], IsEmpty());
-  EXPECT_EQ(host_->active.at(a).start_failures, 1);
-  EXPECT_EQ(host_->active.at(a).start_retry_at_ms, world_->now() + 1000);
+  EXPECT_EQ(host_->active.at(a).rare->start_failures, 1);
+  EXPECT_EQ(host_->active.at(a).rare->start_retry_at_ms, world_->now() + 1000);
   EXPECT_EQ(host_->start_errors.count(a), 1u);
   EXPECT_EQ(host_->passes, 1);
 }

@@ -205,8 +205,10 @@ void RunLifecycle::begin_run(PreparedStart p) {
   int64_t job_id = p.job_id;
   ActiveJob& active = *host_.active_job(job_id);
   active.state = JobState::kRunning;
-  active.start_failures = 0;
-  active.start_retry_at_ms = 0;
+  if (active.rare.present()) {
+    active.rare.edit().start_failures = 0;
+    active.rare.edit().start_retry_at_ms = 0;
+  }
   host_.note_start_error(job_id, std::nullopt);
   // Only now, with the run on record, may the job's code run. A shim that died before this
   // is collected like any other exit.
@@ -243,13 +245,14 @@ void RunLifecycle::start_failed(int64_t job_id, const std::vector<int>& slots, c
   host_.free_slots(job_id, slots, job->lanes);
   // The machine could not start it (a full disk, no processes left, the store unreadable):
   // that is not the job's failure. It stays pending and is tried again, with backoff.
-  ++job->start_failures;
-  int64_t delay = start_retry_delay_ms(job->start_failures);
-  job->start_retry_at_ms = world_.now_ms() + delay;
+  RareJobFields& rare = job->rare.edit();
+  ++rare.start_failures;
+  int64_t delay = start_retry_delay_ms(rare.start_failures);
+  rare.start_retry_at_ms = world_.now_ms() + delay;
   host_.note_start_error(job_id, why);
   std::fprintf(stderr, "gpuq daemon: job %lld could not start: %s; trying again in %lld ms\n",
                static_cast<long long>(job_id), why.c_str(), static_cast<long long>(delay));
-  int attempt = job->start_failures;
+  int attempt = rare.start_failures;
   (void)host_.commit([&] {
     return host_.add_event("job.start_failed", job_id, std::nullopt,
                            {{"error", why}, {"attempt", attempt}, {"retry_in_ms", delay}});

@@ -99,5 +99,16 @@ TEST(Reasons, DurationsAreRoundedAsPeopleSayThem) {
   }
 }
 
+// A reason's narrow fields saturate rather than wrap: a user limit of ten billion reads as
+// the largest 32-bit count, not as a negative one.
+TEST(Reasons, NarrowFieldsSaturate) {
+  EXPECT_EQ(narrow_to<int16_t>(1024), 1024);
+  EXPECT_EQ(narrow_to<int16_t>(-2), -2);
+  EXPECT_EQ(narrow_to<int16_t>(40'000), 32'767);
+  EXPECT_EQ(narrow_to<int16_t>(-40'000), -32'768);
+  EXPECT_EQ(narrow_to<int32_t>(10'000'000'000), 2'147'483'647);
+  EXPECT_EQ(narrow_to<int32_t>(int64_t{1} << 30), int32_t{1} << 30);  // the largest gpu_mem
+}
+
 }  // namespace
 }  // namespace gpuq::sched::testing

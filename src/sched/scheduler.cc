@@ -141,16 +141,16 @@ bool Pass::over_user_limit(const PendingJob& job, WaitReason& reason) const {
   }
   const Owner& owner = snapshot_.owners[job.owner];
   reason.kind = WaitReason::Kind::kUserLimit;
-  reason.needed = std::max(0, job.gpus);
+  reason.needed = narrow_to<int16_t>(std::max(0, job.gpus));
   if (owner.max_running >= 0 && owner_running_[job.owner] + 1 > owner.max_running) {
     reason.running_limit = true;
-    reason.limit = owner.max_running;
-    reason.in_use = owner_running_[job.owner];
+    reason.limit = narrow_to<int32_t>(owner.max_running);
+    reason.in_use = narrow_to<int32_t>(owner_running_[job.owner]);
     return true;
   }
   if (owner.max_gpus >= 0 && owner_gpus_[job.owner] + reason.needed > owner.max_gpus) {
-    reason.limit = owner.max_gpus;
-    reason.in_use = owner_gpus_[job.owner];
+    reason.limit = narrow_to<int32_t>(owner.max_gpus);
+    reason.in_use = narrow_to<int32_t>(owner_gpus_[job.owner]);
     return true;
   }
   return false;
@@ -329,11 +329,11 @@ WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& ope
                          const GpuSet& could_take, const Claim* conflict, int64_t own_start) const {
   using Kind = WaitReason::Kind;
   WaitReason r;
-  r.needed = need.gpus;
+  r.needed = narrow_to<int16_t>(need.gpus);
   if (int l = machine_.full_lane(need); l >= 0) {
     const LaneState& lane = machine_.lanes()[l];
     r.kind = Kind::kLaneBusy;
-    r.lane = l;
+    r.lane = narrow_to<int16_t>(l);
     r.job = lane.holder;
     r.next_free_in_ms = in_ms(lane.free_at);
     return r;
@@ -348,21 +348,21 @@ WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& ope
       }
     }
     r.kind = Kind::kLaneExcluded;
-    r.lane = side == kGpuToken ? WaitReason::kGpuWork : side;
-    r.other_lane = other == kGpuToken ? WaitReason::kGpuWork : other;
+    r.lane = narrow_to<int16_t>(side == kGpuToken ? WaitReason::kGpuWork : side);
+    r.other_lane = narrow_to<int16_t>(other == kGpuToken ? WaitReason::kGpuWork : other);
     r.job = machine_.token_holder(other);
     return r;
   }
   if (need.gpus > 0) {
-    r.free = free.count();
-    r.better_jobs = pool_waiting_[need.pool];
+    r.free = narrow_to<int16_t>(free.count());
+    r.better_jobs = narrow_to<int32_t>(pool_waiting_[need.pool]);
     if (r.free < need.gpus) {
       if (need.pool > 0) {
         r.kind = Kind::kReservation;
-        r.reservation = need.pool - 1;
+        r.reservation = narrow_to<int16_t>(need.pool - 1);
       } else if (need.mem > 0 && machine_.free_ignoring_memory(need).count() >= need.gpus) {
         r.kind = Kind::kNoGpuMemory;
-        r.gpu_mem_mib = need.mem;
+        r.gpu_mem_mib = narrow_to<int32_t>(need.mem);
       } else if (own_start < kInfinity - 1 || r.better_jobs == 0) {
         r.kind = Kind::kNeedsGpus;
         int64_t start = own_start == kStartsSometime ? kInfinity : own_start;
@@ -391,29 +391,29 @@ WaitReason Pass::explain(const Need& need, const GpuSet& free, const GpuSet& ope
     int l = machine_.held_back_lane(need);
     if (l < 0 && need.lanes != 0) l = std::countr_zero(need.lanes);
     if (l >= 0) {
-      r.lane = l;
-      r.better_jobs = machine_.lanes()[l].waiting;
+      r.lane = narrow_to<int16_t>(l);
+      r.better_jobs = narrow_to<int32_t>(machine_.lanes()[l].waiting);
     }
   }
-  if (r.better_jobs == 0) r.better_jobs = waiting_;
+  if (r.better_jobs == 0) r.better_jobs = narrow_to<int32_t>(waiting_);
   return r;
 }
 
 WaitReason Pass::explain_impossible(const Need& need, const GpuSet& could_take) const {
   using Kind = WaitReason::Kind;
   WaitReason r;
-  r.needed = need.gpus;
-  r.usable = could_take.count();
-  r.free = machine_.free_for(need).count();
+  r.needed = narrow_to<int16_t>(need.gpus);
+  r.usable = narrow_to<int16_t>(could_take.count());
+  r.free = narrow_to<int16_t>(machine_.free_for(need).count());
   if (need.bad_lane >= 0) {
     r.kind = Kind::kLaneBusy;
-    r.lane = need.bad_lane;
+    r.lane = narrow_to<int16_t>(need.bad_lane);
     return r;
   }
   for (TokenSet rest = need.lanes; rest != 0; rest &= rest - 1) {
     if (machine_.lanes()[std::countr_zero(rest)].capacity < 1) {
       r.kind = Kind::kLaneBusy;
-      r.lane = std::countr_zero(rest);
+      r.lane = narrow_to<int16_t>(std::countr_zero(rest));
       return r;
     }
   }
@@ -421,19 +421,19 @@ WaitReason Pass::explain_impossible(const Need& need, const GpuSet& could_take) 
     int a = std::countr_zero(hit);
     int b = std::countr_zero(machine_.excludes_of(a) & need.tokens);
     r.kind = Kind::kLaneExcluded;
-    r.lane = a == kGpuToken ? WaitReason::kGpuWork : a;
-    r.other_lane = b == kGpuToken ? WaitReason::kGpuWork : b;
+    r.lane = narrow_to<int16_t>(a == kGpuToken ? WaitReason::kGpuWork : a);
+    r.other_lane = narrow_to<int16_t>(b == kGpuToken ? WaitReason::kGpuWork : b);
     r.job = -1;  // by its own needs
     return r;
   }
   if (need.pool != 0 && machine_.pool_set(need.pool).none()) {
     r.kind = Kind::kReservation;
-    r.reservation = need.reservation;
+    r.reservation = narrow_to<int16_t>(need.reservation);
     return r;
   }
   if (need.mem > 0 && (machine_.pool_set(need.pool) & machine_.usable()).count() >= need.gpus) {
     r.kind = Kind::kNoGpuMemory;
-    r.gpu_mem_mib = need.mem;
+    r.gpu_mem_mib = narrow_to<int32_t>(need.mem);
     return r;
   }
   r.kind = Kind::kNeedsGpus;

@@ -119,6 +119,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,14 @@ struct Snapshot {
   bool reasons = true;
 };
 
+// `value` as a T, saturated at T's bounds: what WaitReason's narrow fields are set with.
+template <typename T>
+constexpr T narrow_to(int64_t value) {
+  if (value > std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
+  if (value < std::numeric_limits<T>::min()) return std::numeric_limits<T>::min();
+  return static_cast<T>(value);
+}
+
 // Why a job waits, compactly (no strings built per job in the hot path); text() renders it.
 struct WaitReason {
   enum class Kind : uint8_t {
@@ -242,25 +251,29 @@ struct WaitReason {
   // `lane` and `other_lane` name a lane index, or kGpuWork for the pseudo-lane "gpu".
   static constexpr int kGpuWork = -2;
 
-  // The fields are in runs by size (8 bytes, 4, 1): the daemon keeps a wait per queued job.
+  // The fields are in runs by size (8 bytes, 4, 2, 1) and no wider than their values need: the
+  // daemon keeps two waits per queued job (the published pass and the one being written), so
+  // at a million queued every byte here is 2 MiB. Set the narrow ones with narrow_to() (below),
+  // which saturates: a count of GPUs (at most 1,024 a job, kMaxGpus a machine) and an index of
+  // a lane or reservation fit 16 bits; memory in MiB, limits and counts of jobs fit 32.
   int64_t job = 0;               // the job holding the lane / running the excluding work /
                                  // whose reservation it would delay; 0 = unknown;
                                  // -1 (kLaneExcluded) = its own lanes exclude each other
   // kNeedsGpus: when the job is expected to start; kLaneBusy: when the lane frees;
   // kReservedForBetter: when the better job starts. -1 = unknown.
   int64_t next_free_in_ms = -1;
-  int64_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
+  int32_t gpu_mem_mib = 0;       // kNoGpuMemory: the memory it needs per GPU
   // kUserLimit: the limit reached (max_running when running_limit, else max_gpus) and what
   // its owner's jobs hold of it now, counting jobs started earlier in the pass.
-  int64_t limit = 0;
-  int64_t in_use = 0;
-  int needed = 0;                // GPUs the job needs
-  int free = 0;                  // GPUs free for it now (its pool, its memory, its sharing)
-  int better_jobs = 0;           // better jobs waiting for the same pool (or lane)
-  int lane = -1;                 // kLaneBusy: the full lane; kLaneExcluded: the job's side
-  int other_lane = -1;           // kLaneExcluded: what excludes it (a lane, or kGpuWork)
-  int reservation = -1;          // kReservation: index into Snapshot::reservations
-  int usable = -1;               // GPUs that could ever take it, when fewer than needed
+  int32_t limit = 0;
+  int32_t in_use = 0;
+  int32_t better_jobs = 0;       // better jobs waiting for the same pool (or lane)
+  int16_t needed = 0;            // GPUs the job needs
+  int16_t free = 0;              // GPUs free for it now (its pool, its memory, its sharing)
+  int16_t lane = -1;             // kLaneBusy: the full lane; kLaneExcluded: the job's side
+  int16_t other_lane = -1;       // kLaneExcluded: what excludes it (a lane, or kGpuWork)
+  int16_t reservation = -1;      // kReservation: index into Snapshot::reservations
+  int16_t usable = -1;           // GPUs that could ever take it, when fewer than needed
   Kind kind = Kind::kNeedsGpus;
   bool running_limit = false;    // kUserLimit: see `limit`
 

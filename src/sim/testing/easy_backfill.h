@@ -24,8 +24,8 @@ namespace gpuq::sim::testing {
 inline sched::WaitReason waiting(sched::WaitReason::Kind kind, int needed, int free) {
   sched::WaitReason reason;
   reason.kind = kind;
-  reason.needed = needed;
-  reason.free = free;
+  reason.needed = sched::narrow_to<int16_t>(needed);
+  reason.free = sched::narrow_to<int16_t>(free);
   return reason;
 }
 
