@@ -15,6 +15,16 @@ namespace {
 
 constexpr const char* kUnfinished = "state IN ('pending','held','running','blocked')";
 
+// An array's first and last job: per state, one seek at each end of the state's run in
+// jobs_by_array(array_id, state) — MIN(id) over the array alone reads every element's entry (a
+// third of a second for a million, at each `gpuq status`).
+constexpr const char* kArrayRange =
+    "SELECT MIN(lo), MAX(hi) FROM (SELECT "
+    "(SELECT MIN(id) FROM jobs WHERE array_id = ?1 AND state = s.value) AS lo, "
+    "(SELECT MAX(id) FROM jobs WHERE array_id = ?1 AND state = s.value) AS hi "
+    "FROM json_each('[\"pending\",\"held\",\"running\",\"blocked\",\"succeeded\",\"failed\","
+    "\"cancelled\",\"skipped\"]') AS s)";
+
 constexpr const char* kArrayColumns =
     "id, name, sweep, max_running, size, submitted_at, COALESCE(base, '')";
 
@@ -228,7 +238,7 @@ Result<std::vector<Store::ArraySummary>> Store::active_array_summaries() {
     auto counts = array_counts(array.id);
     if (!counts) return tl::unexpected(counts.error());
     summary.counts = std::move(*counts);
-    auto range = db_->prepare("SELECT MIN(id), MAX(id) FROM jobs WHERE array_id = ?");
+    auto range = db_->prepare(kArrayRange);
     if (!range) return tl::unexpected(range.error());
     range->bind(1, array.id);
     auto row = range->step();

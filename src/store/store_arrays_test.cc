@@ -280,6 +280,25 @@ TEST_F(ArrayStoreTest, AnArrayGoesWithItsLastPrunedElement) {
   EXPECT_EQ(add_array(sample_array("sweep", 1)), other + 1);
 }
 
+// An array's first and last job are found whatever state they are in (the range is read per
+// state, from both ends of each state's run in jobs_by_array): every JobState here.
+TEST_F(ArrayStoreTest, SummaryRangeFindsTheEndsInEveryState) {
+  int64_t sweep = add_array(sample_array("sweep", 3));
+  int64_t first = add_job("sweep[0]", sweep);
+  add_job("sweep[1]", sweep);  // pending: the array stays unfinished
+  int64_t last = add_job("sweep[2]", sweep);
+  for (JobState state : {JobState::kPending, JobState::kHeld, JobState::kRunning, JobState::kBlocked,
+                         JobState::kSucceeded, JobState::kFailed, JobState::kCancelled,
+                         JobState::kSkipped}) {
+    for (int64_t id : {first, last}) ASSERT_TRUE(store_->set_job_state(id, state, "", std::nullopt));
+    auto summaries = store_->active_array_summaries();
+    ASSERT_TRUE(summaries) << summaries.error().message;
+    ASSERT_EQ(summaries->size(), 1u);
+    EXPECT_EQ((*summaries)[0].first_job, first) << to_string(state);
+    EXPECT_EQ((*summaries)[0].last_job, last) << to_string(state);
+  }
+}
+
 // With a history forty times longer, the array reads cost about the same: they go through
 // jobs_by_array and jobs_active, not over every job.
 TEST_F(ArrayStoreTest, ArrayReadsDoNotReadTheWholeHistory) {
