@@ -33,11 +33,10 @@
 #include <vector>
 
 #include "base/duration.h"
+#include "cli/simulate_plan.h"
 #include "config/config.h"
-#include "sim/plan_jobs.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
-#include "sim/sweep_jobs.h"
 #include "sim/testing/plan_generator.h"
 #include "spec/plan.h"
 
@@ -119,22 +118,11 @@ int time_phases(const std::string& plan_path, const std::string& config_path, in
         gpuq::spec::load_plan(plan_path, context));
     if (!*plan) return fail((*plan).error());
     ms[0].push_back(lap(since));
-    gpuq::sim::SimMachine machine;
-    machine.gpus = gpus;
-    for (const auto& lane : config.lanes) {
-      machine.lanes.push_back(gpuq::sched::Lane{lane.name, lane.capacity, 0, lane.excludes});
-    }
-    machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
-    auto bases = gpuq::sim::jobs_from_specs((*plan)->specs);
-    if (!bases) return fail(bases.error());
-    auto jobs = gpuq::sim::expand_sweeps(std::move(*bases), (*plan)->sweeps, machine);
-    if (!jobs) return fail(jobs.error());
-    for (const auto& reservation : (*plan)->reservations) {
-      machine.reservations.push_back(gpuq::sched::Reservation{reservation.name, reservation.gpus});
-    }
-    job_count = jobs->size();
+    auto simulation = gpuq::cli::plan_simulation(**plan, gpus, config);
+    if (!simulation) return fail(simulation.error());
+    job_count = simulation->jobs.size();
     ms[1].push_back(lap(since));
-    auto result = gpuq::sim::simulate(*jobs, machine, gpuq::sched::Policy::kBackfill);
+    auto result = gpuq::sim::simulate(simulation->jobs, simulation->machine, gpuq::sched::Policy::kBackfill);
     if (!result) return fail(result.error());
     stats = result->stats;
     ms[2].push_back(lap(since));

@@ -11,10 +11,9 @@
 #include "base/heap.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "sim/plan_jobs.h"
+#include "cli/simulate_plan.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
-#include "sim/sweep_jobs.h"
 #include "sim/trace.h"
 #include "spec/plan.h"
 
@@ -50,17 +49,6 @@ int simulate_jobs(Context& ctx, const SimulateOptions& options, const config::Co
   return print_text(ctx, sim::format_result_table(*result, with_jobs));
 }
 
-// The machine of `gpus` GPUs with config.toml's lanes and backfill setting.
-sim::SimMachine machine_of(int gpus, const config::Config& config) {
-  sim::SimMachine machine;
-  machine.gpus = gpus;
-  for (const auto& lane : config.lanes) {
-    machine.lanes.push_back(sched::Lane{lane.name, lane.capacity, 0, lane.excludes});
-  }
-  machine.backfill_unknown_limit_ms = config.backfill_unknown_limit_ms;
-  return machine;
-}
-
 // config.toml as the daemon of this home would read it, or the file --config names (relative
 // to the current directory), which must exist.
 Outcome<config::Config> simulation_config(const Context& ctx, const SimulateOptions& options) {
@@ -94,13 +82,12 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   }
   auto config = simulation_config(ctx, options);
   if (!config) return ctx.report(config.error());
-  sim::SimMachine machine = machine_of(*options.gpus, *config);
   // A large plan or trace becomes many small objects at once (base/heap.h).
   prepare_heap_for_file(options.trace.empty() ? options.plan : options.trace);
   if (!options.trace.empty()) {
     auto jobs = sim::read_trace_csv(options.trace);
     if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
-    return simulate_jobs(ctx, options, *config, *jobs, machine, false);
+    return simulate_jobs(ctx, options, *config, *jobs, simulation_machine(*options.gpus, *config), false);
   }
   // The plan's jobs as specs, not JSON: nothing is copied per job, and no request is kept. No
   // environment is given, since a simulation runs nothing (the jobs' own "env" entries are
@@ -110,16 +97,9 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   auto plan = spec::load_plan(options.plan, context);
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';
-  auto bases = sim::jobs_from_specs(plan->specs);
-  if (!bases) return ctx.report(kExitUsage, bases.error().message);
-  // Job arrays run as their elements, a capped one's on a lane of its own (sim/sweep_jobs.h).
-  auto jobs = sim::expand_sweeps(std::move(*bases), plan->sweeps, machine);
-  if (!jobs) return ctx.report(kExitUsage, jobs.error().message);
-  for (auto& reservation : plan->reservations) {
-    machine.reservations.push_back(
-        sched::Reservation{std::move(reservation.name), std::move(reservation.gpus)});
-  }
-  return simulate_jobs(ctx, options, *config, *jobs, machine, true);
+  auto simulation = plan_simulation(*plan, *options.gpus, *config);
+  if (!simulation) return ctx.report(kExitUsage, simulation.error().message);
+  return simulate_jobs(ctx, options, *config, simulation->jobs, simulation->machine, true);
 }
 
 }  // namespace gpuq::cli
