@@ -41,8 +41,8 @@ enum class ImageState : uint8_t {
 inline constexpr const char* kHeldByRequest = "held by request";
 
 // What few jobs have, kept off the per-job record (ActiveJob::rare) and allocated only for a job
-// that needs it: watcher limits of its own, external conditions, a start that failed for want of
-// the machine. A job with none costs one null pointer.
+// that needs it: dependencies, watcher limits of its own, external conditions, a start that
+// failed for want of the machine. A job with none costs one null pointer.
 struct RareJobFields {
   int64_t requires_warn_ms = -1;   // the watchers' limits from the spec (-1: the config's)
   int64_t quiet_ms = -1;
@@ -57,6 +57,7 @@ struct RareJobFields {
   // pending and is tried again from then, with backoff. Memory only: a restart tries at once.
   int64_t start_retry_at_ms = 0;
   int start_failures = 0;
+  std::vector<Dependency> deps;    // the spec's dependencies, job dependencies with resolved ids
 };
 
 // ActiveJob's RareJobFields: reads give the defaults when the job has none; edit() makes them.
@@ -101,9 +102,8 @@ struct ActiveJob {
   int64_t not_before_ms = 0;       // the spec's not-before
   int64_t retry_at_ms = 0;         // a retry's delay ends then
   int64_t restart_within_ms = 0;
-  RareJobFieldsBox rare;           // watcher limits, condition checks, failed starts
+  RareJobFieldsBox rare;           // dependencies, watcher limits, condition checks, failed starts
   std::vector<int> lanes;          // indices into the daemon's lane table (an array's cap too)
-  std::vector<Dependency> deps;    // job dependencies carry resolved ids
 
   JobState state = JobState::kPending;
   int priority = 0;

@@ -63,7 +63,7 @@ void Queue::gc(bool dry_run, std::function<void(Result<GcReport>)> done) {
   run->report.cutoff_ms = world_.now_ms() - config_.retention_keep_ms;
   // The state of a job an unfinished job waits for is what answers that dependency.
   for (const auto& [id, job] : active_) {
-    for (const auto& dep : job.deps) {
+    for (const auto& dep : job.rare->deps) {
       if (dep.job_id != 0) run->keep.insert(dep.job_id);
     }
   }

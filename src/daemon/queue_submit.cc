@@ -192,7 +192,7 @@ ActiveJob Queue::active_of(int64_t id, const Job& job) {
   for (size_t i = 0; i < reservations_.size(); ++i) {
     if (reservations_[i].name == spec.reservation) a.reservation = static_cast<int>(i);
   }
-  a.deps = spec.deps;
+  if (!spec.deps.empty()) a.rare.edit().deps = spec.deps;
   for (const auto& d : spec.deps) {
     a.has_conditions = a.has_conditions || d.kind == Dependency::Kind::kFile ||
                        d.kind == Dependency::Kind::kRequires;

@@ -108,7 +108,7 @@ void Queue::gather_job_sightings(int64_t now, std::vector<Sighting>& out) {
     // In the pass's order: conditions are checked only once the job dependencies are met.
     // A dependency on a held job waits for a person; one on a pending or running job is
     // ordinary queueing, and one that can never be met blocks the job (job.blocked).
-    auto verdict = job.deps.empty() ? DependencyVerdict{} : evaluate_job_dependencies(job, lookup);
+    auto verdict = rare.deps.empty() ? DependencyVerdict{} : evaluate_job_dependencies(job, lookup);
     if (verdict.kind == DependencyVerdict::Kind::kWaiting) {
       if (verdict.job_state != JobState::kHeld) continue;
       facts.waiting = true;

@@ -32,7 +32,7 @@ std::string DependencyVerdict::text() const {
 DependencyVerdict evaluate_job_dependencies(const ActiveJob& job, const StateLookup& state_of) {
   DependencyVerdict waiting;
   bool any_waiting = false;
-  for (const Dependency& dep : job.deps) {
+  for (const Dependency& dep : job.rare->deps) {
     if (dep.kind == Dependency::Kind::kFile || dep.kind == Dependency::Kind::kRequires) continue;
     auto state = state_of(dep.job_id);
     DependencyVerdict v;

@@ -43,7 +43,7 @@ TEST(Readiness, EveryKindAgainstEveryState) {
   };
   for (const Case& c : cases) {
     ActiveJob job;
-    job.deps = {{c.kind, "12", 12}};
+    job.rare.edit().deps = {{c.kind, "12", 12}};
     auto verdict = evaluate_job_dependencies(job, [&](int64_t) { return c.target; });
     EXPECT_EQ(verdict.kind, c.expected) << c.name;
   }
@@ -51,7 +51,7 @@ TEST(Readiness, EveryKindAgainstEveryState) {
 
 TEST(Readiness, ImpossibleWinsOverWaitingAndSaysHowToRelease) {
   ActiveJob job;
-  job.deps = {{Dependency::Kind::kAfterOk, "a", 1}, {Dependency::Kind::kAfterOk, "b", 2}};
+  job.rare.edit().deps = {{Dependency::Kind::kAfterOk, "a", 1}, {Dependency::Kind::kAfterOk, "b", 2}};
   std::map<int64_t, JobState> states = {{1, JobState::kRunning}, {2, JobState::kFailed}};
   auto verdict = evaluate_job_dependencies(job, [&](int64_t id) { return states[id]; });
   EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kImpossible);
@@ -64,7 +64,7 @@ TEST(Readiness, ImpossibleWinsOverWaitingAndSaysHowToRelease) {
 
 TEST(Readiness, TheFirstUnmetDependencyIsTheReason) {
   ActiveJob job;
-  job.deps = {{Dependency::Kind::kAfterOk, "a", 1},
+  job.rare.edit().deps = {{Dependency::Kind::kAfterOk, "a", 1},
               {Dependency::Kind::kAfterNotOk, "b", 2},
               {Dependency::Kind::kAfterAny, "c", 3}};
   std::map<int64_t, JobState> states = {
@@ -77,7 +77,7 @@ TEST(Readiness, TheFirstUnmetDependencyIsTheReason) {
 
 TEST(Readiness, FileAndRequiresAreNotJudgedHere) {
   ActiveJob job;
-  job.deps = {{Dependency::Kind::kFile, "x", 0}, {Dependency::Kind::kRequires, "false", 0}};
+  job.rare.edit().deps = {{Dependency::Kind::kFile, "x", 0}, {Dependency::Kind::kRequires, "false", 0}};
   auto verdict = evaluate_job_dependencies(job, [](int64_t) { return std::nullopt; });
   EXPECT_EQ(verdict.kind, DependencyVerdict::Kind::kSatisfied);
 }

@@ -26,7 +26,7 @@ void ReadyIndex::add(const ActiveJob& job) {
   unregister(job.id);
   Tracked t;
   t.reservation = job.reservation;
-  for (const Dependency& dep : job.deps) {
+  for (const Dependency& dep : job.rare->deps) {
     if (dep.kind == Dependency::Kind::kFile || dep.kind == Dependency::Kind::kRequires) continue;
     if (std::find(t.deps.begin(), t.deps.end(), dep.job_id) != t.deps.end()) continue;
     t.deps.push_back(dep.job_id);

@@ -76,7 +76,7 @@ TEST(ReadyIndex, AChangedJobMarksItsDependents) {
   ReadyIndex index;
   ActiveJob parent = job_at(1, 50, 1024);
   ActiveJob child = job_at(2, 50, 2048);
-  child.deps.push_back({Dependency::Kind::kAfterOk, "1", 1});
+  child.rare.edit().deps.push_back({Dependency::Kind::kAfterOk, "1", 1});
   ActiveJob other = job_at(3, 50, 3072);
   index.add(parent);
   index.add(child);
@@ -305,7 +305,7 @@ TEST_F(IncrementalReadiness, AgreesWithAFullEvaluationOverRandomOperations) {
 // ready queue and a Wait in each of the pass's two published lists. A field added in the wrong
 // place shows here.
 TEST(PerJobRecords, HaveNoPaddingBetweenTheirFields) {
-  EXPECT_EQ(sizeof(ActiveJob), 176u);
+  EXPECT_EQ(sizeof(ActiveJob), 152u);
   EXPECT_EQ(sizeof(sched::PendingJob), 88u);
   EXPECT_EQ(sizeof(sched::Wait), 56u);
 }
