@@ -18,6 +18,7 @@ Status Queue::recover() {
   for (const auto& entry : *states) finished += is_terminal(entry.second) ? 1 : 0;
   finished_.reserve(finished_.size() + finished);
   active_.reserve(active_.size() + (states->size() - finished));
+  ready_index_.reserve(states->size() - finished);
   for (const auto& [id, state] : *states) {
     if (is_terminal(state)) finished_[id] = state;
   }

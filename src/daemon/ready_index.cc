@@ -142,11 +142,17 @@ void ReadyIndex::set_not_ready(int64_t job_id) {
   added_.erase(job_id);
 }
 
+void ReadyIndex::reserve(size_t jobs) {
+  marked_.reserve(marked_.size() + jobs);
+  added_.reserve(added_.size() + jobs);
+}
+
 void ReadyIndex::merge() {
   if (dropped_.empty() && added_.empty()) return;
   std::sort(dropped_.begin(), dropped_.end());
   std::vector<sched::PendingJob> added;
   added.reserve(added_.size());
+  in_queue_.reserve(in_queue_.size() + added_.size());
   for (auto& [id, job] : added_) {
     in_queue_[id] = key_of(job);
     ++owner_counts_[job.owner];

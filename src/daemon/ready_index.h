@@ -29,6 +29,9 @@ class ReadyIndex {
  public:
   // Starts tracking `job` (again, after a retry): registers its dependencies and marks it.
   void add(const ActiveJob& job);
+  // Room for `jobs` more added at once (a restart adds every unfinished job, and its first pass
+  // finds them all ready): their sets grow once instead of one rehash at a time.
+  void reserve(size_t jobs);
   // Stops tracking a job that finished: it leaves the ready jobs, and its dependents are marked.
   void remove(int64_t job_id);
   // The job's inputs changed: evaluate it, and the jobs that depend on it, in the next pass.
