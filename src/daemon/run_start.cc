@@ -205,9 +205,10 @@ void RunLifecycle::begin_run(PreparedStart p) {
   int64_t job_id = p.job_id;
   ActiveJob& active = *host_.active_job(job_id);
   active.state = JobState::kRunning;
-  if (active.rare.present()) {
-    active.rare.edit().start_failures = 0;
-    active.rare.edit().start_retry_at_ms = 0;
+  if (active.rare.present()) {  // a start that failed before: the backoff starts afresh
+    RareJobFields& rare = active.rare.edit();
+    rare.start_failures = 0;
+    rare.start_retry_at_ms = 0;
   }
   host_.note_start_error(job_id, std::nullopt);
   // Only now, with the run on record, may the job's code run. A shim that died before this
