@@ -3,16 +3,18 @@
 # Builds gpuq's release artifacts into dist/ (docs/install.md says how to use them):
 #   gpuq-VERSION-linux-x86_64.tar.gz        bin/gpuq (the light client, static) and
 #                                            libexec/gpuq/gpuqd (the daemon and every other command;
-#                                            it loads only the C library's own libraries), both
-#                                            stripped; share/doc/gpuq (README, CHANGELOG,
+#                                            it loads only the C library's own libraries) and
+#                                            libexec/gpuq/gpuq-shim (each run's supervisor, static),
+#                                            all stripped; share/doc/gpuq (README, CHANGELOG,
 #                                            LICENSE, NOTICE, docs, examples), man pages, bash/zsh/fish
 #                                            completions, share/gpuq/gpuq.service (a system unit
 #                                            for an unpack into /usr/local)
-#   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug, libexec/gpuq/gpuqd.debug: unpacked
+#   gpuq-VERSION-linux-x86_64-debug.tar.gz  bin/gpuq.debug, libexec/gpuq/gpuqd.debug and
+#                                            libexec/gpuq/gpuq-shim.debug: unpacked
 #                                            over the first, gdb finds them
 #   gpuq_VERSION-N_amd64.deb                with --deb (packaging/deb/), checked by lintian
 # VERSION is project()'s in CMakeLists.txt. The binary is the build tree's (default build/, as
-# scripts/build.sh makes it): the target gpuq (which builds gpuqd too) is built first unless
+# scripts/build.sh makes it): the target gpuq (which builds gpuqd and gpuq-shim too) is built first unless
 # --no-build is given, and refused unless tests/release/portable_binary.sh passes. SOURCE_DATE_EPOCH (default: the
 # commit's time) dates every file, so the archives are reproducible.
 # Usage: scripts/release.sh [--deb] [--build-dir DIR] [--out DIR] [--no-build]
@@ -61,11 +63,12 @@ if [ "$compile" -eq 1 ]; then
 fi
 binary="$build/bin/gpuq"  # the light client
 full="$build/bin/gpuqd"   # the full binary it execs
-for file in "$binary" "$full"; do
+shim="$build/bin/gpuq-shim"  # each run's supervisor, which gpuqd starts
+for file in "$binary" "$full" "$shim"; do
   [ -x "$file" ] || { echo "release.sh: no $(basename "$file") binary at $file (build it, or drop --no-build)" >&2; exit 1; }
 done
-bash tests/release/portable_binary.sh "$binary" "$full" >/dev/null || {
-  echo "release.sh: $binary or $full is not portable (tests/release/portable_binary.sh says why); not packaged" >&2
+bash tests/release/portable_binary.sh "$binary" "$full" "$shim" >/dev/null || {
+  echo "release.sh: $binary, $full or $shim is not portable (tests/release/portable_binary.sh says why); not packaged" >&2
   exit 1
 }
 
@@ -81,7 +84,8 @@ lay_out() {
     "$dir/share/bash-completion/completions" "$dir/$zsh_dir" "$dir/share/fish/vendor_completions.d"
   objcopy --strip-all --add-gnu-debuglink="$stage/gpuq.debug" "$binary" "$dir/bin/gpuq"
   objcopy --strip-all --add-gnu-debuglink="$stage/gpuqd.debug" "$full" "$dir/libexec/gpuq/gpuqd"
-  chmod 0755 "$dir/bin/gpuq" "$dir/libexec/gpuq/gpuqd"
+  objcopy --strip-all --add-gnu-debuglink="$stage/gpuq-shim.debug" "$shim" "$dir/libexec/gpuq/gpuq-shim"
+  chmod 0755 "$dir/bin/gpuq" "$dir/libexec/gpuq/gpuqd" "$dir/libexec/gpuq/gpuq-shim"
   install -m 0644 README.md CHANGELOG.md LICENSE NOTICE docs/*.md "$dir/share/doc/gpuq/"
   cp -r examples/. "$dir/share/doc/gpuq/examples/"
   "$dir/bin/gpuq" manpages --dir "$dir/share/man/man1" >/dev/null
@@ -105,6 +109,7 @@ pack() {
 
 objcopy --only-keep-debug --compress-debug-sections=zlib "$binary" "$stage/gpuq.debug"
 objcopy --only-keep-debug --compress-debug-sections=zlib "$full" "$stage/gpuqd.debug"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$shim" "$stage/gpuq-shim.debug"
 
 name="gpuq-$version-linux-x86_64"
 tree="$stage/tarball"
@@ -115,6 +120,7 @@ pack "$tree" "$name" "$out/$name.tar.gz"
 install -d "$stage/debug/bin" "$stage/debug/libexec/gpuq"
 install -m 0644 "$stage/gpuq.debug" "$stage/debug/bin/gpuq.debug"
 install -m 0644 "$stage/gpuqd.debug" "$stage/debug/libexec/gpuq/gpuqd.debug"
+install -m 0644 "$stage/gpuq-shim.debug" "$stage/debug/libexec/gpuq/gpuq-shim.debug"
 pack "$stage/debug" "$name" "$out/$name-debug.tar.gz"
 echo "$out/$name.tar.gz"
 echo "$out/$name-debug.tar.gz"

@@ -227,8 +227,22 @@ int serve(const cli::DaemonFlags& flags) {
   // runs, the daemon moves into its leaf, and the spawner forked next is born there too.
   auto cgroup_files = runner::make_real_cgroup_files();
   runner::Containment containment = runner::detect_containment(*cgroup_files, config->cgroup_root);
-  // Forked now, while this process has a single thread (see runner/spawner.h).
-  auto spawner = runner::ShimSpawner::start();
+  // Each run's shim: gpuq-shim beside this binary, started with posix_spawn; without it (a
+  // gpuqd copied alone), forked by the spawner, forked now while this process has a single
+  // thread (see runner/spawner.h).
+  const std::string shim_binary = runner::shim_binary_beside(*executable);
+  std::unique_ptr<runner::ShimSpawner> spawner;
+  std::string shims_note = shim_binary;
+  if (shim_binary.empty()) {
+    auto started = runner::ShimSpawner::start();
+    if (started) {
+      spawner = std::move(*started);
+      shims_note = fmt::format("forked by a spawner (no gpuq-shim beside {})", *executable);
+    } else {
+      shims_note = fmt::format("{} shim, by exec (no gpuq-shim beside it, and no spawner: {})",
+                               *executable, started.error().message);
+    }
+  }
   ::signal(SIGPIPE, SIG_IGN);
   auto fail_start = [&](const std::string& what) {
     say(ready_fd, fmt::format("gpuq daemon: {}\n", what));
@@ -242,15 +256,10 @@ int serve(const cli::DaemonFlags& flags) {
   asio::io_context actor_ioc(1);
   asio::io_context api_ioc(1);
   daemon::RealWorldOptions world_options;
-  world_options.shim_executable = *executable;
+  world_options.shim_executable = shim_binary.empty() ? *executable : shim_binary;
+  world_options.spawner = spawner.get();
   world_options.cleanup = {config->cleanup_poll_ms, config->kill_grace_ms, config->cleanup_limit_ms};
   world_options.containment = containment;
-  if (spawner) {
-    world_options.spawner = spawner->get();
-  } else {
-    std::fprintf(stderr, "gpuq daemon: no shim spawner (%s); runs start by exec instead\n",
-                 spawner.error().message.c_str());
-  }
   daemon::RealWorld world(actor_ioc, **store, world_options);
   daemon::QueueOptions options;
   options.layout = layout;
@@ -344,9 +353,9 @@ int serve(const cli::DaemonFlags& flags) {
   std::string box_note = system_socket ? fmt::format("  the box's socket: {} (group {})\n", system_socket->path,
                                                    config->users.group)
                                      : "";
-  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}{}  gpus: {}\n{}",
+  say(ready_fd, fmt::format("ok gpuq daemon {} (pid {}) serving {}\n  socket: {}\n{}{}  gpus: {}\n  shims: {}\n{}",
                             GPUQ_VERSION, ::getpid(), layout.home, layout.socket(), box_note, *http_note,
-                            inventory->note, fleet_note));
+                            inventory->note, shims_note, fleet_note));
   if (fleet_node) fleet_node->start();
   if (ready_fd >= 0) ::close(ready_fd);
   auto actor_guard = asio::make_work_guard(actor_ioc);

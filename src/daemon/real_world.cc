@@ -172,7 +172,17 @@ void RealWorld::post(std::function<void()> fn) { asio::post(actor_, std::move(fn
 
 Status RealWorld::commit(const std::function<Status()>& writes) { return store_.transaction(writes); }
 
-Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSpec& spec) {
+Status RealWorld::create_run_dir(const std::string& run_dir, const runner::RunSpec& given) {
+  // run.json carries the job's user's groups: the shim (gpuq-shim, a static binary) looks up
+  // nothing itself. A run that has them already (its containers needed them) keeps them.
+  std::optional<runner::RunSpec> with_groups;
+  if (given.run_as && given.run_as->groups.empty()) {
+    auto groups = os::groups_of(given.run_as->login, given.run_as->gid);
+    if (!groups) return tl::unexpected(groups.error());
+    with_groups = given;
+    with_groups->run_as->groups = std::move(*groups);
+  }
+  const runner::RunSpec& spec = with_groups ? *with_groups : given;
   std::string parent = run_dir.substr(0, run_dir.rfind('/'));
   if (auto made = os::make_dirs(parent, 0700); !made) return made;
   // The job directory may be its user's already (an earlier run): the run directory is made and
@@ -218,17 +228,21 @@ Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& r
   auto launched = options_.spawner ? options_.spawner->launch(run_dir)
                                    : runner::launch_shim(options_.shim_executable, run_dir);
   if (!launched) return tl::unexpected(launched.error());
-  // Placed while it waits for its go byte: everything the job starts is born in its cgroup.
-  if (cgroups_) {
-    if (auto placed = cgroups_->place(run_id, launched->pid(), cgroup_user); !placed) {
-      return tl::unexpected(placed.error());
-    }
-  }
-  auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
-  if (!pidfd) return tl::unexpected(pidfd.error());  // the go pipe closes: the shim exits
   pid_t pid = launched->pid();
   uint64_t ticks = launched->start_ticks();
-  return std::make_unique<RealShim>(actor_, pid, ticks, *pidfd, std::move(*launched));
+  auto pidfd = os::open_pidfd_checked(pid, ticks);
+  if (!pidfd) {
+    { runner::LaunchedShim dropped = std::move(*launched); }  // its go pipe closes: the shim exits
+    ::waitpid(pid, nullptr, 0);  // a gpuq-shim is this process's child: reaped (a no-op otherwise)
+    return tl::unexpected(pidfd.error());
+  }
+  // Watched from here on: a shim given up below is reaped when it exits (~RealShim).
+  auto shim = std::make_unique<RealShim>(actor_, pid, ticks, *pidfd, std::move(*launched));
+  // Placed while it waits for its go byte: everything the job starts is born in its cgroup.
+  if (cgroups_) {
+    if (auto placed = cgroups_->place(run_id, pid, cgroup_user); !placed) return tl::unexpected(placed.error());
+  }
+  return shim;
 }
 
 Result<std::unique_ptr<ShimProcess>> RealWorld::adopt_shim(pid_t pid, uint64_t start_ticks) {

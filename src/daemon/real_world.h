@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The queue actor's World (world.h) on a real machine: the system clock and Asio timers on the
-// actor's io_context, SQLite transactions of the daemon's store, shims launched through the
-// spawner (or by exec) and watched and signalled through pidfds, run files on disk, condition
+// actor's io_context, SQLite transactions of the daemon's store, shims launched (gpuq-shim by
+// posix_spawn, else through the spawner) and watched and signalled through pidfds, and reaped
+// when they are this process's children, run files on disk (run.json with the job's user's
+// groups, so the shim looks nobody up), condition
 // checks on the ConditionChecker's threads, cleanup sweeps on the Cleaner's thread, and the
 // sweeps of lost runs' sessions and the removal of pruned jobs' directories on a worker thread,
 // and the container runtime's commands (stops, image checks, cleanup by label, pulls) on
@@ -33,8 +35,8 @@
 namespace gpuq::daemon {
 
 struct RealWorldOptions {
-  std::string shim_executable;             // the gpuq binary, run as `gpuq shim`
-  runner::ShimSpawner* spawner = nullptr;  // forks shims cheaply; when null, exec the binary
+  std::string shim_executable;             // gpuq-shim (or gpuqd), run as `EXECUTABLE shim RUN_DIR 3`
+  runner::ShimSpawner* spawner = nullptr;  // forks shims when there is no gpuq-shim; null: exec shim_executable
   runner::CleanupLimits cleanup;           // the Cleaner's poll, grace and limit
   // Where runs are contained (runner/cgroup.h): kind "cgroup" puts each run in its own cgroup
   // under root and cleans up by it; "marker" sweeps /proc for the run's marker.

@@ -66,7 +66,7 @@ Result<runner::ContainerRuntime> RunLifecycle::create_container_run_dir(
   std::optional<Ids> owner = job.spec.container_user.empty() ? std::optional<Ids>(submitter)
                                                              : ids_of_container_user(job.spec.container_user);
   runner::RunSpec contained = spec;
-  // The containers get the user's groups (the shim looks them up again for its own use).
+  // The containers get the user's groups, and run.json keeps them for the shim.
   if (contained.run_as && contained.run_as->groups.empty()) {
     auto groups = os::groups_of(contained.run_as->login, contained.run_as->gid);
     if (!groups) return tl::unexpected(groups.error());

@@ -35,6 +35,12 @@ Status LaunchedShim::release() {
   return ok();
 }
 
+std::string shim_binary_beside(const std::string& full) {
+  const auto slash = full.rfind('/');
+  std::string shim = (slash == std::string::npos ? std::string(".") : full.substr(0, slash)) + "/gpuq-shim";
+  return ::access(shim.c_str(), X_OK) == 0 ? shim : "";
+}
+
 Result<LaunchedShim> launch_shim(const std::string& executable, const std::string& run_dir) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno_error("pipe");

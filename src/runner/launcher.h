@@ -33,6 +33,10 @@ class LaunchedShim {
   int go_fd_;
 };
 
+// The shim binary installed beside the full binary `full` (gpuq-shim in its directory), or
+// empty when there is none there that may be run.
+std::string shim_binary_beside(const std::string& full);
+
 // Spawns `executable shim run_dir 3`; run.json must already be in run_dir.
 Result<LaunchedShim> launch_shim(const std::string& executable, const std::string& run_dir);
 

@@ -56,13 +56,15 @@ Result<std::string> read_record(const std::string& path, size_t max_bytes) {
 }
 
 json identity_to_json(const os::UserIdentity& who) {
-  return {{"uid", who.uid}, {"gid", who.gid}, {"login", who.login}, {"home", who.home}, {"shell", who.shell}};
+  return {{"uid", who.uid},       {"gid", who.gid},     {"groups", who.groups},
+          {"login", who.login},   {"home", who.home},   {"shell", who.shell}};
 }
 
 os::UserIdentity identity_from_json(const json& j) {
   os::UserIdentity who;
   who.uid = j.at("uid").get<uid_t>();
   who.gid = j.at("gid").get<gid_t>();
+  who.groups = j.value("groups", std::vector<gid_t>());
   who.login = j.at("login").get<std::string>();
   who.home = j.value("home", std::string());
   who.shell = j.value("shell", std::string("/bin/sh"));

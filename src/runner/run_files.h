@@ -48,7 +48,7 @@ struct RunSpec {
   std::vector<StepSpec> steps;
   int first_step = 0;
   // Set when the job runs as its submitter (os::runs_as_submitter): the job's processes run with
-  // this uid, gid and the login's groups (looked up by the shim before it forks), and HOME, USER,
+  // this uid, gid and the login's groups (looked up by the daemon as it writes run.json), and HOME, USER,
   // LOGNAME and SHELL from it; the run directory and output.log become the user's. Unset: the
   // job runs as the shim, as it always did.
   std::optional<os::UserIdentity> run_as;

@@ -448,14 +448,11 @@ PreparedShim PreparedShim::prepare(const std::string& run_dir) {
     state->error = spec->run_as_error;
   } else if (spec && spec->run_as && spec->run_as->uid == 0) {
     state->error = "run.json names root as the job's user: a job runs as root only without run_as";
-  } else if (spec && spec->run_as) {
-    auto groups = os::groups_of(spec->run_as->login, spec->run_as->gid);
-    if (groups) {
-      spec->run_as->groups = std::move(*groups);
-      state->shim.emplace(run_dir, std::move(*spec));
-    } else {
-      state->error = groups.error().message;
-    }
+  } else if (spec && spec->run_as && spec->run_as->groups.empty()) {
+    // The daemon writes them (the primary group at least): the shim looks up no user itself.
+    state->error = fmt::format("run.json names no groups for the job's user {}: it was not written "
+                               "by this gpuq daemon; run the job again",
+                               spec->run_as->login);
   } else if (spec) {
     state->shim.emplace(run_dir, std::move(*spec));
   } else {

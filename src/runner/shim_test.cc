@@ -269,6 +269,58 @@ TEST_F(ShimOnFullDisk, TheExitRecordWaitsForSpaceAndIsNeverLost) {
 
 // The shim runs under the daemon's umask 077, so its own files are private; the job gets the
 // umask its RunSpec carries, so what it writes is as its user expects.
+// run.json carries the job's user's groups, which the daemon looks up: the shim (a static
+// binary) looks up no user.
+TEST_F(ShimTest, ARunSpecKeepsTheUsersGroups) {
+  RunSpec spec;
+  spec.argv = {"true"};
+  spec.cwd = dir_;
+  spec.run_as = os::UserIdentity{4242, 4243, {4243, 27, 100}, "ann", "/home/ann", "/bin/bash"};
+  ASSERT_TRUE(write_run_spec(dir_, spec));
+  auto read = read_run_spec(dir_);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_TRUE(read->run_as);
+  EXPECT_EQ(read->run_as->groups, (std::vector<gid_t>{4243, 27, 100}));
+  EXPECT_EQ(read->run_as->gid, 4243u);
+  EXPECT_EQ(read->run_as->login, "ann");
+}
+
+// A run.json that names a user but no groups (not the daemon's: it always writes them) runs
+// nothing: the shim does not look the user up in its place, and its exit record says why.
+TEST_F(ShimTest, ARunOfAUserWithoutGroupsRunsNothingAndSaysWhy) {
+  RunSpec spec;
+  spec.argv = {"touch", dir_ + "/ran"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.cwd = dir_;
+  spec.run_as = os::UserIdentity{4242, 4243, {}, "ann", "/home/ann", "/bin/sh"};
+  ASSERT_TRUE(write_run_spec(dir_, spec));
+  auto shim = launch_shim(GPUQ_SHIM_FOR_TEST, dir_);
+  ASSERT_TRUE(shim) << shim.error().message;
+  ::signal(SIGPIPE, SIG_IGN);  // the shim may have exited already: the go byte finds no reader
+  (void)shim->release();
+  wait_exit(shim->pid());
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 127);
+  EXPECT_NE(record->error.find("run.json names no groups for the job's user ann"), std::string::npos)
+      << record->error;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
+}
+
+TEST(ShimBinaryBeside, IsTheExecutableGpuqShimInTheFullBinarysDirectory) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("gpuq-shim-beside-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(shim_binary_beside(dir + "/gpuqd"), "");  // none there
+  { std::ofstream(dir + "/gpuq-shim") << "#!/bin/sh\n"; }
+  ::chmod((dir + "/gpuq-shim").c_str(), 0644);
+  EXPECT_EQ(shim_binary_beside(dir + "/gpuqd"), "");  // there, but it may not be run
+  ::chmod((dir + "/gpuq-shim").c_str(), 0755);
+  EXPECT_EQ(shim_binary_beside(dir + "/gpuqd"), dir + "/gpuq-shim");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(ShimTest, TheJobGetsItsOwnUmaskAndTheRunFilesStayPrivate) {
   job_umask_ = 027;
   mode_t before = ::umask(077);  // inherited by the shim, as from the daemon

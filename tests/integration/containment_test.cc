@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -91,6 +94,48 @@ TEST(Containment, ARunAdoptedByARestartedDaemonIsCleanedUpByItsCgroup) {
   // The GPU serves again.
   int64_t next = h.submit_sh("true", {"--gpus", "1"});
   EXPECT_EQ(h.gpuq({"wait", std::to_string(next), "--timeout", "30s"}).status, 0);
+  h.stop();
+}
+
+// The daemon's children that have exited and that it has not reaped (zombies).
+std::vector<pid_t> zombie_children(pid_t parent) {
+  std::vector<pid_t> zombies;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (state == 'Z' && ppid == parent) zombies.push_back(std::stoi(name));
+  }
+  return zombies;
+}
+
+// A run whose shim was started but could not be placed in its cgroup (here: the runs' cgroup
+// was removed under the daemon) fails to start; its gpuq-shim, the daemon's child, exits when
+// its go pipe closes and is reaped, not left a zombie.
+TEST(Containment, AShimThatCouldNotBePlacedIsReaped) {
+  TestCgroup cg;
+  SKIP_WITHOUT_CGROUP(cg);
+  Harness h("fake:1");
+  write_config(h, cg.dir());
+  h.start();
+  ASSERT_EQ(::rmdir((cg.dir() + "/runs").c_str()), 0) << std::strerror(errno);
+  int64_t id = h.submit_sh("true", {"--gpus", "1"});
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& e : h.events()) {
+      if (e["kind"] == "job.start_failed" && e["job"] == id) return true;
+    }
+    return false;
+  })) << h.show(id).dump();
+  const pid_t daemon = h.daemon_pid();
+  EXPECT_TRUE(wait_until([&] { return zombie_children(daemon).empty(); }, 5'000))
+      << zombie_children(daemon).size() << " shims left unreaped";
   h.stop();
 }
 

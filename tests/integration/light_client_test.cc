@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The two binaries (docs/architecture.md, "Two binaries"): the light gpuq runs the client
+// The three binaries (docs/architecture.md, "Three binaries"): the light gpuq runs the client
 // commands by itself, hands every other line to gpuqd, says where it looked when gpuqd is
-// missing, and answers its commands' mistakes exactly as the full grammar does.
+// missing, and answers its commands' mistakes exactly as the full grammar does; gpuqd starts
+// each run's shim as gpuq-shim, or forks it from itself when gpuq-shim is not beside it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -107,6 +108,43 @@ TEST(LightClient, AnswersItsCommandsMistakesAsTheFullGrammarDoes) {
     EXPECT_EQ(light.err, heavy.err) << text;
     EXPECT_NE(light.status, 0) << text;
   }
+}
+
+// The daemon starts each run's shim as gpuq-shim, the static binary beside gpuqd, and its start
+// says so; a gpuqd with no gpuq-shim beside it forks its shims from itself (the spawner), and
+// says that. The job's parent is the shim: its /proc/PPID/exe names the binary.
+TEST(ShimBinary, RunsGoThroughTheGpuqShimBesideGpuqdAndAGpuqdAloneForksItsOwn) {
+  const fs::path built = fs::path(GPUQ_BINARY).parent_path();
+  auto shim_of_a_run = [](Harness& h, const std::string& gpuqd) {
+    auto started = run({gpuqd, "daemon", "--home", h.home(), "--gpus", "fake:1", "--http", "off",
+                        "--detach"});
+    EXPECT_EQ(started.status, 0) << started.out << started.err;
+    const int64_t id = h.submit_sh("readlink /proc/$PPID/exe");
+    auto waited = h.gpuq({"wait", std::to_string(id)});
+    EXPECT_EQ(waited.status, 0) << waited.out << waited.err;
+    auto log = h.gpuq({"logs", std::to_string(id)});
+    h.stop();
+    return std::make_pair(started.out, log.out);
+  };
+
+  Harness beside("fake:1");
+  auto [start_text, parent] = shim_of_a_run(beside, (built / "gpuqd").string());
+  EXPECT_NE(start_text.find("\n  shims: " + (built / "gpuq-shim").string() + "\n"), std::string::npos)
+      << start_text;
+  EXPECT_EQ(parent, (built / "gpuq-shim").string() + "\n");
+
+  // A hard link, not a 160 MB copy: the same file, alone in its directory.
+  Harness alone("fake:1");
+  const std::string dir = alone.path("alone");
+  fs::create_directories(dir);
+  std::error_code linked;
+  fs::create_hard_link(built / "gpuqd", dir + "/gpuqd", linked);
+  if (linked) fs::copy_file(built / "gpuqd", dir + "/gpuqd");
+  auto [fallback_text, fallback_parent] = shim_of_a_run(alone, dir + "/gpuqd");
+  EXPECT_NE(fallback_text.find("\n  shims: forked by a spawner (no gpuq-shim beside " + dir + "/gpuqd)\n"),
+            std::string::npos)
+      << fallback_text;
+  EXPECT_EQ(fallback_parent, dir + "/gpuqd\n");
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ install_deb() {
 install_deb "$first"
 [ -x /usr/bin/gpuq ] || fail "no /usr/bin/gpuq"
 [ -x /usr/libexec/gpuq/gpuqd ] || fail "no /usr/libexec/gpuq/gpuqd (the full binary /usr/bin/gpuq execs)"
+[ -x /usr/libexec/gpuq/gpuq-shim ] || fail "no /usr/libexec/gpuq/gpuq-shim (each run's shim, which gpuqd starts)"
 getent group gpuq >/dev/null || fail "no group gpuq"
 [ "$(stat -c '%U %a' /var/lib/gpuq)" = "root 711" ] || fail "/var/lib/gpuq is $(stat -c '%U %a' /var/lib/gpuq)"
 grep -qx "ExecStart=/usr/bin/gpuq daemon --system --home /var/lib/gpuq" /lib/systemd/system/gpuq.service || fail "the unit does not run /usr/bin/gpuq daemon --system"

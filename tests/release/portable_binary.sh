@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Checks that gpuq's binaries run on any x86_64 Linux with glibc 2.34 or later (docs/install.md):
-# a static binary (the light client, bin/gpuq) needs nothing; a dynamic one (gpuqd) needs only
+# a static binary (the light client, bin/gpuq; the shim, gpuq-shim) needs nothing, so it may not
+# look users up either (glibc's NSS would load the build machine's modules at run time); a
+# dynamic one (gpuqd) needs only
 # the C library's own shared libraries (libc, libm, the dynamic loader, libgcc_s), and no symbol
 # it imports needs a glibc version above 2.34 (nor a GCC runtime version above GCC_4.2.0).
 # Prints every offender and exits 1; exit 0 when every binary given is portable.
-#   tests/release/portable_binary.sh build/bin/gpuq build/bin/gpuqd
+#   tests/release/portable_binary.sh build/bin/gpuq build/bin/gpuqd build/bin/gpuq-shim
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: portable_binary.sh BINARY..." >&2; exit 2; }
 allowed_libraries=" libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libgcc_s.so.1 "
@@ -17,6 +19,12 @@ check() {
     # Static: no loader, so no shared library and no symbol imported from one.
     if readelf -d "$binary" | grep -q NEEDED; then
       echo "$binary has no loader but needs shared libraries"
+      return 1
+    fi
+    local lookups
+    lookups=$(nm "$binary" 2>/dev/null | awk '$3 ~ /^(getpwnam_r|getpwuid_r|getgrouplist|getgrnam_r|__nss_configure_lookup)$/ {print $3}' | paste -sd' ')
+    if [ -n "$lookups" ]; then
+      echo "$binary is static but looks users up ($lookups): NSS needs the build machine's glibc at run time"
       return 1
     fi
     echo "$binary is portable: statically linked"

@@ -36,7 +36,7 @@ cmp -s "$tarball" "$work/again/$name.tar.gz" || fail "two runs of release.sh mad
 mkdir "$work/unpacked"
 tar -xzf "$tarball" -C "$work/unpacked"
 top="$work/unpacked/$name"
-for file in bin/gpuq libexec/gpuq/gpuqd share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/doc/gpuq/install.md \
+for file in bin/gpuq libexec/gpuq/gpuqd libexec/gpuq/gpuq-shim share/doc/gpuq/README.md share/doc/gpuq/CHANGELOG.md share/doc/gpuq/install.md \
             share/doc/gpuq/LICENSE share/doc/gpuq/NOTICE \
             share/doc/gpuq/runbook.md share/doc/gpuq/examples/plan.sh share/man/man1/gpuq.1.gz \
             share/man/man1/gpuq-submit.1.gz share/bash-completion/completions/gpuq \
@@ -50,11 +50,13 @@ grep -qx "Documentation=file:/usr/local/share/doc/gpuq/runbook.md" "$top/share/g
   fail "the unit's Documentation= is not the runbook under /usr/local"
 
 # Stripped, and linked to the debug file of the other tarball by name and build id: the light
-# client (bin/gpuq, static) and the full binary it execs (libexec/gpuq/gpuqd).
+# client (bin/gpuq, static), the full binary it execs (libexec/gpuq/gpuqd) and the runs' shim
+# (libexec/gpuq/gpuq-shim, static).
 readelf -l "$top/bin/gpuq" | grep -q INTERP && fail "bin/gpuq is not statically linked"
+readelf -l "$top/libexec/gpuq/gpuq-shim" | grep -q INTERP && fail "libexec/gpuq/gpuq-shim is not statically linked"
 tar -xzf "$work/dist/$name-debug.tar.gz" -C "$work/unpacked"
 build_id() { readelf -n "$1" 2>/dev/null | sed -n 's/.*Build ID: //p'; }
-for binary in bin/gpuq libexec/gpuq/gpuqd; do
+for binary in bin/gpuq libexec/gpuq/gpuqd libexec/gpuq/gpuq-shim; do
   debug="$binary.debug"
   if readelf -S "$top/$binary" | grep -q '\.debug_info'; then fail "$binary is not stripped"; fi
   readelf -x .gnu_debuglink "$top/$binary" | grep -q "$(basename "$debug")" || fail "$binary has no debug link to $(basename "$debug")"
@@ -77,4 +79,6 @@ env -i HOME="$work/home" PATH="$top/bin:/usr/bin:/bin" GPUQ_HOME="$daemon_home" 
     gpuq status --all
   ' _ "$top" >"$work/run.log" 2>&1 || fail "the unpacked gpuq did not run the example plan: $(cat "$work/run.log")"
 grep -q "^gpuq $version (commit" "$work/run.log" || fail "gpuq --version said: $(head -2 "$work/run.log")"
+grep -qx "  shims: $top/libexec/gpuq/gpuq-shim" "$work/run.log" ||
+  fail "the daemon does not start its runs with the tarball's gpuq-shim: $(grep -A4 'gpuq daemon' "$work/run.log")"
 echo "ok: $name ran the example plan from $top"
