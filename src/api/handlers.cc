@@ -242,7 +242,13 @@ Response Server::status(const Target& target) {
   bool active_only = target.param("active") == "1";
   // Every unfinished job (or a page of the pending ones) and only the latest finished ones:
   // the cost follows the queue, not the history kept.
-  auto list = status_list(target, active_only ? std::optional<size_t>(0) : *finished);
+  // One snapshot: a job that changes state meanwhile is listed once, as it was at one moment.
+  Result<StatusList> list = fail(Code::kInternal, "no status list");
+  auto read = store_->read_snapshot([&]() -> Status {
+    list = status_list(target, active_only ? std::optional<size_t>(0) : *finished);
+    return ok();
+  });
+  if (!read) return error_response(read.error());
   if (!list) return error_response(list.error());
   const auto& inventory = context_.queue.inventory();
   int64_t now = wall_now_ms();

@@ -35,6 +35,19 @@ bool read_all(int fd, std::string& out, size_t cap) {
   return true;
 }
 
+// One read of a /proc file the kernel renders at once (well under `size` bytes): its text, or
+// nullopt when it could not be read or was empty.
+std::optional<std::string> read_rendered(int fd, size_t size) {
+  std::string text(size, '\0');
+  ssize_t n;
+  do {
+    n = ::read(fd, text.data(), size);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return std::nullopt;
+  text.resize(static_cast<size_t>(n));
+  return text;
+}
+
 std::string proc_path(pid_t pid, const char* file) { return fmt::format("/proc/{}/{}", pid, file); }
 
 // Parses /proc/PID/stat: "pid (comm) S ppid ... starttime(22) ...". The command name may hold
@@ -80,6 +93,17 @@ class LinuxProcessTable : public ProcessTable {
   }
 
   std::optional<ProcessFacts> facts(pid_t pid) override { return read_facts(pid, nullptr); }
+
+  std::optional<pid_t> last_pid() override {
+    UniqueFd fd(::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return std::nullopt;
+    auto text = read_rendered(fd.get(), 32);
+    if (!text) return std::nullopt;
+    char* end = nullptr;
+    long pid = std::strtol(text->c_str(), &end, 10);
+    if (end == text->c_str() || pid <= 0) return std::nullopt;
+    return static_cast<pid_t>(pid);
+  }
 
   std::optional<std::string> env_value(pid_t pid, std::string_view name) override {
     UniqueFd fd(::open(proc_path(pid, "environ").c_str(), O_RDONLY | O_CLOEXEC));
@@ -146,17 +170,12 @@ class LinuxProcessTable : public ProcessTable {
     if (fd.get() < 0) return std::nullopt;
     if (::fstat(fd.get(), &st) != 0) return std::nullopt;
     // One read: the kernel renders the whole line (well under 1 KiB) at once.
-    char buf[2048];
-    ssize_t n;
-    do {
-      n = ::read(fd.get(), buf, sizeof buf - 1);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0) return std::nullopt;
-    std::string text(buf, static_cast<size_t>(n));
+    auto text = read_rendered(fd.get(), 2048);
+    if (!text) return std::nullopt;
     ProcessFacts facts;
     facts.pid = pid;
     facts.uid = st.st_uid;
-    if (!parse_stat(text, facts, comm)) return std::nullopt;
+    if (!parse_stat(*text, facts, comm)) return std::nullopt;
     return facts;
   }
 };
@@ -222,6 +241,11 @@ int FakeProcessTable::env_reads(pid_t pid) const {
   return it == env_reads_.end() ? 0 : it->second;
 }
 
+int FakeProcessTable::facts_reads(pid_t pid) const {
+  auto it = facts_reads_.find(pid);
+  return it == facts_reads_.end() ? 0 : it->second;
+}
+
 std::vector<pid_t> FakeProcessTable::pids() {
   ++scans_;
   std::vector<pid_t> out;
@@ -231,6 +255,7 @@ std::vector<pid_t> FakeProcessTable::pids() {
 
 std::optional<ProcessFacts> FakeProcessTable::facts(pid_t pid) {
   if (on_facts) on_facts(pid);
+  ++facts_reads_[pid];
   auto it = processes_.find(pid);
   if (it == processes_.end()) return std::nullopt;
   return it->second.facts;

@@ -60,10 +60,16 @@ class ProcessTable {
   // opens a pidfd first, then checks the start ticks, then signals through the pidfd, so a
   // reused pid can never be hit.
   virtual SignalResult signal(pid_t pid, uint64_t start_ticks, int sig) = 0;
+  // The last pid the kernel gave a new process in this pid namespace (ns_last_pid); nullopt
+  // when it cannot be read. Pids are given in increasing order until they wrap at pid_max, so
+  // a process whose pid was not given between two readings, and that was there at the first,
+  // is the same process at the second (runner/cleanup.h uses this to read fewer processes).
+  virtual std::optional<pid_t> last_pid() { return std::nullopt; }
 };
 
 // The real one, over /proc. Per process, facts() is one read of /proc/PID/stat (its owner comes
-// from fstat of the same file) and env_value() one read of /proc/PID/environ.
+// from fstat of the same file) and env_value() one read of /proc/PID/environ; last_pid() reads
+// /proc/sys/kernel/ns_last_pid.
 std::unique_ptr<ProcessTable> make_linux_process_table();
 
 // The login name of `uid` (getpwuid_r), or the number as text when it has none.
@@ -101,7 +107,10 @@ class FakeProcessTable : public ProcessTable {
   // The signals sent to pid, in order.
   std::vector<int> signals_to(pid_t pid) const;
   int env_reads(pid_t pid) const;
+  int facts_reads(pid_t pid) const;
   int scans() const { return scans_; }  // calls of pids()
+  // What last_pid() answers: a test sets it as it adds processes (nullopt: unknown).
+  std::optional<pid_t> last_pid_value;
 
   // Run at the start of facts(pid) / env_value(pid) / signal(pid), before the table is read:
   // a test may add or remove processes there to model a fork, an exit or a reused pid in the
@@ -115,11 +124,13 @@ class FakeProcessTable : public ProcessTable {
   std::optional<std::string> env_value(pid_t pid, std::string_view name) override;
   std::string cmdline(pid_t pid) override;
   SignalResult signal(pid_t pid, uint64_t start_ticks, int sig) override;
+  std::optional<pid_t> last_pid() override { return last_pid_value; }
 
  private:
   std::map<pid_t, Process> processes_;
   std::vector<Sent> sent_;
   std::map<pid_t, int> env_reads_;
+  std::map<pid_t, int> facts_reads_;
   int scans_ = 0;
 };
 

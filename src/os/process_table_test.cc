@@ -33,6 +33,22 @@ pid_t spawn(std::vector<std::string> argv, std::vector<std::string> env) {
   return pid;
 }
 
+// The last pid given: a process started just now has it (nothing else on this machine is
+// expected to start in between, but anything that does only makes it larger), and the next
+// reading is no lower unless pids wrapped.
+TEST(LinuxProcessTable, TheLastPidGivenIsTheNewestProcesssOrLater) {
+  auto table = make_linux_process_table();
+  auto before = table->last_pid();
+  ASSERT_TRUE(before);
+  pid_t child = spawn({"/bin/true"}, {});
+  auto after = table->last_pid();
+  ASSERT_TRUE(after);
+  ::waitpid(child, nullptr, 0);
+  if (*after < *before) GTEST_SKIP() << "pids wrapped between the readings";
+  EXPECT_GE(*after, child);
+  EXPECT_GT(child, *before);
+}
+
 TEST(LinuxProcessTable, ListsAndDescribesThisProcess) {
   auto table = make_linux_process_table();
   auto pids = table->pids();

@@ -51,7 +51,7 @@ StrayProcess CleanupSweep::describe(const os::ProcessFacts& facts) {
                       table_.cmdline(facts.pid)};
 }
 
-void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted) {
+void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted, int64_t now_ms) {
   std::unordered_map<std::string_view, std::vector<size_t>> by_run;
   uint64_t oldest = UINT64_MAX;
   for (size_t i = 0; i < targets_.size(); ++i) {
@@ -65,12 +65,26 @@ void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted) {
     }
   };
 
+  // Read before the listing: a process made after this reading has a pid above it.
+  const std::optional<pid_t> last_pid = table_.last_pid();
+  const bool known = known_last_pid_ && last_pid && *last_pid >= *known_last_pid_ &&
+                     now_ms >= known_at_ms_ && now_ms - known_at_ms_ <= kKnownStartsMs;
+  std::unordered_map<pid_t, uint64_t> starts;
   for (pid_t pid : table_.pids()) {
+    if (known) {
+      auto seen = known_starts_.find(pid);
+      const bool given_since = pid > *known_last_pid_ && pid <= *last_pid;
+      if (seen != known_starts_.end() && !given_since && seen->second < oldest) {
+        starts.emplace(pid, seen->second);  // the same old process: nothing of it to read
+        continue;
+      }
+    }
     auto facts = table_.facts(pid);
     if (!facts) {  // vanished before we learnt when it started or whose it was
       taint(UINT64_MAX);
       continue;
     }
+    starts.emplace(pid, facts->start_ticks);
     if (facts->zombie || pid == 2 || facts->ppid == 2) continue;  // dead, or a kernel thread
     if (facts->start_ticks < oldest) continue;
     if (only_uid_ && facts->uid != *only_uid_) continue;
@@ -89,6 +103,9 @@ void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted) {
       if (facts->start_ticks >= targets_[i].target.started_ticks) found.push_back({i, *facts});
     }
   }
+  known_starts_ = std::move(starts);
+  known_last_pid_ = last_pid;
+  known_at_ms_ = now_ms;
 }
 
 void CleanupSweep::signal_found(Pending& pending, const std::vector<const os::ProcessFacts*>& mine,
@@ -132,7 +149,7 @@ std::vector<CleanupOutcome> CleanupSweep::step(int64_t now_ms) {
 
   std::vector<Found> found;
   std::vector<bool> tainted(targets_.size(), false);
-  scan(found, tainted);
+  scan(found, tainted, now_ms);
   std::vector<std::vector<const os::ProcessFacts*>> mine(targets_.size());
   for (const Found& f : found) mine[f.target].push_back(&f.facts);
 

@@ -202,6 +202,62 @@ TEST_F(CleanupTest, ProcessesOlderThanTheRunAreNeverTouchedEvenWithTheMarker) {
   EXPECT_TRUE(table_.signals_to(502).empty());
 }
 
+// With the table's last pid known, a scan reads again only the processes that may be new: one
+// read before (and older than every pending run) whose pid was not given out since is the same
+// process. The fixture's processes 1 and 100 are old; 2000-2002 are newer than the run.
+TEST_F(CleanupTest, AScanReadsOnlyTheProcessesThatMayBeNewSinceTheLastOne) {
+  table_.last_pid_value = 2002;
+  auto sweep = make();
+  sweep.add(target(), 0);
+  EXPECT_TRUE(sweep.step(0).empty());
+  EXPECT_EQ(table_.facts_reads(1), 1);
+  EXPECT_EQ(table_.facts_reads(100), 1);
+  const int reads_of_a_new_one = table_.facts_reads(2000);  // facts, and again after its environment
+  // A process of the run starts between the scans: its pid is given after the first reading.
+  table_.add(2003, 1, 1600, kUid, "7-1-abc");
+  table_.last_pid_value = 2003;
+  EXPECT_TRUE(sweep.step(50).empty());  // found and signalled: not confirmed
+  EXPECT_EQ(table_.facts_reads(1), 1) << "old, and its pid not given out since: not read again";
+  EXPECT_EQ(table_.facts_reads(100), 1);
+  EXPECT_EQ(table_.facts_reads(2000), 2 * reads_of_a_new_one) << "newer than the run: read by every scan";
+  EXPECT_EQ(table_.signals_to(2003), (std::vector<int>{SIGTERM}));
+  int64_t now = 100;
+  auto out = run_until_done(sweep, now, 5000);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].confirmed);
+  EXPECT_EQ(out[0].killed_total, 1);
+  EXPECT_EQ(table_.facts_reads(1), 1);
+}
+
+// An old process's pid given to a new process of the run between two scans is read again: the
+// pid is among those given since the first reading, or the last pid wrapped (it went down), or
+// the first scan is too long ago to know.
+TEST_F(CleanupTest, APidGivenOutAgainIsReadAgainWhateverTheLastPidDid) {
+  struct Case {
+    const char* what;
+    pid_t last_pid_then;
+    int64_t second_scan_ms;
+  };
+  for (const Case& c : {Case{"given since the first reading", 2005, 50},
+                        Case{"the last pid wrapped", 300, 50},
+                        Case{"the first scan too long ago", 2002, 50 + CleanupSweep::kKnownStartsMs + 1}}) {
+    FakeProcessTable table;
+    table.add(1, 0, 5, 0, "");
+    // Older than the run; its pid may lie above the last pid given (from before a wrap).
+    table.add(2002, 1, 5, kUid, "", "an old daemon");
+    table.last_pid_value = c.last_pid_then == 2005 ? 2001 : 2002;
+    CleanupSweep sweep(table, {50, 1000, 10'000}, kUid);
+    sweep.add(target(), 0);
+    EXPECT_TRUE(sweep.step(0).empty()) << c.what;
+    // 2002 exits; its pid goes to a process of the run.
+    table.add(2002, 1, 1600, kUid, "7-1-abc");
+    table.last_pid_value = c.last_pid_then;
+    sweep.step(c.second_scan_ms);
+    EXPECT_EQ(table.facts_reads(2002), 2) << c.what;
+    EXPECT_EQ(table.signals_to(2002), (std::vector<int>{SIGTERM})) << c.what;
+  }
+}
+
 TEST_F(CleanupTest, OtherUsersZombiesAndKernelThreadsAreSkipped) {
   table_.add(500, 1, 1200, 0, "7-1-abc");     // another user (root)
   table_.add(501, 1, 1200, kUid, "7-1-abc");  // a zombie

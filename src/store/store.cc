@@ -33,6 +33,19 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, bool read_on
 
 Status Store::transaction(const std::function<Status()>& fn) { return in_transaction(*db_, fn); }
 
+Status Store::read_snapshot(const std::function<Status()>& fn) {
+  if (auto began = db_->exec("BEGIN DEFERRED"); !began) return began;
+  // Ended however `fn` leaves (an exception included): nothing was written, so the end only
+  // lets the read lock go, and the next snapshot sees the store as it is then.
+  struct End {
+    Database& db;
+    ~End() {
+      if (!db.exec("COMMIT")) (void)db.exec("ROLLBACK");
+    }
+  } end{*db_};
+  return fn();
+}
+
 // finished_at is written when the job has one: a history imported as it was (the daemon
 // inserts pending or held jobs only). array_id 0 (a job alone) is written as NULL; an id that
 // names no array is refused by the foreign key: insert_array() first, in the same transaction.

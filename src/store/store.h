@@ -40,6 +40,9 @@ class Store {
 
   // Runs `fn` in one transaction: all its writes land together or not at all.
   Status transaction(const std::function<Status()>& fn);
+  // Runs `fn`'s reads in one read transaction: they all see the store as it was at its first
+  // read (one snapshot of the WAL), and the connection takes its read lock once, not per query.
+  Status read_snapshot(const std::function<Status()>& fn);
 
   // --- writes (inside transaction()) ---
   Result<int64_t> insert_job(const Job& job);  // returns the new id

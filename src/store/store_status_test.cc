@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "store/schema.h"
 #include "store/store.h"
@@ -55,6 +56,43 @@ TEST_F(StatusJobsTest, EveryActiveJobAndTheLatestFinishedWithTheirRuns) {
   EXPECT_TRUE(jobs->finished.empty());
   EXPECT_EQ(jobs->active.size(), 4u);
   EXPECT_EQ(jobs->finished_total, 4);
+}
+
+// GET /v1/status reads in one snapshot of the read-only connection: a change committed by the
+// daemon's connection while it reads is not seen halfway (a job listed as pending by one query
+// and as failed by the next); the next snapshot sees it, even after one that threw.
+TEST_F(StatusJobsTest, AReadSnapshotSeesOneMomentAndTheNextSeesTheChange) {
+  int64_t pending = seed_job(JobState::kPending);
+  auto reader = Store::open(path_, true);
+  ASSERT_TRUE(reader) << reader.error().message;
+  auto state_of = [&](int64_t id) {
+    auto job = (*reader)->find_job(id, false);
+    return job && *job ? (*job)->state : JobState::kSkipped;
+  };
+  auto read = (*reader)->read_snapshot([&]() -> Status {
+    EXPECT_EQ(state_of(pending), JobState::kPending);
+    auto failed = store_->transaction([&] { return store_->set_job_state(pending, JobState::kFailed, "", 7); });
+    EXPECT_TRUE(failed) << failed.error().message;
+    EXPECT_EQ(state_of(pending), JobState::kPending) << "the same snapshot";
+    auto jobs = (*reader)->status_jobs(10);
+    EXPECT_TRUE(jobs && ids_of(jobs->active) == Ids{pending} && jobs->finished.empty());
+    return ok();
+  });
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(state_of(pending), JobState::kFailed);
+
+  int64_t second = seed_job(JobState::kPending);
+  EXPECT_THROW((void)(*reader)->read_snapshot([&]() -> Status {
+                 EXPECT_EQ(state_of(second), JobState::kPending);
+                 throw std::runtime_error("a handler that throws");
+               }),
+               std::runtime_error);
+  ASSERT_TRUE(store_->transaction([&] { return store_->set_job_state(second, JobState::kFailed, "", 8); }));
+  read = (*reader)->read_snapshot([&]() -> Status {
+    EXPECT_EQ(state_of(second), JobState::kFailed) << "a fresh snapshot after the one that threw";
+    return ok();
+  });
+  EXPECT_TRUE(read) << read.error().message;
 }
 
 // What an ETA reads, without decoding whole specs: the same fields as a full load.
