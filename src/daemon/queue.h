@@ -352,6 +352,11 @@ private:
   void track(ActiveJob job);
   void untrack(int64_t job_id);
   Status make_job_dir(const Job& job);  // the job directory and its script snapshot
+  // Where a job just submitted (and tracked) starts at once, in its submit's own transaction
+  // (queue_submit_start.cc): only when the scheduler, seeing it alone, would start it now, and
+  // nothing else waits to be decided (no pass asked for, no ready job waiting for GPUs, no
+  // wake time come), so the start is exactly the one the next pass would make.
+  std::optional<sched::Start> start_at_submit(const ActiveJob& job);
 
   // The pass (queue_pass.cc).
   // What evaluating the changed jobs asks of the pass, done after the walk.

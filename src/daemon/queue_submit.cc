@@ -261,6 +261,12 @@ Result<Submitted> Queue::submit(JobSpec spec) {
   job.state = job.spec.hold ? JobState::kHeld : JobState::kPending;
   job.submitted_at_ms = world_.now_ms();
   job.queue_order = next_order_ + kOrderStep;
+  // A job that an idle GPU can take now starts in this transaction: its submit and its start
+  // are on record with one fsync, and the run begins before the answer leaves.
+  bool tracked = false;
+  std::optional<sched::Start> start;
+  std::optional<RunLifecycle::PreparedStart> prepared;
+  std::string refused;  // why the machine refused that start (tried again by the pass)
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_job(job);
     if (!id) return tl::unexpected(id.error());
@@ -269,14 +275,47 @@ Result<Submitted> Queue::submit(JobSpec spec) {
     nlohmann::json data = {{"gpus", job.spec.gpus}, {"priority", job.spec.priority}};
     if (!job.spec.name.empty()) data["name"] = job.spec.name;
     if (job.spec.hold) data["held"] = true;
-    return add_event("job.submitted", job.id, std::nullopt, data);
+    if (auto st = add_event("job.submitted", job.id, std::nullopt, data); !st) return st;
+    if (job.state != JobState::kPending) return ok();
+    auto active = make_active(job.id, job);
+    if (!active) return ok();  // tracked after the commit, as any job
+    track(std::move(*active));
+    tracked = true;
+    start = start_at_submit(active_.at(job.id));
+    if (!start) return ok();
+    auto p = runs_->prepare_in_commit(job.id, start->slots);
+    if (!p) {
+      refused = p.error().message;
+      return ok();
+    }
+    prepared = std::move(*p);
+    return runs_->record_in_commit(*prepared);
   });
-  if (!committed) return tl::unexpected(unavailable(committed.error()));
+  if (!committed) {
+    if (prepared) {
+      runs_->drop_uncommitted(std::move(*prepared));
+    } else if (start) {
+      free_slots(job.id, start->slots, active_.at(job.id).lanes);
+    }
+    if (tracked) untrack(job.id);
+    return tl::unexpected(unavailable(committed.error()));
+  }
   next_order_ = job.queue_order;
-  auto active = make_active(job.id, job);
-  if (active) track(std::move(*active));
-  request_pass();
+  if (!tracked) {
+    if (auto active = make_active(job.id, job)) track(std::move(*active));
+  }
   job.reason = job.spec.hold ? "held (gpuq release)" : "waiting for the scheduler";
+  if (prepared) {
+    int slots = static_cast<int>(prepared->slots.size());
+    int64_t started_at = prepared->run.started_at_ms;
+    runs_->begin_committed(std::move(*prepared));
+    users_.note_started(job.id, active_.at(job.id).owner, slots, started_at);
+    job.state = JobState::kRunning;
+    job.reason.clear();
+  } else if (start) {
+    runs_->start_refused(job.id, start->slots, refused);
+  }
+  request_pass();
   return Submitted{std::move(job), false};
 }
 

@@ -147,9 +147,13 @@ TEST_F(QueueTest, AFarNotBeforeWaitsWithoutSpinning) {
 
 TEST_F(QueueTest, AStartThatCannotBeRecordedDropsItsShimAndKeepsTheJob) {
   start();
-  // The submit's commit works; the start's, in the pass that follows, fails.
-  world_->fail_commits(1, "database or disk is full", /*after=*/1);
+  // The job waits (drained); the undrain's commit works, the start's, in the pass that
+  // follows, fails.
+  ASSERT_TRUE(queue_->set_draining(true));
   int64_t id = submit(command("true"));
+  world_->fail_commits(1, "database or disk is full", /*after=*/1);
+  ASSERT_TRUE(queue_->set_draining(false));
+  world_->run();
   ASSERT_EQ(world_->shims().size(), 1u);
   EXPECT_TRUE(world_->shims()[0]->dropped) << "never released: its job never ran";
   EXPECT_FALSE(world_->shims()[0]->released);
@@ -421,10 +425,13 @@ TEST_F(QueueTest, AnEventTheFleetAgentSawIsRecordedForItsJob) {
 
 TEST_F(QueueTest, StartsOfOnePassAreRecordedInOneCommitBeforeAnyRelease) {
   start("fake:2");
-  // Both submits are answered before the pass that they ask for runs.
+  // Both jobs wait (drained) for the pass that the undrain asks for.
+  ASSERT_TRUE(queue_->set_draining(true));
   auto a = queue_->submit(command("true"));
   auto b = queue_->submit(command("true"));
   ASSERT_TRUE(a && b);
+  world_->run();
+  ASSERT_TRUE(queue_->set_draining(false));
   int commits_before_pass = world_->commits();
   world_->run();
   EXPECT_EQ(world_->commits(), commits_before_pass + 1) << "one transaction for both starts";
@@ -443,9 +450,12 @@ TEST_F(QueueTest, StartsOfOnePassAreRecordedInOneCommitBeforeAnyRelease) {
 
 TEST_F(QueueTest, AFailedBatchOfStartsLeavesNothingAndEachStartIsTriedAlone) {
   start("fake:2");
+  ASSERT_TRUE(queue_->set_draining(true));
   auto a = queue_->submit(command("true"));
   auto b = queue_->submit(command("true"));
   ASSERT_TRUE(a && b);
+  world_->run();
+  ASSERT_TRUE(queue_->set_draining(false));
   // The batch's commit fails after its writes ran (rolled back), then the first start alone
   // fails too; the second alone works.
   world_->fail_commits(2);

@@ -49,6 +49,7 @@ class ReadyIndex {
   // Whether the job is among the ready ones under its current place in the queue.
   bool ready_as(const ActiveJob& job) const;
   bool marked(int64_t job_id) const { return marked_.count(job_id) != 0; }
+  size_t marked_count() const { return marked_.size(); }
 
   // What the pass decided: the job may start (and what the scheduler needs of it), or not.
   void set_ready(const ActiveJob& job);

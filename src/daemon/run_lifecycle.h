@@ -113,6 +113,38 @@ class RunLifecycle {
   // is dropped unreleased.
   void start(const std::vector<sched::Start>& starts);
 
+  // A start inside a transaction its caller commits (queue_submit.cc: a submit that finds an
+  // idle GPU starts its job in its own transaction, so the job and its start cost one fsync).
+  // prepare_in_commit() holds the GPUs, makes the run directory and launches the shim,
+  // unreleased, and writes nothing; on an error the GPUs stay held until start_refused()
+  // (after the commit: the job is tried again with backoff, as a pass's refused start) or the
+  // caller frees them (the commit failed). record_in_commit() writes the start. After the
+  // caller's commit, begin_committed() releases the shim; when it failed, drop_uncommitted()
+  // lets the shim go unreleased and frees the GPUs.
+  // A start up to its commit: the GPUs held, the run directory made and the shim launched,
+  // unreleased.
+  struct PreparedStart {
+    int64_t job_id = 0;
+    std::vector<int> slots;
+    std::vector<int> lanes;
+    Job job;
+    std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
+    bool resume = false;
+    std::vector<std::string> step_names;
+    std::optional<runner::ContainerRuntime> containers;
+    Run run;
+    std::unique_ptr<ShimProcess> shim;
+  };
+  Result<PreparedStart> prepare_in_commit(int64_t job_id, const std::vector<int>& slots) {
+    return prepare(job_id, slots);
+  }
+  Status record_in_commit(PreparedStart& start) { return record_start(start); }
+  void begin_committed(PreparedStart start) { begin_run(std::move(start)); }
+  void drop_uncommitted(PreparedStart start);
+  void start_refused(int64_t job_id, const std::vector<int>& slots, const std::string& why) {
+    start_failed(job_id, slots, why);
+  }
+
   // A cancel of a running job (run_stop.cc): the shim is asked to stop it at once, and the
   // cancel wins over a timeout or a preemption under way. Whether the cancel is on record yet
   // (it is retried until it is).
@@ -140,19 +172,6 @@ class RunLifecycle {
   void note_seen_gpus(int64_t job_id, std::vector<std::string> names, std::vector<int> indices);
 
  private:
-  // A start up to its commit: the run directory made and the shim launched, unreleased.
-  struct PreparedStart {
-    int64_t job_id = 0;
-    std::vector<int> slots;
-    std::vector<int> lanes;
-    Job job;
-    std::optional<Run> last;  // the newest run that began (Store::last_begun_run)
-    bool resume = false;
-    std::vector<std::string> step_names;
-    std::optional<runner::ContainerRuntime> containers;
-    Run run;
-    std::unique_ptr<ShimProcess> shim;
-  };
   // A run's end as it is recorded: computed, written inside a commit, then applied.
   struct Finish {
     int64_t job_id = 0;
@@ -165,6 +184,8 @@ class RunLifecycle {
 
   // Starting (run_start.cc).
   std::optional<PreparedStart> prepare_start(int64_t job_id, const std::vector<int>& slots);
+  // The start's preparation; on an error the GPUs stay held (start_failed frees them).
+  Result<PreparedStart> prepare(int64_t job_id, const std::vector<int>& slots);
   Status record_start(PreparedStart& start);  // the start's writes, inside a commit
   void begin_run(PreparedStart start);        // once on record: releases the shim
   void count_start(const Job& job, const Run& run);  // for /metrics

@@ -74,26 +74,30 @@ void RunLifecycle::start(const std::vector<sched::Start>& starts) {
 
 std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t job_id,
                                                                        const std::vector<int>& slots) {
+  if (!host_.active_job(job_id)) return std::nullopt;
+  auto prepared = prepare(job_id, slots);
+  if (!prepared) {
+    start_failed(job_id, slots, prepared.error().message);
+    return std::nullopt;
+  }
+  return std::move(*prepared);
+}
+
+Result<RunLifecycle::PreparedStart> RunLifecycle::prepare(int64_t job_id, const std::vector<int>& slots) {
   const ActiveJob* active = host_.active_job(job_id);
-  if (!active) return std::nullopt;
-  std::optional<PreparedStart> prepared(std::in_place);
-  PreparedStart& p = *prepared;
+  if (!active) return fail(Code::kNotFound, fmt::format("job {} is not tracked", job_id));
+  PreparedStart p;
   p.job_id = job_id;
   p.slots = slots;
   p.lanes = active->lanes;
   host_.hold_slots(job_id, slots, p.lanes);  // first: start_failed() frees exactly what was held
   auto job = host_.load_job(job_id, false);
-  if (!job) {
-    start_failed(job_id, slots, job.error().message);
-    return std::nullopt;
-  }
+  if (!job) return tl::unexpected(job.error());
   p.job = std::move(*job);
   auto last = store_.last_begun_run(job_id);
   auto last_number = store_.last_run_number(job_id);
-  if (!last || !last_number) {
-    start_failed(job_id, slots, !last ? last.error().message : last_number.error().message);
-    return std::nullopt;
-  }
+  if (!last) return tl::unexpected(last.error());
+  if (!last_number) return tl::unexpected(last_number.error());
   p.last = std::move(*last);
   // A job that yielded its GPUs resumes from its checkpoint.
   p.resume = p.last && p.last->outcome == RunOutcome::kPreempted &&
@@ -158,22 +162,16 @@ std::optional<RunLifecycle::PreparedStart> RunLifecycle::prepare_start(int64_t j
       created = tl::unexpected(runtime.error());
     }
   }
-  if (!created) {
-    start_failed(job_id, slots, created.error().message);
-    return std::nullopt;
-  }
+  if (!created) return tl::unexpected(created.error());
   run.run_id = context.run_id;
   auto shim = world_.launch_shim(run.run_dir, run.run_id, spec.run_as ? spec.run_as->login : "");
-  if (!shim) {
-    start_failed(job_id, slots, shim.error().message);
-    return std::nullopt;
-  }
+  if (!shim) return tl::unexpected(shim.error());
   p.shim = std::move(*shim);
   run.shim_pid = p.shim->pid();
   run.shim_start_ticks = p.shim->start_ticks();
   run.boot_id = places_.boot_id;
   run.started_at_ms = world_.now_ms();
-  return prepared;
+  return p;
 }
 
 Status RunLifecycle::record_start(PreparedStart& p) {
@@ -199,6 +197,11 @@ Status RunLifecycle::record_start(PreparedStart& p) {
   if (!p.resume) return ok();
   return host_.add_event("job.resumed", p.job_id, run.number,
                          {{"after_run", p.last->number}, {"preempted_by", p.last->preempted_by}});
+}
+
+void RunLifecycle::drop_uncommitted(PreparedStart p) {
+  // The shim is destroyed unreleased: it exits without running anything.
+  host_.free_slots(p.job_id, p.slots, p.lanes);
 }
 
 void RunLifecycle::begin_run(PreparedStart p) {
