@@ -104,7 +104,12 @@ void RunLifecycle::record_cleanup(int64_t run_row) {
     // The usual end: nothing to tell anyone, so no transaction of its own. The confirmation
     // rides in the next commit (most often the start that takes the freed GPU); lost in a
     // crash, it costs a sweep at the restart (recover_cleanups), never a wrong release.
-    host_.commit_later([this, run_row] { return store_.set_cleanup(run_row, store::CleanupState::kDone); });
+    // What the run's cgroup accounted for goes with it (lost with it in a crash).
+    host_.commit_later([this, run_row, usage = outcome.usage]() -> Status {
+      if (auto st = store_.set_cleanup(run_row, store::CleanupState::kDone); !st) return st;
+      if (!usage.cpu_usec && !usage.peak_bytes) return ok();
+      return store_.set_run_usage(run_row, usage.cpu_usec, usage.peak_bytes);
+    });
   } else if (auto committed = host_.commit([&]() -> Status {
     auto st = store_.set_cleanup(run_row, outcome.confirmed ? store::CleanupState::kDone
                                                              : store::CleanupState::kAttention);

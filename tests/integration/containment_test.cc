@@ -74,6 +74,26 @@ TEST(Containment, AnEscapedSleeperIsKilledByTheRunsCgroupAndItsCpuTimeRecorded) 
   h.stop();
 }
 
+// A run that left nothing behind ends without a cleanup event of its own (its confirmation
+// rides in the next commit): what its cgroup accounted for is recorded all the same.
+TEST(Containment, ACleanRunsCpuTimeIsRecordedToo) {
+  TestCgroup cg;
+  SKIP_WITHOUT_CGROUP(cg);
+  Harness h("fake:1");
+  write_config(h, cg.dir());
+  h.start();
+  int64_t id = h.submit_sh("i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) {
+    return j["runs"][0]["cpu_seconds"].is_number();
+  })) << h.show(id).dump();
+  EXPECT_GT(h.show(id)["runs"][0]["cpu_seconds"].get<double>(), 0.0);
+  for (const auto& e : h.events()) {
+    EXPECT_FALSE(e["kind"] == "job.cleanup" && e["job"] == id) << "a clean end has no event: " << e.dump();
+  }
+  h.stop();
+}
+
 TEST(Containment, ARunAdoptedByARestartedDaemonIsCleanedUpByItsCgroup) {
   TestCgroup cg;
   SKIP_WITHOUT_CGROUP(cg);
