@@ -15,6 +15,8 @@ namespace {
 // The retry timer's backoff while commits fail: 100 ms, doubling, at most 10 s.
 constexpr int64_t kStoreRetryFirstMs = 100;
 constexpr int64_t kStoreRetryMaxMs = 10'000;
+// How long commit_later()'s writes wait for a commit to ride in before they are committed alone.
+constexpr int64_t kLaterWritesWithinMs = 1'000;
 
 }  // namespace
 
@@ -30,6 +32,7 @@ Queue::Queue(World& world, store::Store& store, gpu::Inventory inventory, Config
       heartbeat_timer_(world.make_timer()),
       store_retry_timer_(world.make_timer()),
       gc_timer_(world.make_timer()),
+      later_timer_(world.make_timer()),
       holders_(inventory_.resources.size()),
       lane_used_(config_.lanes.size(), 0),
       health_(inventory_.resources.size()),
@@ -113,9 +116,7 @@ void Queue::commit_later(std::function<Status()> writes) {
   later_writes_.push_back(std::move(writes));
   if (later_flush_posted_) return;
   later_flush_posted_ = true;
-  // Posted twice: the first turn lets what is queued behind it now (the pass that a freed GPU
-  // asked for, which commits its starts) take the writes along.
-  world_.post([this] { world_.post([this] { flush_later_writes(); }); });
+  later_timer_->arm(world_.now_ms() + kLaterWritesWithinMs, [this] { flush_later_writes(); });
 }
 
 void Queue::flush_later_writes() {
@@ -292,6 +293,7 @@ void Queue::stop() {
   heartbeat_timer_->cancel();
   store_retry_timer_->cancel();
   gc_timer_->cancel();
+  later_timer_->cancel();
 }
 
 std::string JobWait::render(int64_t now_ms) const {

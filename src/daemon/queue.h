@@ -325,8 +325,9 @@ private:
   Status commit(const std::function<Status()>& fn);
   // Keeps `writes` to ride in the next commit's transaction rather than pay a transaction and
   // an fsync of their own: only for writes without events whose loss in a crash a restart
-  // repairs (e.g. a cleanup's confirmation: a restart sweeps again). If no commit comes before
-  // the actor's queue empties, they are committed alone, after what is queued now.
+  // repairs (e.g. a cleanup's confirmation: a restart sweeps again). If no commit comes within
+  // kLaterWritesWithinMs (a steady stream of jobs always brings one: the next submit or start),
+  // they are committed alone then; the daemon's stop takes them along.
   void commit_later(std::function<Status()> writes);
   void flush_later_writes();
   Status add_event(const std::string& kind, std::optional<int64_t> job, std::optional<int> run,
@@ -513,6 +514,7 @@ private:
   std::unique_ptr<Timer> heartbeat_timer_;
   std::unique_ptr<Timer> store_retry_timer_;   // the next try of what failed to commit
   std::unique_ptr<Timer> gc_timer_;            // the next prune by the daemon itself
+  std::unique_ptr<Timer> later_timer_;         // commit_later()'s writes, committed alone
   std::shared_ptr<GcRun> gc_running_;
   std::function<int64_t()> event_floor_;
 

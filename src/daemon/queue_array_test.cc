@@ -133,6 +133,7 @@ TEST_F(ArrayQueueTest, TheSameArrayAgainIsFoundAfterItsFirstElementWasPruned) {
   start("fake:4");
   SweepSubmitted array = queue_array("long", "0-2", "sleep 100");
   end_run(array.element_ids[0], 1, exited(0));
+  world_->advance(1'000);  // its cleanup's confirmation, committed alone within a second
   ASSERT_TRUE(store_->transaction([&] { return store_->prune_jobs({array.element_ids[0]}); }));
   JobSpec base = command("sleep 100", 0);
   base.name = "long";

@@ -479,6 +479,31 @@ TEST_F(QueueTest, AFailedBatchOfStartsLeavesNothingAndEachStartIsTriedAlone) {
   EXPECT_EQ(world_->failed_commits(), 2);
 }
 
+TEST_F(QueueTest, ACleanCleanupsRecordRidesInTheNextCommitOrIsCommittedAloneWithinASecond) {
+  start("fake:1");
+  auto pending_cleanups = [&] {
+    auto runs = store_->runs_in_cleanup(store::CleanupState::kPending);
+    EXPECT_TRUE(runs);
+    return runs ? runs->size() : 0;
+  };
+  int64_t a = submit(command("true"));
+  end_run(a, 1, exited(0));
+  EXPECT_EQ(pending_cleanups(), 1u) << "confirmed, kept for the next commit";
+  int commits = world_->commits();
+  int64_t b = submit(command("true"));
+  EXPECT_EQ(state(b), JobState::kRunning);
+  EXPECT_EQ(world_->commits(), commits + 1) << "the submit's own commit took it along";
+  EXPECT_EQ(pending_cleanups(), 0u);
+  end_run(b, 1, exited(0));
+  EXPECT_EQ(pending_cleanups(), 1u);
+  commits = world_->commits();
+  world_->advance(999);
+  EXPECT_EQ(pending_cleanups(), 1u);
+  world_->advance(1);
+  EXPECT_EQ(pending_cleanups(), 0u) << "committed alone once no commit came within a second";
+  EXPECT_EQ(world_->commits(), commits + 1);
+}
+
 TEST_F(QueueTest, EndsSeenTogetherAreRecordedInOneCommitBeforeTheListenerHears) {
   world_->set_auto_clean(false);  // no cleanup record commits meanwhile
   start("fake:2");
