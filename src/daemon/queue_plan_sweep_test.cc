@@ -160,7 +160,7 @@ TEST_F(PlanSweepQueueTest, APlansArrayKeepsItsSharedEnvironmentOnce) {
   int64_t second = outcome->jobs[0].element_ids.at(1);
   auto db = store::Database::open((dir_ / "gpuq.db").string(), true);
   ASSERT_TRUE(db);
-  auto row = (*db)->prepare("SELECT spec FROM jobs WHERE id = ?");
+  auto row = (*db)->prepare("SELECT COALESCE(NULLIF(spec, ''), (SELECT spec FROM job_specs WHERE job_specs.id = jobs.id)) FROM jobs WHERE id = ?");
   ASSERT_TRUE(row);
   row->bind(1, second);
   auto found = row->step();

@@ -105,7 +105,7 @@ TEST_F(SweepQueueTest, TheSharedEnvironmentIsKeptOnceAndEveryElementRunsWithIt) 
   int64_t second = submitted->element_ids[1];
   auto stored = store::Database::open((dir_ / "gpuq.db").string(), true);
   ASSERT_TRUE(stored);
-  auto row = (*stored)->prepare("SELECT spec FROM jobs WHERE id = ?");
+  auto row = (*stored)->prepare("SELECT COALESCE(NULLIF(spec, ''), (SELECT spec FROM job_specs WHERE job_specs.id = jobs.id)) FROM jobs WHERE id = ?");
   ASSERT_TRUE(row);
   row->bind(1, second);
   auto found = row->step();

@@ -18,6 +18,17 @@ EncodedSpec encode_spec_with_eta(const JobSpec& spec) {
   return {j.dump(), eta.dump()};
 }
 
+Status write_spec_apart(Database& db, int64_t job_id, const std::string& spec) {
+  if (!spec_kept_apart(spec)) {
+    auto removed = db.prepare("DELETE FROM job_specs WHERE id = ?");
+    if (!removed) return tl::unexpected(removed.error());
+    return removed->bind(1, job_id).run();
+  }
+  auto written = db.prepare("INSERT OR REPLACE INTO job_specs(id, spec) VALUES (?, ?)");
+  if (!written) return tl::unexpected(written.error());
+  return written->bind(1, job_id).bind(2, spec).run();
+}
+
 Result<Job> job_from_row(const Statement& row) {
   Job job;
   job.id = row.int64(0);
@@ -55,7 +66,8 @@ Result<Job> job_from_row(const Statement& row) {
 const std::string& job_columns(bool with_env) {
   static const std::string kWithout = [] {
     std::string columns = kJobColumns;
-    columns.replace(columns.find(", spec,"), 7, ", json_remove(spec, '$.env'),");
+    const std::string stored = kStoredSpec;
+    columns.replace(columns.find(stored), stored.size(), "json_remove(" + stored + ", '$.env')");
     columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
     return columns;
   }();

@@ -15,8 +15,18 @@
 
 namespace gpuq::store {
 
+// Where a job's spec is kept (schema 18). One longer than kInlineSpecMaxBytes is kept apart
+// from its job's row, in job_specs, with jobs.spec '': inline it would make the row spill into
+// overflow pages, which SQLite writes again whenever a change resizes the row (the state change
+// that ends a job wrote a 64 KiB script's 16 pages again). A shorter one stays in the row, read
+// without another lookup (a restart reads a million of them). kStoredSpec reads either.
+inline constexpr size_t kInlineSpecMaxBytes = 2048;
+inline constexpr const char* kStoredSpec =
+    "COALESCE(NULLIF(spec, ''), (SELECT spec FROM job_specs WHERE job_specs.id = jobs.id))";
 inline constexpr const char* kJobColumns =
-    "id, name, state, priority, queue_order, gpus, spec, reason, submitted_at, finished_at, "
+    "id, name, state, priority, queue_order, gpus, "
+    "COALESCE(NULLIF(spec, ''), (SELECT spec FROM job_specs WHERE job_specs.id = jobs.id)), "
+    "reason, submitted_at, finished_at, "
     "lost_count, retry_at, retry_base, conditions_false_since, user, array_id, steps_from_start, "
     // An element of an array keeps only its own variables (docs/sweeps.md): the environment
     // every element shares is its array's, kept once in arrays.base.
@@ -35,6 +45,11 @@ struct EncodedSpec {
   std::string eta;
 };
 EncodedSpec encode_spec_with_eta(const JobSpec& spec);
+// What jobs.spec holds for `spec`: the spec, or '' when it is kept in job_specs.
+inline bool spec_kept_apart(const std::string& spec) { return spec.size() > kInlineSpecMaxBytes; }
+// Inside a transaction, after the job's row is written with jobs.spec as spec_kept_apart says:
+// job_specs holds the spec when it is kept apart, and nothing for the job otherwise.
+Status write_spec_apart(Database& db, int64_t job_id, const std::string& spec);
 
 // A job from a row of kJobColumns (or job_columns(false)), its runs left empty.
 Result<Job> job_from_row(const Statement& row);

@@ -9,7 +9,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 17> kMigrations = {
+constexpr std::array<const char*, 18> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -316,6 +316,18 @@ CREATE INDEX jobs_eta ON jobs(id, state, name, priority, queue_order, gpus, retr
     R"sql(
 CREATE INDEX jobs_pending_single ON jobs(priority, queue_order, id)
   WHERE state = 'pending' AND array_id IS NULL;
+)sql",
+    // 18: a long spec apart from its job's row (store/rows.h, kInlineSpecMaxBytes: 2048 bytes):
+    // a spec holds the job's script, and a row that spills into overflow pages is written whole
+    // again by every change that resizes it. job_specs holds those specs, jobs.spec is '' for
+    // them; a spec goes with its job (ON DELETE CASCADE).
+    R"sql(
+CREATE TABLE job_specs (
+  id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  spec TEXT NOT NULL
+);
+INSERT INTO job_specs(id, spec) SELECT id, spec FROM jobs WHERE length(CAST(spec AS BLOB)) > 2048;
+UPDATE jobs SET spec = '' WHERE id IN (SELECT id FROM job_specs);
 )sql",
 };
 

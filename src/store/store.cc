@@ -64,7 +64,7 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(3, job.spec.priority)
       .bind(4, job.queue_order)
       .bind(5, job.spec.gpus)
-      .bind(6, encoded.spec)
+      .bind(6, spec_kept_apart(encoded.spec) ? std::string() : encoded.spec)
       .bind(7, job.reason)
       .bind(8, job.submitted_at_ms)
       .bind(9, job.lost_count)
@@ -73,7 +73,10 @@ Result<int64_t> Store::insert_job(const Job& job) {
       .bind(12, job.array_id ? std::optional<int64_t>(job.array_id) : std::nullopt)
       .bind(13, encoded.eta);
   if (auto st = stmt->run(); !st) return tl::unexpected(st.error());
-  return db_->last_insert_rowid();
+  int64_t id = db_->last_insert_rowid();
+  if (!spec_kept_apart(encoded.spec)) return id;
+  if (auto st = write_spec_apart(*db_, id, encoded.spec); !st) return tl::unexpected(st.error());
+  return id;
 }
 
 Status Store::set_job_state(int64_t job_id, JobState state, const std::string& reason,
@@ -159,7 +162,9 @@ Status Store::set_spec(int64_t job_id, const JobSpec& spec) {
   auto stmt = db_->prepare("UPDATE jobs SET spec = ?, eta = ? WHERE id = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   EncodedSpec encoded = encode_spec_with_eta(spec);
-  return stmt->bind(1, encoded.spec).bind(2, encoded.eta).bind(3, job_id).run();
+  std::string inline_spec = spec_kept_apart(encoded.spec) ? std::string() : encoded.spec;
+  if (auto st = stmt->bind(1, inline_spec).bind(2, encoded.eta).bind(3, job_id).run(); !st) return st;
+  return write_spec_apart(*db_, job_id, encoded.spec);
 }
 
 Status Store::set_queue_position(int64_t job_id, int priority, int64_t queue_order) {

@@ -3,6 +3,7 @@
 #include "store/store_fixture.h"
 
 #include <filesystem>
+#include <functional>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -331,6 +332,118 @@ TEST_F(StoreTest, RunsKeepTheirMarkerPeakPreemptionAndCleanupState) {
   EXPECT_EQ((*footprint)->runs, 1);
   EXPECT_FALSE(*store_->learned_footprint("eval"));
   EXPECT_EQ(*store_->footprint_names(), std::vector<std::string>{"train"});
+}
+
+// Schema 18 keeps a long spec apart from its job's row: a store of version 17 keeps every
+// job's spec, the long ones move to job_specs, and a pruned job takes its spec with it.
+TEST_F(StoreTest, AVersionSeventeenStoreKeepsItsLongSpecsApartFromTheJobs) {
+  store_.reset();
+  std::filesystem::remove(path_);
+  const std::string script(3000, '#');
+  {
+    auto db = Database::open(path_, false);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(migrate(**db, 17));
+    ASSERT_TRUE((*db)->exec(
+        "INSERT INTO jobs(id, name, state, priority, queue_order, gpus, spec, submitted_at, "
+        "finished_at) VALUES "
+        "(1, 'a', 'succeeded', 50, 1, 0, '{\"cwd\":\"/a\",\"script\":{\"name\":\"a.sh\","
+        "\"text\":\"" + script + "\"}}', 5, 9), "
+        "(2, NULL, 'pending', 10, 2, 1, '{\"cwd\":\"/b\",\"argv\":[\"false\"],"
+        "\"env\":{\"K\":\"v\"}}', 6, NULL);"));
+  }
+  auto reopened = Store::open(path_, false);
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  Store& store = **reopened;
+  auto first = store.find_job(1);
+  auto second = store.find_job(2);
+  ASSERT_TRUE(first && second) << (first ? second.error().message : first.error().message);
+  ASSERT_TRUE(*first && *second);
+  EXPECT_EQ((*first)->spec.script_text, script);
+  EXPECT_EQ((*second)->spec.argv, std::vector<std::string>{"false"});
+  EXPECT_EQ((*second)->spec.env.at("K"), "v");
+  auto ids_of = [&](const std::string& sql) {
+    std::vector<int64_t> ids;
+    auto db = Database::open(path_, true);
+    EXPECT_TRUE(db);
+    auto rows = (*db)->prepare(sql);
+    EXPECT_TRUE(rows);
+    while (rows && *rows->step()) ids.push_back(rows->int64(0));
+    return ids;
+  };
+  EXPECT_EQ(ids_of("SELECT id FROM job_specs ORDER BY id"), std::vector<int64_t>{1});
+  EXPECT_EQ(ids_of("SELECT id FROM jobs WHERE spec = '' ORDER BY id"), std::vector<int64_t>{1});
+  ASSERT_TRUE(store.transaction([&] { return store.prune_jobs({1}); }));
+  EXPECT_TRUE(ids_of("SELECT id FROM job_specs").empty()) << "the pruned job's spec went with it";
+}
+
+// A spec that grows long moves apart, and one that becomes short comes back into its row.
+TEST_F(StoreTest, ASpecChangedToLongOrShortIsKeptWhereItsLengthSays) {
+  int64_t id = seed_job(JobState::kPending);
+  JobSpec spec = (*store_->find_job(id))->spec;
+  spec.script_name = "long.sh";
+  spec.script_text = std::string(5000, '#');
+  ASSERT_TRUE(store_->transaction([&] { return store_->set_spec(id, spec); }));
+  EXPECT_EQ((*store_->find_job(id))->spec.script_text, spec.script_text);
+  auto db = Database::open(path_, true);
+  ASSERT_TRUE(db);
+  auto count = [&](const std::string& sql) {
+    auto row = (*db)->prepare(sql);
+    EXPECT_TRUE(row && *row->step());
+    return row ? row->int64(0) : -1;
+  };
+  EXPECT_EQ(count("SELECT COUNT(*) FROM job_specs"), 1);
+  spec.script_text = "true";
+  ASSERT_TRUE(store_->transaction([&] { return store_->set_spec(id, spec); }));
+  EXPECT_EQ((*store_->find_job(id))->spec.script_text, "true");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM job_specs"), 0);
+  EXPECT_EQ(count("SELECT length(spec) > 0 FROM jobs"), 1);
+}
+
+// The pages one transaction adds to the write-ahead log (4 KiB each, plus a 24-byte header).
+int64_t wal_frames_of(const std::string& path, Store& store, const std::function<Status()>& writes) {
+  auto db = Database::open(path, false);
+  EXPECT_TRUE(db && (*db)->exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+  std::error_code error;
+  auto before = std::filesystem::file_size(path + "-wal", error);
+  if (error) before = 0;
+  EXPECT_TRUE(store.transaction(writes));
+  auto after = std::filesystem::file_size(path + "-wal");
+  return static_cast<int64_t>(after > before ? after - before : 0) / (4096 + 24);
+}
+
+TEST_F(StoreTest, AStateChangeOfAJobWithALongScriptWritesItsSmallRowNotItsScript) {
+  Job job;
+  job.state = JobState::kPending;
+  job.spec.cwd = "/tmp";
+  job.spec.script_name = "train.sh";
+  job.spec.script_text = "#!/bin/bash\n" + std::string(64 * 1024, '#') + "\ntrue\n";
+  job.submitted_at_ms = 1;
+  int64_t id = 0;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(job);
+    if (!inserted) return tl::unexpected(inserted.error());
+    id = *inserted;
+    return ok();
+  }));
+  // Each change: the jobs row's page and those of the indexes on its state, where the 64 KiB
+  // script alone is 16 pages. (SQLite writes a row whose size is unchanged in place, only the
+  // pages that differ: pending -> running did not rewrite the script even beside the state;
+  // a change of size, as to succeeded with its finish time, rewrote all of it.)
+  int64_t started = wal_frames_of(path_, *store_, [&] {
+    return store_->set_job_state(id, JobState::kRunning, "", std::nullopt);
+  });
+  int64_t finished = wal_frames_of(path_, *store_, [&] {
+    return store_->set_job_state(id, JobState::kSucceeded, "", 1'000);
+  });
+  EXPECT_GT(started, 0);
+  EXPECT_LE(started, 6) << "the start wrote " << started << " pages";
+  EXPECT_GT(finished, 0);
+  EXPECT_LE(finished, 6) << "the end wrote " << finished << " pages";
+  auto read = store_->find_job(id);
+  ASSERT_TRUE(read && *read);
+  EXPECT_EQ((*read)->spec.script_text, job.spec.script_text);
+  EXPECT_EQ((*read)->state, JobState::kSucceeded);
 }
 
 }  // namespace
