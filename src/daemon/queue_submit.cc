@@ -307,9 +307,9 @@ Result<Submitted> Queue::submit(JobSpec spec) {
   job.reason = job.spec.hold ? "held (gpuq release)" : "waiting for the scheduler";
   if (prepared) {
     int slots = static_cast<int>(prepared->slots.size());
-    int64_t started_at = prepared->run.started_at_ms;
+    job.runs.push_back(prepared->run);  // the answer shows the run it began
     runs_->begin_committed(std::move(*prepared));
-    users_.note_started(job.id, active_.at(job.id).owner, slots, started_at);
+    users_.note_started(job.id, active_.at(job.id).owner, slots, job.runs.back().started_at_ms);
     job.state = JobState::kRunning;
     job.reason.clear();
   } else if (start) {

@@ -19,6 +19,9 @@ TEST_F(QueueTest, ASubmitOnAnIdleGpuStartsItsJobInItsOwnCommit) {
   int64_t id = submitted->job.id;
   EXPECT_EQ(world_->commits(), before + 1) << "the job and its start in one transaction";
   EXPECT_EQ(submitted->job.state, JobState::kRunning) << "the answer says what happened";
+  ASSERT_EQ(submitted->job.runs.size(), 1u) << "and shows the run it began";
+  EXPECT_EQ(submitted->job.runs[0].number, 1);
+  EXPECT_EQ(submitted->job.runs[0].outcome, RunOutcome::kRunning);
   ASSERT_NE(shim(id, 1), nullptr);
   EXPECT_TRUE(shim(id, 1)->released);
   EXPECT_EQ(shim(id, 1)->commits_at_release, before + 1) << "released only once on record";
