@@ -267,6 +267,19 @@ Result<Submitted> Queue::submit(JobSpec spec) {
   std::optional<sched::Start> start;
   std::optional<RunLifecycle::PreparedStart> prepared;
   std::string refused;  // why the machine refused that start (tried again by the pass)
+  // What the attempt did in memory, undone when its transaction did not commit.
+  auto undo = [&] {
+    if (prepared) {
+      runs_->drop_uncommitted(std::move(*prepared));
+    } else if (start) {
+      free_slots(job.id, start->slots, active_.at(job.id).lanes);  // a refused start's GPUs
+    }
+    prepared.reset();
+    start.reset();
+    refused.clear();
+    if (tracked) untrack(job.id);
+    tracked = false;
+  };
   auto committed = commit([&]() -> Status {
     auto id = store_.insert_job(job);
     if (!id) return tl::unexpected(id.error());
@@ -292,12 +305,7 @@ Result<Submitted> Queue::submit(JobSpec spec) {
     return runs_->record_in_commit(*prepared);
   });
   if (!committed) {
-    if (prepared) {
-      runs_->drop_uncommitted(std::move(*prepared));
-    } else if (start) {
-      free_slots(job.id, start->slots, active_.at(job.id).lanes);
-    }
-    if (tracked) untrack(job.id);
+    undo();
     return tl::unexpected(unavailable(committed.error()));
   }
   next_order_ = job.queue_order;

@@ -55,6 +55,35 @@ TEST_F(QueueTest, ASubmitWhoseStartCannotBeRecordedLeavesNothingAndIsRefused) {
   EXPECT_EQ(count("job.submitted"), 1);
 }
 
+// Writes kept for the next commit (a quiet cleanup's confirmation) that fail are kept again and
+// the submit commits alone: its job starts once, on one GPU, and the kept writes land later.
+TEST_F(QueueTest, KeptWritesThatFailDoNotHoldBackASubmitOrItsStart) {
+  start("fake:2");
+  int64_t first = submit(command("true"));
+  end_run(first, 1, exited(0));  // its quiet cleanup's confirmation waits for the next commit
+  auto db = store::Database::open((dir_ / "gpuq.db").string(), false);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE((*db)->exec("CREATE TRIGGER refuse_cleanup BEFORE UPDATE OF cleanup ON runs "
+                          "BEGIN SELECT RAISE(ABORT, 'injected'); END;"));
+  ASSERT_EQ(store_->runs_in_cleanup(store::CleanupState::kPending)->size(), 1u);
+  auto submitted = queue_->submit(command("true"));
+  ASSERT_TRUE(submitted) << submitted.error().message;
+  ASSERT_TRUE((*db)->exec("DROP TRIGGER refuse_cleanup"));
+  EXPECT_EQ(store_->runs_in_cleanup(store::CleanupState::kPending)->size(), 1u) << "kept again";
+  int64_t id = submitted->job.id;
+  EXPECT_EQ(submitted->job.state, JobState::kRunning);
+  EXPECT_EQ(count("job.submitted", id), 1);
+  EXPECT_EQ(count("job.started", id), 1);
+  int released = 0;
+  for (const auto& shim : world_->shims()) released += shim->released;
+  EXPECT_EQ(released, 2) << "the first job's shim and one of this job's";
+  ASSERT_EQ(job(id).runs.size(), 1u);
+  end_run(id, job(id).runs[0].number, exited(0));
+  world_->advance(1'000);
+  EXPECT_EQ(queue_->spare_gpus(), 2);
+  EXPECT_TRUE(store_->runs_in_cleanup(store::CleanupState::kPending)->empty()) << "the kept writes landed";
+}
+
 TEST_F(QueueTest, ASubmitThatTheMachineCannotStartStaysPendingAndIsTriedAgain) {
   start("fake:1");
   world_->fail_launches(1);

@@ -113,14 +113,6 @@ class RunLifecycle {
   // is dropped unreleased.
   void start(const std::vector<sched::Start>& starts);
 
-  // A start inside a transaction its caller commits (queue_submit.cc: a submit that finds an
-  // idle GPU starts its job in its own transaction, so the job and its start cost one fsync).
-  // prepare_in_commit() holds the GPUs, makes the run directory and launches the shim,
-  // unreleased, and writes nothing; on an error the GPUs stay held until start_refused()
-  // (after the commit: the job is tried again with backoff, as a pass's refused start) or the
-  // caller frees them (the commit failed). record_in_commit() writes the start. After the
-  // caller's commit, begin_committed() releases the shim; when it failed, drop_uncommitted()
-  // lets the shim go unreleased and frees the GPUs.
   // A start up to its commit: the GPUs held, the run directory made and the shim launched,
   // unreleased.
   struct PreparedStart {
@@ -135,6 +127,14 @@ class RunLifecycle {
     Run run;
     std::unique_ptr<ShimProcess> shim;
   };
+  // A start inside a transaction its caller commits (queue_submit.cc: a submit that finds an
+  // idle GPU starts its job in its own transaction, so the job and its start cost one fsync).
+  // prepare_in_commit() holds the GPUs, makes the run directory and launches the shim,
+  // unreleased, and writes nothing; on an error the GPUs stay held until start_refused()
+  // (after the commit: the job is tried again with backoff, as a pass's refused start) or the
+  // caller frees them (the commit failed). record_in_commit() writes the start. After the
+  // caller's commit, begin_committed() releases the shim; when it failed, drop_uncommitted()
+  // lets the shim go unreleased and frees the GPUs.
   Result<PreparedStart> prepare_in_commit(int64_t job_id, const std::vector<int>& slots) {
     return prepare(job_id, slots);
   }
