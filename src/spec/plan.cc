@@ -134,6 +134,7 @@ PlanCheck PlanChecker::run(std::string_view text) {
   out_.specs.reserve(jobs.size());  // JobSpec's move may throw: growing would copy them
   out_.jobs.reserve(jobs.size());
   out_.sweeps.reserve(jobs.size());
+  // Each entry becomes its job's request in place (build_job): jobs is read no more after.
   for (size_t i = 0; i < jobs.size(); ++i) build_job(jobs[i], JsonLines::child(jobs_pointer, i));
   check_element_names();
   check_dependencies();
@@ -213,55 +214,62 @@ void PlanChecker::read_deps(const json& entry, const std::string& pointer, json&
   }
 }
 
-// The fields an entry sets itself: pass-through submit fields plus deps, est_hours, command.
-json PlanChecker::plan_fields(const json& entry, const std::string& pointer, const std::string& id,
-                              std::vector<DependencyRef>& refs) {
-  json fields = json::object();
+// The fields an entry sets itself, turned in place into submit-request fields: "deps",
+// "est_hours" and "command" become the fields they stand for; the rest stay as written.
+void PlanChecker::take_plan_fields(json& entry, const std::string& pointer, const std::string& id,
+                                   std::vector<DependencyRef>& refs) {
   for (const auto& [key, value] : entry.items()) {
-    std::string at = JsonLines::child(pointer, key);
     if (kPlanOnlyKeys.count(key)) continue;
     if (key == "name") {
-      error(path_, line(at),
+      error(path_, line(JsonLines::child(pointer, key)),
             fmt::format("job '{}': a plan names jobs by \"id\"; remove \"name\"", id));
     } else if (key == "source") {
-      error(path_, line(at),
+      error(path_, line(JsonLines::child(pointer, key)),
             fmt::format("job '{}': \"source\" is set by gpuq (plan file and line); remove it", id));
-    } else {
-      fields[key] = value;
-      if (kDependencyFields.count(key)) plan_refs(key, value, at, refs);
+    } else if (kDependencyFields.count(key)) {
+      plan_refs(key, value, JsonLines::child(pointer, key), refs);
     }
   }
-  read_deps(entry, pointer, fields, refs);
+  read_deps(entry, pointer, entry, refs);
   if (entry.contains("est_hours")) {
     const json& hours = entry["est_hours"];
-    int at = line(JsonLines::child(pointer, "est_hours"));
     if (!hours.is_number() || !std::isfinite(hours.get<double>()) || hours.get<double>() < 0 ||
         hours.get<double>() > kMaxEstHours) {
-      error(path_, at,
+      error(path_, line(JsonLines::child(pointer, "est_hours")),
             fmt::format("job '{}': \"est_hours\" must be a number of hours, such as 1.5 (at "
                         "most {}, a hundred years)",
                         id, kMaxEstHours));
     } else if (entry.contains("est") || entry.contains("est_ms")) {
-      error(path_, at, fmt::format("job '{}': give \"est_hours\" or \"est\", not both", id));
+      error(path_, line(JsonLines::child(pointer, "est_hours")),
+            fmt::format("job '{}': give \"est_hours\" or \"est\", not both", id));
     } else {
-      fields["est_ms"] = std::llround(hours.get<double>() * 3'600'000.0);
+      entry["est_ms"] = std::llround(hours.get<double>() * 3'600'000.0);
     }
   }
   if (entry.contains("command")) {
-    std::string at = JsonLines::child(pointer, "command");
     auto argv = string_list(entry["command"]);
     if (!argv || !entry["command"].is_array() || argv->empty()) {
-      error(path_, line(at),
+      error(path_, line(JsonLines::child(pointer, "command")),
             fmt::format(
                 "job '{}': \"command\" must be a non-empty list, as in [\"python\", \"eval.py\"]",
                 id));
     } else if (entry.contains("argv")) {
-      error(path_, line(at), fmt::format("job '{}': give \"command\" or \"argv\", not both", id));
+      error(path_, line(JsonLines::child(pointer, "command")),
+            fmt::format("job '{}': give \"command\" or \"argv\", not both", id));
     } else {
-      fields["argv"] = *argv;
+      entry["argv"] = std::move(*argv);
     }
   }
-  return fields;
+}
+
+WrittenKeys::WrittenKeys(const json& entry) {
+  for (const auto& [key, value] : entry.items()) {  // in key order: sorted
+    if (!kPlanOnlyKeys.count(key) && key != "name" && key != "source") keys_.push_back(key);
+  }
+}
+
+bool WrittenKeys::contains(const std::string& key) const {
+  return std::binary_search(keys_.begin(), keys_.end(), key);
 }
 
 const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
@@ -313,16 +321,16 @@ json PlanChecker::script_request(const json& entry, const std::string& pointer,
   return {{"name", script_path}, {"text", text}, {"args", args}};
 }
 
-// Reads the entry's script (snapshot into `request`) and its headers; false when unusable.
-bool PlanChecker::read_job_script(const json& entry, const std::string& pointer,
-                                  const std::string& id, json& request, HeaderFields& headers,
-                                  std::string& script_path) {
+// Reads the entry's script (its snapshot replaces the entry's "script") and points `headers`
+// at its headers; nullptr when it cannot be read (reported).
+const PlanChecker::ReadScript* PlanChecker::read_job_script(json& entry, const std::string& pointer,
+                                                            const std::string& id,
+                                                            std::string& script_path) {
   std::string what = fmt::format("job '{}'", id);
   const ReadScript* read = read_entry_script(entry, pointer, what, ScriptRole::kJob, script_path);
-  if (!read) return false;
-  headers = read->scan.headers;
-  request["script"] = script_request(entry, pointer, what, script_path, *read->text);
-  return read->scan.errors.empty();
+  if (!read) return nullptr;
+  entry["script"] = script_request(entry, pointer, what, script_path, *read->text);
+  return read;
 }
 
 const PlanChecker::ReadScript& PlanChecker::read_once(const std::string& path, ScriptRole role) {
@@ -333,7 +341,7 @@ const PlanChecker::ReadScript& PlanChecker::read_once(const std::string& path, S
   return scripts_.emplace(key, std::move(read)).first->second;
 }
 
-void PlanChecker::build_job(const json& entry, const std::string& pointer) {
+void PlanChecker::build_job(json& entry, const std::string& pointer) {
   int job_line = line(pointer);
   if (!entry.is_object())
     return error(path_, job_line, "each job must be an object with an \"id\"");
@@ -353,13 +361,18 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
   }
   id_lines_.emplace(id, job_line);
 
-  BuiltJob job{id, job_line, json::object(), {}};
+  // The entry becomes the job's submit request in place: nothing of it is copied.
+  BuiltJob job{id, job_line, json(), {}};
+  json& request = entry;
   PlanJob info;
   info.id = id;
   info.line = job_line;
-  HeaderFields headers;
-  json own = plan_fields(entry, pointer, id, job.refs);
-  bool has_command = own.contains("argv");
+  static const HeaderFields kNoHeaders;
+  const HeaderFields* headers = &kNoHeaders;
+  take_plan_fields(request, pointer, id, job.refs);
+  const WrittenKeys own(request);
+  bool has_command = request.contains("argv");
+  bool script_kept = false, steps_kept = false;  // the entry's, replaced by their requests
   if (entry.contains("steps")) {
     if (entry.contains("script") || entry.contains("command") || has_command ||
         entry.contains("args")) {
@@ -368,14 +381,19 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
                         "steps, each step says what it runs",
                         id));
       runnable = false;
-    } else if (!read_job_steps(entry, pointer, id, job.request, info)) {
-      runnable = false;
+    } else {
+      steps_kept = read_job_steps(entry, pointer, id, request, info);
+      runnable = steps_kept;
     }
   } else if (entry.contains("script")) {
     if (has_command || entry.contains("command")) {
       error(path_, job_line, fmt::format("job '{}': give \"script\" or \"command\", not both", id));
       runnable = false;
-    } else if (!read_job_script(entry, pointer, id, job.request, headers, info.script_path)) {
+    } else if (const ReadScript* read = read_job_script(entry, pointer, id, info.script_path)) {
+      script_kept = true;
+      headers = &read->scan.headers;
+      runnable = read->scan.errors.empty();
+    } else {
       runnable = false;
     }
   } else if (!has_command) {
@@ -392,49 +410,56 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
         fmt::format(
             "job '{}': \"args\" go with \"script\"; put a command's arguments in \"command\"", id));
   }
-
-  // Headers first, then the entry's own fields replace the same settings.
-  if (headers.fields.contains("name") && headers.fields["name"] != json(id)) {
-    warning(info.script_path, headers.lines["name"],
-            fmt::format("the script sets name={} but the plan's id '{}' names the job",
-                        headers.fields["name"].get<std::string>(), id));
+  // The working directory and environment as the entry sets them, before headers join.
+  std::string cwd = job_cwd(entry, pointer);
+  json env = env_;
+  if (entry.contains("env") && entry["env"].is_object()) env.update(entry["env"]);
+  // What is left of the plan's own keys is not a submit-request field.
+  for (const std::string& key : kPlanOnlyKeys) {
+    if ((key == "script" && script_kept) || (key == "steps" && steps_kept)) continue;
+    request.erase(key);
   }
-  for (const auto& [key, value] : headers.fields.items()) {
+  request.erase("source");
+
+  // The script's headers, where the entry sets neither the same key nor another spelling of it.
+  const json& header_fields = headers->fields;
+  if (auto name = header_fields.find("name"); name != header_fields.end() && *name != json(id)) {
+    warning(info.script_path, headers->lines.at("name"),
+            fmt::format("the script sets name={} but the plan's id '{}' names the job",
+                        name->get<std::string>(), id));
+  }
+  for (const auto& [key, value] : header_fields.items()) {
     if (key == "name" || own.contains(key)) continue;
     bool replaced = false;
     for (const auto& spelling : spellings(key)) replaced = replaced || own.contains(spelling);
     if (replaced) continue;
-    job.request[key] = value;
+    request[key] = value;
     if (kDependencyFields.count(key)) {
-      const auto& item_lines = headers.item_lines[key];
+      auto lines = headers->item_lines.find(key);
       for (size_t k = 0; k < value.size(); ++k) {
-        job.refs.push_back({key,
-                            {value[k].get<std::string>(), info.script_path,
-                             k < item_lines.size() ? item_lines[k] : 0}});
+        int at = lines != headers->item_lines.end() && k < lines->second.size() ? lines->second[k] : 0;
+        job.refs.push_back({key, {value[k].get<std::string>(), info.script_path, at}});
       }
     }
   }
-  for (auto& item : own.items()) job.request[item.key()] = std::move(item.value());
-  job.request["name"] = id;
-  job.request["cwd"] = job_cwd(entry, pointer);
-  json env = env_;
-  if (entry.contains("env") && entry["env"].is_object()) env.update(entry["env"]);
-  job.request["env"] = std::move(env);
+  request["name"] = id;
+  request["cwd"] = std::move(cwd);
+  request["env"] = std::move(env);
   json sweep_fields = json::object();  // back into the request once its spec is read
   std::optional<Sweep> sweep =
-      take_sweep(entry, pointer, id, headers, info.script_path, job.request, sweep_fields);
+      take_sweep(own, pointer, id, *headers, info.script_path, request, sweep_fields);
 
   {
     // A job whose script could not be read is still checked, with a stand-in command, so
     // that one run of `gpuq lint` reports all of its problems.
     std::optional<json> stand_in;
     if (!runnable) {
-      stand_in = job.request;
+      stand_in = request;
       stand_in->erase("script");
       stand_in->erase("steps");
       (*stand_in)["argv"] = {"true"};
     }
-    auto spec = spec_from_json(stand_in ? *stand_in : job.request);
+    auto spec = spec_from_json(stand_in ? *stand_in : request);
     if (!spec) {
       error(path_, job_line, fmt::format("job '{}': {}", id, spec.error().message));
       spec = JobSpec{};
@@ -445,12 +470,11 @@ void PlanChecker::build_job(const json& entry, const std::string& pointer) {
     }
     out_.specs.push_back(std::move(*spec));
   }
-  for (auto& item : sweep_fields.items()) job.request[item.key()] = std::move(item.value());
   out_.sweeps.push_back(std::move(sweep));
   if (context_.keep_request) {
-    job.request["source"] = fmt::format("{}:{}", path_, job_line);
-  } else {
-    job.request = json();
+    for (auto& item : sweep_fields.items()) request[item.key()] = std::move(item.value());
+    request["source"] = fmt::format("{}:{}", path_, job_line);
+    job.request = std::move(request);
   }
   for (const auto& ref : job.refs) {
     if (ref.field == "wait_file") info.wait_files.push_back(ref.where);

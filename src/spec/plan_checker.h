@@ -36,6 +36,17 @@ struct DependencyRef {
   Located where;
 };
 
+// The keys a plan entry writes itself (its submit-request fields, in key order): they replace
+// the same settings of its script's headers.
+class WrittenKeys {
+ public:
+  explicit WrittenKeys(const nlohmann::json& entry);
+  bool contains(const std::string& key) const;
+
+ private:
+  std::vector<std::string> keys_;
+};
+
 struct BuiltJob {
   std::string id;
   int line = 0;
@@ -71,17 +82,18 @@ class PlanChecker {
                  std::vector<DependencyRef>& refs);
   void read_deps(const nlohmann::json& entry, const std::string& pointer, nlohmann::json& fields,
                  std::vector<DependencyRef>& refs);
-  nlohmann::json plan_fields(const nlohmann::json& entry, const std::string& pointer,
-                             const std::string& id, std::vector<DependencyRef>& refs);
-  bool read_job_script(const nlohmann::json& entry, const std::string& pointer,
-                       const std::string& id, nlohmann::json& request, HeaderFields& headers,
-                       std::string& script_path);
+  void take_plan_fields(nlohmann::json& entry, const std::string& pointer, const std::string& id,
+                        std::vector<DependencyRef>& refs);
   // A script and its headers, read and scanned once however many jobs (or steps) run it.
   struct ReadScript {
     Result<std::string> text;
     HeaderScan scan;
   };
   const ReadScript& read_once(const std::string& path, ScriptRole role);
+  // The entry's script, read (its snapshot replaces the entry's "script"); nullptr when it
+  // cannot be read (reported).
+  const ReadScript* read_job_script(nlohmann::json& entry, const std::string& pointer,
+                                    const std::string& id, std::string& script_path);
   // The script that the entry (a job's or a step's; `what` names it in messages) names in
   // "script", resolved from the plan's directory and read (its path into `script_path`), its
   // header errors reported; nullptr when it cannot be read (reported).
@@ -92,7 +104,8 @@ class PlanChecker {
   nlohmann::json script_request(const nlohmann::json& entry, const std::string& pointer,
                                 const std::string& what, const std::string& script_path,
                                 const std::string& text);
-  void build_job(const nlohmann::json& entry, const std::string& pointer);
+  // Checks one entry of the plan's jobs and turns it into its job's request, in place.
+  void build_job(nlohmann::json& entry, const std::string& pointer);
   void check_dependencies();
   void check_cycles();
 
@@ -113,7 +126,7 @@ class PlanChecker {
   // Takes "array", "grid" and "max_running" (from the entry, else from the script's headers)
   // out of `request` into `sweep_fields`, and checks them; the sweep, or nullopt when the job
   // has none or it is unusable (its errors reported).
-  std::optional<Sweep> take_sweep(const nlohmann::json& entry, const std::string& pointer,
+  std::optional<Sweep> take_sweep(const WrittenKeys& written, const std::string& pointer,
                                   const std::string& id, const HeaderFields& headers,
                                   const std::string& script_path, nlohmann::json& request,
                                   nlohmann::json& sweep_fields);

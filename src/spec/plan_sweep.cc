@@ -36,7 +36,7 @@ std::map<std::string, PlanArray>::iterator array_of_element(
 
 }  // namespace
 
-std::optional<Sweep> PlanChecker::take_sweep(const json& entry, const std::string& pointer,
+std::optional<Sweep> PlanChecker::take_sweep(const WrittenKeys& written, const std::string& pointer,
                                              const std::string& id, const HeaderFields& headers,
                                              const std::string& script_path, json& request,
                                              json& sweep_fields) {
@@ -49,7 +49,7 @@ std::optional<Sweep> PlanChecker::take_sweep(const json& entry, const std::strin
   if (sweep_fields.empty()) return std::nullopt;
   // Where `key` (its entry `item`) was written: the plan's entry, else the script's headers.
   auto where = [&](const std::string& key, std::optional<size_t> item) {
-    if (entry.contains(key)) {
+    if (written.contains(key)) {
       std::string key_pointer = JsonLines::child(pointer, key);
       return std::pair(path_, line(item ? JsonLines::child(key_pointer, *item) : key_pointer));
     }
