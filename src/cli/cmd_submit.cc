@@ -469,7 +469,8 @@ Outcome<Json> build_submit_request(const SubmitOptions& options,
   if (!options.name.empty()) name = options.name;
   if (!name.is_null()) request["name"] = std::move(name);
   Json gpus = take(header, "gpus");
-  request["gpus"] = options.gpus ? Json(*options.gpus) : gpus.is_null() ? Json(0) : gpus;
+  if (options.gpus) gpus = *options.gpus;
+  if (!gpus.is_null()) request["gpus"] = std::move(gpus);  // unsaid: 0, or 1 in the GPU lane
   Json priority = take(header, "priority");
   if (!options.priority.empty()) priority = *parse_priority(options.priority);  // checked
   if (!priority.is_null()) request["priority"] = std::move(priority);

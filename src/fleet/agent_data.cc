@@ -82,14 +82,16 @@ void Agent::note_pulled_outputs(Held& held) {
 std::vector<fs::path> Agent::declared_files(const Held& held, std::vector<std::string>& problems) const {
   fs::path workdir(options_.workdir);
   std::vector<fs::path> files;
-  for (const auto& pattern : held.job.spec.outputs) {
+  for (const auto& written : held.job.spec.outputs) {
+    const DeclaredPath declared = declared_path(written);
+    const std::string& pattern = declared.path;
     if (auto valid = check_data_path(pattern, options_.data_prefix); !valid && !has_glob(pattern)) {
       problems.push_back(valid.error().message);
       continue;
     }
-    fs::path declared(pattern);
-    std::string name = declared.filename().string();
-    fs::path dir = workdir / declared.parent_path();
+    fs::path path(pattern);
+    std::string name = path.filename().string();
+    fs::path dir = workdir / path.parent_path();
     std::vector<fs::path> matches;
     std::error_code ec;
     if (has_glob(name)) {
@@ -98,6 +100,12 @@ std::vector<fs::path> Agent::declared_files(const Held& held, std::vector<std::s
       }
     } else if (fs::exists(dir / name, ec)) {
       matches.push_back(dir / name);
+    }
+    if (declared.directory) {  // "ckpt/": only a directory (and everything beneath it)
+      std::erase_if(matches, [](const fs::path& match) {
+        std::error_code ignored;
+        return !fs::is_directory(match, ignored);
+      });
     }
     size_t before = files.size();
     for (const auto& match : matches) {
@@ -112,7 +120,10 @@ std::vector<fs::path> Agent::declared_files(const Held& held, std::vector<std::s
         files.push_back(match);
       }
     }
-    if (files.size() == before) problems.push_back(fmt::format("output {} matched nothing", pattern));
+    if (files.size() == before) {
+      problems.push_back(fmt::format("output {} matched nothing{}", written,
+                                     declared.directory ? " (a path ending in / is a directory)" : ""));
+    }
   }
   return files;
 }

@@ -227,6 +227,46 @@ TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
   std::filesystem::remove_all(dir);
 }
 
+// "ckpt/" (a trailing '/') is a directory: pulled as the folder of objects under it, pushed as
+// every file beneath it; a file of that name is not it.
+TEST(FleetAgent, ADeclaredPathEndingInASlashIsADirectoryMovedWhole) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1);
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
+  std::filesystem::create_directories(dir);
+  a.workdir = dir.string();
+  AgentOptions options;
+  options.node = "a";
+  options.lease_ms = kLease;
+  options.workdir = a.workdir;
+  options.mono_clock = [&a] { return a.now; };
+  a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
+  a.start();
+  ASSERT_TRUE(a.data.put("data/shards/0.bin", "zero"));
+  ASSERT_TRUE(a.data.put("data/shards/deep/1.bin", "one"));
+  FleetJob job = seed_with_data(a.store, 1, {"shards/"}, {"ckpt/", "notes/"});
+  a.run_until(1'000);
+  ASSERT_EQ(a.executor.jobs.size(), 1u) << "the directory input was pulled and the run started";
+  EXPECT_EQ(os::read_file((dir / "shards/0.bin").string()).value_or(""), "zero");
+  EXPECT_EQ(os::read_file((dir / "shards/deep/1.bin").string()).value_or(""), "one");
+  std::filesystem::create_directories(dir / "ckpt/step-2");
+  std::ofstream(dir / "ckpt/latest.pt") << "weights";
+  std::ofstream(dir / "ckpt/step-2/optimizer.pt") << "moments";
+  std::ofstream(dir / "notes") << "a file, not the directory notes/";
+  a.executor.end(a.executor.jobs.begin()->first, 0);
+  a.nudge();
+  a.run_until(1'001);
+  EXPECT_EQ(a.data.get("data/ckpt/latest.pt")->body, "weights");
+  EXPECT_EQ(a.data.get("data/ckpt/step-2/optimizer.pt")->body, "moments");
+  EXPECT_FALSE(a.data.get("data/notes"));
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "succeeded");
+  EXPECT_NE(claim.reason.find("output notes/ matched nothing (a path ending in / is a directory)"),
+            std::string::npos)
+      << claim.reason;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FleetAgent, AJobWhoseInputIsMissingOrThatDeclaresDataWithoutADataStoreFailsBeforeItStarts) {
   auto bucket = std::make_shared<Bucket>();
   MemoryStore store(bucket);

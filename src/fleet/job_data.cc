@@ -61,26 +61,41 @@ Status check_data_path(std::string_view path, const std::string& data_prefix) {
   return ok();
 }
 
+DeclaredPath declared_path(std::string_view written) {
+  DeclaredPath declared;
+  while (written.size() > 1 && written.back() == '/') {
+    written.remove_suffix(1);
+    declared.directory = true;
+  }
+  declared.path = std::string(written);
+  return declared;
+}
+
 namespace {
 
-// One input: an object, else a "folder" of them. kNotFound when it is neither.
-Status pull_input(ObjectStore& data, const PullWork& work, const std::string& path, PullState& state) {
+// One input: an object, else a "folder" of them (only the folder for "PATH/"). kNotFound when
+// it is neither.
+Status pull_input(ObjectStore& data, const PullWork& work, const std::string& written, PullState& state) {
+  const DeclaredPath declared = declared_path(written);
+  const std::string& path = declared.path;
   if (auto valid = check_data_path(path, work.data_prefix); !valid) return valid;
   const std::string key = work.data_prefix + path;
-  auto got = data.get_file(key, (fs::path(work.workdir) / path).string());
-  if (got) {
-    state.bytes += got->size;
-    return ok();
-  }
-  if (got.error().code != Code::kNotFound) {
-    return fail(got.error().code == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
-                fmt::format("input {} could not be pulled: {}", path, got.error().message));
+  if (!declared.directory) {
+    auto got = data.get_file(key, (fs::path(work.workdir) / path).string());
+    if (got) {
+      state.bytes += got->size;
+      return ok();
+    }
+    if (got.error().code != Code::kNotFound) {
+      return fail(got.error().code == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
+                  fmt::format("input {} could not be pulled: {}", path, got.error().message));
+    }
   }
   auto listing = data.list(key + "/");
   if (!listing) return fail(Code::kUnavailable, fmt::format("input {} could not be listed: {}", path, listing.error().message));
   if (listing->objects.empty()) {
-    return fail(Code::kNotFound, fmt::format("input {} is not in the data store ({} in {}); push it first",
-                                             path, key, data.describe()));
+    return fail(Code::kNotFound, fmt::format("input {} is not in the data store ({}{} in {}); push it first",
+                                             written, key, declared.directory ? "/" : "", data.describe()));
   }
   for (const auto& info : listing->objects) {
     if (state.cancelled) return fail(Code::kConflict, "the claim was lost");

@@ -44,8 +44,18 @@ nlohmann::json outputs_to_json(const std::vector<OutputRecord>& outputs);
 // The record's body (an object {"outputs": [...]}); kCorruption names what is wrong.
 Result<std::vector<OutputRecord>> outputs_from_json(const nlohmann::json& json);
 
-// Whether `path` may be declared: relative, inside the workdir, made of the key alphabet.
+// Whether `path` may be declared: relative, inside the workdir, made of the key alphabet. A
+// declared path may end in '/' (a directory, moved whole: DeclaredPath): check its `path`.
 Status check_data_path(std::string_view path, const std::string& data_prefix);
+
+// A `# gpuq-in:` or `# gpuq-out:` path as written: "ckpt/" is the directory ckpt, moved whole
+// (pulled as the "folder" of objects under it, pushed as every file beneath it); "ckpt" is
+// whatever is there, a file or a directory.
+struct DeclaredPath {
+  std::string path;        // without the trailing '/'s
+  bool directory = false;  // it was written with a trailing '/'
+};
+DeclaredPath declared_path(std::string_view written);
 
 struct PullWork {
   std::string workdir;

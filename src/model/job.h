@@ -64,6 +64,11 @@ bool is_terminal(JobState state);
 // after a lost run); every state change in the daemon goes through this check.
 bool is_legal_transition(JobState from, JobState to);
 
+// The GPU lane, which every job holding GPUs is in (config.toml's lanes name it in `excludes`:
+// config::kGpuLane is the same name). A job spec never keeps it among its lanes: a request that
+// names it asks for a GPU (spec_json.h).
+inline constexpr std::string_view kGpuLaneName = "gpu";
+
 // Priority names: high=10, normal=50, low=90; or an integer 0..1000. Lower runs first.
 constexpr int kPriorityHigh = 10;
 constexpr int kPriorityNormal = 50;

@@ -351,6 +351,22 @@ Status read_preemption(const Reader& r, JobSpec& spec) {
   return ok();
 }
 
+// "gpu" is the GPU lane, which every job holding GPUs is in (config.toml's `excludes = ["gpu"]`
+// names it so), as the queues people move from write it (`# LANE=gpu`). It is no lane of
+// config.toml to count: it is taken out of the lanes, and a job in it holds a GPU (one, unless
+// it asks for more); asking for none and for the GPU lane is a contradiction.
+Status read_gpu_lane(const Reader& r, JobSpec& spec) {
+  if (std::find(spec.lanes.begin(), spec.lanes.end(), kGpuLaneName) == spec.lanes.end()) return ok();
+  std::erase(spec.lanes, kGpuLaneName);
+  if (spec.gpus > 0) return ok();
+  if (r.has("gpus")) {
+    return r.error("lane 'gpu' is the GPU lane, whose jobs hold a GPU, and 'gpus' is 0: remove the "
+                   "lane, or ask for one GPU or more");
+  }
+  spec.gpus = 1;
+  return ok();
+}
+
 Status read_priority(const Reader& r, JobSpec& spec) {
   if (!r.has("priority")) return ok();
   auto parsed = priority_from_json((*r.find("priority")));
@@ -483,6 +499,7 @@ Result<JobSpec> spec_from_json(const json& body, SpecOrigin origin) {
   GPUQ_TRY(r.string("done_if", spec.done_if));
   GPUQ_TRY(r.strings("lane", spec.lanes));
   GPUQ_TRY(r.strings("lanes", spec.lanes));
+  GPUQ_TRY(read_gpu_lane(r, spec));
   int64_t retries = 0;
   GPUQ_TRY(r.integer("retries", retries, 0, limits::kMaxRetries));
   spec.retries = static_cast<int>(retries);

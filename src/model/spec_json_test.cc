@@ -30,6 +30,28 @@ TEST(SpecJson, ParsesAScript) {
   EXPECT_EQ(spec->script_args, (std::vector<std::string>{"a"}));
 }
 
+// "gpu" is the GPU lane (model/job.h): not kept among the lanes; the job holds a GPU, one unless
+// it asks for more; asking for 0 GPUs and the GPU lane is refused.
+TEST(SpecJson, TheGpuLaneAsksForAGpuAndIsNotKeptAsALane) {
+  auto one = spec_from_json(json::parse(R"({"argv":["x"],"lanes":["net","gpu"]})"));
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->lanes, (std::vector<std::string>{"net"}));
+  EXPECT_EQ(one->gpus, 1);
+  auto four = spec_from_json(json::parse(R"({"argv":["x"],"lane":"gpu","gpus":4})"));
+  ASSERT_TRUE(four) << four.error().message;
+  EXPECT_TRUE(four->lanes.empty());
+  EXPECT_EQ(four->gpus, 4);
+  auto none = spec_from_json(json::parse(R"({"argv":["x"],"lane":"gpu","gpus":0})"));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message,
+            "lane 'gpu' is the GPU lane, whose jobs hold a GPU, and 'gpus' is 0: remove the lane, "
+            "or ask for one GPU or more");
+  auto stored = spec_from_json(spec_to_json(*one), SpecOrigin::kStore);
+  ASSERT_TRUE(stored) << stored.error().message;
+  EXPECT_EQ(stored->gpus, 1);
+  EXPECT_EQ(stored->lanes, (std::vector<std::string>{"net"}));
+}
+
 // Element names (docs/sweeps.md) hold ',' and '=' inside their brackets; the base of a name,
 // and what is inside the brackets otherwise, keep the rule of every name.
 TEST(SpecJson, ElementNamesMayHoldCommasInTheirBrackets) {

@@ -320,21 +320,31 @@ void read_compat_line(HeaderReader& reader, std::string_view body, int line) {
   reader.set(*find_key("retries"), false, value, line, form);
 }
 
+// `# gpuq-in: PATH...` / `# gpuq-out: PATH...`: one or more paths, as shell words ("my dir/x"
+// quoted is one path); a path ending in '/' is a directory (fleet/job_data.h, DeclaredPath).
 void read_in_out_line(HeaderReader& reader, HeaderScan& scan, std::string_view body, int line) {
   std::string_view lead = trim(body);
   bool input = lead.rfind("gpuq-in:", 0) == 0;
-  std::string path = unquote_whole(trim(lead.substr(input ? 8 : 9)));
-  const char* field = input ? "inputs" : "outputs";
-  if (path.empty()) {
-    return reader.error(
-        line, fmt::format("# gpuq-{}: needs a path, as in '# gpuq-{}: results/eval_*.json'",
-                          input ? "in" : "out", input ? "in" : "out"));
+  const char* form = input ? "# gpuq-in:" : "# gpuq-out:";
+  auto paths = split_shell_words(trim(lead.substr(input ? 8 : 9)));
+  if (!paths) {
+    return reader.error(line, fmt::format("{} {}; close it on the same line", form, paths.error().message));
   }
+  if (paths->empty() ||
+      std::any_of(paths->begin(), paths->end(), [](const std::string& p) { return p.empty(); })) {
+    return reader.error(
+        line, fmt::format("{} needs a path, as in '{} results/eval_*.json' (several: separate them "
+                          "with spaces, and quote a path that holds one)",
+                          form, form));
+  }
+  const char* field = input ? "inputs" : "outputs";
   json& fields = scan.headers.fields;
   if (!fields.contains(field)) fields[field] = json::array();
-  fields[field].push_back(path);
+  for (std::string& path : *paths) {
+    fields[field].push_back(std::move(path));
+    scan.headers.item_lines[field].push_back(line);
+  }
   scan.headers.lines.emplace(field, line);
-  scan.headers.item_lines[field].push_back(line);
 }
 
 // `# gpuq-resume: no`: a fleet job reclaimed from a dead node starts afresh, without the outputs
@@ -377,6 +387,20 @@ void check_container(const HeaderScan& scan, HeaderReader& reader) {
                  fmt::format("{}= applies only to a job that runs in a container; add "
                              "image=IMAGE or remove {}=",
                              find_key(field)->flag, find_key(field)->flag));
+  }
+}
+
+// `# LANE=gpu` (or lane=gpu) puts the job in the GPU lane, whose jobs hold a GPU (model/job.h,
+// kGpuLaneName): gpus=0 beside it says the opposite.
+void check_gpu_lane(const HeaderScan& scan, HeaderReader& reader) {
+  const json& fields = scan.headers.fields;
+  if (!fields.contains("lanes") || !fields.contains("gpus") || fields["gpus"] != 0) return;
+  for (const json& lane : fields["lanes"]) {
+    if (lane != kGpuLaneName) continue;
+    return reader.error(scan.headers.lines.at("gpus"),
+                        fmt::format("gpus=0, and line {} puts the job in lane gpu, the GPU lane, "
+                                    "whose jobs hold a GPU: remove one of them",
+                                    scan.headers.lines.at("lanes")));
   }
 }
 
@@ -475,15 +499,22 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
     std::string_view body = lead.substr(1);
     Directive kind = number == 1 && body.rfind('!', 0) == 0 ? Directive::kNone : classify(body);
     if (kind == Directive::kNone) continue;
+    // The forms of the queues people move from (# LANE=, # REQUIRES=, # DONE_IF=, # RETRIES=,
+    // # gpuq-in:, # gpuq-out:) are read wherever their lines are, as those queues read them;
+    // gpuq's own #gpuq lines belong to the header block.
+    const bool anywhere = kind == Directive::kCompat || kind == Directive::kInOut;
     if (first_command) {
-      // Only lines at the start of a line: an indented "#gpuq" is in a heredoc or a function.
+      // Only lines at the start of a line: an indented one is in a heredoc or a function.
       if (line.front() != '#') continue;
-      reader.error(
-          number, fmt::format("gpuq directive below the header block (the first command is at line "
-                              "{}); gpuq reads directives only from the comment lines at the top "
-                              "of the script: move this line above line {}",
-                              first_command, first_command));
-      continue;
+      if (!anywhere) {
+        reader.error(number,
+                     fmt::format("gpuq directive below the header block (the first command is at "
+                                 "line {}); gpuq reads its own directives (#gpuq, # gpuq-resume:) "
+                                 "only from the comment lines at the top of the script: move this "
+                                 "line above line {}",
+                                 first_command, first_command));
+        continue;
+      }
     }
     switch (kind) {
       case Directive::kGpuq:
@@ -517,6 +548,7 @@ HeaderScan scan_script_headers(std::string_view file_name, std::string_view text
   }
   check_preemption(reader, scan);
   check_container(scan, reader);
+  check_gpu_lane(scan, reader);
   read_sweep(reader, scan);
   return scan;
 }

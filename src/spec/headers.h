@@ -3,8 +3,11 @@
 // `# REQUIRES=`, `# DONE_IF=`, `# RETRIES=`, `# gpuq-in:`, `# gpuq-out:`) at the top of a job
 // script, read into the submit-request fields of docs/api.md ("Scheduling (v1 additions)").
 // DESIGN.md §2 "Script headers"; a step's script sets only its step's fields (ScriptRole).
-// Parsing is strict: an unknown key, a malformed value or a directive below the header block is
-// an error naming file:line and the fix; nothing is silently ignored.
+// Parsing is strict: an unknown key, a malformed value or a #gpuq directive below the header
+// block is an error naming file:line and the fix; nothing is silently ignored. The forms of the
+// queues people move from (# LANE= and the others above, # gpuq-in:, # gpuq-out:) are read
+// wherever they stand at the start of a line, as those queues read them. `# gpuq-in:` and
+// `# gpuq-out:` take one or more paths (shell words); a path ending in '/' is a directory.
 // Pure functions over the text they are given; thread-safe.
 #pragma once
 
@@ -42,7 +45,8 @@ enum class ScriptRole { kJob, kStep };
 inline constexpr const char* kStepHeaderFields[] = {"name", "timeout", "done_if", "image"};
 
 // The header block is the run of shebang, comment and blank lines at the top of the script; it
-// ends at the first line that is neither. Every finding is returned, not only the first.
+// ends at the first line that is neither (the compatibility forms are read below it too). Every
+// finding is returned, not only the first.
 struct HeaderScan {
   HeaderFields headers;            // what the valid directives set
   std::vector<Diagnostic> errors;  // each an "error" naming file_name and a line

@@ -114,6 +114,61 @@ TEST(Headers, InputsAndOutputs) {
   EXPECT_EQ(f["outputs"], json({"results/eval_*.json", "out dir/x"}));
 }
 
+// A line may name several paths, as shell words; a quoted path may hold spaces.
+TEST(Headers, AnInOrOutLineNamesOneOrMorePaths) {
+  auto parsed = parse_script_headers(
+      "job.sh",
+      "# gpuq-in: results-loop/mbpp_data.json results-loop/tokenizer.json\n"
+      "# gpuq-out: ckpt/a15/ 'eval dir/a15.json'   results-loop/eval_*.json\n"
+      "python x.py\n");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->fields["inputs"],
+            json({"results-loop/mbpp_data.json", "results-loop/tokenizer.json"}));
+  EXPECT_EQ(parsed->fields["outputs"],
+            json({"ckpt/a15/", "eval dir/a15.json", "results-loop/eval_*.json"}));
+  EXPECT_EQ(parsed->item_lines.at("inputs"), (std::vector<int>{1, 1}));
+  EXPECT_EQ(parsed->item_lines.at("outputs"), (std::vector<int>{2, 2, 2}));
+  EXPECT_EQ(error_of("# gpuq-out: 'ckpt\n"),
+            "job.sh:1: # gpuq-out: unbalanced single quote in 'ckpt; close it on the same line");
+  EXPECT_EQ(error_of("# gpuq-in: a ''\n").substr(0, 33), "job.sh:1: # gpuq-in: needs a path");
+}
+
+// The queues people move from read # LANE=, # REQUIRES=, # DONE_IF=, # RETRIES=, # gpuq-in: and
+// # gpuq-out: wherever they stand: so does gpuq, at the start of a line below the first command
+// too (an indented one is in a heredoc or a function, and stays a comment).
+TEST(Headers, TheFormsOfOtherQueuesAreReadBelowTheFirstCommandToo) {
+  auto parsed = parse_script_headers("job.sh",
+                                     "#!/bin/bash\n"
+                                     "set -euo pipefail\n"
+                                     "# LANE=net\n"
+                                     "# RETRIES=2\n"
+                                     "cd \"$HOME\"\n"
+                                     "# REQUIRES=test -f data/READY\n"
+                                     "# gpuq-out: data/\n"
+                                     "f() {\n"
+                                     "  # DONE_IF=never read: indented\n"
+                                     "}\n");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->fields, json::parse(R"({"lanes": ["net"], "retries": 2,
+    "requires": ["test -f data/READY"], "outputs": ["data/"]})"));
+  EXPECT_EQ(parsed->lines.at("lanes"), 3);
+  EXPECT_EQ(parsed->lines.at("requires"), 6);
+  EXPECT_EQ(parsed->lines.at("outputs"), 7);
+  EXPECT_EQ(error_of("set -e\n# RETRIES=1\n# RETRIES=2\n"),
+            "job.sh:3: 'retries' is already set at line 2; set it once");
+}
+
+// `# LANE=gpu` is the GPU lane (it reaches the spec as written: spec_from_json takes it out of
+// the lanes and gives the job a GPU); gpus=0 beside it is a contradiction, at the gpus line.
+TEST(Headers, TheGpuLaneIsReadAndGpusZeroBesideItIsAnError) {
+  EXPECT_EQ(fields_of("#!/bin/bash\n# LANE=gpu\npython train.py\n"),
+            json::parse(R"({"lanes": ["gpu"]})"));
+  EXPECT_EQ(fields_of("#gpuq gpus=2\n# LANE=gpu\n"), json::parse(R"({"lanes": ["gpu"], "gpus": 2})"));
+  EXPECT_EQ(error_of("#gpuq gpus=0\n# LANE=gpu\n"),
+            "job.sh:1: gpus=0, and line 2 puts the job in lane gpu, the GPU lane, whose jobs hold "
+            "a GPU: remove one of them");
+}
+
 TEST(Headers, ResumeNoTurnsOffAFleetJobsResume) {
   EXPECT_EQ(fields_of("# gpuq-out: ckpt/*.pt\n# gpuq-resume: no\npython x.py\n")["resume"], false);
   EXPECT_EQ(fields_of("#gpuq-resume:yes\n")["resume"], true);
@@ -157,12 +212,9 @@ TEST(Headers, Errors) {
       "job.sh:1: #gpuq line: unbalanced single quote in done-if='x; close it on the same line");
   EXPECT_EQ(error_of("#!/bin/bash\nset -e\n#gpuq gpus=1\n"),
             "job.sh:3: gpuq directive below the header block (the first command is at line 2); "
-            "gpuq reads "
-            "directives only from the comment lines at the top of the script: move this line above "
-            "line 2");
-  EXPECT_EQ(error_of("set -e\n# LANE=net\n").substr(0, 47),
-            "job.sh:2: gpuq directive below the header block");
-  EXPECT_EQ(error_of("set -e\n# gpuq-out: x\n").substr(0, 47),
+            "gpuq reads its own directives (#gpuq, # gpuq-resume:) only from the comment lines at "
+            "the top of the script: move this line above line 2");
+  EXPECT_EQ(error_of("set -e\n# gpuq-resume: no\n").substr(0, 47),
             "job.sh:2: gpuq directive below the header block");
   EXPECT_EQ(error_of("#gpuq gpus=1\n# RETRIES=1\n#gpuq gpus=2\n"),
             "job.sh:3: 'gpus' is already set at line 1; set it once");
@@ -189,7 +241,8 @@ TEST(Headers, Errors) {
   EXPECT_EQ(error_of("# RETRIES=x\n"),
             "job.sh:1: # RETRIES=x is not a whole number; write it as retries=2");
   EXPECT_EQ(error_of("# gpuq-in:\n"),
-            "job.sh:1: # gpuq-in: needs a path, as in '# gpuq-in: results/eval_*.json'");
+            "job.sh:1: # gpuq-in: needs a path, as in '# gpuq-in: results/eval_*.json' (several: "
+            "separate them with spaces, and quote a path that holds one)");
   EXPECT_EQ(error_of("# gpuq-output: x\n"),
             "job.sh:1: unknown gpuq directive '#gpuq-output: x'; use '#gpuq key=value', '# "
             "gpuq-in: PATH', "

@@ -135,9 +135,8 @@ TEST_F(LintFiles, ScriptHeaderTextAndGpuErrors) {
           "quiet, warn-after, array, grid, max-running, image, pull, container-user",
           "h.sh:2: error: the script asks for 4 GPUs; this machine has 2",
           "h.sh:4: error: gpuq directive below the header block (the first command is at "
-          "line 3); gpuq reads "
-          "directives only from the comment lines at the top of the script: move this line "
-          "above line 3",
+          "line 3); gpuq reads its own directives (#gpuq, # gpuq-resume:) only from the comment "
+          "lines at the top of the script: move this line above line 3",
           "missing.sh: error: no such script; check the path (relative paths are taken from "
           "the current "
           "directory)",

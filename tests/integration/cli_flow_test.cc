@@ -52,6 +52,28 @@ TEST(CliFlow, ScriptSubmitRunsTheSnapshotWithTheRunEnvironment) {
   EXPECT_TRUE(shown["argv"].is_null());
 }
 
+// A job file written for the queue people move from runs as written: `# LANE=gpu` is the GPU lane
+// (one GPU), and its directives are read below the first command too (here DONE_IF: the run
+// makes the file it tests, so the first run counts and the second submit is skipped).
+TEST(CliFlow, AJobFileOfTheQueuePeopleMoveFromRunsAsWritten) {
+  Harness h("fake:2");
+  h.start();
+  std::ofstream(h.path("eval_a15.sh")) << "#!/bin/bash\nset -e\n# LANE=gpu\n"
+                                          "# DONE_IF=test -f already.done\n"
+                                          "# gpuq-out: ckpt/a15/ results/eval_a15.json\n"
+                                          "echo \"gpus=$CUDA_VISIBLE_DEVICES\"\n"
+                                          "touch already.done\n";
+  auto first = h.gpuq_json({"submit", "--json", "eval_a15.sh"});
+  ASSERT_EQ(first["gpus_requested"], 1) << first.dump();
+  int64_t id = first["id"];
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(id), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", std::to_string(id)}).out, "gpus=0\n");
+  auto second = h.gpuq_json({"submit", "--json", "eval_a15.sh"});
+  int64_t again = second["id"];
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(again), "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.show(again)["state"], "skipped");
+}
+
 TEST(CliFlow, ShowJsonHasTheContractFields) {
   Harness h("fake:1");
   h.start();
