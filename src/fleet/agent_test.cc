@@ -193,9 +193,8 @@ TEST(FleetAgent, DependenciesWaitForTheirJobAndOneThatCanNeverBeMetEndsTheDepend
   EXPECT_NE(never.reason.find("can never start"), std::string::npos) << never.reason;
 }
 
-TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
-  auto bucket = std::make_shared<Bucket>();
-  Node a(bucket, "a", 1);
+// Node "a" with a data store and a fresh workdir of its own (removed by the test).
+std::filesystem::path start_with_workdir(Node& a) {
   auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
   std::filesystem::create_directories(dir);
   a.workdir = dir.string();
@@ -206,6 +205,12 @@ TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
   options.mono_clock = [&a] { return a.now; };
   a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
   a.start();
+  return dir;
+}
+
+TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
+  Node a(std::make_shared<Bucket>(), "a", 1);
+  const auto dir = start_with_workdir(a);
   ASSERT_TRUE(a.data.put("data/in/train.json", "[1,2,3]"));
   FleetJob job = seed_with_data(a.store, 1, {"in/train.json"}, {"out/eval_*.json", "out/never.txt"});
   a.run_until(1'000);
@@ -230,25 +235,15 @@ TEST(FleetAgent, InputsArePulledBeforeTheStartAndOutputsPushedAtTheEnd) {
 // "ckpt/" (a trailing '/') is a directory: pulled as the folder of objects under it, pushed as
 // every file beneath it; a file of that name is not it.
 TEST(FleetAgent, ADeclaredPathEndingInASlashIsADirectoryMovedWhole) {
-  auto bucket = std::make_shared<Bucket>();
-  Node a(bucket, "a", 1);
-  auto dir = std::filesystem::temp_directory_path() / ("gpuq-agent-" + random_token());
-  std::filesystem::create_directories(dir);
-  a.workdir = dir.string();
-  AgentOptions options;
-  options.node = "a";
-  options.lease_ms = kLease;
-  options.workdir = a.workdir;
-  options.mono_clock = [&a] { return a.now; };
-  a.agent = std::make_unique<Agent>(a.store, &a.data, a.executor, options);
-  a.start();
+  Node a(std::make_shared<Bucket>(), "a", 1);
+  const auto dir = start_with_workdir(a);
   ASSERT_TRUE(a.data.put("data/shards/0.bin", "zero"));
   ASSERT_TRUE(a.data.put("data/shards/deep/1.bin", "one"));
   FleetJob job = seed_with_data(a.store, 1, {"shards/"}, {"ckpt/", "notes/"});
   a.run_until(1'000);
   ASSERT_EQ(a.executor.jobs.size(), 1u) << "the directory input was pulled and the run started";
-  EXPECT_EQ(os::read_file((dir / "shards/0.bin").string()).value_or(""), "zero");
-  EXPECT_EQ(os::read_file((dir / "shards/deep/1.bin").string()).value_or(""), "one");
+  EXPECT_EQ(os::read_file((dir / "shards/0.bin").string()).value_or("") +
+                os::read_file((dir / "shards/deep/1.bin").string()).value_or(""), "zeroone");
   std::filesystem::create_directories(dir / "ckpt/step-2");
   std::ofstream(dir / "ckpt/latest.pt") << "weights";
   std::ofstream(dir / "ckpt/step-2/optimizer.pt") << "moments";
@@ -261,9 +256,7 @@ TEST(FleetAgent, ADeclaredPathEndingInASlashIsADirectoryMovedWhole) {
   EXPECT_FALSE(a.data.get("data/notes"));
   Claim claim = claim_of(a.store, job.id);
   EXPECT_EQ(claim.state, "succeeded");
-  EXPECT_NE(claim.reason.find("output notes/ matched nothing (a path ending in / is a directory)"),
-            std::string::npos)
-      << claim.reason;
+  EXPECT_NE(claim.reason.find("output notes/ matched nothing (a path ending in / is a directory)"), std::string::npos) << claim.reason;
   std::filesystem::remove_all(dir);
 }
 

@@ -351,18 +351,12 @@ Status read_preemption(const Reader& r, JobSpec& spec) {
   return ok();
 }
 
-// "gpu" is the GPU lane, which every job holding GPUs is in (config.toml's `excludes = ["gpu"]`
-// names it so), as the queues people move from write it (`# LANE=gpu`). It is no lane of
-// config.toml to count: it is taken out of the lanes, and a job in it holds a GPU (one, unless
-// it asks for more); asking for none and for the GPU lane is a contradiction.
+// The GPU lane (model/job.h, `# LANE=gpu`) is no lane of config.toml: taken out of the lanes, it
+// gives the job a GPU unless it asks for more; with 'gpus' 0 it is a contradiction.
 Status read_gpu_lane(const Reader& r, JobSpec& spec) {
-  if (std::find(spec.lanes.begin(), spec.lanes.end(), kGpuLaneName) == spec.lanes.end()) return ok();
-  std::erase(spec.lanes, kGpuLaneName);
-  if (spec.gpus > 0) return ok();
-  if (r.has("gpus")) {
-    return r.error("lane 'gpu' is the GPU lane, whose jobs hold a GPU, and 'gpus' is 0: remove the "
-                   "lane, or ask for one GPU or more");
-  }
+  if (std::erase(spec.lanes, kGpuLaneName) == 0 || spec.gpus > 0) return ok();
+  if (r.has("gpus")) return r.error("lane 'gpu' is the GPU lane, whose jobs hold a GPU, and 'gpus' is 0: "
+                                     "remove the lane, or ask for one GPU or more");
   spec.gpus = 1;
   return ok();
 }
