@@ -39,7 +39,7 @@ void define_global_options(CLI::App& app, ClientOptions& p) {
 
 void define_client_commands(CLI::App& app, ClientOptions& p) {
   if (auto* submit =
-          add_command(app, p, "submit", "queue a script, a command or a plan (PLAN.json)")) {
+          add_command(app, p, "submit", "queue a script, a command, a plan (PLAN.json) or a directory's job files")) {
     submit->add_option("--name", p.submit.name, "a unique name for the job");
     submit
         ->add_option_function<int>(
@@ -62,7 +62,7 @@ void define_client_commands(CLI::App& app, ClientOptions& p) {
         ->excludes(json);
     define_submit_job_flags(submit, p.submit);
     submit->add_option("script", p.submit.words,
-                       "SCRIPT [ARGS...], -- CMD [ARGS...] or PLAN.json [--replace]");
+                       "SCRIPT [ARGS...], -- CMD [ARGS...], PLAN.json [--replace] or DIR (its *.sh files)");
     submit->positionals_at_end();  // everything after the script belongs to the script
     submit->allow_extras();        // `--` and unknown options are sorted out after parsing
   }

@@ -9,6 +9,7 @@
 
 #include "base/heap.h"
 #include "cli/commands.h"
+#include "cli/submit_env.h"
 #include "spec/lint.h"
 
 namespace gpuq::cli {
@@ -35,6 +36,7 @@ int run_lint(Context& ctx, const LintOptions& options) {
   });
   prepare_heap_for_file(*largest);
   spec::LintOptions lint_options;
+  lint_options.shell = environment_map(ctx.io().environ);  // for ~ and $NAME in plans' paths
   ask_daemon(ctx, lint_options);
   auto diagnostics = spec::lint_files(options.files, lint_options);
   bool errors = false;

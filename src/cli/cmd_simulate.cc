@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "cli/simulate_plan.h"
+#include "cli/submit_env.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/trace.h"
@@ -93,7 +94,8 @@ int run_simulate(Context& ctx, const SimulateOptions& options) {
   // environment is given, since a simulation runs nothing (the jobs' own "env" entries are
   // still checked).
   spec::PlanContext context{ctx.io().cwd, {}};
-  context.keep_request = false;  // nothing is sent
+  context.shell = environment_map(ctx.io().environ);  // for ~ and $NAME in the plan's paths
+  context.keep_request = false;                       // nothing is sent
   auto plan = spec::load_plan(options.plan, context);
   if (!plan) return ctx.report(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) ctx.err() << warning.text() << '\n';

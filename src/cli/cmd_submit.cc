@@ -13,6 +13,7 @@
 #include "base/time.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/submit_directory.h"
 #include "cli/submit_env.h"
 #include "cli/submit_steps.h"
 #include "config/config.h"
@@ -401,7 +402,10 @@ Outcome<Json> load_plan_request(SubmitOptions& options, const Io& io) {
   auto env = build_env(io.environ, options);
   if (!env) return tl::unexpected(env.error());
   prepare_heap_for_file(path);  // a large plan becomes many small objects at once
-  auto plan = spec::load_plan(path, spec::PlanContext{*dir, *env});
+  spec::PlanContext context{*dir, *env};
+  context.shell = environment_map(io.environ);
+  for (const auto& [name, value] : *env) context.shell[name] = value;  // --env's values too
+  auto plan = spec::load_plan(path, context);
   if (!plan) return cli_fail(kExitUsage, plan.error().message);
   for (const auto& warning : plan->warnings) *io.err << warning.text() << '\n';
   Json request = Json::parse(
@@ -554,6 +558,11 @@ int send_plan(Context& ctx, Json request, const SubmitOptions& options) {
 }
 
 int run_submit(Context& ctx, const SubmitOptions& options) {
+  if (is_directory_submit(options)) {
+    auto request = directory_plan_request(options, ctx.io(), ctx.err());
+    if (!request) return ctx.report(request.error());
+    return send_plan(ctx, std::move(*request), options);
+  }
   if (is_plan_submit(options)) {
     SubmitOptions plan_options = options;
     auto request = load_plan_request(plan_options, ctx.io());

@@ -21,6 +21,12 @@ Result<PlanSimulation> plan_simulation(spec::Plan& plan, int gpus, const config:
   out.machine = simulation_machine(gpus, config);
   auto bases = sim::jobs_from_specs(plan.specs);
   if (!bases) return tl::unexpected(bases.error());
+  for (size_t i = 0; i < plan.simulation.size() && i < bases->size(); ++i) {
+    spec::SimulationHints& hints = plan.simulation[i];
+    (*bases)[i].produced_by = std::move(hints.produced_by);
+    (*bases)[i].produced_at_frac = hints.produced_at_frac;
+    (*bases)[i].first_look_frac = hints.first_look_frac.value_or(-1);
+  }
   // Job arrays run as their elements, a capped one's on a lane of its own (sim/sweep_jobs.h).
   auto jobs = sim::expand_sweeps(std::move(*bases), plan.sweeps, out.machine);
   if (!jobs) return tl::unexpected(jobs.error());

@@ -23,6 +23,15 @@ bool is_clean_variable(std::string_view name) {
 
 bool is_session_variable(std::string_view name) { return listed(kSessionVariables, name); }
 
+std::map<std::string, std::string> environment_map(const std::vector<std::string>& environ) {
+  std::map<std::string, std::string> env;
+  for (const auto& entry : environ) {
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
 Result<std::map<std::string, std::string>> job_environment(const std::vector<std::string>& environ,
                                                            const std::vector<std::string>& overrides,
                                                            bool clean) {

@@ -62,4 +62,8 @@ Result<std::map<std::string, std::string>> job_environment(const std::vector<std
                                                            const std::vector<std::string>& overrides,
                                                            bool clean);
 
+// Every variable of `environ` ("KEY=VALUE" strings), as a map: what `~` and `$NAME` in a plan's
+// paths expand from (spec::PlanContext::shell).
+std::map<std::string, std::string> environment_map(const std::vector<std::string>& environ);
+
 }  // namespace gpuq::cli

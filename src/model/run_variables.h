@@ -11,10 +11,12 @@
 
 namespace gpuq {
 
-inline constexpr std::array<std::string_view, 12> kRunVariables = {
+// TDPRM_GPU0 is the first GPU the run holds, under the name the plans of another queue read.
+inline constexpr std::array<std::string_view, 13> kRunVariables = {
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "GPUQ_JOB_ID",    "GPUQ_JOB_NAME",
     "GPUQ_RUN_NUMBER",      "GPUQ_JOB_DIR",      "GPUQ_RUN_DIR",   "GPUQ_RESUME",
-    "GPUQ_YIELD_FILE",      "GPUQ_GPUS",         "GPUQ_RUN_ID",    "GPUQ_ARRAY_ID"};
+    "GPUQ_YIELD_FILE",      "GPUQ_GPUS",         "GPUQ_RUN_ID",    "GPUQ_ARRAY_ID",
+    "TDPRM_GPU0"};
 
 inline bool is_run_variable(std::string_view name) {
   for (std::string_view v : kRunVariables) {

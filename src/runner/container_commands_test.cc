@@ -169,6 +169,7 @@ TEST_F(FakeDockerTest, ARunArgvRunsTheCommandAfterTheImageWithTheGpuFlags) {
                               "--env",     "GPUQ_STEP_COUNT",
                               "--env",     "GPUQ_STEP_NAME",
                               "--env",     "CUDA_VISIBLE_DEVICES=0,1",
+                              "--env",     "TDPRM_GPU0=0",
                               "pytorch:2", "sh",
                               "-c",        "echo token=$HF_TOKEN; exit 3"}));
 }

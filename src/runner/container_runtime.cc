@@ -63,7 +63,7 @@ void add_gpu_flags(const ContainerRuntime& runtime, const std::vector<int>& gpus
 // Whether a variable of the run's environment stays out of every container.
 bool host_only(const std::string& name) {
   return listed(kHostOnlyVariables, name) || name == "NVIDIA_VISIBLE_DEVICES" ||
-         name == "CUDA_VISIBLE_DEVICES";
+         name == "CUDA_VISIBLE_DEVICES" || name == "TDPRM_GPU0";
 }
 
 // Whether it is passed by value: a path under the run's directories, rewritten.
@@ -87,6 +87,7 @@ void add_env_flags(const ContainerStep& step, std::vector<std::string>& argv) {
   if (step.env_file) argv.insert(argv.end(), {"--env-file", fmt::format("/dev/fd/{}", kEnvFileFd)});
   argv.insert(argv.end(),
               {"--env", "CUDA_VISIBLE_DEVICES=" + numbered_from_zero(step.gpus.size())});
+  if (!step.gpus.empty()) argv.insert(argv.end(), {"--env", "TDPRM_GPU0=0"});
   if (step.gpus.empty()) argv.insert(argv.end(), {"--env", "NVIDIA_VISIBLE_DEVICES=void"});
 }
 

@@ -19,7 +19,7 @@
 //   (kHostOnlyVariables: PATH, HOME, ...) stay out: the image has its own.
 // - GPUs by the runtime (docker `--gpus "device=0,1"`, podman CDI `--device nvidia.com/gpu=0`
 //   per GPU), so inside they are numbered from 0: CUDA_VISIBLE_DEVICES is set to 0..N-1 (empty
-//   without GPUs, as on the host). Without GPUs NVIDIA_VISIBLE_DEVICES=void, so a runtime whose
+//   without GPUs, as on the host) and TDPRM_GPU0 to 0 (unset without GPUs). Without GPUs NVIDIA_VISIBLE_DEVICES=void, so a runtime whose
 //   default hook exposes GPUs (an image with NVIDIA_VISIBLE_DEVICES=all under docker's nvidia
 //   runtime) exposes none; a job's own NVIDIA_VISIBLE_DEVICES never passes.
 // Pure values and functions, except find_container_runtime (reads the file system); thread-safe.

@@ -94,7 +94,8 @@ TEST(ContainerRunArgvTest, DockerGpusAreOneQuotedDeviceList) {
   Argv tail = after_workdir(container_run_argv(kDocker, step));
   EXPECT_EQ(tail, (Argv{"--gpus", "\"device=0,3\"", "--env", "GPUQ_STEP_INDEX", "--env",
                         "GPUQ_STEP_COUNT", "--env", "GPUQ_STEP_NAME", "--env",
-                        "CUDA_VISIBLE_DEVICES=0,1", "pytorch/pytorch:2.3", "python", "train.py"}));
+                        "CUDA_VISIBLE_DEVICES=0,1", "--env", "TDPRM_GPU0=0", "pytorch/pytorch:2.3",
+                        "python", "train.py"}));
   step.gpus = {5};
   tail = after_workdir(container_run_argv(kDocker, step));
   EXPECT_EQ(Argv(tail.begin(), tail.begin() + 2), (Argv{"--gpus", "\"device=5\""}));
@@ -108,7 +109,8 @@ TEST(ContainerRunArgvTest, PodmanGpusAreOneCdiDeviceEach) {
   EXPECT_EQ(tail,
             (Argv{"--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=6", "--env",
                   "GPUQ_STEP_INDEX", "--env", "GPUQ_STEP_COUNT", "--env", "GPUQ_STEP_NAME", "--env",
-                  "CUDA_VISIBLE_DEVICES=0,1", "pytorch/pytorch:2.3", "python", "train.py"}));
+                  "CUDA_VISIBLE_DEVICES=0,1", "--env", "TDPRM_GPU0=0", "pytorch/pytorch:2.3",
+                  "python", "train.py"}));
 }
 
 TEST(ContainerRunArgvTest, NoGpuNoDeviceFlag) {
@@ -151,6 +153,7 @@ TEST(ContainerRunArgvTest, VariablesPassByNameButPathsAndDevicesByValue) {
               {"GPUQ_RESUME", "0"},
               {"GPUQ_GPUS", "4"},
               {"CUDA_VISIBLE_DEVICES", "4"},
+              {"TDPRM_GPU0", "4"},
               {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
               {"NVIDIA_VISIBLE_DEVICES", "all"},
               {"PATH", "/opt/conda/bin:/usr/bin"},
@@ -186,6 +189,8 @@ TEST(ContainerRunArgvTest, VariablesPassByNameButPathsAndDevicesByValue) {
                         "GPUQ_STEP_NAME",
                         "--env",
                         "CUDA_VISIBLE_DEVICES=0",
+                        "--env",
+                        "TDPRM_GPU0=0",
                         "pytorch/pytorch:2.3",
                         "python",
                         "train.py"}));

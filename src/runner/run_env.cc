@@ -31,6 +31,7 @@ std::map<std::string, std::string> build_run_env(const JobSpec& spec, const RunC
   // nvidia-smi numbers GPUs in PCI bus order; CUDA's default order differs, so pin it.
   env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   env["CUDA_VISIBLE_DEVICES"] = join(indices);
+  if (!indices.empty()) env["TDPRM_GPU0"] = indices.front();  // unset without a GPU
   env["GPUQ_GPUS"] = indices.size() == names.size() ? join(indices) : join(names);
   env["GPUQ_JOB_ID"] = std::to_string(c.job_id);
   env["GPUQ_JOB_NAME"] = spec.name;

@@ -20,6 +20,7 @@ TEST(RunEnv, NamesExactlyTheHeldGpus) {
   c.held = {&a, &b};
   auto env = build_run_env(spec, c);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1,3");
+  EXPECT_EQ(env["TDPRM_GPU0"], "1");  // the first held GPU, as another queue's jobs read it
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env["GPUQ_GPUS"], "1,3");
   EXPECT_EQ(env["GPUQ_JOB_ID"], "7");
@@ -31,6 +32,19 @@ TEST(RunEnv, NamesExactlyTheHeldGpus) {
   EXPECT_EQ(env["GPUQ_YIELD_FILE"], "/h/jobs/7/runs/2/yield");
   EXPECT_EQ(env["GPUQ_RUN_ID"], "7-2-abc");  // the submitted value never wins
   EXPECT_EQ(env["PATH"], "/usr/bin");
+}
+
+TEST(RunEnv, ARunWithoutAGpuHasNoFirstGpu) {
+  JobSpec spec;
+  spec.env = {{"TDPRM_GPU0", "2"}};  // a submitted value is not the run's GPU
+  Resource net{"net", std::nullopt, "", "", 0, 0};
+  RunContext c;
+  auto env = build_run_env(spec, c);
+  EXPECT_EQ(env.count("TDPRM_GPU0"), 0u);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  c.held = {&net};  // a lane is no GPU either
+  env = build_run_env(spec, c);
+  EXPECT_EQ(env.count("TDPRM_GPU0"), 0u);
 }
 
 TEST(RunEnv, AResumedFleetAttemptsFirstRunSeesResume) {

@@ -37,6 +37,9 @@ struct Entity {
   int64_t gpu_mem_mib = 0;
   int deps_left = 0;
   std::vector<int> dependents;
+  std::vector<int> consumers;  // jobs whose input this one writes (SimJob::produced_by)
+  double produced_at_frac = 1.0;  // when, in its producer's run, this job's input is written
+  double first_look_frac = -1;
   bool submitted = false;
   bool started = false;
   bool finished = false;
@@ -50,7 +53,7 @@ struct Entity {
 
 struct Event {
   int64_t time = 0;
-  int kind = 0;  // kEnd before kSubmit at one time (both are handled before the pass)
+  int kind = 0;  // kEnd, kSubmit, kProduced in that order at one time (all before the pass)
   int entity = 0;
   bool operator>(const Event& o) const {
     if (time != o.time) return time > o.time;
@@ -60,6 +63,7 @@ struct Event {
 };
 inline constexpr int kEnd = 0;
 inline constexpr int kSubmit = 1;
+inline constexpr int kProduced = 2;  // the entity's input is written (its producer's run)
 
 inline bool busy(const sched::Gpu& g) { return g.held_exclusive || g.sharers > 0; }
 
@@ -94,6 +98,7 @@ class Simulation {
 
   void finish(int e, int64_t t);
   void make_eligible(int e);
+  void dependency_met(int e);
   Status pass(int64_t t);
   // One call of the scheduler on the window (snap_.queue): its starts checked and held on
   // pass_gpus_/pass_lanes_, started_ marking them.

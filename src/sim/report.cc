@@ -35,11 +35,18 @@ std::string format_result_table(const SimResult& result, bool with_jobs) {
     std::stable_sort(rows.begin(), rows.end(),
                      [](const SimRow* a, const SimRow* b) { return a->start_ms < b->start_ms; });
     size_t width = 3;
-    for (const SimRow* r : rows) width = std::max(width, r->name.size());
-    out += fmt::format("{:<{}}  {:>8}  {:>8}  {}\n", "JOB", width, "START", "END", "GPUS");
+    bool looks = false;  // a FIRST LOOK column, when a job asked for one
     for (const SimRow* r : rows) {
-      out += fmt::format("{:<{}}  {:>8}  {:>8}  {}\n", r->name, width, duration_text(r->start_ms),
-                         duration_text(r->end_ms), gpu_list(r->gpus));
+      width = std::max(width, r->name.size());
+      looks = looks || r->first_look_ms >= 0;
+    }
+    out += fmt::format("{:<{}}  {:>8}  {:>8}  {}{}\n", "JOB", width, "START", "END",
+                       looks ? fmt::format("{:>10}  ", "FIRST LOOK") : "", "GPUS");
+    for (const SimRow* r : rows) {
+      std::string look = r->first_look_ms >= 0 ? duration_text(r->first_look_ms) : "-";
+      out += fmt::format("{:<{}}  {:>8}  {:>8}  {}{}\n", r->name, width, duration_text(r->start_ms),
+                         duration_text(r->end_ms), looks ? fmt::format("{:>10}  ", look) : "",
+                         gpu_list(r->gpus));
     }
     out += "\n";
   }
@@ -62,6 +69,8 @@ nlohmann::json result_to_json(const SimResult& result, bool with_jobs) {
                       {"start_s", static_cast<double>(r.start_ms) / 1000.0},
                       {"end_s", static_cast<double>(r.end_ms) / 1000.0},
                       {"gpus", r.gpus}});
+      if (r.first_look_ms >= 0)
+        jobs.back()["first_look_s"] = static_cast<double>(r.first_look_ms) / 1000.0;
     }
     j["jobs"] = std::move(jobs);
   }

@@ -43,5 +43,18 @@ TEST(Report, TableHasJobsAndSummary) {
   EXPECT_EQ(summary.find("train"), std::string::npos);
 }
 
+TEST(Report, AFirstLookIsShownForTheJobsThatAskedForOne) {
+  SimResult r = sample();
+  r.jobs[1].first_look_ms = 900000;  // train: a quarter of the way in
+  nlohmann::json j = result_to_json(r, true);
+  EXPECT_EQ(j["jobs"][1]["first_look_s"], 900.0);
+  EXPECT_FALSE(j["jobs"][0].contains("first_look_s"));
+  std::string table = format_result_table(r, true);
+  EXPECT_THAT(table, HasSubstr("JOB       START       END  FIRST LOOK  GPUS\n"
+                               "train        0s     1h00m      15m00s  0,1\n"
+                               "eval      1h00m     1h30m           -  1\n"));
+  EXPECT_EQ(format_result_table(sample(), true).find("FIRST LOOK"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuq::sim

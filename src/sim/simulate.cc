@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -54,10 +55,12 @@ void Simulation::finish(int e, int64_t t) {
     running_pos_[static_cast<size_t>(snap_.running[pos].id - 1)] = pos;
   }
   snap_.running.pop_back();
-  for (int d : ent.dependents) {
-    Entity& dep = entities_[static_cast<size_t>(d)];
-    if (--dep.deps_left == 0 && dep.submitted) make_eligible(d);
-  }
+  for (int d : ent.dependents) dependency_met(d);
+}
+
+void Simulation::dependency_met(int e) {
+  Entity& ent = entities_[static_cast<size_t>(e)];
+  if (--ent.deps_left == 0 && ent.submitted) make_eligible(e);
 }
 
 // Takes `slots` (and the entity's lanes) on `gpus`/`lanes`, refusing what is physically
@@ -138,6 +141,10 @@ void Simulation::commit(const sched::Decision& d, std::vector<sched::Gpu>& gpus,
     queue_.erase(ent.key, ent.info);
     add_running(e, ent.estimate_ms > 0 ? t + ent.estimate_ms : 0);
     events_.push({t + ent.duration_ms, kEnd, e});
+    for (int c : ent.consumers) {
+      const double frac = entities_[static_cast<size_t>(c)].produced_at_frac;
+      events_.push({t + std::llround(frac * static_cast<double>(ent.duration_ms)), kProduced, c});
+    }
   }
 }
 
@@ -289,6 +296,8 @@ Status Simulation::run() {
       events_.pop();
       if (ev.kind == kEnd) {
         finish(ev.entity, t);
+      } else if (ev.kind == kProduced) {
+        dependency_met(ev.entity);
       } else {
         Entity& ent = entities_[static_cast<size_t>(ev.entity)];
         ent.submitted = true;
@@ -320,7 +329,11 @@ SimResult Simulation::result() const {
   std::vector<int64_t> waits;
   for (size_t i = 0; i < job_count_; ++i) {
     const Entity& e = entities_[i];
-    r.jobs.push_back(SimRow{e.name, e.start_ms, e.end_ms, e.slots});
+    int64_t first_look = e.first_look_frac < 0
+                             ? -1
+                             : e.start_ms + std::llround(e.first_look_frac *
+                                                         static_cast<double>(e.duration_ms));
+    r.jobs.push_back(SimRow{e.name, e.start_ms, e.end_ms, e.slots, first_look});
     waits.push_back(e.start_ms - e.submit_ms);
   }
   if (!waits.empty()) {

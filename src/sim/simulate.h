@@ -45,6 +45,13 @@ struct SimJob {
   std::string reservation;             // a SimMachine::reservations name, or empty
   int64_t gpu_mem_mib = 0;             // per GPU; 0 = whole GPUs
   bool share = false;                  // may share GPUs (needs gpu_mem_mib)
+  // A job whose run writes this job's input, and how far into that run (0..1) it is written:
+  // this job waits until then (spec::SimulationHints). Empty: none; a name not simulated
+  // counts as written.
+  std::string produced_by = {};
+  double produced_at_frac = 1.0;
+  // How far into this job's run (0..1) its first result can be looked at; < 0: not asked.
+  double first_look_frac = -1;
 };
 
 // A user's limits ([users] in config.toml): unset keys fall back to SimUsers::limits.
@@ -93,7 +100,8 @@ struct SimRow {
   std::string name;
   int64_t start_ms = 0;
   int64_t end_ms = 0;
-  std::vector<int> gpus;  // the slots it ran on
+  std::vector<int> gpus;       // the slots it ran on
+  int64_t first_look_ms = -1;  // start + first_look_frac of its run; -1 when not asked
 };
 
 // How the simulation spent its effort (for the benchmark and for tests of the window).
@@ -133,7 +141,7 @@ struct SimOptions {
   size_t max_window = 0;
 };
 
-// Errors: a job that can never start (more GPUs than its pool, an unknown lane or
+// Errors: a fraction (produced_at_frac, first_look_frac) outside 0..1, a job that can never start (more GPUs than its pool, an unknown lane or
 // reservation, a lane that excludes GPU work on a GPU job, memory larger than a GPU), a
 // dependency cycle, bad input (duplicate names, negative times, bad slots), and a scheduler
 // decision that is physically impossible (a bug in sched) — each naming the job.

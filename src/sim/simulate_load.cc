@@ -10,6 +10,13 @@
 namespace gpuq::sim::detail {
 namespace {
 
+// Calls f with each job that waits for `e`: its dependents and the jobs whose input it writes.
+template <typename F>
+void for_each_waiter(const Entity& e, F f) {
+  for (int d : e.dependents) f(d);
+  for (int c : e.consumers) f(c);
+}
+
 bool excludes(const sched::Lane& a, const std::string& b) {
   return std::find(a.excludes.begin(), a.excludes.end(), b) != a.excludes.end();
 }
@@ -136,6 +143,13 @@ Status Simulation::load_job(const SimJob& job, int index) {
   e.estimate_ms = job.estimate_ms;
   e.share = job.share;
   e.gpu_mem_mib = job.gpu_mem_mib;
+  // (Written so that NaN is refused too; a first_look_frac below 0 means "not asked".)
+  if (!(job.produced_at_frac >= 0 && job.produced_at_frac <= 1) || !(job.first_look_frac <= 1)) {
+    return fail(Code::kInvalidArgument,
+                fmt::format("job '{}': a fraction of a run must be from 0 to 1", job.name));
+  }
+  e.produced_at_frac = job.produced_at_frac;
+  e.first_look_frac = job.first_look_frac;
   for (const std::string& lane : job.lanes) {
     auto l = lane_index(job.name, lane);
     if (!l) return tl::unexpected(l.error());
@@ -214,6 +228,17 @@ Status Simulation::link_dependencies(const std::vector<SimJob>& jobs) {
         ++entities_[i].deps_left;
       }
     }
+    if (auto it = by_name_.find(jobs[i].produced_by); it != by_name_.end()) {
+      if (it->second == static_cast<int>(i)) {
+        return fail(Code::kInvalidArgument,
+                    fmt::format("job '{}' is produced_by itself", jobs[i].produced_by));
+      }
+      Entity& producer = entities_[static_cast<size_t>(it->second)];
+      if (!producer.running_at_zero) {  // one running at time 0 began when nobody knows: written
+        producer.consumers.push_back(static_cast<int>(i));
+        ++entities_[i].deps_left;
+      }
+    }
   }
   return ok();
 }
@@ -222,10 +247,8 @@ Status Simulation::link_dependencies(const std::vector<SimJob>& jobs) {
 Status Simulation::check_cycles(size_t job_count) const {
   std::vector<int> left(job_count, 0);
   std::vector<int> ready;
-  for (size_t i = 0; i < entities_.size(); ++i) {
-    for (int d : entities_[i].dependents) {
-      if (i < job_count) ++left[static_cast<size_t>(d)];
-    }
+  for (size_t i = 0; i < job_count; ++i) {
+    for_each_waiter(entities_[i], [&](int d) { ++left[static_cast<size_t>(d)]; });
   }
   for (size_t i = 0; i < job_count; ++i) {
     if (left[i] == 0) ready.push_back(static_cast<int>(i));
@@ -235,18 +258,18 @@ Status Simulation::check_cycles(size_t job_count) const {
     int n = ready.back();
     ready.pop_back();
     ++ordered;
-    for (int d : entities_[static_cast<size_t>(n)].dependents) {
+    for_each_waiter(entities_[static_cast<size_t>(n)], [&](int d) {
       if (--left[static_cast<size_t>(d)] == 0) ready.push_back(d);
-    }
+    });
   }
   if (ordered == job_count) return ok();
   // Walk backwards along unordered dependencies from an unordered job until a name repeats.
   std::vector<std::vector<int>> deps_of(job_count);
   for (size_t i = 0; i < job_count; ++i) {
-    for (int d : entities_[i].dependents) {
+    for_each_waiter(entities_[i], [&](int d) {
       if (left[i] > 0 && left[static_cast<size_t>(d)] > 0)
         deps_of[static_cast<size_t>(d)].push_back(static_cast<int>(i));
-    }
+    });
   }
   int at = -1;
   for (size_t i = 0; i < job_count && at < 0; ++i) {

@@ -226,7 +226,9 @@ void check_declared_outputs(const PlanCheck& plan, const std::string& default_cw
 std::vector<Diagnostic> lint_plan(const std::string& path, const LintOptions& options) {
   std::error_code ec;
   std::string cwd = fs::current_path(ec).string();
-  PlanCheck plan = check_plan(path, PlanContext{cwd, {}, options.max_sweep_elements});
+  PlanContext context{cwd, {}, options.max_sweep_elements};
+  context.shell = options.shell;
+  PlanCheck plan = check_plan(path, context);
   std::vector<Diagnostic> out = std::move(plan.diagnostics);
   std::set<std::pair<ScriptRole, std::string>> scripts;
   // Each script once in each role; its done-if in a container is judged with the plan's job.

@@ -8,6 +8,7 @@
 // state; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace gpuq::spec {
 struct LintOptions {
   int machine_gpus = -1;  // GPUs on the machine that will run the jobs; -1 when unknown
   size_t max_sweep_elements = 0;  // the daemon's [sweeps] max_elements; 0 when unknown
+  std::map<std::string, std::string> shell = {};  // what ~ and $NAME in plans expand from (plan.h)
 };
 
 // All findings about `paths`, sorted by file and line; empty when everything is clean.

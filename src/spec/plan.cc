@@ -18,6 +18,7 @@
 #include "spec/headers.h"
 #include "spec/json_lines.h"
 #include "spec/plan_checker.h"
+#include "spec/plan_paths.h"
 
 namespace gpuq::spec::plan_check {
 namespace {
@@ -36,6 +37,14 @@ constexpr int kMaxEstHours = 36'500 * 24;
 // Keys of a plan entry that are not submit-request fields; the rest pass through as they are.
 const std::set<std::string> kPlanOnlyKeys = {"id",   "script", "command",  "args",
                                              "deps", "steps",  "est_hours"};
+// The simulator's keys (SimulationHints), not sent either; apart, so that the entries without
+// them (most) pay no lookup for them.
+const std::set<std::string> kSimulationKeys = {"produced_by", "produced_at_frac",
+                                               "first_look_frac"};
+
+bool is_simulation_key(const std::string& key) {  // the first letter spares most lookups
+  return !key.empty() && (key[0] == 'p' || key[0] == 'f') && kSimulationKeys.count(key);
+}
 
 // Fields that hold dependencies, whose entries are checked and located one by one.
 const std::set<std::string> kDependencyFields = {"after", "after_any", "after_notok", "wait_file",
@@ -155,7 +164,10 @@ fs::path PlanChecker::absolute_dir() const {
 std::string PlanChecker::job_cwd(const json& entry, const std::string& pointer) {
   if (!entry.contains("cwd")) return context_.cwd;
   if (!entry["cwd"].is_string()) return context_.cwd;  // spec_from_json names the type error
-  fs::path cwd(entry["cwd"].get<std::string>());
+  auto written = expanded(entry["cwd"].get<std::string>(), "\"cwd\"",
+                          line(JsonLines::child(pointer, "cwd")));
+  if (!written) return context_.cwd;
+  fs::path cwd(*written);
   if (cwd.is_relative()) cwd = absolute_dir() / cwd;
   std::string text = cwd.lexically_normal().string();
   while (text.size() > 1 && text.back() == '/') text.pop_back();
@@ -197,7 +209,9 @@ void PlanChecker::read_deps(const json& entry, const std::string& pointer, json&
     std::string target = dep;
     if (dep.rfind("file:", 0) == 0) {
       field = "wait_file";
-      target = dep.substr(5);
+      auto path = expanded(dep.substr(5), fmt::format("dep '{}'", dep), at);
+      if (!path) continue;
+      target = std::move(*path);
     } else if (dep.rfind("after:", 0) == 0) {
       field = "after_any";
       target = dep.substr(6);
@@ -216,10 +230,15 @@ void PlanChecker::read_deps(const json& entry, const std::string& pointer, json&
 
 // The fields an entry sets itself, turned in place into submit-request fields: "deps",
 // "est_hours" and "command" become the fields they stand for; the rest stay as written.
-void PlanChecker::take_plan_fields(json& entry, const std::string& pointer, const std::string& id,
+bool PlanChecker::take_plan_fields(json& entry, const std::string& pointer, const std::string& id,
                                    std::vector<DependencyRef>& refs) {
+  bool simulation_keys = false;
   for (const auto& [key, value] : entry.items()) {
     if (kPlanOnlyKeys.count(key)) continue;
+    if (is_simulation_key(key)) {
+      simulation_keys = true;
+      continue;
+    }
     if (key == "name") {
       error(path_, line(JsonLines::child(pointer, key)),
             fmt::format("job '{}': a plan names jobs by \"id\"; remove \"name\"", id));
@@ -260,11 +279,14 @@ void PlanChecker::take_plan_fields(json& entry, const std::string& pointer, cons
       entry["argv"] = std::move(*argv);
     }
   }
+  return simulation_keys;
 }
 
 WrittenKeys::WrittenKeys(const json& entry) {
   for (const auto& [key, value] : entry.items()) {  // in key order: sorted
-    if (!kPlanOnlyKeys.count(key) && key != "name" && key != "source") keys_.push_back(key);
+    if (!kPlanOnlyKeys.count(key) && !is_simulation_key(key) && key != "name" &&
+        key != "source")
+      keys_.push_back(key);
   }
 }
 
@@ -276,7 +298,8 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
                                                               const std::string& pointer,
                                                               const std::string& what,
                                                               ScriptRole role,
-                                                              std::string& script_path) {
+                                                              std::string& script_path,
+                                                              std::vector<std::string>& args) {
   int at = line(JsonLines::child(pointer, "script"));
   if (!entry["script"].is_string() || entry["script"].get<std::string>().empty()) {
     error(path_, at,
@@ -284,9 +307,26 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
                       what));
     return nullptr;
   }
-  fs::path written(entry["script"].get<std::string>());
-  std::string path =
-      (written.is_absolute() ? written : (dir_ / written)).lexically_normal().string();
+  auto resolve = [&](const std::string& written) {
+    fs::path p(written);
+    return (p.is_absolute() ? p : (dir_ / p)).lexically_normal().string();
+  };
+  const std::string& written = entry["script"].get<std::string>();
+  std::string path;
+  if (written.find_first_of(" \t\n'\"\\$~") == std::string::npos) {
+    path = resolve(written);  // a plain path, as most are: nothing to split or expand
+  } else {
+    auto words = read_script_words(written, context_.shell, [&](const std::string& word) {
+      const auto& text = read_once(resolve(word), role).text;
+      return text || text.error().code != Code::kNotFound;
+    });
+    if (!words) {
+      error(path_, at, fmt::format("{}: \"script\" {}", what, words.error().message));
+      return nullptr;
+    }
+    args = std::move(words->args);
+    path = resolve(words->path);
+  }
   const ReadScript& read = read_once(path, role);
   const Result<std::string>& text = read.text;
   if (!text && text.error().code == Code::kNotFound) {
@@ -307,15 +347,15 @@ const PlanChecker::ReadScript* PlanChecker::read_entry_script(const json& entry,
 
 json PlanChecker::script_request(const json& entry, const std::string& pointer,
                                  const std::string& what, const std::string& script_path,
-                                 const std::string& text) {
-  json args = json::array();
+                                 const std::string& text, std::vector<std::string> written_args) {
+  json args = std::move(written_args);  // those written in "script" come first
   if (entry.contains("args")) {
     auto list = string_list(entry["args"]);
     if (!list || !entry["args"].is_array()) {
       error(path_, line(JsonLines::child(pointer, "args")),
             fmt::format("{}: \"args\" must be a list of strings", what));
     } else {
-      args = *list;
+      for (auto& arg : *list) args.push_back(std::move(arg));
     }
   }
   return {{"name", script_path}, {"text", text}, {"args", args}};
@@ -327,9 +367,11 @@ const PlanChecker::ReadScript* PlanChecker::read_job_script(json& entry, const s
                                                             const std::string& id,
                                                             std::string& script_path) {
   std::string what = fmt::format("job '{}'", id);
-  const ReadScript* read = read_entry_script(entry, pointer, what, ScriptRole::kJob, script_path);
+  std::vector<std::string> args;
+  const ReadScript* read =
+      read_entry_script(entry, pointer, what, ScriptRole::kJob, script_path, args);
   if (!read) return nullptr;
-  entry["script"] = script_request(entry, pointer, what, script_path, *read->text);
+  entry["script"] = script_request(entry, pointer, what, script_path, *read->text, std::move(args));
   return read;
 }
 
@@ -369,7 +411,9 @@ void PlanChecker::build_job(json& entry, const std::string& pointer) {
   info.line = job_line;
   static const HeaderFields kNoHeaders;
   const HeaderFields* headers = &kNoHeaders;
-  take_plan_fields(request, pointer, id, job.refs);
+  const bool simulation_keys = take_plan_fields(request, pointer, id, job.refs);
+  SimulationHints hints;
+  if (simulation_keys) hints = read_simulation_hints(entry, pointer, id, job);
   const WrittenKeys own(request);
   bool has_command = request.contains("argv");
   bool script_kept = false, steps_kept = false;  // the entry's, replaced by their requests
@@ -420,6 +464,9 @@ void PlanChecker::build_job(json& entry, const std::string& pointer) {
     request.erase(key);
   }
   request.erase("source");
+  if (simulation_keys) {
+    for (const std::string& key : kSimulationKeys) request.erase(key);
+  }
 
   // The script's headers, where the entry sets neither the same key nor another spelling of it.
   const json& header_fields = headers->fields;
@@ -442,6 +489,7 @@ void PlanChecker::build_job(json& entry, const std::string& pointer) {
       }
     }
   }
+  default_gpus(request);
   request["name"] = id;
   request["cwd"] = std::move(cwd);
   request["env"] = std::move(env);
@@ -471,6 +519,7 @@ void PlanChecker::build_job(json& entry, const std::string& pointer) {
     out_.specs.push_back(std::move(*spec));
   }
   out_.sweeps.push_back(std::move(sweep));
+  out_.simulation.push_back(std::move(hints));
   if (context_.keep_request) {
     for (auto& item : sweep_fields.items()) request[item.key()] = std::move(item.value());
     request["source"] = fmt::format("{}:{}", path_, job_line);
@@ -488,6 +537,7 @@ void PlanChecker::build_job(json& entry, const std::string& pointer) {
 void PlanChecker::check_dependencies() {
   for (const auto& job : built_) {
     for (const auto& ref : job.refs) {
+      if (ref.field == "produced_by") check_produced_by(job, ref);
       if (kJobDependencyFields.count(ref.field) && !id_lines_.count(ref.where.text) &&
           !names_plan_element(job.id, ref)) {
         warning(ref.where.file, ref.where.line,
@@ -503,8 +553,9 @@ void PlanChecker::check_cycles() {
   std::map<std::string, std::vector<std::string>> waits_for;
   for (const auto& job : built_) {
     ids.push_back(job.id);
-    for (const auto& ref : job.refs) {
-      if (kJobDependencyFields.count(ref.field))
+    for (const auto& ref : job.refs) {  // a simulated job waits for its producer too
+      if (kJobDependencyFields.count(ref.field) ||
+          (ref.field == "produced_by" && ref.where.text != job.id))  // itself: reported
         waits_for[job.id].push_back(dependency_node(ref.where.text));
     }
   }

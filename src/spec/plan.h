@@ -11,7 +11,11 @@
 // each step's script is snapshotted too, and its step headers apply (ScriptRole::kStep). A job
 // with "array" ("0-9%2") or "grid" (["lr=1e-4,3e-4", "seed=0..4"]) and an optional
 // "max_running" is a job array whose id is the array's name (docs/sweeps.md); "deps":
-// ["shards"] waits for all its elements, "shards[3]" for one.
+// ["shards"] waits for all its elements, "shards[3]" for one. The plans of the queues people
+// move from are read as written (plan_paths.h): "~" and "$VAR" in paths, a "script" with its
+// arguments, an entry that says nothing of GPUs (no "gpus", no gpus header, no lane) asks for
+// one, and "produced_by", "produced_at_frac" and "first_look_frac" are kept for the simulator
+// (SimulationHints), not sent.
 // Validation happens here, before anything is sent: every finding names file:line, the first
 // error is what load_plan returns, and check_plan returns all of them (for `gpuq lint`).
 // Reads the plan and the scripts it names (check_plan_text: only the scripts, through the
@@ -43,12 +47,28 @@ struct PlanContext {
   // only, and each job's request is then dropped once its spec is read (Plan::request stays
   // null).
   bool keep_request = true;
+  // What `~` and `$NAME` in the plan's paths expand from: the environment gpuq was run from
+  // (plan_paths.h). Empty: a path that uses one is an error naming the variable.
+  std::map<std::string, std::string> shell = {};
 };
 
 struct PlanReservation {
   std::string name;
   std::vector<int> gpus;
   int line = 0;
+};
+
+// What a plan entry says of its job for `gpuq simulate` alone; the daemon goes by the job's
+// dependencies ("file:" ones for an input another job writes).
+struct SimulationHints {
+  // A job of the plan whose run writes this job's input ("produced_by"), and how far into
+  // that run (0..1) it is written ("produced_at_frac", default 1: at its end). The simulated
+  // job waits for that point. Empty: none.
+  std::string produced_by;
+  double produced_at_frac = 1.0;
+  // How far into this job's run (0..1) its first result can be looked at ("first_look_frac");
+  // the simulation reports that time. Unset: not reported.
+  std::optional<double> first_look_frac;
 };
 
 struct Plan {
@@ -64,6 +84,7 @@ struct Plan {
   // One per spec: the job's sweep when it is a job array or grid (docs/sweeps.md), whose
   // elements `gpuq simulate` runs; its request keeps "array"/"grid"/"max_running" as written.
   std::vector<std::optional<Sweep>> sweeps;
+  std::vector<SimulationHints> simulation;  // one per spec
 };
 
 // Loads and validates a plan; the error is the first finding, as "<file>:<line>: <message>".
@@ -99,6 +120,7 @@ struct PlanCheck {
   nlohmann::json request;               // as in Plan; meaningful only without errors
   std::vector<JobSpec> specs;           // as in Plan, one per entry of `jobs`; likewise
   std::vector<std::optional<Sweep>> sweeps;  // as in Plan, one per spec; likewise
+  std::vector<SimulationHints> simulation;   // as in Plan, one per spec; likewise
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in the order found
   std::vector<PlanJob> jobs;            // the jobs that could be read
   std::vector<PlanReservation> reservations;

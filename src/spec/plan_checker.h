@@ -82,7 +82,8 @@ class PlanChecker {
                  std::vector<DependencyRef>& refs);
   void read_deps(const nlohmann::json& entry, const std::string& pointer, nlohmann::json& fields,
                  std::vector<DependencyRef>& refs);
-  void take_plan_fields(nlohmann::json& entry, const std::string& pointer, const std::string& id,
+  // Whether the entry holds any of the simulator's keys (read_simulation_hints).
+  bool take_plan_fields(nlohmann::json& entry, const std::string& pointer, const std::string& id,
                         std::vector<DependencyRef>& refs);
   // A script and its headers, read and scanned once however many jobs (or steps) run it.
   struct ReadScript {
@@ -95,19 +96,38 @@ class PlanChecker {
   const ReadScript* read_job_script(nlohmann::json& entry, const std::string& pointer,
                                     const std::string& id, std::string& script_path);
   // The script that the entry (a job's or a step's; `what` names it in messages) names in
-  // "script", resolved from the plan's directory and read (its path into `script_path`), its
-  // header errors reported; nullptr when it cannot be read (reported).
+  // "script" (a path with ~ and $NAME expanded, and perhaps arguments after it: plan_paths.h),
+  // resolved from the plan's directory and read (its path into `script_path`, the arguments
+  // written after it into `args`), its header errors reported; nullptr when it cannot be read
+  // (reported).
   const ReadScript* read_entry_script(const nlohmann::json& entry, const std::string& pointer,
                                       const std::string& what, ScriptRole role,
-                                      std::string& script_path);
-  // A request's "script": {"name", "text", "args"}, with the entry's "args".
+                                      std::string& script_path, std::vector<std::string>& args);
+  // A request's "script": {"name", "text", "args"}: the arguments written in "script", then
+  // the entry's "args".
   nlohmann::json script_request(const nlohmann::json& entry, const std::string& pointer,
                                 const std::string& what, const std::string& script_path,
-                                const std::string& text);
+                                const std::string& text, std::vector<std::string> written_args);
   // Checks one entry of the plan's jobs and turns it into its job's request, in place.
   void build_job(nlohmann::json& entry, const std::string& pointer);
   void check_dependencies();
   void check_cycles();
+
+  // The simulator's fields and other queues' forms (plan_simulation.cc).
+  // "produced_by", "produced_at_frac" and "first_look_frac", checked; produced_by joins the
+  // job's refs (field "produced_by") for the checks of dependencies and cycles.
+  SimulationHints read_simulation_hints(const nlohmann::json& entry, const std::string& pointer,
+                                        const std::string& id, BuiltJob& job);
+  // A produced_by ref: a job of the plan, not an array, not the job itself; a job whose
+  // daemon-side wait (a "file:" dep or a requires test) is missing gets a warning.
+  void check_produced_by(const BuiltJob& job, const DependencyRef& ref);
+  // `written`, a path of the plan (a "cwd", a "file:" dep), with ~ and $NAME expanded; the
+  // error reported at `at` and nullopt when a variable is missing.
+  std::optional<std::string> expanded(const std::string& written, const std::string& what,
+                                      int at);
+  // The request's GPUs when nothing says: one, as those plans mean, unless the entry or its
+  // script's headers name "gpus" or a lane.
+  static void default_gpus(nlohmann::json& request);
 
   // Steps (plan_steps.cc): the entry's "steps" into the request's, each step checked where it
   // is written and its script snapshotted; false when one is unusable (reported).

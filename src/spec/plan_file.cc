@@ -69,6 +69,7 @@ Result<Plan> load_plan(const std::string& path, const PlanContext& context) {
   plan.specs = std::move(check.specs);
   plan.reservations = std::move(check.reservations);
   plan.sweeps = std::move(check.sweeps);
+  plan.simulation = std::move(check.simulation);
   return plan;
 }
 

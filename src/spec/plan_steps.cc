@@ -84,11 +84,13 @@ std::optional<json> PlanChecker::read_plan_step(const json& entry, const std::st
   }
   json step = json::object();
   if (entry.contains("script")) {
+    std::vector<std::string> args;
     const ReadScript* read =
-        read_entry_script(entry, pointer, what, ScriptRole::kStep, where.script_path);
+        read_entry_script(entry, pointer, what, ScriptRole::kStep, where.script_path, args);
     if (!read) return std::nullopt;
     step = read->scan.headers.fields;
-    step["script"] = script_request(entry, pointer, what, where.script_path, *read->text);
+    step["script"] =
+        script_request(entry, pointer, what, where.script_path, *read->text, std::move(args));
     fine = fine && read->scan.errors.empty();
   } else {
     const char* key = entry.contains("argv") ? "argv" : "command";

@@ -7,35 +7,14 @@
 #include <map>
 
 #include "spec/plan.h"
+#include "spec/plan_text_fixture.h"
 
 namespace gpuq::spec {
 namespace {
 
 using nlohmann::json;
 
-class PlanSteps : public ::testing::Test {
- protected:
-  PlanCheck check(const std::string& text) {
-    ScriptReader reader = [this](const std::string& path) -> Result<std::string> {
-      auto found = scripts_.find(path);
-      if (found == scripts_.end()) return fail(Code::kNotFound, path + ": no such script");
-      return found->second;
-    };
-    return check_plan_text("/p/plan.json", text, PlanContext{"/p", {}}, reader);
-  }
-  // Every finding, as "file:line: severity: message".
-  std::vector<std::string> findings(const std::string& text) {
-    std::vector<std::string> out;
-    for (const auto& d : check(text).diagnostics) out.push_back(d.text());
-    return out;
-  }
-  std::string only_finding(const std::string& text) {
-    auto all = findings(text);
-    EXPECT_EQ(all.size(), 1u) << ::testing::PrintToString(all);
-    return all.empty() ? "" : all.front();
-  }
-  std::map<std::string, std::string> scripts_;
-};
+using PlanSteps = PlanTextFixture;
 
 TEST_F(PlanSteps, StepsAreSnapshottedWithTheirHeadersAndOwnFields) {
   scripts_["/p/prep.sh"] = "#!/bin/bash\n#gpuq name=prepare timeout=10m\nmake data\n";

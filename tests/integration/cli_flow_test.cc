@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -72,6 +73,47 @@ TEST(CliFlow, AJobFileOfTheQueuePeopleMoveFromRunsAsWritten) {
   int64_t again = second["id"];
   ASSERT_EQ(h.gpuq({"wait", std::to_string(again), "--timeout", "30s"}).status, 0);
   EXPECT_EQ(h.show(again)["state"], "skipped");
+}
+
+// A directory of job files is submitted whole, each job named after its file (unless its header
+// names it), so seeding the queue from it again queues nothing twice.
+TEST(CliFlow, ADirectoryOfJobFilesIsSeededOnceWithEachJobNamedAfterItsFile) {
+  Harness h("fake:1");
+  h.start();
+  std::filesystem::create_directories(h.path("seeds"));
+  std::ofstream(h.path("seeds/prep.sh")) << "#!/bin/bash\necho prep\n";
+  std::ofstream(h.path("seeds/eval.sh")) << "#!/bin/bash\n#gpuq name=eval-a15 gpus=1\necho eval\n";
+  std::ofstream(h.path("seeds/notes.txt")) << "not a job\n";
+  std::ofstream(h.path("seeds/.draft.sh")) << "#!/bin/bash\necho draft\n";
+  auto first = h.gpuq({"submit", "seeds"});
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find("(eval-a15)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("(prep)"), std::string::npos) << first.out;
+  EXPECT_EQ(first.err, "seeds: not job files (*.sh), not submitted: notes.txt\n");
+  ASSERT_EQ(h.gpuq({"wait", "prep", "eval-a15", "--timeout", "30s"}).status, 0);
+  EXPECT_EQ(h.gpuq({"logs", "prep"}).out, "prep\n");
+  EXPECT_EQ(h.show_ref("eval-a15")["gpus_requested"], 1);
+
+  auto again = h.gpuq({"submit", "seeds"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out.find("created"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("existing"), std::string::npos) << again.out;
+  EXPECT_EQ(h.gpuq_json({"status", "--json"})["jobs"].size(), 2u);
+
+  std::ofstream(h.path("seeds/prep.sh")) << "#!/bin/bash\necho prep v2\n";
+  auto changed = h.gpuq({"submit", "seeds"});
+  EXPECT_NE(changed.status, 0);
+  EXPECT_NE(changed.err.find("prep"), std::string::npos) << changed.err;
+  EXPECT_EQ(h.gpuq_json({"status", "--json"})["jobs"].size(), 2u);  // all or nothing
+
+  auto extra = h.gpuq({"submit", "seeds", "--fast"});
+  EXPECT_EQ(extra.status, 2);
+  EXPECT_NE(extra.err.find("put flags before it"), std::string::npos) << extra.err;
+
+  std::ofstream(h.path("seeds/07.sh")) << "#!/bin/bash\necho seven\n";  // a name of digits
+  auto digits = h.gpuq({"submit", "seeds"});
+  EXPECT_NE(digits.status, 0);
+  EXPECT_NE(digits.err.find("seeds/07.sh: bad job name '07'"), std::string::npos) << digits.err;
 }
 
 TEST(CliFlow, ShowJsonHasTheContractFields) {

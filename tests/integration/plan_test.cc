@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Plans end to end: submitted whole, idempotent when submitted again, conflicts refused.
-#include <fstream>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "harness.h"
 
@@ -44,6 +47,52 @@ TEST(Plans, SubmittedTwiceIsIdempotentAndAChangeIsAConflict) {
   EXPECT_NE(replaced.out.find("replaced"), std::string::npos) << replaced.out;
   ASSERT_EQ(h.gpuq({"wait", "eval", "--timeout", "60s"}).status, 0);
   EXPECT_EQ(h.gpuq({"logs", "eval"}).out, "eval v2\n");
+}
+
+// A plan as the queue people move from writes it, fields and forms as that queue reads them:
+// no "gpus" is one GPU, "~" and "$VAR" in paths, a script with its arguments, TDPRM_GPU0 in the
+// run, and the simulator's fields (produced_by, produced_at_frac, first_look_frac), which
+// `gpuq simulate` uses and the daemon is not sent.
+TEST(Plans, APlanOfTheQueuePeopleMoveFromRunsAsWritten) {
+  Harness h("fake:2");
+  h.start();
+  std::filesystem::create_directories(h.path("exp"));
+  std::ofstream(h.path("exp/fetch.sh")) << "#!/bin/bash\necho fetched > data.txt\n";
+  std::ofstream(h.path("exp/train.sh"))
+      << "#!/bin/bash\necho \"gpu0=$TDPRM_GPU0 cuda=$CUDA_VISIBLE_DEVICES args=$*\"\n"
+         "mkdir -p ckpt; for i in $(seq \"$2\"); do touch ckpt/step-$i.pt; done\n";
+  std::ofstream(h.path("exp/eval.sh")) << "#!/bin/bash\necho \"gpu0=$TDPRM_GPU0\"; ls ckpt\n";
+  std::ofstream(h.path("plan.json")) << R"({"jobs": [
+  {"id": "fetch", "script": "$EXP/fetch.sh", "gpus": 0, "priority": 50, "deps": [], "est_hours": 0.001},
+  {"id": "train", "script": "~/exp/train.sh --steps 2", "priority": 50, "deps": ["fetch"],
+   "est_hours": 0.002, "first_look_frac": 0.25},
+  {"id": "eval", "script": "~/exp/eval.sh", "priority": 10, "deps": ["file:ckpt/step-2.pt"],
+   "est_hours": 0.001, "produced_by": "train", "produced_at_frac": 0.5}
+ ],
+ "reservations": [{"gpus": [1], "jobs": ["eval"]}]})";
+  const std::string home = getenv("HOME") ? getenv("HOME") : "";
+  setenv("HOME", h.work().c_str(), 1);  // for the gpuq commands below: ~ is the work directory
+  setenv("EXP", h.path("exp").c_str(), 1);
+  auto simulated = h.gpuq({"simulate", "plan.json", "--gpus", "2", "--json"});
+  auto submitted = h.gpuq({"submit", "plan.json"});
+  setenv("HOME", home.c_str(), 1);
+  unsetenv("EXP");
+
+  ASSERT_EQ(simulated.status, 0) << simulated.err;
+  auto sim = nlohmann::json::parse(simulated.out);
+  ASSERT_EQ(sim["jobs"].size(), 3u) << sim.dump();
+  EXPECT_EQ(sim["jobs"][1]["start_s"], 3.6);              // after fetch's 0.001 h
+  EXPECT_EQ(sim["jobs"][1]["first_look_s"], 3.6 + 1.8);   // a quarter of train's 7.2 s
+  EXPECT_EQ(sim["jobs"][2]["start_s"], 3.6 + 3.6);        // half way through train
+  EXPECT_EQ(sim["jobs"][2]["gpus"], nlohmann::json::array({1}));
+
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  ASSERT_EQ(h.gpuq({"wait", "fetch", "train", "eval", "--timeout", "60s"}).status, 0);
+  EXPECT_EQ(h.show_ref("train")["gpus_requested"], 1);
+  EXPECT_EQ(h.show_ref("fetch")["gpus_requested"], 0);
+  EXPECT_EQ(h.gpuq({"logs", "train"}).out, "gpu0=0 cuda=0 args=--steps 2\n");
+  EXPECT_EQ(h.gpuq({"logs", "eval"}).out, "gpu0=1\nstep-1.pt\nstep-2.pt\n");
+  EXPECT_EQ(h.gpuq({"logs", "fetch"}).out, "");
 }
 
 TEST(Plans, AnInvalidJobQueuesNothing) {
