@@ -325,9 +325,14 @@ Response Server::log(const std::string& ref, const Target& target) {
     if (!found) return error_response(found.error());
     slice = *found;
   }
-  int run_number = slice
-                       ? slice->run
-                       : query->run.value_or((*job)->runs.empty() ? 0 : (*job)->runs.back().number);
+  const std::vector<Run>& runs = (*job)->runs;
+  if (!slice && query->run &&
+      std::none_of(runs.begin(), runs.end(), [&](const Run& r) { return r.number == *query->run; })) {
+    return not_found(fmt::format("job {} has no run {} (it has run {} time{}); leave out run for "
+                                 "its newest",
+                                 (*job)->id, *query->run, runs.size(), runs.size() == 1 ? "" : "s"));
+  }
+  int run_number = slice ? slice->run : query->run.value_or(runs.empty() ? 0 : runs.back().number);
   Response res = text_response(http::status::ok, "");
   res.set("X-Gpuq-Run", std::to_string(run_number));
   res.set("X-Gpuq-Job-State", std::string(to_string((*job)->state)));
@@ -484,7 +489,7 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
     auto work = [queue, job_id, move] { return queue->move(job_id, move); };
     auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
     if (!job) co_return error_response(job.error());
-    co_return json_response(http::status::ok, job_to_json(*job));
+    co_return json_response(http::status::ok, job_with_reason(std::move(*job)));
   }
   bool from_start = false;
   if (verb == "retry") {
@@ -499,7 +504,13 @@ awaitable<Response> Server::control(const std::string& ref, const std::string& v
   };
   auto job = co_await on_actor<Result<Job>>(context_.actor_ioc, work);
   if (!job) co_return error_response(job.error());
-  co_return json_response(http::status::ok, job_to_json(*job));
+  co_return json_response(http::status::ok, job_with_reason(std::move(*job)));
+}
+
+nlohmann::json Server::job_with_reason(Job job) {
+  std::vector<Job> one{std::move(job)};
+  attach_reasons(one);  // a released or retried job waits: its answer says for what
+  return job_to_json(one[0]);
 }
 
 awaitable<Response> Server::drain(bool draining) {

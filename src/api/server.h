@@ -247,6 +247,8 @@ class Server {
   Caller tcp_caller(const Request& request) const;
   std::vector<nlohmann::json> resource_objects(const std::vector<Resource>& resources);
   void attach_reasons(std::vector<Job>& jobs);
+  // A job's JSON with its reason attached (attach_reasons), for the answers of controls.
+  nlohmann::json job_with_reason(Job job);
 
   ServerContext context_;
   ServerLimits limits_;

@@ -66,7 +66,7 @@ Result<StepSlice> step_slice(const Job& job, int step, std::optional<int> run) {
 }
 
 SliceRead read_in_slice(const StepSlice& slice, int64_t log_size, int64_t offset, int64_t limit) {
-  if (slice.run == 0) return {};
+  if (slice.run == 0 || slice.state == "pending") return {};  // not reached (yet): nothing of it
   int64_t begin = std::min(slice.begin, log_size);
   int64_t end = std::clamp(slice.end.value_or(log_size), begin, log_size);
   SliceRead read;

@@ -99,6 +99,10 @@ TEST(StepSlice, AReadTakesOnlyTheStepsBytes) {
   EXPECT_EQ(read_in_slice(open, 9, 0, 1 << 20).size, 5);
   EXPECT_EQ(read_in_slice(open, 3, 0, 1 << 20).size, 0);     // a log shorter than the offset (cut)
   EXPECT_EQ(read_in_slice(StepSlice{}, 9, 0, 10).count, 0);  // no run reached it
+  // A running run that has not reached the step yet: nothing (not the run's whole log).
+  SliceRead pending = read_in_slice(StepSlice{2, "pending", 0, std::nullopt}, 9, 0, 10);
+  EXPECT_EQ(pending.count, 0);
+  EXPECT_EQ(pending.size, 0);
 }
 
 TEST(StepSlice, TheLogQueryTakesAStep) {

@@ -24,8 +24,8 @@ Status Server::authorize(const Route& where, const Caller& caller) {
   if (!id) return tl::unexpected(id.error());
   auto job = store_->find_job(*id, false);
   if (!job) return tl::unexpected(job.error());
-  std::string owner = *job ? (*job)->spec.user : "";
-  return permit(caller, need, action, fmt::format("job {}", *id), owner);
+  if (!*job) return fail(Code::kNotFound, fmt::format("no job {}", *id));  // for anyone: 404
+  return permit(caller, need, action, fmt::format("job {}", *id), (*job)->spec.user);
 }
 
 Response Server::me(const Caller& caller) {

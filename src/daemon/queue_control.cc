@@ -102,6 +102,10 @@ void Queue::unblock_now() {
 
 Result<Job> Queue::move(int64_t job_id, const MoveRequest& request) {
   auto it = active_.find(job_id);
+  if (it == active_.end()) {  // finished, or no such job (404)
+    auto finished = load_job(job_id, false);
+    if (!finished) return tl::unexpected(finished.error());
+  }
   if (it == active_.end() || (it->second.state != JobState::kPending && it->second.state != JobState::kHeld &&
                               it->second.state != JobState::kBlocked)) {
     return fail(Code::kConflict, fmt::format("job {} is not waiting; only waiting jobs can be moved", job_id));

@@ -82,6 +82,19 @@ TEST_F(ApiCodes, ControlsAnswer409ForAStateTheyDoNotApplyTo) {
   EXPECT_EQ(code(post("/v1/gpus/gpu0/release", "{}")), "400 invalid_argument");
 }
 
+TEST_F(ApiCodes, AJobOrARunThatDoesNotExistIs404AndAReleasedJobSaysWhyItWaits) {
+  for (const char* verb : {"hold", "release", "retry", "cancel"})
+    EXPECT_EQ(code(post(std::string("/v1/jobs/999/") + verb, "{}")), "404 not_found") << verb;
+  EXPECT_EQ(code(post("/v1/jobs/999/move", R"({"top":true})")), "404 not_found");  // was 409
+  ASSERT_EQ(code(post("/v1/jobs", job("a", "true"))), "201");
+  EXPECT_EQ(code(get("/v1/jobs/a/log?run=3")), "404 not_found");  // was 200 and no text
+  EXPECT_EQ(code(get("/v1/jobs/a/log")), "200");
+  ASSERT_EQ(code(post("/v1/jobs/a/hold", "{}")), "200");
+  HttpAnswer released = post("/v1/jobs/a/release", "{}");
+  ASSERT_EQ(code(released), "200");
+  EXPECT_NE(json::parse(released.body)["reason"], "") << released.body;  // was empty
+}
+
 TEST_F(ApiCodes, PlansAnswer200AndAChangedJobWith409) {
   auto plan = [&](const std::string& command) {
     return json{{"jobs", json::array({json::parse(job("p1", command))})}}.dump();

@@ -172,6 +172,13 @@ TEST_F(Lab, ThreeUsersShareOneDaemonEachWithTheirOwnRights) {
   EXPECT_NE(refusal("alice", {"move", std::to_string(b1), "--top"}).find(owner_named), std::string::npos);
   EXPECT_NE(refusal("bob", {"cancel", std::to_string(a1)}).find(fmt::format("belongs to '{}'", alice)),
             std::string::npos);
+  // A job that does not exist is not found, for a user as for an admin (it was "belongs to no
+  // user").
+  for (const char* verb : {"cancel", "hold", "logs"}) {
+    auto none = as("alice", {verb, "999999"});
+    EXPECT_NE(none.status, 0) << verb;
+    EXPECT_NE(none.err.find("no job 999999"), std::string::npos) << verb << ": " << none.err;
+  }
   // The daemon's own acts are the admins'.
   for (auto args : std::vector<std::vector<std::string>>{{"drain"}, {"gc"}, {"release", "--attention", "gpu0"}}) {
     EXPECT_NE(refusal("alice", args).find("only an admin may"), std::string::npos) << args[0];

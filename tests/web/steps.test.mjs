@@ -78,6 +78,13 @@ await run('the job page shows a job\'s steps and follows them live', async (d, b
   // The step events are in the job's events.
   await page.locator('ul.events li', { hasText: 'job.step_finished' }).nth(2).waitFor();
 
+  // A retry resumes at the step that failed, and the runs table names it as the steps are
+  // numbered (from 0): run 2 began at step 2.
+  d.gpuq(['retry', String(id)]);
+  await page.locator('table.runs tbody tr', { hasText: 'from step' }).waitFor({ timeout: 10000 });
+  const resumed = await page.locator('table.runs tbody tr', { hasText: 'from step' }).first().textContent();
+  check(/from step 2\b/.test(resumed), `the resumed run's first step, numbered from 0: ${resumed}`);
+
   // A job with an image: each step's image is shown (held, so no runtime is needed).
   const boxed = JSON.parse(d.gpuq(['submit', '--json', '--hold', '--image', 'alpine:3.20', '--step', 'true', '--step', 'false'])).id;
   await page.goto(`${d.origin}/#/job/${boxed}`);

@@ -50,7 +50,7 @@ function Runs({ job, now }) {
       <tbody>${runs.slice().reverse().map((r) => {
         const end = r.ended_at_ms || (r.outcome === 'running' ? now : null);
         return html`<tr>
-          <td>${r.number}${r.first_step > 0 && html`<div class="small muted">from step ${r.first_step + 1}</div>`}</td><td>${runGpus(r)}</td>
+          <td>${r.number}${r.first_step > 0 && html`<div class="small muted">from step ${r.first_step}</div>`}</td><td>${runGpus(r)}</td>
           <td>${r.seen_gpus && r.seen_gpus.length ? runGpus({ gpus: r.seen_gpus }) : '—'}
             ${r.gpu_mismatch && html` <span class="badge attention" title="its processes were seen on a GPU the run was not given">mismatch</span>`}</td>
           <td>${time(r.started_at_ms)}</td><td>${end && r.started_at_ms ? dur(end - r.started_at_ms) : '—'}</td>
