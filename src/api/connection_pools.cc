@@ -140,7 +140,8 @@ int ConnectionPools::open_for_uid(uid_t uid) const {
   return it == unix_by_uid_.end() ? 0 : it->second;
 }
 
-RefusalAlarm::Check RefusalAlarm::check(int64_t now_ms, const ConnectionPools& pools) {
+RefusalAlarm::Check RefusalAlarm::check(int64_t now_ms, int64_t wall_ms,
+                                        const ConnectionPools& pools) {
   constexpr std::array kClasses = {ConnectionClass::kUnix, ConnectionClass::kTcpAnonymous,
                                    ConnectionClass::kTcpAuthenticated, ConnectionClass::kEventStream};
   Check out;
@@ -178,8 +179,9 @@ RefusalAlarm::Check RefusalAlarm::check(int64_t now_ms, const ConnectionPools& p
       refused, displaced, last_event_ms_ ? "the last such event" : "the daemon started");
   out.event = nlohmann::json{{"refused", refused}, {"displaced", displaced}, {"classes", classes},
                              {"why", why}};
-  if (last_event_ms_) out.event->emplace("since_ms", *last_event_ms_);
+  if (last_event_wall_ms_) out.event->emplace("since_ms", *last_event_wall_ms_);
   last_event_ms_ = now_ms;
+  last_event_wall_ms_ = wall_ms;
   out.next_ms = now_ms + interval_ms_;
   return out;
 }

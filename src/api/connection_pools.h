@@ -128,12 +128,15 @@ class RefusalAlarm {
     std::optional<nlohmann::json> event;  // the event's data, when one is due now
     std::optional<int64_t> next_ms;       // when to check again; nullopt: only at the next refusal
   };
-  // Call after a refusal or displacement, and at the time the last Check asked for.
-  Check check(int64_t now_ms, const ConnectionPools& pools);
+  // Call after a refusal or displacement, and at the time the last Check asked for. `now_ms`
+  // is a steady clock's (the intervals, next_ms); `wall_ms` the epoch time of the same moment,
+  // which an event's "since_ms" tells (the last event's).
+  Check check(int64_t now_ms, int64_t wall_ms, const ConnectionPools& pools);
 
  private:
   int64_t interval_ms_;
   std::optional<int64_t> last_event_ms_;
+  std::optional<int64_t> last_event_wall_ms_;
   std::array<ConnectionPools::ClassCounts, kConnectionClasses> reported_{};
 };
 

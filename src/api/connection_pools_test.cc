@@ -212,16 +212,17 @@ namespace gpuq::api {
 namespace {
 
 TEST(RefusalAlarm, TheFirstRefusalIsToldAtOnceThenAtMostOnceAnInterval) {
+  constexpr int64_t kWall = 1'764'000'000'000;  // the epoch time at steady time 0
   ConnectionCaps caps = small_caps();
   ConnectionPools pools(caps);
   RefusalAlarm alarm(60'000);
-  EXPECT_FALSE(alarm.check(1'000, pools).event) << "nothing happened yet";
-  EXPECT_FALSE(alarm.check(1'000, pools).next_ms);
+  EXPECT_FALSE(alarm.check(1'000, kWall + 1'000, pools).event) << "nothing happened yet";
+  EXPECT_FALSE(alarm.check(1'000, kWall + 1'000, pools).next_ms);
 
   auto a = pools.admit(C::kEventStream);
   pools.set_idle(a.id, false);
   ASSERT_FALSE(pools.admit(C::kEventStream).admitted());
-  auto first = alarm.check(2'000, pools);
+  auto first = alarm.check(2'000, kWall + 2'000, pools);
   ASSERT_TRUE(first.event);
   EXPECT_EQ((*first.event)["refused"], 1);
   EXPECT_EQ((*first.event)["displaced"], 0);
@@ -234,20 +235,20 @@ TEST(RefusalAlarm, TheFirstRefusalIsToldAtOnceThenAtMostOnceAnInterval) {
   // Within the interval: counted, not told; the check asks to be called at its end.
   for (int i = 0; i < 3; ++i) pools.admit(C::kEventStream);
   for (int i = 0; i < 4; ++i) pools.admit(C::kTcpAnonymous);  // the fourth displaces one
-  auto quiet = alarm.check(30'000, pools);
+  auto quiet = alarm.check(30'000, kWall + 30'000, pools);
   EXPECT_FALSE(quiet.event);
   EXPECT_EQ(quiet.next_ms, 62'000);
 
-  auto second = alarm.check(62'000, pools);
+  auto second = alarm.check(62'000, kWall + 62'000, pools);
   ASSERT_TRUE(second.event);
   EXPECT_EQ((*second.event)["refused"], 3);
   EXPECT_EQ((*second.event)["displaced"], 1);
   EXPECT_EQ((*second.event)["classes"]["tcp_anonymous"]["displaced"], 1);
-  EXPECT_EQ((*second.event)["since_ms"], 2'000);
+  EXPECT_EQ((*second.event)["since_ms"], kWall + 2'000);  // epoch time, as every _ms field
   EXPECT_EQ(second.next_ms, 122'000);
 
   // Nothing since: the timer's check tells nothing and asks for no other.
-  auto idle = alarm.check(122'000, pools);
+  auto idle = alarm.check(122'000, kWall + 122'000, pools);
   EXPECT_FALSE(idle.event);
   EXPECT_FALSE(idle.next_ms);
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "api/deadline.h"
+#include "base/time.h"
 #include "model/limits.h"
 
 namespace gpuq::api {
@@ -284,7 +285,7 @@ Error Server::no_place(ConnectionClass cls, uid_t uid) const {
 void Server::sound_alarm() {
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::steady_clock::now().time_since_epoch()).count();
-  RefusalAlarm::Check check = alarm_.check(now, pools_);
+  RefusalAlarm::Check check = alarm_.check(now, wall_now_ms(), pools_);
   if (check.event) {
     daemon::Queue* queue = &context_.queue;
     asio::post(context_.actor_ioc, [queue, data = std::move(*check.event)]() mutable {

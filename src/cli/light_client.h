@@ -3,7 +3,7 @@
 // (client_cli.h) itself, over the home's socket, and hands every other line to the full
 // binary, `gpuqd` (the daemon, the shim and every other command), by exec: a status or a
 // submit then starts in about the time of a plain C program (docs/architecture.md,
-// "Two binaries"). It links no curl, no NSS lookup and none of the daemon's code.
+// "Three binaries"). It links no curl, no NSS lookup and none of the daemon's code.
 // Functions of one thread.
 #pragma once
 

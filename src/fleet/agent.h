@@ -121,7 +121,7 @@ class Agent {
     int end_push_rounds = 0;          // pushes since the local job ended
     int64_t next_end_push_mono = 0;
     std::string end_note;             // declared outputs that matched nothing, at the end
-    size_t log_pushed_bytes = 0;      // size of the log last published (0: none yet)
+    uint64_t log_pushed_bytes = 0;    // log_size() when last published (0: none yet)
     bool started = false;             // handed to the daemon (local_id set)
     int64_t next_start_mono = 0;      // not started: when to try again (inputs, the daemon)
     std::string reclaimed_from;       // the node whose expired lease it was taken from

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "fleet/agent.h"
+#include "fleet/log_tail.h"
 #include "os/process.h"
 
 namespace gpuq::fleet {
@@ -242,19 +243,12 @@ bool Agent::push_at_end(Held& held) {
 }
 
 void Agent::push_log(Held& held, const LocalJob& local) {
-  std::string log;
-  for (size_t i = 0; i < local.logs.size(); ++i) {
-    auto text = os::read_file(local.logs[i]);
-    if (local.logs.size() > 1) log += fmt::format("=== run {} ===\n", i + 1);
-    if (text) log += *text;
-  }
-  if (log.size() > options_.max_log_bytes) {
-    log = fmt::format("[the first {} bytes are left out: the fleet keeps the last {}]\n",
-                      log.size() - options_.max_log_bytes, options_.max_log_bytes) +
-          log.substr(log.size() - options_.max_log_bytes);
-  }
-  if (log.size() == held.log_pushed_bytes && held.log_pushed_bytes > 0) return;
-  if (store_.put(keys::log(held.job.id, held.claim.attempt), log)) held.log_pushed_bytes = log.size();
+  // Nothing written since the last push: nothing read. (The size of the whole log, not of what
+  // is kept of it: a log past max_log_bytes keeps one size while its tail moves on.)
+  const uint64_t size = log_size(local.logs);
+  if (size == held.log_pushed_bytes && held.log_pushed_bytes > 0) return;
+  if (store_.put(keys::log(held.job.id, held.claim.attempt), log_tail(local.logs, options_.max_log_bytes)))
+    held.log_pushed_bytes = size;
 }
 
 }  // namespace gpuq::fleet

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The agent tests' common ground: an in-memory bucket seen by several nodes, each a fake
 // daemon and an agent stepped on a virtual clock, and jobs seeded as `gpuq fleet submit`
-// seeds them. For agent_test.cc and agent_resilience_test.cc only.
+// seeds them. For the agent_*_test.cc files only.
 #pragma once
 
 #include <filesystem>
@@ -129,8 +129,10 @@ struct ManualTransfersNode {
 // One node: its own view of the shared bucket, a fake daemon and an agent, on a clock the
 // test moves.
 struct Node {
+  // `tune` changes the agent's options before it is made.
   Node(std::shared_ptr<Bucket> bucket, const std::string& name, int gpus, std::string state_file = "",
-       std::string claim_deadline_dir = "")
+       std::string claim_deadline_dir = "",
+       const std::function<void(AgentOptions&)>& tune = {})
       : store(bucket), data(bucket), executor(gpus) {
     AgentOptions options;
     options.claim_deadline_dir = std::move(claim_deadline_dir);
@@ -142,6 +144,7 @@ struct Node {
     options.version = "test";
     options.base_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/node"}};
     options.mono_clock = [this] { return now; };
+    if (tune) tune(options);
     agent = std::make_unique<Agent>(store, &data, executor, options);
   }
   // Steps the agent at every time it asks for until `until` (the node's own clock).

@@ -35,7 +35,7 @@ TEST(BadInput, ScriptsThatCannotRunAreRefused) {
   expect_refused(h, {"submit", "missing.sh"}, "missing.sh: no such script");
   expect_refused(h, {"submit", "empty.sh"}, "script is empty");
   expect_refused(h, {"submit", "binary.sh"}, "binary");
-  expect_refused(h, {"submit", "adir"}, "is a directory");
+  expect_refused(h, {"submit", "adir"}, "adir holds no job files (*.sh); nothing submitted");
   if (geteuid() != 0) {
     std::ofstream(h.path("secret.sh")) << "echo hi\n";
     chmod(h.path("secret.sh").c_str(), 0);

@@ -11,7 +11,7 @@ export const EVENT_KINDS = [
   'job.preempt_requested', 'job.preempted', 'job.preemption_withdrawn', 'job.cleanup',
   'job.step_started', 'job.step_finished', 'job.image_pulling', 'job.image_pulled',
   'job.claimed', 'job.reclaimed', 'job.claim_lost', 'job.output_failed', 'job.outputs_unreadable', 'node.stale', 'node.back',
-  'node.low_disk', 'node.disk_ok', 'fleet.stopped',
+  'node.low_disk', 'node.disk_ok', 'fleet.stopped', 'fleet.state_unsaved',
   'resource.attention', 'resource.released', 'resource.foreign', 'resource.freed',
   'resource.probe_failed', 'resource.probe_recovered', 'queue.drained', 'queue.undrained',
   'job.requires_wait', 'job.quiet', 'job.overdue', 'job.gpu_idle', 'queue.idle_with_work', 'queue.empty',
