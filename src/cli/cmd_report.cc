@@ -28,8 +28,12 @@ std::string wait_text(double seconds) {
   return format_duration(Millis(static_cast<int64_t>(seconds * 1000.0)));
 }
 
-// Quotes a CSV field when it holds a comma, a quote or a line break (RFC 4180).
-std::string csv_field(const std::string& text) {
+// Quotes a CSV field when it holds a comma, a quote or a line break (RFC 4180). A text that a
+// spreadsheet would take for a formula (it begins with = + - @, a tab or a carriage return: a job
+// named "=HYPERLINK(...)") gets a ' first, which spreadsheets show as text.
+std::string csv_field(std::string text) {
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos)
+    text.insert(0, "'");
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out = "\"";
   for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);

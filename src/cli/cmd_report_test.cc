@@ -65,6 +65,16 @@ TEST_F(ReportCommand, CsvHasAHeaderAndOneRowPerGroup) {
   EXPECT_EQ(out(), "user,gpu_hours,share,runs,jobs\nann,100.5,0.2991,12,10\n\"bob, jr\",20.0,0.0595,1,1\n");
 }
 
+TEST_F(ReportCommand, ACsvNameThatASpreadsheetWouldRunIsText) {
+  std::string report = kReport;
+  report.replace(report.find("\"bob, jr\""), 9, R"x("=HYPERLINK(\"http://x\")")x");
+  report.replace(report.find("\"ann\""), 5, "\"@SUM(1)\"");
+  script({{"/v1/report?since=7d&by=name", json_answer(200, report)}});
+  EXPECT_EQ(run({"report", "--by", "name", "--csv"}), kExitOk);
+  EXPECT_EQ(out(), "user,gpu_hours,share,runs,jobs\n'@SUM(1),100.5,0.2991,12,10\n"
+                   "\"'=HYPERLINK(\"\"http://x\"\")\",20.0,0.0595,1,1\n");
+}
+
 TEST_F(ReportCommand, JsonPrintsTheAnswerAsItCame) {
   script({{"/v1/report?since=30d&by=gpu", json_answer(200, kReport)}});
   EXPECT_EQ(run({"report", "--since", "30d", "--by", "gpu", "--json"}), kExitOk);

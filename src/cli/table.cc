@@ -1,13 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/table.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace gpuq::cli {
 
 Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F in UTF-8
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 void Table::add_row(std::vector<Cell> cells) {
+  for (Cell& cell : cells) {
+    if (std::any_of(cell.text.begin(), cell.text.end(), [](char c) {
+          auto b = static_cast<unsigned char>(c);
+          return b < 0x20 || b == 0x7f || b == 0xc2;
+        }))
+      cell.text = terminal_text(cell.text);
+  }
   cells.resize(std::max(cells.size(), headers_.size()), Cell(""));
   rows_.push_back(std::move(cells));
 }

@@ -25,7 +25,8 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers);
 
-  // A row may have fewer cells than there are headers; missing cells are empty.
+  // A row may have fewer cells than there are headers; missing cells are empty. Control
+  // characters in a cell are shown as escapes (terminal_text).
   void add_row(std::vector<Cell> cells);
   size_t row_count() const { return rows_.size(); }
 
@@ -40,6 +41,12 @@ class Table {
 
 // `text` wrapped in the style's ANSI codes when `color`; `text` itself otherwise.
 std::string paint(std::string_view text, Style style, bool color);
+
+// `text` with every control character written as an escape a terminal shows as text: C0
+// controls and DEL as \xHH, C1 controls (U+0080 to U+009F) as \uHHHH. What other users and
+// their processes name (a command line on a GPU, a job's command) can then not move the
+// cursor, retitle the window or hide a line.
+std::string terminal_text(std::string_view text);
 
 // Columns a terminal uses for UTF-8 `text` (one per code point).
 size_t display_width(std::string_view text);

@@ -56,6 +56,15 @@ TEST(Table, HeaderlessTableForKeyValueLines) {
   EXPECT_EQ(table.render(false), "id:       7\ncommand:  train.sh\n");
 }
 
+TEST(Table, ControlCharactersInACellAreShownAsEscapes) {
+  Table t({"GPU", "NOTE"});
+  // A process's command line that would clear the screen, retitle the window and ring the bell.
+  t.add_row({"gpu0", "pid 7 evil\x1b[2J\x1b]0;owned\x07 \xc2\x9b" "31m ok \xc3\xa9"});
+  EXPECT_EQ(t.render(false),
+            "GPU   NOTE\ngpu0  pid 7 evil\\x1b[2J\\x1b]0;owned\\x07 \\u009b31m ok \xc3\xa9\n");
+  EXPECT_EQ(terminal_text("tab\there\x7f"), "tab\\x09here\\x7f");
+}
+
 TEST(Colour, OnlyOnATerminalWithoutNoColor) {
   EXPECT_TRUE(want_color(true, false));
   EXPECT_FALSE(want_color(false, false));

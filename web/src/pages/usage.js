@@ -22,7 +22,9 @@ function download(name, type, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-const csvCell = (v) => (/[",\n]/.test(String(v ?? '')) ? `"${String(v).replace(/"/g, '""')}"` : String(v ?? ''));
+// A text a spreadsheet would take for a formula (= + - @, a tab or a CR first) gets a ' first.
+const csvText = (v) => (typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : String(v ?? ''));
+const csvCell = (v) => { const t = csvText(v); return /[",\r\n]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t; };
 
 export function toCsv(report) {
   const rows = [[report.by, 'gpu_hours', 'share', 'runs', 'jobs']];
