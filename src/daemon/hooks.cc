@@ -30,6 +30,26 @@ int64_t hook_retry_delay_ms(const HookConfig& hook, int failures) {
   return std::min(delay, std::max(hook.retry_max_ms, hook.retry_min_ms));
 }
 
+std::string redacted_hook_target(const HookConfig& hook) {
+  if (hook.url.empty()) {
+    const std::string& command = hook.command;
+    size_t start = command.find_first_not_of(" \t");
+    if (start == std::string::npos) return "";
+    size_t end = command.find_first_of(" \t\n", start);
+    bool more = end != std::string::npos && command.find_first_not_of(" \t\n", end) != std::string::npos;
+    return command.substr(start, end - start) + (more ? " …" : "");
+  }
+  const std::string& url = hook.url;
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "…";  // not a URL config.toml accepts; nothing shown
+  size_t authority = scheme_end + 3;
+  size_t path = url.find_first_of("/?#", authority);
+  std::string host = url.substr(authority, path == std::string::npos ? std::string::npos : path - authority);
+  if (size_t at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);  // userinfo
+  bool rest = path != std::string::npos && url.size() > path + (url[path] == '/' ? 1 : 0);
+  return url.substr(0, authority) + host + (rest ? "/…" : "");
+}
+
 nlohmann::json hook_status_to_json(const HookStatus& status) {
   auto time_or_null = [](int64_t ms) {
     return ms > 0 ? nlohmann::json(format_rfc3339(ms)) : nlohmann::json(nullptr);
@@ -176,7 +196,7 @@ std::vector<HookStatus> HookRunner::statuses() const {
     HookStatus status;
     status.name = hook->config.name;
     status.type = hook->config.url.empty() ? "command" : "url";
-    status.target = hook->config.url.empty() ? hook->config.command : hook->config.url;
+    status.target = redacted_hook_target(hook->config);
     status.events = hook->config.events;
     status.cursor = hook->cursor;
     status.last_seq = std::max(last_seq_, hook->cursor);

@@ -52,11 +52,17 @@ bool hook_matches(const std::vector<std::string>& globs, std::string_view kind);
 // after each further failure, at most retry_max.
 int64_t hook_retry_delay_ms(const HookConfig& hook, int failures);
 
+// What `gpuq hooks` and GET /v1/hooks show of a hook's target, which may hold a secret (a
+// webhook's path, a token in its query or userinfo, a bearer token on a command line): a URL's
+// scheme, host and port, with "/…" for a path or query it has; a command's first word, with " …"
+// for the rest.
+std::string redacted_hook_target(const HookConfig& hook);
+
 // Where one hook stands, for `gpuq hooks`, GET /v1/hooks and /metrics.
 struct HookStatus {
   std::string name;
   std::string type;    // "command" | "url"
-  std::string target;  // the command text or the URL
+  std::string target;  // the command or the URL, redacted (redacted_hook_target)
   std::vector<std::string> events;
   int64_t cursor = 0;            // the last event handled (delivered, or not matching)
   int64_t last_seq = 0;          // the newest event the runner knows of

@@ -103,6 +103,21 @@ TEST(HookStatusJson, TimesAreTextOrNull) {
   EXPECT_TRUE(hook_status_to_json(HookStatus{})["last_error"].is_null());
 }
 
+TEST(HookStatus, ATargetIsShownWithoutWhatMayBeASecret) {
+  auto target = [](const std::string& url, const std::string& command) {
+    HookConfig hook;
+    hook.url = url;
+    hook.command = command;
+    return redacted_hook_target(hook);
+  };
+  EXPECT_EQ(target("https://hooks.slack.com/services/T0/B0/SECRET", ""), "https://hooks.slack.com/…");
+  EXPECT_EQ(target("http://bot:pw@127.0.0.1:8080/gpuq?token=abc", ""), "http://127.0.0.1:8080/…");
+  EXPECT_EQ(target("http://127.0.0.1:8080/", ""), "http://127.0.0.1:8080");
+  EXPECT_EQ(target("http://127.0.0.1:8080?key=1", ""), "http://127.0.0.1:8080/…");
+  EXPECT_EQ(target("", "curl -H 'Authorization: Bearer S3CRET' https://x"), "curl …");
+  EXPECT_EQ(target("", "  /opt/notify.sh"), "/opt/notify.sh");
+}
+
 TEST(DeliverByCommand, FailureNamesTheExitStatusAndTheTailOfStderr) {
   HookConfig hook;
   hook.name = "h";
