@@ -38,8 +38,19 @@ Result<std::string> start_http(const HttpSetup& setup, api::Server& server, daem
   auto policy = api::TcpPolicy::make(setup.token, *setup.address, setup.allowed_hosts, setup.allow_submit);
   auto listening = server.listen_tcp(*setup.address, std::move(policy));
   if (listening) {
-    return fmt::format("  http: http://{}/ (gpuq dashboard prints the link that logs in){}\n",
-                       server.tcp_listen(), setup.allow_submit ? "; submits allowed" : "");
+    std::string line = fmt::format("  http: http://{}/ (gpuq dashboard prints the link that logs in){}\n",
+                                   server.tcp_listen(), setup.allow_submit ? "; submits allowed" : "");
+    if (!setup.address->loopback()) {
+      // Said on stderr too, so that it is in daemon.log and the journal, not only on a terminal.
+      std::string warning = fmt::format(
+          "warning: the HTTP listener on {} can be reached from other machines: the token is its "
+          "only guard and the traffic is plain HTTP, token and cookie included; listen on "
+          "127.0.0.1 and reach it through `ssh -L` or a TLS proxy (docs/dashboard.md)",
+          setup.address->text());
+      std::fprintf(stderr, "gpuq daemon: %s\n", warning.c_str());
+      line += "  " + warning + "\n";
+    }
+    return line;
   }
   std::string fix = setup.asked
                         ? "choose another address (--http ADDR:PORT or [http] listen), or --http off"

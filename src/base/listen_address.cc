@@ -12,6 +12,11 @@ std::string ListenAddress::host_header() const { return ipv6 ? "[" + host + "]" 
 
 std::string ListenAddress::text() const { return fmt::format("{}:{}", host_header(), port); }
 
+bool ListenAddress::loopback() const {
+  if (!ipv6) return host.rfind("127.", 0) == 0;
+  return host == "::1" || host.rfind("::ffff:127.", 0) == 0;
+}
+
 Result<std::optional<ListenAddress>> parse_listen_address(std::string_view text) {
   if (text == "off") return std::optional<ListenAddress>();
   auto bad = [&](std::string_view why) {

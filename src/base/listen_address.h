@@ -25,6 +25,8 @@ struct ListenAddress {
   std::string text() const;
   // The host part as a Host header carries it: "127.0.0.1", "[::1]".
   std::string host_header() const;
+  // Whether only this machine can connect: 127.0.0.0/8 or ::1 (IPv4-mapped 127.x too).
+  bool loopback() const;
 };
 
 // nullopt for "off"; an address; or Code::kInvalidArgument saying what form to use.

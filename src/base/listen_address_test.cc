@@ -26,6 +26,18 @@ TEST(ListenAddress, Forms) {
   EXPECT_FALSE(*off);
 }
 
+TEST(ListenAddress, OnlyLoopbackAddressesAreThisMachinesAlone) {
+  auto loopback = [](const char* text) { return (*parse_listen_address(text))->loopback(); };
+  EXPECT_TRUE(loopback("127.0.0.1:7878"));
+  EXPECT_TRUE(loopback("127.3.2.1:1"));
+  EXPECT_TRUE(loopback("localhost:80"));
+  EXPECT_TRUE(loopback("[::1]:7878"));
+  EXPECT_FALSE(loopback("0.0.0.0:7878"));
+  EXPECT_FALSE(loopback("10.0.0.5:7878"));
+  EXPECT_FALSE(loopback("[::]:7878"));
+  EXPECT_FALSE(loopback("[fe80::1]:7878"));
+}
+
 TEST(ListenAddress, Refused) {
   for (const char* text : {"", "7878", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
                            "box.lan:7878", "::1:7878", "[::1]7878", "[nope]:1", "1.2.3:80", "OFF"}) {

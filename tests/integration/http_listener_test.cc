@@ -229,6 +229,20 @@ TEST(HttpListener, AnAskedAddressInUseFailsTheStart) {
   EXPECT_NE(bad.err.find("ADDR:PORT"), std::string::npos) << bad.err;
 }
 
+TEST(HttpListener, AnAddressOtherMachinesReachIsWarnedAbout) {
+  Harness h("fake:1");
+  auto open = h.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "0.0.0.0:0"});
+  ASSERT_EQ(open.status, 0) << open.err;
+  EXPECT_NE(open.out.find("warning: the HTTP listener on 0.0.0.0:0 can be reached from other machines"),
+            std::string::npos) << open.out;
+  h.stop();
+  Harness local("fake:1");
+  auto quiet = local.gpuq({"daemon", "--gpus", "fake:1", "--detach", "--http", "127.0.0.1:0"});
+  ASSERT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_EQ(quiet.out.find("warning"), std::string::npos) << quiet.out;
+  local.stop();
+}
+
 TEST(HttpListener, ABusyDefaultPortIsAnEventNotAFailure) {
   Harness h("fake:1");
   HeldPort held(7878);  // may fail when something else holds it: then it is busy all the same
