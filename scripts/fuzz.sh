@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Fuzzes gpuq's parsers with libFuzzer (docs/fuzzing.md). Installs what is missing (clang-16,
-# libFuzzer's and the sanitizers' runtime, llvm-symbolizer), configures and builds the clang
-# build directory build-fuzz (GPUQ_FUZZ=ON; the normal build/ is not touched), runs each target
-# for SECONDS on a copy of its seed corpus (fuzz/corpus/<target>/ plus its regressions: the
-# repository's corpus is never written), and prints a table: executions, seconds, execs/s,
-# corpus size, and the result (ok, or crash / leak / timeout / oom with the reproducer's path,
-# kept under build-fuzz/runs/<target>/). Exits 1 when any target failed.
+# Fuzzes gpuq's parsers with libFuzzer under AddressSanitizer and UndefinedBehaviorSanitizer
+# (docs/fuzzing.md). Installs what is missing (clang-16, libFuzzer's and the sanitizers'
+# runtimes, llvm-symbolizer), configures and builds the clang build directory build-fuzz
+# (GPUQ_FUZZ=ON; the normal build/ is not touched), runs each target for SECONDS on a copy of
+# its seed corpus (fuzz/corpus/<target>/ plus its regressions: the repository's corpus is never
+# written), and prints a table: executions, seconds, execs/s, corpus size, and the result (ok,
+# or crash / leak / timeout / oom with the reproducer's path, kept under
+# build-fuzz/runs/<target>/). Exits 1 when any target failed.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...] [-j JOBS]
 #     SECONDS  per target (default 60: a smoke run; 600 is the long run)
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -j) jobs="$2"; shift 2 ;;
     -j*) jobs="${1#-j}"; shift ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *[!0-9]*) targets+=("$1"); shift ;;
     *) seconds="$1"; shift ;;
   esac
@@ -52,6 +53,9 @@ clang_version=16
 compiler="clang++-$clang_version"
 bash scripts/install-deps.sh "clang-$clang_version" "libclang-rt-$clang_version-dev" "llvm-$clang_version"
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/lib/llvm-$clang_version/bin/llvm-symbolizer}"
+# UBSan's report with the stack that led to it (the build aborts on the first report anyway:
+# -fno-sanitize-recover=undefined, the top-level CMakeLists.txt).
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # --- the clang build --------------------------------------------------------------------------
 # Configured afresh when new, or when configured with another compiler (an older clang).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <limits>
 #include <fmt/format.h>
 
 #include "base/duration.h"
@@ -465,6 +466,55 @@ Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms) {
                                clip(*text)));
   }
   return query;
+}
+
+Result<std::optional<size_t>> decode_status_finished(const Target& target) {
+  std::string text = target.param("finished");
+  if (text.empty()) return std::optional<size_t>(kStatusFinished);
+  if (text == "all") return std::optional<size_t>();
+  // At most INT32_MAX: the store's LIMIT reads a value past int64 as negative, "all".
+  constexpr size_t kMost = std::numeric_limits<int32_t>::max();
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > kMost) {
+    return invalid_argument(fmt::format(
+        "finished={}: give the number of finished jobs to list, from 0 to {}, or all", clip(text), kMost));
+  }
+  return std::optional<size_t>(value);
+}
+
+namespace {
+
+// ?key=N, a whole number from 0 to `max`.
+Result<size_t> count_param(const Target& target, std::string_view key, size_t max) {
+  std::string text = target.param(key);
+  size_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > max) {
+    return invalid_argument(fmt::format("{}={}: give a whole number from 0 to {}", key, clip(text), max));
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<std::optional<PendingPage>> decode_pending_page(const Target& target) {
+  if (!target.find("pending_limit")) {
+    if (target.find("pending_offset")) {
+      return invalid_argument("pending_offset needs pending_limit (the page's size)");
+    }
+    return std::optional<PendingPage>();
+  }
+  PendingPage page;
+  auto limit = count_param(target, "pending_limit", kMaxPendingLimit);
+  if (!limit) return tl::unexpected(limit.error());
+  page.limit = *limit;
+  if (target.find("pending_offset")) {
+    auto offset = count_param(target, "pending_offset", std::numeric_limits<int32_t>::max());
+    if (!offset) return tl::unexpected(offset.error());
+    page.offset = *offset;
+  }
+  return std::optional<PendingPage>(page);
 }
 
 Result<int64_t> decode_stream_cursor(const Request& request, const Target& target) {

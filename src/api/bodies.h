@@ -112,6 +112,21 @@ struct ReportQuery {
 };
 Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms);
 
+// GET /v1/status?finished=N (the latest N finished jobs) or ?finished=all (nullopt: every
+// one); absent or empty: the latest kStatusFinished, as many as `gpuq status` shows.
+inline constexpr size_t kStatusFinished = 10;
+Result<std::optional<size_t>> decode_status_finished(const Target& target);
+
+// GET /v1/status?pending_limit=N&pending_offset=M: one page of the pending jobs in serving
+// order, N from 0 to kMaxPendingLimit, M from 0 to INT32_MAX (default 0; only with N). nullopt
+// when neither is given (every unfinished job).
+inline constexpr size_t kMaxPendingLimit = 10'000;
+struct PendingPage {
+  size_t offset = 0;
+  size_t limit = 0;
+};
+Result<std::optional<PendingPage>> decode_pending_page(const Target& target);
+
 // GET /v1/events/stream: the cursor, from Last-Event-ID (unless empty), else ?after=, else 0.
 Result<int64_t> decode_stream_cursor(const Request& request, const Target& target);
 

@@ -314,6 +314,27 @@ TEST(DecodeQueries, NumbersAreCheckedNotDefaulted) {
   EXPECT_REFUSED(decode_log_query(parse_target("/v1/jobs/7/log?limit=lots")), "query parameter 'limit'");
 }
 
+// Found by fuzzing the query parameters: finished=18446744073709551615 was taken, and the
+// store's LIMIT read it as a negative number (every finished job).
+TEST(DecodeQueries, StatusFinishedAndThePendingPage) {
+  EXPECT_EQ(decode_status_finished(parse_target("/v1/status")).value(), kStatusFinished);
+  EXPECT_EQ(decode_status_finished(parse_target("/v1/status?finished=all")).value(), std::nullopt);
+  EXPECT_EQ(decode_status_finished(parse_target("/v1/status?finished=2147483647")).value(), 2147483647u);
+  for (const char* bad : {"/v1/status?finished=2147483648", "/v1/status?finished=18446744073709551615",
+                          "/v1/status?finished=-1", "/v1/status?finished=x"}) {
+    auto refused = decode_status_finished(parse_target(bad));
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message.find("from 0 to 2147483647, or all"), std::string::npos) << refused.error().message;
+  }
+  auto page = decode_pending_page(parse_target("/v1/status?pending_limit=100&pending_offset=7")).value();
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->limit, 100u);
+  EXPECT_EQ(page->offset, 7u);
+  EXPECT_EQ(decode_pending_page(parse_target("/v1/status")).value(), std::nullopt);
+  EXPECT_FALSE(decode_pending_page(parse_target("/v1/status?pending_offset=7")));
+  EXPECT_FALSE(decode_pending_page(parse_target("/v1/status?pending_limit=10001")));
+}
+
 TEST(DecodeQueries, StreamCursor) {
   Request request{http::verb::get, "/v1/events/stream?after=4", 11};
   Target target = parse_target("/v1/events/stream?after=4");

@@ -36,26 +36,8 @@ Response not_found(const std::string& what) {
   return error_response({Code::kNotFound, what});
 }
 
-// How many finished jobs GET /v1/status lists without ?finished=: as many as `gpuq status`
-// shows, so its plain call gets what it prints.
-constexpr size_t kStatusFinished = 10;
-
 // How long a submit waits for its working directory to answer a stat.
 constexpr std::chrono::milliseconds kDirCheckDeadline{5000};
-
-// ?finished=N (the latest N finished jobs), ?finished=all (nullopt), or the default.
-Result<std::optional<size_t>> finished_param(const Target& target) {
-  std::string text = target.param("finished");
-  if (text.empty()) return std::optional<size_t>(kStatusFinished);
-  if (text == "all") return std::optional<size_t>();
-  size_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("finished={}: give a number of finished jobs to list, or all", text));
-  }
-  return std::optional<size_t>(value);
-}
 
 }  // namespace
 
@@ -237,7 +219,7 @@ Response Server::gpus() {
 }
 
 Response Server::status(const Target& target) {
-  auto finished = finished_param(target);
+  auto finished = decode_status_finished(target);
   if (!finished) return error_response(finished.error());
   bool active_only = target.param("active") == "1";
   // Every unfinished job (or a page of the pending ones) and only the latest finished ones:

@@ -40,12 +40,16 @@ Status check_request(const Route& route, const Request& request, int64_t now_ms)
       if (route.verb == "move") return status(decode_move(body));
       if (route.endpoint == Endpoint::kArrayControl) return status(decode_array_action(route.verb, body));
       return ok();
+    case Endpoint::kStatus:  // as Server::status: finished first, then the page
+      if (auto finished = decode_status_finished(route.target); !finished) {
+        return tl::unexpected(finished.error());
+      }
+      return status(decode_pending_page(route.target));
     case Endpoint::kTimeline: return status(decode_timeline_query(route.target, now_ms));
     case Endpoint::kReport: return status(decode_report_query(route.target, now_ms));
     case Endpoint::kNone:
     case Endpoint::kMetrics:
     case Endpoint::kHealth:
-    case Endpoint::kStatus:  // its queries (finished, pending_*) are checked by its handler only
     case Endpoint::kGpus:
     case Endpoint::kHooks:
     case Endpoint::kFleet:

@@ -4,7 +4,6 @@
 // the pending ones in serving order (docs/api.md, "Status"). Each pending job carries its ETA
 // and its serving position (1-based, the order the scheduler considers pending jobs in).
 #include <algorithm>
-#include <charconv>
 #include <iterator>
 #include <limits>
 #include <malloc.h>
@@ -12,51 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "api/bodies.h"
 #include "api/server.h"
 #include "base/time.h"
 #include "model/json.h"
 
 namespace gpuq::api {
 namespace {
-
-// The most pending jobs one page may list.
-constexpr size_t kMaxPendingLimit = 10'000;
-
-struct PendingPage {
-  size_t offset = 0;
-  size_t limit = 0;
-};
-
-Result<size_t> count_param(const Target& target, std::string_view key, size_t max) {
-  std::string text = target.param(key);
-  size_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value > max) {
-    return fail(Code::kInvalidArgument,
-                fmt::format("{}={}: give a whole number from 0 to {}", key, text, max));
-  }
-  return value;
-}
-
-// ?pending_limit=N (and ?pending_offset=M, default 0); nullopt when neither is given.
-Result<std::optional<PendingPage>> page_param(const Target& target) {
-  if (!target.find("pending_limit")) {
-    if (target.find("pending_offset")) {
-      return fail(Code::kInvalidArgument, "pending_offset needs pending_limit (the page's size)");
-    }
-    return std::optional<PendingPage>();
-  }
-  PendingPage page;
-  auto limit = count_param(target, "pending_limit", kMaxPendingLimit);
-  if (!limit) return tl::unexpected(limit.error());
-  page.limit = *limit;
-  if (target.find("pending_offset")) {
-    auto offset = count_param(target, "pending_offset", std::numeric_limits<int32_t>::max());
-    if (!offset) return tl::unexpected(offset.error());
-    page.offset = *offset;
-  }
-  return std::optional<PendingPage>(page);
-}
 
 // Serving order, as sched::scheduling_order sorts pending jobs: priority (unless FIFO), then
 // queue order, then id.
@@ -157,7 +118,7 @@ std::string Server::array_owner(int64_t array_id) {
 }
 
 Result<Server::StatusList> Server::status_list(const Target& target, std::optional<size_t> finished) {
-  auto page = page_param(target);
+  auto page = decode_pending_page(target);
   if (!page) return tl::unexpected(page.error());
   bool fifo = daemon::policy_of(context_.queue.config()) == sched::Policy::kFifo;
   int64_t now = wall_now_ms();
