@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/browser_sessions.h"
 #include "api/user_sessions.h"
 #include "base/ascii.h"
 #include "web/assets.h"
@@ -84,15 +85,22 @@ Response static_file(const web::Asset& asset, const Request& request) {
   return res;
 }
 
-// The credentials the request shows: the Bearer token and every gpuq_token cookie.
-std::vector<std::string_view> shown_tokens(const Request& request) {
-  // A query string never carries it (?token=... would be kept in browser history, proxies'
-  // and servers' logs, and Referer headers): only the header and the cookie count.
+// The tokens the request shows in Authorization: Bearer headers. A query string never carries
+// one (?token=... would be kept in browser history, proxies' and servers' logs, and Referer
+// headers), and a cookie never does (a cookie is sent to every port of the host: it carries a
+// browser session's value instead).
+std::vector<std::string_view> bearer_tokens(const Request& request) {
   std::vector<std::string_view> shown;
   for (auto [f, end] = request.equal_range(http::field::authorization); f != end; ++f) {
     std::string_view value = trim(std::string_view(f->value().data(), f->value().size()));
     if (value.size() > 7 && ascii_lower(value.substr(0, 7)) == "bearer ") shown.push_back(trim(value.substr(7)));
   }
+  return shown;
+}
+
+// The values of every cookie named `name` the request carries.
+std::vector<std::string_view> cookie_values(const Request& request, std::string_view name) {
+  std::vector<std::string_view> values;
   for (auto [f, end] = request.equal_range(http::field::cookie); f != end; ++f) {
     std::string_view cookies(f->value().data(), f->value().size());
     while (!cookies.empty()) {
@@ -100,20 +108,45 @@ std::vector<std::string_view> shown_tokens(const Request& request) {
       std::string_view pair = trim(cookies.substr(0, semi));
       cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
       size_t eq = pair.find('=');
-      if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == kTokenCookie) {
-        shown.push_back(trim(pair.substr(eq + 1)));
-      }
+      if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) values.push_back(trim(pair.substr(eq + 1)));
     }
   }
-  return shown;
+  return values;
 }
 
-// POST /v1/session (start) and /v1/session/end: the cookie of the token the request showed.
-Response session(const std::string& token, bool start) {
+// POST /v1/session: a new browser session for whoever the request showed (the session it
+// showed, if any, ends: a sign-in renews it), its cookie set and the token's old cookie cleared.
+Response open_session(const TcpPolicy& policy, const TcpIdentity& identity) {
+  if (!policy.browser_sessions) {
+    return refusal(http::status::service_unavailable, "unavailable", "this daemon keeps no browser sessions");
+  }
+  if (!identity.session.empty()) (void)policy.browser_sessions->end(identity.session);
+  auto value = policy.browser_sessions->open({identity.user, identity.uid}, policy.wall_ms());
+  if (!value) {
+    return refusal(http::status::service_unavailable, "unavailable",
+                   fmt::format("the daemon cannot save the browser session: {}", value.error().message));
+  }
   Response res{http::status::no_content, 11};
-  res.set(http::field::set_cookie,
-          start ? fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000", kTokenCookie, token)
-                : fmt::format("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", kTokenCookie));
+  res.insert(http::field::set_cookie,
+             fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", policy.cookie_name, *value,
+                         kBrowserSessionMaxAgeMs / 1000));
+  res.insert(http::field::set_cookie,
+             fmt::format("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", kLegacyTokenCookie));
+  add_tcp_headers(res, true);
+  return res;
+}
+
+// POST /v1/session/end: the session the request showed ends and its cookie is cleared.
+Response end_session(const TcpPolicy& policy, const TcpIdentity& identity) {
+  if (policy.browser_sessions && !identity.session.empty()) {
+    auto ended = policy.browser_sessions->end(identity.session);
+    if (!ended) {
+      return refusal(http::status::service_unavailable, "unavailable",
+                     fmt::format("the daemon cannot end the browser session: {}", ended.error().message));
+    }
+  }
+  Response res{http::status::no_content, 11};
+  res.insert(http::field::set_cookie, fmt::format("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", policy.cookie_name));
   add_tcp_headers(res, true);
   return res;
 }
@@ -175,16 +208,24 @@ size_t constant_time_compared_bytes(std::string_view given, std::string_view exp
 
 std::optional<TcpIdentity> tcp_identity(const TcpPolicy& policy, const Request& request) {
   std::optional<TcpIdentity> found;
-  for (std::string_view given : shown_tokens(request)) {
+  for (std::string_view given : bearer_tokens(request)) {
     // Every candidate is compared with every token: the time tells nothing of which matched.
     bool daemon = constant_time_equal(given, policy.token);
     std::optional<UserSession> user = policy.sessions ? policy.sessions->find(given) : std::nullopt;
     if (found) continue;
     if (daemon) {
-      found = TcpIdentity{std::string(given), "", 0};
+      found = TcpIdentity{std::string(given), "", "", 0};
     } else if (user) {
-      found = TcpIdentity{std::string(given), user->user, user->uid};
+      found = TcpIdentity{std::string(given), "", user->user, user->uid};
     }
+  }
+  if (!policy.browser_sessions) return found;
+  for (std::string_view value : cookie_values(request, policy.cookie_name)) {
+    auto who = policy.browser_sessions->use(value, policy.wall_ms());
+    if (!who) continue;
+    if (!found) found = TcpIdentity{"", std::string(value), who->user, who->uid};
+    else if (found->session.empty() && found->user == who->user) found->session = std::string(value);
+    break;
   }
   return found;
 }
@@ -281,8 +322,8 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
   // The session cookie of the dashboard's page.
   const auto& s = where.target.segments;
   if (request.method() == http::verb::post && s.size() >= 2 && s[0] == "v1" && s[1] == "session") {
-    if (s.size() == 2) return session(identity->token, true);
-    if (s.size() == 3 && s[2] == "end") return session(identity->token, false);
+    if (s.size() == 2) return open_session(policy, *identity);
+    if (s.size() == 3 && s[2] == "end") return end_session(policy, *identity);
   }
   return std::nullopt;
 }

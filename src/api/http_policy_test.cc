@@ -3,6 +3,11 @@
 #include "api/http_policy.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "api/browser_sessions.h"
 
 #include "web/assets.h"
 
@@ -80,11 +85,15 @@ TEST(HttpPolicy, OnlyGetHeadAndPost) {
   }
 }
 
-TEST(HttpPolicy, TheTokenCountsFromTheHeaderOrTheCookieNeverTheQuery) {
+// A cookie is sent to every port of its host, so one that carried the token gave it to any
+// other server on 127.0.0.1: the token counts from the header only, a cookie carries a
+// browser session's value (BrowserSessionTest below).
+TEST(HttpPolicy, TheTokenCountsFromTheHeaderNeverFromACookieOrTheQuery) {
   EXPECT_TRUE(request_shows_token(policy(), with_token(request(http::verb::get, "/v1/status"))));
   Request cookie = request(http::verb::get, "/v1/status");
-  cookie.set(http::field::cookie, "other=1; gpuq_token=" + kToken);
-  EXPECT_TRUE(request_shows_token(policy(), cookie));
+  cookie.set(http::field::cookie, "other=1; gpuq_token=" + kToken + "; gpuq_session=" + kToken);
+  EXPECT_FALSE(request_shows_token(policy(), cookie));
+  EXPECT_EQ(code_of(*judge_tcp_request(policy(), cookie)), "unauthenticated");
   Request query = request(http::verb::get, "/v1/status?token=" + kToken + "&gpuq_token=" + kToken);
   EXPECT_FALSE(request_shows_token(policy(), query));
   auto refused = judge_tcp_request(policy(), query);
@@ -210,12 +219,6 @@ TEST(TcpPolicy, EverythingElseNeedsTheToken) {
   Request basic = request(http::verb::get, "/metrics");
   basic.set(http::field::authorization, "Basic " + kToken);
   EXPECT_EQ(code_of(*judge_tcp_request(p, basic)), "unauthenticated");
-  Request cookie = request(http::verb::get, "/v1/events/stream");
-  cookie.set(http::field::cookie, "theme=dark; gpuq_token=" + kToken + "; x=y");
-  EXPECT_FALSE(judge_tcp_request(p, cookie));
-  Request bad_cookie = request(http::verb::get, "/v1/status");
-  bad_cookie.set(http::field::cookie, "gpuq_token=" + kToken + "0");
-  EXPECT_EQ(code_of(*judge_tcp_request(p, bad_cookie)), "unauthenticated");
   Request lower = request(http::verb::get, "/v1/status");
   lower.set(http::field::authorization, "bearer " + kToken);
   EXPECT_FALSE(judge_tcp_request(p, lower));
@@ -260,19 +263,120 @@ TEST(TcpPolicy, SubmitsOnlyWhenAllowed) {
   EXPECT_FALSE(judge_tcp_request(policy(false), page_post("/v1/jobs/3/retry")));
 }
 
-TEST(TcpPolicy, SessionSetsAndClearsTheCookie) {
-  TcpPolicy p = policy();
-  auto start = judge_tcp_request(p, page_post("/v1/session"));
-  ASSERT_TRUE(start);
-  EXPECT_EQ(start->result(), http::status::no_content);
-  EXPECT_EQ(hdr(*start, http::field::set_cookie),
-            "gpuq_token=" + kToken + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
-  auto end = judge_tcp_request(p, page_post("/v1/session/end"));
-  ASSERT_TRUE(end);
-  EXPECT_EQ(hdr(*end, http::field::set_cookie), "gpuq_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+class BrowserSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gpuq-browser-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    policy_.browser_sessions = std::make_shared<BrowserSessions>((dir_ / "browser-sessions").string(), now_);
+    policy_.browser_sessions->set_daemon_token(kToken);
+    policy_.cookie_name = "gpuq_session_7878";
+    policy_.wall_ms = [this] { return now_; };
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // POST /v1/session as the page sends it, with `extra` headers; the new session's value.
+  std::string sign_in(Request start = page_post("/v1/session")) {
+    auto answer = judge_tcp_request(policy_, start);
+    EXPECT_TRUE(answer);
+    if (!answer) return "";
+    EXPECT_EQ(answer->result(), http::status::no_content);
+    std::vector<std::string> cookies;
+    for (auto [f, end] = answer->equal_range(http::field::set_cookie); f != end; ++f) {
+      cookies.emplace_back(f->value().data(), f->value().size());
+    }
+    EXPECT_EQ(cookies.size(), 2u);
+    if (cookies.size() != 2) return "";
+    std::string prefix = "gpuq_session_7878=";
+    EXPECT_TRUE(cookies[0].starts_with(prefix)) << cookies[0];
+    std::string value = cookies[0].substr(prefix.size(), 64);
+    EXPECT_EQ(cookies[0], prefix + value + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800");
+    // The cookie that carried the token itself in earlier versions is cleared.
+    EXPECT_EQ(cookies[1], "gpuq_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    return value;
+  }
+  Request with_cookie(Request r, const std::string& value) {
+    r.set(http::field::cookie, "theme=dark; gpuq_session_7878=" + value + "; x=y");
+    return r;
+  }
+
+  std::filesystem::path dir_;
+  int64_t now_ = 1'800'000'000'000;
+  TcpPolicy policy_ = policy();
+};
+
+TEST_F(BrowserSessionTest, ASignInGetsARandomSessionNeverTheToken) {
+  std::string value = sign_in();
+  ASSERT_EQ(value.size(), 64u);
+  EXPECT_NE(value, kToken);
+  EXPECT_NE(sign_in(), value);  // each sign-in its own
+  Request stream = with_cookie(request(http::verb::get, "/v1/events/stream"), value);
+  EXPECT_FALSE(judge_tcp_request(policy_, stream));  // let through
+  auto who = tcp_identity(policy_, stream);
+  ASSERT_TRUE(who);
+  EXPECT_EQ(who->user, "");
+  EXPECT_EQ(who->session, value);
+  // Another listener's cookie of the same value is not this one's.
+  Request other = request(http::verb::get, "/v1/status");
+  other.set(http::field::cookie, "gpuq_session_7879=" + value);
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, other)), "unauthenticated");
+  std::string altered = value.substr(0, 63) + (value.back() == '0' ? "1" : "0");
+  Request wrong = with_cookie(request(http::verb::get, "/v1/status"), altered);
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, wrong)), "unauthenticated");
   Request no_csrf = page_post("/v1/session");
   no_csrf.erase("X-Gpuq-Csrf");
-  EXPECT_EQ(code_of(*judge_tcp_request(p, no_csrf)), "csrf_missing");
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, no_csrf)), "csrf_missing");
+}
+
+TEST_F(BrowserSessionTest, SigningOutEndsTheSessionItself) {
+  std::string value = sign_in();
+  std::string other = sign_in();
+  Request end = page_post("/v1/session/end");
+  end.erase(http::field::authorization);
+  auto answer = judge_tcp_request(policy_, with_cookie(end, value));
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->result(), http::status::no_content);
+  EXPECT_EQ(hdr(*answer, http::field::set_cookie), "gpuq_session_7878=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+  // The value no longer works, even where a browser kept it; the other sign-in goes on.
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), value))),
+            "unauthenticated");
+  EXPECT_FALSE(judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), other)));
+  EXPECT_EQ(policy_.browser_sessions->size(), 1u);
+}
+
+TEST_F(BrowserSessionTest, ASessionEndsADayAfterItsLastUseAndAWeekAfterItOpened) {
+  std::string value = sign_in();
+  Request read = with_cookie(request(http::verb::get, "/v1/status"), value);
+  const int64_t hour = 3600 * 1000;
+  for (int day = 0; day < 7; ++day) {
+    now_ += 23 * hour;  // used every 23 h: it lasts
+    EXPECT_FALSE(judge_tcp_request(policy_, read)) << day;
+  }
+  now_ += 7 * hour;  // a week since it opened, used 7 h ago
+  auto refused = judge_tcp_request(policy_, read);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(code_of(*refused), "unauthenticated");
+  std::string idle = sign_in();
+  now_ += kBrowserSessionIdleMs;
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), idle))),
+            "unauthenticated");
+}
+
+TEST_F(BrowserSessionTest, ARestartKeepsTheSessionsInAPrivateFile) {
+  std::string value = sign_in();
+  std::string path = (dir_ / "browser-sessions").string();
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  policy_.browser_sessions = std::make_shared<BrowserSessions>(path, now_ + 1000);
+  policy_.browser_sessions->set_daemon_token(kToken);
+  EXPECT_FALSE(judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), value)));
+  // A week after it opened, a restart does not bring it back.
+  EXPECT_EQ(BrowserSessions(path, now_ + kBrowserSessionMaxAgeMs).size(), 0u);
+  // Nor once the daemon's token changed (its file removed, the daemon restarted): the sessions
+  // that token opened end with it.
+  policy_.browser_sessions->set_daemon_token(std::string(64, 'b'));
+  EXPECT_EQ(code_of(*judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), value))),
+            "unauthenticated");
 }
 
 TEST(TcpPolicy, HeadersOfEveryAnswer) {

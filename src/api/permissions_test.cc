@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "api/browser_sessions.h"
 #include "api/http_policy.h"
 #include "api/user_sessions.h"
 
@@ -150,9 +151,11 @@ TEST_F(UserSessionsTest, TheTcpPolicyTellsWhoseTokenARequestShows) {
   EXPECT_EQ(refused->result(), http::status::unauthorized);
 }
 
-TEST_F(UserSessionsTest, TheSessionCookieCarriesTheTokenTheRequestShowed) {
+TEST_F(UserSessionsTest, ABoxUsersBrowserSessionActsAsThemAndEndsWithTheirToken) {
   TcpPolicy policy = TcpPolicy::make(std::string(64, 'a'), ListenAddress{"127.0.0.1", 7878, false}, {}, false);
   policy.sessions = std::make_shared<UserSessions>(path_);
+  policy.browser_sessions = std::make_shared<BrowserSessions>((dir_ / "browser-sessions").string(), wall_now_ms());
+  policy.cookie_name = "gpuq_session_7878";
   std::string bob = policy.sessions->token_for({"bob", 1002}).value();
   Request start{http::verb::post, "/v1/session", 11};
   start.set(http::field::host, "127.0.0.1:7878");
@@ -161,8 +164,19 @@ TEST_F(UserSessionsTest, TheSessionCookieCarriesTheTokenTheRequestShowed) {
   start.set("X-Gpuq-Csrf", "1");
   auto answer = judge_tcp_request(policy, start);
   ASSERT_TRUE(answer);
-  auto cookie = (*answer)[http::field::set_cookie];
-  EXPECT_NE(std::string(cookie.data(), cookie.size()).find("gpuq_token=" + bob), std::string::npos);
+  std::string cookie((*answer)[http::field::set_cookie]);
+  EXPECT_EQ(cookie.find(bob), std::string::npos) << "the cookie carries the token";
+  ASSERT_TRUE(cookie.starts_with("gpuq_session_7878="));
+  Request read{http::verb::get, "/v1/status", 11};
+  read.set(http::field::host, "127.0.0.1:7878");
+  read.set(http::field::cookie, cookie.substr(0, cookie.find(';')));
+  auto who = tcp_identity(policy, read);
+  ASSERT_TRUE(who);
+  EXPECT_EQ(who->user, "bob");
+  EXPECT_EQ(who->uid, 1002u);
+  // `gpuq dashboard --revoke` ends the token and the pages signed in with it.
+  EXPECT_EQ(policy.browser_sessions->end_all_of("bob").value(), 1u);
+  EXPECT_FALSE(tcp_identity(policy, read));
 }
 
 }  // namespace

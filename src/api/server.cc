@@ -163,6 +163,9 @@ Status Server::listen_tcp(const ListenAddress& address, TcpPolicy policy) {
   bound.port = tcp_acceptor_->local_endpoint(ec).port();
   tcp_listen_ = bound.text();
   policy.sessions = context_.sessions;
+  policy.browser_sessions = context_.browser_sessions;
+  if (policy.browser_sessions) policy.browser_sessions->set_daemon_token(policy.token);
+  policy.cookie_name = fmt::format("gpuq_session_{}", bound.port);
   tcp_policy_ = std::move(policy);
   asio::co_spawn(context_.api_ioc, accept_loop(*tcp_acceptor_), log_exception("the HTTP listener's accept loop"));
   return ok();

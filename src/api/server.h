@@ -27,6 +27,7 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "api/browser_sessions.h"
 #include "api/caller.h"
 #include "api/connection_pools.h"
 #include "api/dir_check.h"
@@ -64,6 +65,9 @@ struct ServerContext {
   // A system daemon's users' dashboard sessions (api/user_sessions.h), shared with the TCP
   // listener's policy; null for a single-user daemon.
   std::shared_ptr<UserSessions> sessions = {};
+  // The dashboard's browser sessions (api/browser_sessions.h), shared with the TCP listener's
+  // policy; null: the pages cannot sign in.
+  std::shared_ptr<BrowserSessions> browser_sessions = {};
   // The most elements a sweep may have ([sweeps] max_elements, docs/sweeps.md).
   size_t max_sweep_elements = spec::kDefaultMaxSweepElements;
   // Who may connect to the unix socket and who is an admin (docs/lab.md): a single-user

@@ -49,6 +49,11 @@ Response Server::dashboard_session(const std::string& verb, const Caller& caller
   if (verb == "revoke") {
     auto revoked = context_.sessions->revoke(caller.user);
     if (!revoked) return error_response(revoked.error());
+    // The pages signed in with the token end with it.
+    if (context_.browser_sessions) {
+      auto ended = context_.browser_sessions->end_all_of(caller.user);
+      if (!ended) return error_response(ended.error());
+    }
     return json_response(http::status::ok, {{"user", caller.user}, {"revoked", *revoked}});
   }
   auto token = context_.sessions->token_for({caller.user, caller.uid});

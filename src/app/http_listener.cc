@@ -9,6 +9,16 @@
 #include "base/token_file.h"
 
 namespace gpuq::app {
+namespace {
+
+// No listener this start: the recorded address may be another program's by now.
+void forget_listen_record(const std::string& path) {
+  if (auto removed = remove_token_listen(path); !removed) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", removed.error().message.c_str());
+  }
+}
+
+}  // namespace
 
 Result<HttpSetup> prepare_http(const cli::DaemonFlags& flags, const config::HttpConfig& config,
                                const HomeLayout& layout) {
@@ -26,6 +36,7 @@ Result<HttpSetup> prepare_http(const cli::DaemonFlags& flags, const config::Http
   setup.address = *address;
   setup.allowed_hosts = config.allowed_hosts;
   setup.allow_submit = flags.http_allow_submit || config.allow_submit;
+  setup.listen_record = layout.token_listen();
   if (!setup.address) return setup;
   auto token = ensure_token_file(layout.token(), ::geteuid());
   if (!token) return tl::unexpected(token.error());
@@ -34,10 +45,17 @@ Result<HttpSetup> prepare_http(const cli::DaemonFlags& flags, const config::Http
 }
 
 Result<std::string> start_http(const HttpSetup& setup, api::Server& server, daemon::Queue& queue) {
-  if (!setup.address) return std::string();
+  if (!setup.address) {
+    forget_listen_record(setup.listen_record);
+    return std::string();
+  }
   auto policy = api::TcpPolicy::make(setup.token, *setup.address, setup.allowed_hosts, setup.allow_submit);
   auto listening = server.listen_tcp(*setup.address, std::move(policy));
   if (listening) {
+    if (auto recorded = write_token_listen(setup.listen_record, server.tcp_listen()); !recorded) {
+      return fail(recorded.error().code,
+                  fmt::format("recording where the HTTP listener listens: {}", recorded.error().message));
+    }
     std::string line = fmt::format("  http: http://{}/ (gpuq dashboard prints the link that logs in){}\n",
                                    server.tcp_listen(), setup.allow_submit ? "; submits allowed" : "");
     if (!setup.address->loopback()) {
@@ -52,6 +70,7 @@ Result<std::string> start_http(const HttpSetup& setup, api::Server& server, daem
     }
     return line;
   }
+  forget_listen_record(setup.listen_record);
   std::string fix = setup.asked
                         ? "choose another address (--http ADDR:PORT or [http] listen), or --http off"
                         : fmt::format("another program (or another gpuq daemon) uses {}: start this "

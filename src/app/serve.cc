@@ -25,6 +25,8 @@ extern char** environ;
 #include "app/system_mode.h"
 #include "base/asio.h"
 #include "base/paths.h"
+#include "base/time.h"
+#include "base/token_file.h"
 #include "daemon/config.h"
 #include "daemon/hooks.h"
 #include "daemon/instance_lock.h"
@@ -276,6 +278,8 @@ int serve(const cli::DaemonFlags& flags) {
   server_context.max_sweep_elements = static_cast<size_t>(config->sweeps_max_elements);
   server_context.peers = {flags.system, config->users.group, config->users.admins};
   if (flags.system) server_context.sessions = std::make_shared<api::UserSessions>(layout.home + "/sessions");
+  server_context.browser_sessions =
+      std::make_shared<api::BrowserSessions>(layout.home + "/browser-sessions", wall_now_ms());
   const runner::Containment& contained = world.containment();
   std::fprintf(stderr, "gpuq daemon: containment: %s%s (%s)\n", contained.kind.c_str(),
                contained.root.empty() ? "" : (" at " + contained.root).c_str(), contained.reason.c_str());
@@ -373,6 +377,10 @@ int serve(const cli::DaemonFlags& flags) {
   api_thread.join();
   ::unlink(layout.socket().c_str());
   if (system_socket) ::unlink(system_socket->path.c_str());
+  // The port may be another program's next: `gpuq --url` sends the token to no one there.
+  if (auto removed = remove_token_listen(layout.token_listen()); !removed) {
+    std::fprintf(stderr, "gpuq daemon: %s\n", removed.error().message.c_str());
+  }
   std::fprintf(stderr, "gpuq daemon: stopped; runs keep going and will be adopted at the next start\n");
   return 0;
 }

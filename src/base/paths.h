@@ -30,6 +30,9 @@ struct HomeLayout {
   std::string daemon_log() const { return home + "/daemon.log"; }
   // The HTTP listener's token (base/token_file.h), mode 0600.
   std::string token() const { return home + "/token"; }
+  // Where the listener that token was made for is bound ("127.0.0.1:7878"), mode 0600: the
+  // CLI sends the home's token to that address only (base/token_file.h, cli/token_scope.h).
+  std::string token_listen() const { return home + "/token.listen"; }
   std::string jobs_dir() const { return home + "/jobs"; }
   std::string job_dir(int64_t job_id) const { return jobs_dir() + "/" + std::to_string(job_id); }
   std::string run_dir(int64_t job_id, int run_number) const {

@@ -21,12 +21,13 @@ std::string trimmed(std::string text) {
   return text;
 }
 
-Status write_new(const std::string& path, const std::string& token) {
+// Writes `text` to `path` through path.new and a rename, mode 0600; `what` names the file in
+// messages ("the token file ").
+Status write_new(const std::string& path, const std::string& text, std::string_view what) {
   std::string temporary = path + ".new";
   ::unlink(temporary.c_str());  // a leftover of a start that died before the rename
   int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno_error("cannot create " + temporary);
-  std::string text = token + "\n";
   bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   int saved = errno;
   bool synced = written && ::fsync(fd) == 0;
@@ -35,9 +36,25 @@ Status write_new(const std::string& path, const std::string& token) {
   if (!synced || ::rename(temporary.c_str(), path.c_str()) != 0) {
     if (synced) saved = errno;
     ::unlink(temporary.c_str());
-    return errno_error("cannot write the token file " + path, saved);
+    return errno_error(fmt::format("cannot write {}{}", what, path), saved);
   }
   return ok();
+}
+
+// The first 4 KiB of the file at `path`, less trailing newlines and spaces; `what` as above.
+Result<std::string> read_small_file(const std::string& path, std::string_view what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_error(fmt::format("cannot read {}{}", what, path));
+  std::string text;
+  char buffer[256];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < 4096) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  int saved = errno;
+  ::close(fd);
+  if (n < 0) return errno_error(fmt::format("cannot read {}{}", what, path), saved);
+  return trimmed(std::move(text));
 }
 
 }  // namespace
@@ -64,7 +81,9 @@ Result<std::string> ensure_token_file(const std::string& path, uid_t uid) {
     if (errno != ENOENT) return errno_error("cannot use the token file " + path);
     auto token = random_token();
     if (!token) return token;
-    if (auto written = write_new(path, *token); !written) return tl::unexpected(written.error());
+    if (auto written = write_new(path, *token + "\n", "the token file "); !written) {
+      return tl::unexpected(written.error());
+    }
     return token;
   }
   auto refuse = [&](std::string_view why, std::string_view fix) {
@@ -96,30 +115,32 @@ Result<std::string> ensure_token_file(const std::string& path, uid_t uid) {
 }
 
 Result<std::string> read_token_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) {
-      return fail(Code::kNotFound, fmt::format("no token file at {}: the daemon makes it when it "
-                                               "starts with HTTP on",
-                                               path));
-    }
-    return errno_error("cannot read the token file " + path);
+  auto text = read_small_file(path, "the token file ");
+  if (!text && text.error().code == Code::kNotFound) {
+    return fail(Code::kNotFound, fmt::format("no token file at {}: the daemon makes it when it "
+                                             "starts with HTTP on",
+                                             path));
   }
-  std::string text;
-  char buffer[256];
-  ssize_t n;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < 4096) {
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  int saved = errno;
-  ::close(fd);
-  if (n < 0) return errno_error("cannot read the token file " + path, saved);
-  std::string token = trimmed(std::move(text));
-  if (!is_token(token)) {
+  if (!text) return text;
+  if (!is_token(*text)) {
     return fail(Code::kFailedPrecondition,
                 fmt::format("the token file {} does not hold a token (64 hex characters)", path));
   }
-  return token;
+  return text;
+}
+
+Status write_token_listen(const std::string& path, std::string_view listen) {
+  return write_new(path, std::string(listen) + "\n", "");
+}
+
+Status remove_token_listen(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove " + path);
+  return ok();
+}
+
+std::string read_token_listen(const std::string& path) {
+  auto text = read_small_file(path, "");
+  return text ? *text : std::string();
 }
 
 }  // namespace gpuq

@@ -80,6 +80,24 @@ TEST_F(TokenFile, GarbageIsRefusedAndNeverEchoed) {
   EXPECT_EQ(missing.error().code, Code::kNotFound);
 }
 
+TEST_F(TokenFile, TheListenRecordIsPrivateReplacedAndRemoved) {
+  std::string record = (dir_ / "token.listen").string();
+  EXPECT_EQ(read_token_listen(record), "");  // none: a daemon older than the record
+  ASSERT_TRUE(write_token_listen(record, "127.0.0.1:7878"));
+  struct stat st {};
+  ASSERT_EQ(::stat(record.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::ifstream in(record);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "127.0.0.1:7878\n");
+  ASSERT_TRUE(write_token_listen(record, "[::1]:41234"));
+  EXPECT_EQ(read_token_listen(record), "[::1]:41234");
+  EXPECT_FALSE(fs::exists(record + ".new"));
+  ASSERT_TRUE(remove_token_listen(record));
+  EXPECT_EQ(read_token_listen(record), "");
+  EXPECT_TRUE(remove_token_listen(record));  // already gone
+}
+
 TEST(Token, Form) {
   EXPECT_TRUE(is_token(std::string(64, 'a')));
   EXPECT_FALSE(is_token(std::string(63, 'a')));

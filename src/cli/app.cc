@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/fleet_commands.h"
 #include "cli/gpu_selection.h"
+#include "cli/token_scope.h"
 
 namespace gpuq::cli {
 namespace {
@@ -228,23 +229,39 @@ void define_commands(CLI::App& app, Parsed& p) {
   define_docs_commands(app, p);
 }
 
+// Where `gpuq --url` sends its requests, and with which token.
+struct Remote {
+  std::optional<DaemonUrl> url;  // nullopt: the home's socket
+  std::string token;
+  std::string token_withheld;  // why the home's token was not sent (for an answer 401)
+};
+
 // `gpuq --url URL [--token T]` (else $GPUQ_URL, $GPUQ_TOKEN; with a URL and no token, the
-// home's token file when it can be read): the daemon to talk to over TCP, or nullopt for the
-// home's socket.
-Result<std::pair<std::optional<DaemonUrl>, std::string>> resolve_remote(const Parsed& p, const Io& io,
-                                                                        const std::string& home) {
+// home's token file when it can be read and the URL names the listener it was made for:
+// cli/token_scope.h): the daemon to talk to over TCP.
+Result<Remote> resolve_remote(const Parsed& p, const Io& io, const std::string& home) {
   std::string url = p.url.empty() ? env_value(io, "GPUQ_URL") : p.url;
-  std::string token = p.token.empty() ? env_value(io, "GPUQ_TOKEN") : p.token;
+  Remote remote;
+  remote.token = p.token.empty() ? env_value(io, "GPUQ_TOKEN") : p.token;
   if (url.empty()) {
     if (!p.token.empty()) return fail(Code::kInvalidArgument, "--token goes with --url (or $GPUQ_URL)");
-    return std::pair<std::optional<DaemonUrl>, std::string>();
+    return Remote{};
   }
   auto parsed = parse_daemon_url(url);
   if (!parsed) return tl::unexpected(parsed.error());
-  if (token.empty()) {
-    if (auto read = read_token_file(HomeLayout{home}.token())) token = std::move(*read);
+  remote.url = std::move(*parsed);
+  if (remote.token.empty()) {
+    HomeLayout layout{home};
+    if (auto read = read_token_file(layout.token())) {
+      std::string listen = read_token_listen(layout.token_listen());
+      if (token_may_go_to(*remote.url, listen)) {
+        remote.token = std::move(*read);
+      } else {
+        remote.token_withheld = token_withheld_reason(*remote.url, listen, layout);
+      }
+    }
   }
-  return std::pair<std::optional<DaemonUrl>, std::string>(std::move(*parsed), std::move(token));
+  return remote;
 }
 
 int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io& io) {
@@ -276,8 +293,8 @@ int dispatch(const std::string& command, Parsed& p, const Hooks& hooks, const Io
   if (auto remote = resolve_remote(p, io, *home); !remote) {
     *io.err << "gpuq: " << remote.error().message << '\n';
     return kExitUsage;
-  } else if (remote->first) {
-    ctx.set_remote(std::move(*remote->first), std::move(remote->second));
+  } else if (remote->url) {
+    ctx.set_remote(std::move(*remote->url), std::move(remote->token), std::move(remote->token_withheld));
   }
   if (is_client_command(command)) return run_client_command(ctx, command, p);
   if (command == "lint") return run_lint(ctx, p.lint);

@@ -32,7 +32,9 @@ void define_global_options(CLI::App& app, ClientOptions& p) {
                  "socket (default $GPUQ_URL)")
       ->type_name("URL");
   app.add_option("--token", p.token,
-                 "the token for --url (default $GPUQ_TOKEN, else the home's token file)")
+                 "the token for --url (default $GPUQ_TOKEN, else the home's token file, sent only "
+                 "to the listener it was made for). A value here is visible to every user in "
+                 "`ps`: prefer $GPUQ_TOKEN")
       ->type_name("TOKEN");
   app.require_subcommand(1);
 }

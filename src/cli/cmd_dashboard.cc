@@ -3,6 +3,7 @@
 
 #include "base/paths.h"
 #include "base/token_file.h"
+#include "cli/dashboard_page.h"
 #include "cli/commands.h"
 
 namespace gpuq::cli {
@@ -43,6 +44,11 @@ int run_dashboard(Context& ctx, const DashboardOptions& options) {
     }
     return kExitOk;
   }
+  if (!ctx.remote().base.empty() && ctx.remote_token().empty()) {
+    // A link needs a token, and the home's goes only to the listener it was made for.
+    std::string why = ctx.remote_token_withheld().empty() ? "no token was given" : ctx.remote_token_withheld();
+    return ctx.report(kExitFailed, fmt::format("no link for {}: {}", ctx.remote().base, why));
+  }
   auto health = ctx.client().get_json("/v1/health");
   if (!health) return ctx.report(health.error());
   auto http = health->find("http");
@@ -78,8 +84,15 @@ int run_dashboard(Context& ctx, const DashboardOptions& options) {
   } else {
     ctx.out() << url << '\n';
   }
-  if (!options.no_open && has_display(ctx.io()) && ctx.io().open_url && !ctx.io().open_url(url)) {
-    ctx.err() << "gpuq: could not start xdg-open; open the link above in a browser\n";
+  if (!options.no_open && has_display(ctx.io()) && ctx.io().open_url) {
+    // The browser is sent a private file that leads on to the link: the token never becomes
+    // an argument of a process, which every user of the machine could read in `ps`.
+    auto page = write_dashboard_redirect(ctx.io().environ, listen, url);
+    if (!page) {
+      ctx.err() << "gpuq: " << page.error().message << "; open the link above in a browser\n";
+    } else if (!ctx.io().open_url("file://" + *page)) {
+      ctx.err() << "gpuq: could not start xdg-open; open the link above in a browser\n";
+    }
   }
   return kExitOk;
 }

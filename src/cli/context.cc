@@ -46,7 +46,8 @@ DaemonClient& Context::client() {
       if (!connect) return fail(Code::kInternal, "this build cannot reach a daemon over TCP");
       return connect(url, token);
     };
-    client_ = std::make_unique<DaemonClient>(std::move(tcp), home_, home_given_, remote_.base);
+    client_ = std::make_unique<DaemonClient>(std::move(tcp), home_, home_given_, remote_.base,
+                                             token_withheld_);
   }
   return *client_;
 }

@@ -68,12 +68,15 @@ class Context {
   DaemonClient& client();
 
   // `gpuq --url URL --token T`: every request goes to that HTTP listener, not the home's socket.
-  void set_remote(DaemonUrl url, std::string token) {
+  // `token_withheld`: why the home's token was not sent (cli/token_scope.h), added to a 401.
+  void set_remote(DaemonUrl url, std::string token, std::string token_withheld = "") {
     remote_ = std::move(url);
     token_ = std::move(token);
+    token_withheld_ = std::move(token_withheld);
   }
   const DaemonUrl& remote() const { return remote_; }  // base empty: the unix socket
   const std::string& remote_token() const { return token_; }
+  const std::string& remote_token_withheld() const { return token_withheld_; }
 
   // Prints "gpuq: <message>" on stderr and returns `exit_code`.
   int report(int exit_code, std::string_view message) const;
@@ -85,6 +88,7 @@ class Context {
   bool home_given_;
   DaemonUrl remote_;
   std::string token_;
+  std::string token_withheld_;
   std::unique_ptr<DaemonClient> client_;
 };
 

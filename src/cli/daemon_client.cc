@@ -49,8 +49,13 @@ CliError daemon_error(const HttpResponse& response) {
 
 }  // namespace
 
-DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url)
-    : factory_(std::move(factory)), home_(std::move(home)), home_given_(home_given), url_(std::move(url)) {}
+DaemonClient::DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url,
+                           std::string token_withheld)
+    : factory_(std::move(factory)),
+      home_(std::move(home)),
+      home_given_(home_given),
+      url_(std::move(url)),
+      token_withheld_(std::move(token_withheld)) {}
 
 std::string DaemonClient::socket_path() const {
   std::string own = HomeLayout{home_}.socket();
@@ -107,7 +112,9 @@ Outcome<HttpResponse> DaemonClient::send(const HttpRequest& request) {
     return cli_fail(kExitFailed, refused);
   }
   if (response->status < 200 || response->status >= 300) {
-    return tl::unexpected(daemon_error(*response));
+    CliError error = daemon_error(*response);
+    if (response->status == 401 && !token_withheld_.empty()) error.message += "; " + token_withheld_;
+    return tl::unexpected(error);
   }
   return std::move(*response);
 }

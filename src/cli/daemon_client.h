@@ -48,8 +48,10 @@ class DaemonClient {
  public:
   // `home` is the resolved state directory; `home_given` says whether --home named it, so the
   // "start one with" hint can repeat it. `url` is the daemon's HTTP address under `gpuq --url`
-  // (the factory then makes a TCP transport), empty for the unix socket.
-  DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url = "");
+  // (the factory then makes a TCP transport), empty for the unix socket. `token_withheld` says
+  // why no token went with the requests, and is added to the error of an answer 401.
+  DaemonClient(TransportFactory factory, std::string home, bool home_given, std::string url = "",
+               std::string token_withheld = "");
 
   // Successful (2xx) answers only; anything else becomes a CliError.
   Outcome<HttpResponse> get(const std::string& target, Millis timeout = kRequestTimeout);
@@ -72,6 +74,7 @@ class DaemonClient {
   std::string home_;
   bool home_given_;
   std::string url_;
+  std::string token_withheld_;
   std::unique_ptr<Transport> transport_;
 };
 

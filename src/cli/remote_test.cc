@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/dashboard_page.h"
 #include "cli/fake_transport.h"
 
 namespace gpuq::cli {
@@ -82,10 +86,55 @@ TEST_F(Remote, TheEnvironmentNamesThemToo) {
 TEST_F(Remote, WithoutATokenTheHomesTokenFile) {
   testing::TempDir home;
   home.write("token", kToken + "\n");
+  home.write("token.listen", "127.0.0.1:1\n");
   status_script();
   EXPECT_EQ(run_in(home.path(), {"--url", "http://127.0.0.1:1", "status"}), kExitOk) << err();
   ASSERT_EQ(tokens.size(), 1u);
   EXPECT_EQ(tokens[0], kToken);
+}
+
+// The home's token goes only to the listener it was made for (cli/token_scope.h): another
+// server gets none, and the refusal it answers says why.
+TEST_F(Remote, TheHomesTokenGoesNowhereElse) {
+  testing::TempDir home;
+  home.write("token", kToken + "\n");
+  home.write("token.listen", "127.0.0.1:7878\n");
+  script({{"/v1/status?pending_limit=100&arrays=collapse",
+           json_answer(401, R"({"error":{"code":"unauthenticated","message":"this needs the daemon's token"}})")}});
+  EXPECT_EQ(run_in(home.path(), {"--url", "http://evil.example:80", "status"}), kExitFailed);
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0], "");
+  EXPECT_NE(err().find("this needs the daemon's token; no token was sent: the home's token (" + home.path() +
+                       "/token) was made for the daemon at 127.0.0.1:7878 and is not sent to "
+                       "evil.example:80; pass it with $GPUQ_TOKEN"),
+            std::string::npos)
+      << err();
+}
+
+// A link to another address would have carried the home's token to it.
+TEST_F(Remote, DashboardMakesNoLinkForAnotherAddress) {
+  testing::TempDir home;
+  home.write("token", kToken + "\n");
+  home.write("token.listen", "127.0.0.1:7878\n");
+  health_script(R"({"listen":"0.0.0.0:80","allow_submit":false})");
+  EXPECT_EQ(run_in(home.path(), {"--url", "http://evil.example:80", "dashboard", "--no-open"}), kExitFailed);
+  EXPECT_EQ(out(), "");
+  EXPECT_TRUE(urls.empty());  // not even asked
+  EXPECT_NE(err().find("no link for http://evil.example:80: no token was sent: the home's token (" + home.path() +
+                       "/token) was made for the daemon at 127.0.0.1:7878"),
+            std::string::npos)
+      << err();
+}
+
+TEST_F(Remote, WithoutARecordTheHomesTokenGoesNowhere) {
+  testing::TempDir home;
+  home.write("token", kToken + "\n");
+  script({{"/v1/status?pending_limit=100&arrays=collapse",
+           json_answer(401, R"({"error":{"code":"unauthenticated","message":"this needs the daemon's token"}})")}});
+  EXPECT_EQ(run_in(home.path(), {"--url", "http://127.0.0.1:7878", "status"}), kExitFailed);
+  ASSERT_EQ(tokens.size(), 1u);
+  EXPECT_EQ(tokens[0], "");
+  EXPECT_NE(err().find(home.path() + "/token.listen"), std::string::npos) << err();
 }
 
 TEST_F(Remote, AnUnreachableUrlIsNamed) {
@@ -114,13 +163,46 @@ TEST_F(Remote, DashboardOpensTheBrowserWithADisplay) {
   testing::TempDir home;
   home.write("token", kToken);
   process_.io.environ.push_back("WAYLAND_DISPLAY=wayland-0");
+  testing::TempDir runtime;
+  process_.io.environ.push_back("XDG_RUNTIME_DIR=" + runtime.path());
   health_script(R"({"listen":"0.0.0.0:7878","allow_submit":true})");
   EXPECT_EQ(run_in(home.path(), {"dashboard", "--json"}), kExitOk) << err();
   Json printed = Json::parse(out());
   EXPECT_EQ(printed["url"], "http://127.0.0.1:7878/#token=" + kToken);  // any address: loopback
   EXPECT_EQ(printed["listen"], "0.0.0.0:7878");
   ASSERT_EQ(opened.size(), 1u);
-  EXPECT_EQ(opened[0], printed["url"]);
+  // The browser is given a private page that leads on to the link, never the link: an
+  // argument of xdg-open is in `ps` for every user.
+  EXPECT_EQ(opened[0].find(kToken), std::string::npos) << opened[0];
+  std::string page = runtime.path() + "/gpuq/dashboard-7878.html";
+  EXPECT_EQ(opened[0], "file://" + page);
+  struct stat st {};
+  ASSERT_EQ(::stat(page.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((runtime.path() + "/gpuq").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::ifstream in(page);
+  std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("content=\"0;url=http://127.0.0.1:7878/#token=" + kToken + "\""), std::string::npos) << html;
+}
+
+TEST(DashboardPage, TheLinkIsEscapedForHtml) {
+  std::string html = dashboard_redirect_html("http://h:1/#token=a\"><script>x</script>&b");
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("http://h:1/#token=a&quot;&gt;&lt;script&gt;x&lt;/script&gt;&amp;b"), std::string::npos);
+}
+
+TEST(DashboardPage, ADirectoryOthersMayWriteIsRefused) {
+  testing::TempDir runtime;
+  ASSERT_EQ(::mkdir((runtime.path() + "/gpuq").c_str(), 0777), 0);
+  ASSERT_EQ(::chmod((runtime.path() + "/gpuq").c_str(), 0777), 0);
+  auto refused = write_dashboard_redirect({"XDG_RUNTIME_DIR=" + runtime.path()}, "127.0.0.1:7878", "http://x/");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find(runtime.path() + "/gpuq is not a directory of yours that only you may write"),
+            std::string::npos) << refused.error().message;
+  auto home = write_dashboard_redirect({"HOME=" + runtime.path()}, "[::1]:7878", "http://x/");
+  ASSERT_TRUE(home) << home.error().message;
+  EXPECT_EQ(*home, runtime.path() + "/.cache/gpuq/dashboard-7878.html");
 }
 
 TEST_F(Remote, DashboardWithoutHttpSaysHowToTurnItOn) {

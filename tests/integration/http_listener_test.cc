@@ -1,22 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // The TCP listener end to end (docs/api.md, "HTTP listener and the dashboard"): a real daemon
 // with --http 127.0.0.1:0, requests over a real TCP socket with libcurl, and the CLI over TCP
-// (gpuq --url --token) and `gpuq dashboard`.
+// (gpuq --url --token; the home's token sent only to the listener it was made for) and
+// `gpuq dashboard`.
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "harness.h"
 #include "tcp_http.h"
+#include "base/ascii.h"
 #include "os/process.h"
 
 namespace gpuq::testing {
@@ -34,9 +40,12 @@ TEST(HttpListener, TheTokenIsNeeded) {
   auto bearer = tcp_request("GET", d.url("/v1/status"), {d.bearer()});
   EXPECT_EQ(bearer.status, 200) << bearer.body;
   EXPECT_TRUE(nlohmann::json::parse(bearer.body).contains("jobs"));
-  auto cookie = tcp_request("GET", d.url("/metrics"), {"Cookie: gpuq_token=" + d.token()});
+  auto cookie = tcp_request("GET", d.url("/metrics"), {d.cookie()});
   EXPECT_EQ(cookie.status, 200);
   EXPECT_NE(cookie.body.find("gpuq_"), std::string::npos);
+  // A cookie never carries the token: one that holds it (as the versions before browser
+  // sessions set it) opens nothing.
+  EXPECT_EQ(tcp_request("GET", d.url("/metrics"), {"Cookie: gpuq_token=" + d.token()}).status, 401);
 }
 
 TEST(HttpListener, EveryAnswerCarriesTheSecurityHeadersAndNoCors) {
@@ -132,15 +141,29 @@ TEST(HttpListener, SessionCookieThenTheEventStream) {
   TcpDaemon d(h);
   auto session = tcp_request("POST", d.url("/v1/session"), d.page_post(), "");
   EXPECT_EQ(session.status, 204);
-  std::string cookie = session.header("set-cookie");
-  EXPECT_EQ(cookie, "gpuq_token=" + d.token() + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000");
-  auto stream = tcp_request("GET", d.url("/v1/events/stream"), {"Cookie: gpuq_token=" + d.token()}, "", true);
+  std::string cookies = session.header("set-cookie");
+  std::string prefix = "gpuq_session_" + d.port() + "=";
+  ASSERT_TRUE(cookies.starts_with(prefix)) << cookies;
+  std::string value = cookies.substr(prefix.size(), 64);
+  EXPECT_EQ(cookies, prefix + value + "; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800\n"
+                     "gpuq_token=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+  EXPECT_EQ(cookies.find(d.token()), std::string::npos);
+  std::string cookie = "Cookie: " + prefix + value;
+  auto stream = tcp_request("GET", d.url("/v1/events/stream"), {cookie}, "", true);
   EXPECT_EQ(stream.status, 200);
   EXPECT_EQ(stream.header("content-type"), "text/event-stream");
   EXPECT_NE(stream.body.find("event: daemon.started"), std::string::npos) << stream.body;
-  auto end = tcp_request("POST", d.url("/v1/session/end"), d.page_post(), "");
+  // Sign-out ends this session (not the one TcpDaemon opened), and its value opens nothing.
+  auto end = tcp_request("POST", d.url("/v1/session/end"),
+                         {cookie, "Origin: http://" + d.listen(), "X-Gpuq-Csrf: 1", "Content-Type: application/json"}, "");
   EXPECT_EQ(end.status, 204);
-  EXPECT_NE(end.header("set-cookie").find("Max-Age=0"), std::string::npos);
+  EXPECT_EQ(end.header("set-cookie"), "gpuq_session_" + d.port() + "=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+  EXPECT_EQ(tcp_request("GET", d.url("/v1/status"), {cookie}).status, 401);
+  EXPECT_EQ(tcp_request("GET", d.url("/v1/status"), {d.cookie()}).status, 200);
+  // Kept in the home, private, so that a restart keeps the pages signed in.
+  struct stat st {};
+  ASSERT_EQ(::stat((h.home() + "/browser-sessions").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST(HttpListener, TheTokenFileIsPrivateAndKeptAcrossRestarts) {
@@ -153,7 +176,11 @@ TEST(HttpListener, TheTokenFileIsPrivateAndKeptAcrossRestarts) {
   struct stat st {};
   ASSERT_EQ(::stat((h.home() + "/token").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat((h.home() + "/token.listen").c_str(), &st), 0);
   h.stop();
+  // A stopped daemon's port may be anyone's next: the record of it goes with the daemon, so the
+  // CLI sends the token to no one there.
+  EXPECT_NE(::stat((h.home() + "/token.listen").c_str(), &st), 0);
   TcpDaemon again(h);
   EXPECT_EQ(again.token(), token);
   h.stop();
@@ -279,6 +306,104 @@ TEST(HttpListener, TheCliOverTcp) {
   auto json = h.gpuq_json({"dashboard", "--no-open", "--json"});
   EXPECT_EQ(json["listen"], d.listen());
   EXPECT_EQ(json["url"], url + "/#token=" + d.token());
+}
+
+// A server on 127.0.0.1 that is not the daemon: it keeps the request heads it is sent and
+// answers each with the daemon's 401, so a test sees what `gpuq --url` hands to another server.
+class RecordingServer {
+ public:
+  RecordingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 4) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RecordingServer() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  std::string received() const {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) continue;
+      std::string head;
+      char buffer[4096];
+      pollfd c{conn, POLLIN, 0};
+      while (head.find("\r\n\r\n") == std::string::npos && ::poll(&c, 1, 5'000) > 0) {
+        ssize_t n = ::read(conn, buffer, sizeof buffer);
+        if (n <= 0) break;
+        head.append(buffer, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mutex_);
+        received_ += head;
+      }
+      std::string body = R"({"error":{"code":"unauthenticated","message":"this needs the daemon's token"}})";
+      std::string answer = fmt::format(
+          "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+          "Connection: close\r\n\r\n{}",
+          body.size(), body);
+      [[maybe_unused]] ssize_t sent = ::write(conn, answer.data(), answer.size());
+      ::close(conn);
+    }
+  }
+
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_ = false;
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::string received_;
+};
+
+// The daemon records where its listener is bound beside the token, and the CLI sends the home's
+// token there only: `gpuq --url` to another server hands it nothing, and says why.
+TEST(HttpListener, TheHomesTokenGoesOnlyToItsListener) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  for (const char* name : {"/token", "/token.listen"}) {
+    struct stat st {};
+    EXPECT_EQ(::stat((h.home() + name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << name;
+  }
+  std::ifstream record(h.home() + "/token.listen");
+  std::string recorded((std::istreambuf_iterator<char>(record)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(recorded, d.listen() + "\n");  // the bound port, not the 0 asked for
+  EXPECT_NE(d.port(), "0");
+
+  auto own = h.gpuq({"--url", "http://127.0.0.1:" + d.port(), "status"});
+  EXPECT_EQ(own.status, 0) << own.err;
+
+  RecordingServer other;
+  ASSERT_NE(other.port(), 0);
+  std::string authority = fmt::format("localhost:{}", other.port());
+  auto elsewhere = h.gpuq({"--url", "http://" + authority, "status"});
+  EXPECT_EQ(elsewhere.status, 1) << elsewhere.err;
+  std::string received = other.received();
+  EXPECT_NE(received.find("GET /v1/status"), std::string::npos) << received;
+  EXPECT_EQ(ascii_lower(received).find("authorization"), std::string::npos) << received;
+  EXPECT_EQ(received.find(d.token()), std::string::npos);
+  EXPECT_NE(elsewhere.err.find("the home's token (" + h.home() + "/token) was made for the daemon at " +
+                               d.listen() + " and is not sent to " + authority),
+            std::string::npos)
+      << elsewhere.err;
 }
 
 }  // namespace

@@ -37,7 +37,10 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     std::string value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ')) value.erase(0, 1);
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) value.pop_back();
-    (*static_cast<std::map<std::string, std::string>*>(user))[name] = value;
+    // A field sent more than once (Set-Cookie) keeps every value, one per line.
+    auto& fields = *static_cast<std::map<std::string, std::string>*>(user);
+    auto [it, added] = fields.emplace(name, value);
+    if (!added) it->second += "\n" + value;
   }
   return size * count;
 }
@@ -172,6 +175,11 @@ TcpDaemon::TcpDaemon(Harness& h, std::vector<std::string> flags) {
   auto health = h.health();
   listen_ = health["http"]["listen"].get<std::string>();
   token_ = read_text(h.home() + "/token");
+  // A browser session, as the dashboard's page opens one: its cookie is what cookie() sends.
+  auto opened = tcp_request("POST", url("/v1/session"), page_post(), "");
+  std::string set = opened.header("set-cookie");
+  std::string prefix = "gpuq_session_" + port() + "=";
+  if (opened.status == 204 && set.starts_with(prefix)) session_cookie_ = set.substr(0, set.find(';'));
 }
 
 }  // namespace gpuq::testing

@@ -63,7 +63,10 @@ class TcpDaemon {
   explicit TcpDaemon(Harness& h, std::vector<std::string> flags = {});
   std::string url(const std::string& path) const { return "http://" + listen_ + path; }
   std::string bearer() const { return "Authorization: Bearer " + token_; }
-  std::string cookie() const { return "Cookie: gpuq_token=" + token_; }
+  // The header a signed-in page sends: the cookie of a browser session opened at the start.
+  std::string cookie() const { return "Cookie: " + session_cookie_; }
+  // "gpuq_session_PORT=VALUE"; empty when the daemon opened no session.
+  const std::string& session_cookie() const { return session_cookie_; }
   // The headers the dashboard's page sends with a POST.
   std::vector<std::string> page_post() const {
     return {bearer(), "Origin: http://" + listen_, "X-Gpuq-Csrf: 1", "Content-Type: application/json"};
@@ -75,6 +78,7 @@ class TcpDaemon {
  private:
   std::string listen_;
   std::string token_;
+  std::string session_cookie_;
 };
 
 }  // namespace gpuq::testing

@@ -5,8 +5,9 @@
 // left (their processes carry GPUQ_RUN_DIR under the home), so a failed test leaves nothing.
 // Never sleep and check: wait for a condition (waitFor, or playwright's waiting locators).
 //
-// GPUQ_WEB_TEST_PROXY=1: for a daemon without the TCP listener, serve the pages from
-// <build>/web/dist through tests/web/dev_server.mjs, proxying to the unix socket.
+// GPUQ_WEB_TEST_PROXY=1: the browser talks to tests/web/dev_server.mjs instead, which serves
+// the pages from <build>/web/dist and forwards /v1 to the same daemon's TCP listener (so the
+// daemon's policy and the real token still judge every request).
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
@@ -95,23 +96,22 @@ export class Daemon {
 
   async start() {
     const args = ['daemon', '--detach', '--gpus', this.gpus];
-    if (!PROXY) args.push('--http', this.listen || '127.0.0.1:0');
+    args.push('--http', this.listen || '127.0.0.1:0');
     if (this.allowSubmit) args.push('--http-allow-submit');
     this.gpuq(args);
     const health = await waitFor(() => this.api('/v1/health'), 'the daemon to answer');
     this.pid = health.pid;
     if (this.origin) return this;  // a restart: the same address
+    if (!health.http || !health.http.listen) throw new Error(`the daemon has no TCP listener: ${JSON.stringify(health.http)}`);
+    this.listen = health.http.listen;
+    this.token = readFileSync(join(this.home, 'token'), 'utf8').trim();
     if (PROXY) {
       const { startDevServer } = await import('./dev_server.mjs');
       const { server, port } = await startDevServer({ dist: join(BUILD, 'web/dist'), home: this.home });
       this.devServer = server;
       this.origin = `http://127.0.0.1:${port}`;
-      this.token = 'ab'.repeat(32);  // the dev server takes any
     } else {
-      if (!health.http || !health.http.listen) throw new Error(`the daemon has no TCP listener: ${JSON.stringify(health.http)}`);
-      this.listen = health.http.listen;
       this.origin = `http://${health.http.listen}`;
-      this.token = readFileSync(join(this.home, 'token'), 'utf8').trim();
     }
     return this;
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every page renders from a real daemon with no script error and no CSP violation, in light at
 // desktop width and in dark at a phone's (390 px, where nothing may widen the page); the link's
-// token becomes an HttpOnly cookie; a browser without it gets the "not signed in" page.
+// token becomes an HttpOnly session cookie (never the token); a browser without it gets the "not signed in" page.
 import { run, newPage, check, waitFor } from './harness.mjs';
 
 const PAGES = [['#/', 'table.gpus'], ['#/job/1', '.job-page'], ['#/timeline', 'svg.gantt'],
@@ -21,8 +21,9 @@ await run('every page renders, light and dark, desktop and phone', async (d, bro
     await page.locator('table.gpus').waitFor();
     if (process.env.GPUQ_WEB_TEST_PROXY !== '1') {
       const cookies = await page.context().cookies();
-      const c = cookies.find((x) => x.name === 'gpuq_token');
-      check(c && c.httpOnly && c.sameSite === 'Strict', `an HttpOnly SameSite=Strict cookie: ${JSON.stringify(cookies)}`);
+      const c = cookies.find((x) => x.name.startsWith('gpuq_session_'));
+      check(c && c.httpOnly && c.sameSite === 'Strict' && c.value !== d.token,
+        `an HttpOnly SameSite=Strict session cookie: ${JSON.stringify(cookies)}`);
     }
     for (const [hash, selector] of PAGES) {
       await page.goto(`${d.origin}/${hash}`);

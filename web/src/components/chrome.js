@@ -5,6 +5,8 @@
 import { html } from '../lib/html.js';
 import { useShared, dismissToast } from '../lib/state.js';
 import { whoami } from '../lib/me.js';
+import { signOut } from '../lib/api.js';
+import { stop as stopLive } from '../lib/live.js';
 
 const PAGES = [
   ['#/', 'Queue', 'queue'], ['#/timeline', 'Timeline', 'timeline'], ['#/usage', 'Usage', 'usage'],
@@ -20,6 +22,8 @@ export function Nav({ page }) {
     </nav>
     ${me.system && me.user && html`<span class="whoami" title="the pages act with this user's rights"
       >${me.user}${me.admin ? ' (admin)' : ''}</span>`}
+    <button class="signout" title="end this browser's session; the link gpuq dashboard prints signs in again"
+      onClick=${() => { stopLive(); signOut(); }}>Sign out</button>
   </header>`;
 }
 
@@ -48,7 +52,8 @@ export function Unauthenticated() {
   return html`<main class="page unauth">
     <h1>Not signed in</h1>
     <p>This dashboard needs the link that <code>gpuq dashboard</code> prints on the machine the
-    daemon runs on: it carries a token once and trades it for a cookie.</p>
+    daemon runs on: it carries a token once and trades it for a session of this browser's
+    own, which ends when you sign out, a day after its last use or a week after it began.</p>
     <pre>gpuq dashboard</pre>
     <p>Open the link it prints (over an ssh tunnel, keep the same host and port).</p>
   </main>`;

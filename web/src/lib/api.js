@@ -63,6 +63,15 @@ export async function getText(path, opts) {
   return { text: await res.text(), headers: res.headers };
 }
 
+// Ends this browser's session (POST /v1/session/end clears its cookie) and shows the sign-in
+// page, whatever the daemon answered: a page that asked to sign out acts signed out.
+export async function signOut() {
+  try {
+    await request('/v1/session/end', { method: 'POST' });
+  } catch (_) { /* shown as signed out all the same */ }
+  setConnection('unauth');
+}
+
 // The link `gpuq dashboard` prints carries the token in the fragment (#token=T), which no
 // browser sends to a server. Trade it for the HttpOnly cookie, then drop it from the address bar.
 export async function startSession() {

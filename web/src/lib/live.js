@@ -67,6 +67,12 @@ export async function start() {
   connect();
 }
 
+// Closes the stream for good (the page signed out).
+export function stop() {
+  if (source) source.close();
+  source = null;
+}
+
 export function onEvent(fn) {
   listeners.add(fn);
   return () => listeners.delete(fn);
