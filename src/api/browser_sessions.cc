@@ -35,7 +35,7 @@ BrowserSessions::BrowserSessions(std::string path, int64_t now_ms) : path_(std::
                 {saved["user"].get<std::string>(), saved["uid"].get<uid_t>()},
                 saved["opened_ms"].get<int64_t>(),
                 now_ms,
-                saved.value("token_digest", uint64_t{0})};
+                saved["token_digest"].is_number_unsigned() ? saved["token_digest"].get<uint64_t>() : 0};
     // Its token is judged when it is used: the daemon's is set after this.
     if (!is_token(entry.value) || too_old(entry, now_ms)) continue;
     std::string id(id_of(entry.value));
@@ -64,12 +64,21 @@ Result<std::string> BrowserSessions::open(const BrowserIdentity& who, int64_t no
   std::lock_guard lock(mutex_);
   std::erase_if(by_id_, [&](const auto& item) { return expired(item.second, now_ms); });
   std::map<std::string, Entry, std::less<>> before = by_id_;
-  if (by_id_.size() >= kMaxBrowserSessions) {
-    auto oldest = std::min_element(by_id_.begin(), by_id_.end(), [](const auto& a, const auto& b) {
-      return a.second.used_ms < b.second.used_ms;
-    });
-    by_id_.erase(oldest);
+  // Room is made among the user's own sessions first, so that nobody signs others out.
+  auto least_used = [this](auto keep) {
+    auto oldest = by_id_.end();
+    for (auto it = by_id_.begin(); it != by_id_.end(); ++it) {
+      if (keep(it->second) && (oldest == by_id_.end() || it->second.used_ms < oldest->second.used_ms)) oldest = it;
+    }
+    if (oldest != by_id_.end()) by_id_.erase(oldest);
+  };
+  auto theirs = [&who](const Entry& entry) { return entry.who.user == who.user; };
+  if (static_cast<size_t>(std::count_if(by_id_.begin(), by_id_.end(), [&](const auto& item) {
+        return theirs(item.second);
+      })) >= kMaxBrowserSessionsPerUser) {
+    least_used(theirs);
   }
+  if (by_id_.size() >= kMaxBrowserSessions) least_used([](const Entry&) { return true; });
   by_id_[std::string(id_of(*value))] = Entry{*value, who, now_ms, now_ms, who.user.empty() ? token_digest_ : 0};
   if (auto saved = save(); !saved) {
     by_id_ = std::move(before);

@@ -3,8 +3,9 @@
 // shows a token once (the daemon's, or a box user's dashboard token) at POST /v1/session gets
 // a session of its own, a random value in an HttpOnly cookie, so the token itself never sits in
 // a cookie jar. A session acts as whoever opened it, ends at POST /v1/session/end, when its
-// user's dashboard token is revoked, a day after its last use, or a week after it opened, and
-// the oldest unused one makes room past kMaxBrowserSessions; one that the daemon's own token
+// user's dashboard token is revoked, a day after its last use (a restart of the daemon counts
+// as one), or a week after it opened; past kMaxBrowserSessionsPerUser of one user's, or
+// kMaxBrowserSessions in all, the one unused the longest (the user's own first) makes room; one that the daemon's own token
 // opened also ends when that token changes (its file removed and the daemon restarted). Saved in the home's
 // `browser-sessions` file (0600, the daemon's), so a restart keeps the pages signed in.
 // A value is looked up by its first half and its whole compared in constant time, so the time
@@ -27,6 +28,7 @@ namespace gpuq::api {
 inline constexpr int64_t kBrowserSessionIdleMs = 24LL * 3600 * 1000;
 inline constexpr int64_t kBrowserSessionMaxAgeMs = 7LL * 24 * 3600 * 1000;
 inline constexpr size_t kMaxBrowserSessions = 1000;
+inline constexpr size_t kMaxBrowserSessionsPerUser = 100;
 
 // Who a session acts as: the daemon's own user (`user` empty) or a box user.
 struct BrowserIdentity {

@@ -319,10 +319,25 @@ std::optional<Response> judge_tcp_request(const TcpPolicy& policy, const Request
                    "(or [http] allow_submit = true in config.toml), or submit on the daemon's "
                    "machine with gpuq submit");
   }
+  // A token is given only for a token: a session's cookie (which a server on another port of
+  // the host may have seen) cannot be traded for a box user's lasting dashboard token.
+  if (where.endpoint == Endpoint::kDashboardSession && identity->token.empty()) {
+    return refusal(http::status::forbidden, "permission_denied",
+                   "a browser session cannot ask for a dashboard token: run gpuq dashboard on the "
+                   "daemon's machine");
+  }
   // The session cookie of the dashboard's page.
   const auto& s = where.target.segments;
   if (request.method() == http::verb::post && s.size() >= 2 && s[0] == "v1" && s[1] == "session") {
-    if (s.size() == 2) return open_session(policy, *identity);
+    if (s.size() == 2) {
+      // Only the token opens a session: a session that could open the next would never end.
+      if (identity->token.empty()) {
+        return refusal(http::status::unauthorized, "unauthenticated",
+                       "a session is opened with the token of the link `gpuq dashboard` prints, "
+                       "not with another session");
+      }
+      return open_session(policy, *identity);
+    }
     if (s.size() == 3 && s[2] == "end") return end_session(policy, *identity);
   }
   return std::nullopt;

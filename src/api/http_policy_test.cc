@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "api/browser_sessions.h"
 
@@ -344,6 +345,24 @@ TEST_F(BrowserSessionTest, SigningOutEndsTheSessionItself) {
   EXPECT_EQ(policy_.browser_sessions->size(), 1u);
 }
 
+// Found by review: a cookie alone opened the next session (a stolen one never ended), and a
+// box user's session could be traded for their lasting dashboard token.
+TEST_F(BrowserSessionTest, ASessionOpensNoOtherSessionAndGetsNoToken) {
+  std::string value = sign_in();
+  Request renew = page_post("/v1/session");
+  renew.erase(http::field::authorization);
+  auto refused = judge_tcp_request(policy_, with_cookie(renew, value));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(code_of(*refused), "unauthenticated");
+  EXPECT_EQ(policy_.browser_sessions->size(), 1u);
+  Request token = page_post("/v1/dashboard/session");
+  token.erase(http::field::authorization);
+  refused = judge_tcp_request(policy_, with_cookie(token, value));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(code_of(*refused), "permission_denied");
+  EXPECT_FALSE(judge_tcp_request(policy_, page_post("/v1/dashboard/session")));  // with the token: the API decides
+}
+
 TEST_F(BrowserSessionTest, ASessionEndsADayAfterItsLastUseAndAWeekAfterItOpened) {
   std::string value = sign_in();
   Request read = with_cookie(request(http::verb::get, "/v1/status"), value);
@@ -360,6 +379,34 @@ TEST_F(BrowserSessionTest, ASessionEndsADayAfterItsLastUseAndAWeekAfterItOpened)
   now_ += kBrowserSessionIdleMs;
   EXPECT_EQ(code_of(*judge_tcp_request(policy_, with_cookie(request(http::verb::get, "/v1/status"), idle))),
             "unauthenticated");
+}
+
+// Found by review: the cap was shared, so one box user signing in a thousand times signed
+// everyone else out.
+TEST_F(BrowserSessionTest, OneUserMakesRoomAmongTheirOwnSessions) {
+  BrowserSessions& sessions = *policy_.browser_sessions;
+  std::string alices = sessions.open({"alice", 1001}, now_).value();
+  std::string first_of_bob;
+  for (size_t i = 0; i < kMaxBrowserSessionsPerUser + 5; ++i) {
+    std::string value = sessions.open({"bob", 1002}, now_ + 1 + static_cast<int64_t>(i)).value();
+    if (i == 0) first_of_bob = value;
+  }
+  EXPECT_EQ(sessions.size(), kMaxBrowserSessionsPerUser + 1);
+  EXPECT_TRUE(sessions.use(alices, now_ + 1000));
+  EXPECT_FALSE(sessions.use(first_of_bob, now_ + 1000));  // bob's least used made room
+}
+
+TEST_F(BrowserSessionTest, ALineThatCannotBeReadIsDropped) {
+  std::string value = sign_in();
+  std::string path = (dir_ / "browser-sessions").string();
+  std::ofstream(path, std::ios::app) << "not json\n"
+                                        "{\"value\":\"" << std::string(64, 'c')
+                                     << "\",\"user\":\"\",\"uid\":0,\"opened_ms\":1800000000000,\"token_digest\":\"x\"}\n";
+  BrowserSessions again(path, now_);
+  again.set_daemon_token(kToken);
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_TRUE(again.use(value, now_));
+  EXPECT_FALSE(again.use(std::string(64, 'c'), now_));  // no digest: another token's
 }
 
 TEST_F(BrowserSessionTest, ARestartKeepsTheSessionsInAPrivateFile) {

@@ -78,6 +78,10 @@ ServerLimits ServerLimits::from_environment() {
     long long ms = std::atoll(idle);
     if (ms > 0) limits.idle_timeout = std::chrono::milliseconds(ms);
   }
+  if (const char* write = std::getenv("GPUQ_TEST_WRITE_TIMEOUT_MS"); write != nullptr && *write != 0) {
+    long long ms = std::atoll(write);
+    if (ms > 0) limits.write_timeout = std::chrono::milliseconds(ms);
+  }
   return limits;
 }
 
@@ -89,10 +93,13 @@ Server::Server(ServerContext context, std::unique_ptr<store::Store> read_store)
 
 Server::~Server() { *alive_ = false; }
 
-Caller Server::tcp_caller(const Request& request) const {
+std::optional<Caller> Server::tcp_caller(const Request& request) const {
   Caller caller;  // the daemon's own token: its user, an admin
   auto identity = tcp_policy_ ? tcp_identity(*tcp_policy_, request) : std::nullopt;
-  if (identity && !identity->user.empty()) {
+  // Shown when the head was judged, gone now (a sign-out, a revocation or an expiry while the
+  // body came): nobody, never the daemon's user.
+  if (!identity) return std::nullopt;
+  if (!identity->user.empty()) {
     caller.user = identity->user;
     caller.uid = identity->uid;
     caller.admin = is_admin(identity->uid, identity->user, context_.peers);
@@ -476,8 +483,16 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
     if (judged) {
       response = std::move(*judged);
     } else {
-      if constexpr (kTcp<Socket>) caller = tcp_caller(request);
-      response = co_await answer(request, caller);
+      std::optional<Caller> tcp_who;
+      if constexpr (kTcp<Socket>) tcp_who = tcp_caller(request);
+      if (kTcp<Socket> && !tcp_who) {
+        response = error_response({Code::kUnauthenticated,
+                                   "the session or token this request showed ended before its body "
+                                   "arrived: sign in again"});
+      } else {
+        if (tcp_who) caller = *tcp_who;
+        response = co_await answer(request, caller);
+      }
       if constexpr (kTcp<Socket>) add_tcp_headers(response, true);
     }
     add_api_version(response);
@@ -493,7 +508,7 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
     // A client that does not take its answer does not keep its place for ever; one that has
     // shown nothing gets as long as for its head.
     bool anonymous = pools_.class_of(id) == ConnectionClass::kTcpAnonymous;
-    write_deadline.arm(anonymous ? limits_.anonymous_head_timeout : limits::kWriteTimeout);
+    write_deadline.arm(anonymous ? limits_.anonymous_head_timeout : limits_.write_timeout);
     co_await http::async_write(socket, response, asio::redirect_error(use_awaitable, ec));
     write_deadline.disarm();
     if (response.body().size() > (1u << 20)) {

@@ -80,9 +80,10 @@ struct ServerLimits {
   std::chrono::milliseconds idle_timeout;  // a request must arrive within this
   std::chrono::milliseconds anonymous_head_timeout;  // a TCP request head without the token
   ConnectionCaps caps;
-  // The defaults, except that GPUQ_TEST_IDLE_TIMEOUT_MS (for tests only, so that the idle
-  // deadline can be driven in milliseconds; read once, when the server is made) replaces the
-  // idle timeout.
+  std::chrono::milliseconds write_timeout = limits::kWriteTimeout;  // an answer must be taken within this
+  // The defaults, except that GPUQ_TEST_IDLE_TIMEOUT_MS and GPUQ_TEST_WRITE_TIMEOUT_MS (for
+  // tests only, so that the deadlines can be driven in milliseconds; read once, when the server
+  // is made) replace the idle timeout and the write timeout.
   static ServerLimits from_environment();
 };
 
@@ -247,8 +248,10 @@ class Server {
   // The Caller of a unix socket peer (its name, whether it is an admin).
   Caller unix_caller(uid_t uid) const;
   // The Caller of a TCP request that passed the policy: the owner of the session token it
-  // shows, or the daemon's own user for the daemon's token.
-  Caller tcp_caller(const Request& request) const;
+  // shows, or the daemon's own user for the daemon's token; nullopt when what it showed no
+  // longer counts (it ended while the body arrived): the request is refused, never run as the
+  // daemon's user.
+  std::optional<Caller> tcp_caller(const Request& request) const;
   std::vector<nlohmann::json> resource_objects(const std::vector<Resource>& resources);
   void attach_reasons(std::vector<Job>& jobs);
   // A job's JSON with its reason attached (attach_reasons), for the answers of controls.

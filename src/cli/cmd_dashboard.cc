@@ -90,7 +90,7 @@ int run_dashboard(Context& ctx, const DashboardOptions& options) {
     auto page = write_dashboard_redirect(ctx.io().environ, listen, url);
     if (!page) {
       ctx.err() << "gpuq: " << page.error().message << "; open the link above in a browser\n";
-    } else if (!ctx.io().open_url("file://" + *page)) {
+    } else if (!ctx.io().open_url(file_url(*page))) {
       ctx.err() << "gpuq: could not start xdg-open; open the link above in a browser\n";
     }
   }

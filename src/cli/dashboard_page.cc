@@ -56,6 +56,17 @@ Status private_directory(const std::string& dir) {
 
 }  // namespace
 
+std::string file_url(std::string_view path) {
+  std::string out = "file://";
+  for (char c : path) {
+    auto byte = static_cast<unsigned char>(c);
+    bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') || (byte >= '0' && byte <= '9') ||
+                 c == '/' || c == '-' || c == '.' || c == '_' || c == '~';
+    out += plain ? std::string(1, c) : fmt::format("%{:02X}", byte);
+  }
+  return out;
+}
+
 std::string dashboard_redirect_html(std::string_view url) {
   std::string href = escaped(url);
   return fmt::format(

@@ -18,6 +18,10 @@ namespace gpuq::cli {
 // The HTML that sends a browser on to `url` (escaped for an attribute and for text).
 std::string dashboard_redirect_html(std::string_view url);
 
+// The file: URL of `path`, each byte other than letters, digits, '/', '-', '.', '_' and '~'
+// percent-encoded ("/home/a b#1/x.html" -> "file:///home/a%20b%231/x.html").
+std::string file_url(std::string_view path);
+
 // Writes the page for `url`, made for the listener at `listen` ("127.0.0.1:7878"), into the
 // directory the environment `environ` ("KEY=VALUE" entries) names; its path. An error names
 // the path and why (no $XDG_RUNTIME_DIR nor $HOME, a directory others may write, a write that

@@ -186,6 +186,11 @@ TEST_F(Remote, DashboardOpensTheBrowserWithADisplay) {
   EXPECT_NE(html.find("content=\"0;url=http://127.0.0.1:7878/#token=" + kToken + "\""), std::string::npos) << html;
 }
 
+TEST(DashboardPage, AFileUrlEncodesWhatAUrlWouldReadOtherwise) {
+  EXPECT_EQ(file_url("/run/user/1000/gpuq/dashboard-7878.html"), "file:///run/user/1000/gpuq/dashboard-7878.html");
+  EXPECT_EQ(file_url("/home/a b#1/%x?.html"), "file:///home/a%20b%231/%25x%3F.html");
+}
+
 TEST(DashboardPage, TheLinkIsEscapedForHtml) {
   std::string html = dashboard_redirect_html("http://h:1/#token=a\"><script>x</script>&b");
   EXPECT_EQ(html.find("<script>"), std::string::npos);

@@ -46,10 +46,6 @@ std::optional<UrlHost> url_host(std::string_view authority) {
   return out;
 }
 
-bool is_loopback_name(std::string_view host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1";
-}
-
 }  // namespace
 
 bool token_may_go_to(const DaemonUrl& url, std::string_view listen) {
@@ -60,8 +56,10 @@ bool token_may_go_to(const DaemonUrl& url, std::string_view listen) {
   auto target = url_host(url.authority);
   if (!target || target->port != record.port) return false;
   if (target->host == record.host) return true;
-  bool any_address = record.host == "0.0.0.0" || record.host == "::";
-  return (any_address || record.loopback()) && is_loopback_name(target->host);
+  // A listener on every address holds the port on that family's loopback too; nothing else
+  // does: `localhost` may resolve to the other family, where another user may listen.
+  return (record.host == "0.0.0.0" && target->host == "127.0.0.1") ||
+         (record.host == "::" && target->host == "::1");
 }
 
 std::string token_withheld_reason(const DaemonUrl& url, std::string_view listen,

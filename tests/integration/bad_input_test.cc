@@ -191,25 +191,6 @@ TEST(BadInput, FieldsOfTheWrongTypeOrRangeGet400NamingTheField) {
   expect_still_serving(h);
 }
 
-// Sets an environment variable for the daemons this test starts, and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 int64_t last_seq(const std::string& sock) {
   auto answer = unix_get(sock, "/v1/events?limit=0");

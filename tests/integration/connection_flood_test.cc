@@ -37,15 +37,6 @@ void raise_descriptor_limit() {
   ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
-// The value of the sample `name{class="cls"}` in the daemon's /metrics; -1 when absent.
-double connection_metric(const Harness& h, const std::string& name, const std::string& cls) {
-  auto metrics = unix_get(socket_of(h), "/metrics");
-  std::regex line(fmt::format(R"({}\{{class="{}"\}} ([0-9.e+]+))", name, cls));
-  std::smatch m;
-  if (!std::regex_search(metrics.body, m, line)) return -1;
-  return std::stod(m[1]);
-}
-
 // How long `fn` takes, in milliseconds; printed so that a run shows the figure.
 template <class Fn>
 double timed_ms(const char* what, Fn fn) {
@@ -161,6 +152,23 @@ TEST(ConnectionFlood, AClientThatKeepsSendingAfterARefusalIsClosed) {
   EXPECT_EQ(connection_metric(h, "gpuq_connections_open", "tcp_anonymous"), 0);
 }
 
+// `count` connections that each ask for the dashboard's bundle (~150 KB) 200 times, with
+// `headers` (each ended by CRLF), and never read: far more than the socket buffers hold, so
+// each session is writing, blocked on a client that does not read. Fewer when a connect fails.
+std::vector<int> open_unread_readers(const TcpDaemon& d, int count, const std::string& headers) {
+  std::string request = "GET /app.js HTTP/1.1\r\nHost: " + d.listen() + "\r\n" + headers + "\r\n";
+  std::string pipelined;
+  for (int i = 0; i < 200; ++i) pipelined += request;
+  std::vector<int> readers;
+  for (int i = 0; i < count; ++i) {
+    int fd = tcp_connect(d.listen());
+    if (fd < 0) break;
+    ::send(fd, pipelined.data(), pipelined.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    readers.push_back(fd);
+  }
+  return readers;
+}
+
 // Found by review: a client without the token that pipelines requests for the dashboard's files
 // and reads the answers slowly (or never) was busy, never idle, so 32 of them answered every
 // later TCP client 503, the owner's dashboard included.
@@ -168,18 +176,8 @@ TEST(ConnectionFlood, SlowReadersWithoutTheTokenCannotKeepTheirPlaces) {
   raise_descriptor_limit();
   Harness h("fake:1");
   TcpDaemon d(h);
-  // The bundle (~150 KB) 200 times: far more than the socket buffers hold, so each session is
-  // writing, blocked on a client that does not read.
-  std::string request = "GET /app.js HTTP/1.1\r\nHost: " + d.listen() + "\r\n\r\n";
-  std::string pipelined;
-  for (int i = 0; i < 200; ++i) pipelined += request;
-  std::vector<int> readers;
-  for (int i = 0; i < 40; ++i) {
-    int fd = tcp_connect(d.listen());
-    ASSERT_GE(fd, 0);
-    ::send(fd, pipelined.data(), pipelined.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    readers.push_back(fd);
-  }
+  std::vector<int> readers = open_unread_readers(d, 40, "");
+  ASSERT_EQ(readers.size(), 40u);
   // A known point: the daemon has written all the buffers hold, so every session still open
   // is blocked in a write (the bytes waiting in the readers stop growing).
   auto waiting_bytes = [&] {
@@ -206,6 +204,25 @@ TEST(ConnectionFlood, SlowReadersWithoutTheTokenCannotKeepTheirPlaces) {
   EXPECT_EQ(page.status, 200);
   for (int fd : readers) ::close(fd);
   EXPECT_EQ(connection_metric(h, "gpuq_connections_refused_total", "tcp_anonymous"), 0);
+}
+
+// A client with the token that asks for answers and never reads them: each connection is
+// closed when its answer has waited out the write deadline (30 s; 300 ms here), so such
+// clients cannot hold the authenticated class's places.
+TEST(ConnectionFlood, AnAnswerNotTakenWithinTheWriteDeadlineEndsItsConnection) {
+  ScopedEnv write("GPUQ_TEST_WRITE_TIMEOUT_MS", "300");  // test-only: the default is 30 s
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  std::vector<int> readers = open_unread_readers(d, 4, d.bearer() + "\r\n");
+  ASSERT_EQ(readers.size(), 4u);
+  ASSERT_TRUE(wait_until([&] { return connection_metric(h, "gpuq_connections_open", "tcp_authenticated") >= 1; },
+                         10'000));
+  // Nothing is read: the daemon's writes block, and the deadline ends each connection.
+  EXPECT_TRUE(wait_until([&] { return connection_metric(h, "gpuq_connections_open", "tcp_authenticated") == 0; },
+                         20'000))
+      << connection_metric(h, "gpuq_connections_open", "tcp_authenticated");
+  for (int fd : readers) ::close(fd);
+  EXPECT_EQ(tcp_request("GET", d.url("/v1/status"), {d.bearer()}).status, 200);
 }
 
 // A child process of the same user opens `count` connections to the unix socket at `path`,

@@ -10,7 +10,9 @@
 // change made before the call; other known points are events, `gpuq wait`, files jobs write.
 #pragma once
 
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -27,6 +29,26 @@ struct CliResult {
 
 // Polls `predicate` every 20 ms until it holds or `timeout_ms` passes; returns whether it held.
 bool wait_until(const std::function<bool()>& predicate, int timeout_ms = 30'000);
+
+// Sets an environment variable for the daemons this test starts, and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // Whether process `pid` exists and is not a zombie (a zombie has ended; it waits to be reaped).
 bool process_alive(int pid);

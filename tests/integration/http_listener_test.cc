@@ -166,6 +166,39 @@ TEST(HttpListener, SessionCookieThenTheEventStream) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// Found by review: the caller was looked up again after the body, and a session that had
+// ended meanwhile fell back to the daemon's own user, an admin (on a box, root's rights).
+TEST(HttpListener, ARequestWhoseSessionEndedBeforeItsBodyIsRefused) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  int fd = tcp_connect(d.listen());
+  ASSERT_GE(fd, 0);
+  std::string head = "POST /v1/drain HTTP/1.1\r\nHost: " + d.listen() + "\r\n" + d.cookie() +
+                     "\r\nOrigin: http://" + d.listen() +
+                     "\r\nX-Gpuq-Csrf: 1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  // A known point: the head was judged (the connection showed the session and moved class).
+  ASSERT_TRUE(wait_until([&] { return connection_metric(h, "gpuq_connections_open", "tcp_authenticated") == 1; },
+                         10'000));
+  auto end = tcp_request("POST", d.url("/v1/session/end"),
+                         {d.cookie(), "Origin: http://" + d.listen(), "X-Gpuq-Csrf: 1", "Content-Type: application/json"}, "");
+  ASSERT_EQ(end.status, 204);
+  ASSERT_EQ(::send(fd, "{}", 2, MSG_NOSIGNAL), 2);
+  std::string answer;
+  char buf[4096];
+  while (answer.find("\r\n\r\n") == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) != 1) break;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 401")) << answer;
+  auto status = h.gpuq_json({"status", "--json"});
+  EXPECT_EQ(status.value("draining", true), false) << status.dump();
+}
+
 TEST(HttpListener, TheTokenFileIsPrivateAndKeptAcrossRestarts) {
   Harness h("fake:1");
   std::string token;

@@ -12,6 +12,11 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "unix_http.h"
 
 namespace gpuq::testing {
 namespace {
@@ -167,6 +172,14 @@ std::string read_text(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
+}
+
+double connection_metric(const Harness& h, const std::string& name, const std::string& cls) {
+  auto metrics = unix_get(h.home() + "/gpuq.sock", "/metrics");
+  std::regex line(fmt::format(R"({}\{{class="{}"\}} ([0-9.e+]+))", name, cls));
+  std::smatch m;
+  if (!std::regex_search(metrics.body, m, line)) return -1;
+  return std::stod(m[1]);
 }
 
 TcpDaemon::TcpDaemon(Harness& h, std::vector<std::string> flags) {

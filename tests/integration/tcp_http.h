@@ -54,6 +54,10 @@ RawAnswer raw_exchange(const std::string& listen, std::string_view bytes, int ti
 // A bare connection to `listen` (the caller closes it); -1 when connecting fails.
 int tcp_connect(const std::string& listen);
 
+// The value of the sample `name{class="cls"}` in the daemon's /metrics (asked on its unix
+// socket); -1 when absent.
+double connection_metric(const Harness& h, const std::string& name, const std::string& cls);
+
 // The text of the file at `path`, less its trailing newlines.
 std::string read_text(const std::string& path);
 

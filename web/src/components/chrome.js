@@ -3,7 +3,7 @@
 // as), the banner that says when the daemon does not
 // answer (or the page is not signed in), and the toasts (with Undo).
 import { html } from '../lib/html.js';
-import { useShared, dismissToast } from '../lib/state.js';
+import { useShared, dismissToast, toast } from '../lib/state.js';
 import { whoami } from '../lib/me.js';
 import { signOut } from '../lib/api.js';
 import { stop as stopLive } from '../lib/live.js';
@@ -23,7 +23,10 @@ export function Nav({ page }) {
     ${me.system && me.user && html`<span class="whoami" title="the pages act with this user's rights"
       >${me.user}${me.admin ? ' (admin)' : ''}</span>`}
     <button class="signout" title="end this browser's session; the link gpuq dashboard prints signs in again"
-      onClick=${() => { stopLive(); signOut(); }}>Sign out</button>
+      onClick=${async () => {
+        if (await signOut()) stopLive();
+        else toast('Not signed out: the daemon did not end the session; try again', { kind: 'error' });
+      }}>Sign out</button>
   </header>`;
 }
 

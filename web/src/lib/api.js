@@ -64,12 +64,16 @@ export async function getText(path, opts) {
 }
 
 // Ends this browser's session (POST /v1/session/end clears its cookie) and shows the sign-in
-// page, whatever the daemon answered: a page that asked to sign out acts signed out.
+// page; true when it ended. A sign-out the daemon did not take (unreachable, 503) is an error
+// the caller shows, not a page that looks signed out while its cookie still works.
 export async function signOut() {
   try {
     await request('/v1/session/end', { method: 'POST' });
-  } catch (_) { /* shown as signed out all the same */ }
+  } catch (e) {
+    if (e.status !== 401) return false;  // 401: no session any more
+  }
   setConnection('unauth');
+  return true;
 }
 
 // The link `gpuq dashboard` prints carries the token in the fragment (#token=T), which no
