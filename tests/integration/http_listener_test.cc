@@ -199,6 +199,47 @@ TEST(HttpListener, ARequestWhoseSessionEndedBeforeItsBodyIsRefused) {
   EXPECT_EQ(status.value("draining", true), false) << status.dump();
 }
 
+// Everything `fd` receives until the daemon closes it or `timeout_ms` passes without a byte;
+// `closed` says which.
+std::string read_until_closed(int fd, int timeout_ms, bool& closed) {
+  std::string text;
+  char buf[4096];
+  closed = false;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) != 1) return text;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      closed = true;
+      return text;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// An open event stream lasts as long as the session it showed: after a sign-out, the next
+// event ends it instead of reaching the page.
+TEST(HttpListener, AnEventStreamEndsWithItsSession) {
+  Harness h("fake:1");
+  TcpDaemon d(h);
+  int fd = tcp_connect(d.listen());
+  ASSERT_GE(fd, 0);
+  std::string head = "GET /v1/events/stream HTTP/1.1\r\nHost: " + d.listen() + "\r\n" + d.cookie() + "\r\n\r\n";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  bool closed = false;
+  std::string first = read_until_closed(fd, 500, closed);  // the backlog, then quiet
+  ASSERT_FALSE(closed) << first;
+  ASSERT_NE(first.find("event: daemon.started"), std::string::npos) << first;
+  auto end = tcp_request("POST", d.url("/v1/session/end"),
+                         {d.cookie(), "Origin: http://" + d.listen(), "X-Gpuq-Csrf: 1", "Content-Type: application/json"}, "");
+  ASSERT_EQ(end.status, 204);
+  ASSERT_EQ(h.gpuq({"drain"}).status, 0);  // an event: the stream wakes and looks again
+  std::string after = read_until_closed(fd, 10'000, closed);
+  ::close(fd);
+  EXPECT_TRUE(closed) << "the stream outlived its session";
+  EXPECT_EQ(after.find("queue.drained"), std::string::npos) << after;
+}
+
 TEST(HttpListener, TheTokenFileIsPrivateAndKeptAcrossRestarts) {
   Harness h("fake:1");
   std::string token;
