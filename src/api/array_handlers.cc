@@ -89,15 +89,20 @@ boost::asio::awaitable<Response> Server::act_on_array(const std::string& ref, co
   if (!asked) co_return error_response(asked.error());
   daemon::Queue* queue = &context_.queue;
   auto work = [queue, id = found->id, asked = *asked] {
-    return queue->act_on_array(id, asked.action, asked.from_start);
+    return queue->act_on_array(id, asked.action, asked.from_start, /*with_jobs=*/!asked.brief);
   };
   auto acted = co_await on_actor<Result<daemon::ArrayActed>>(context_.actor_ioc, work);
   if (!acted) co_return error_response(acted.error());
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const Job& job : acted->jobs) jobs.push_back(job_to_json(job));
   nlohmann::json refused = nlohmann::json::array();
   for (const auto& [id, why] : acted->refused) refused.push_back({{"id", id}, {"error", why}});
-  nlohmann::json body = {{"array", array_to_json(*found)}, {"jobs", std::move(jobs)}, {"refused", std::move(refused)}};
+  nlohmann::json body = {{"array", array_to_json(*found)}, {"refused", std::move(refused)}};
+  if (asked->brief) {
+    body["ids"] = acted->ids;
+  } else {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const Job& job : acted->jobs) jobs.push_back(job_to_json(job));
+    body["jobs"] = std::move(jobs);
+  }
   if (!acted->recorded) {
     // As for one job's cancel: it holds, and is recorded once the store can be written (202).
     body["cancel"] = "requested";

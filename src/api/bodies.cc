@@ -280,8 +280,8 @@ Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::strin
   std::string how =
       retry
           ? "send {}, {\"failed\": true} (the failed elements only) and/or {\"from_start\": true} "
-            "(every step again)"
-          : "send {} or no body";
+            "(every step again), and {\"brief\": true} for the elements' ids instead of their jobs"
+          : "send {} or no body, or {\"brief\": true} for the elements' ids instead of their jobs";
   ArrayActionRequest out;
   out.action = verb == "cancel"    ? A::kCancel
                : verb == "hold"    ? A::kHold
@@ -292,14 +292,16 @@ Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::strin
   if (!body) return tl::unexpected(body.error());
   if (!body->is_object()) return invalid_argument(fmt::format("the body must be a JSON object; {}", how));
   for (const auto& [key, value] : body->items()) {
-    if (!retry || (key != "failed" && key != "from_start")) {
+    if (key != "brief" && (!retry || (key != "failed" && key != "from_start"))) {
       return invalid_argument(fmt::format("unknown field '{}'; {}", clip(key), how));
     }
     if (!value.is_boolean()) {
       return invalid_argument(
           fmt::format("field '{}' must be true or false, not {}; {}", key, value.type_name(), how));
     }
-    if (key == "from_start") {
+    if (key == "brief") {
+      out.brief = value.get<bool>();
+    } else if (key == "from_start") {
       out.from_start = value.get<bool>();
     } else if (value.get<bool>()) {
       out.action = A::kRetryFailed;

@@ -60,6 +60,7 @@ Result<ReleaseBody> decode_release(std::string_view body);
 struct ArrayActionRequest {
   daemon::ArrayAction action = daemon::ArrayAction::kCancel;
   bool from_start = false;
+  bool brief = false;  // {"brief": true}: answer the elements' ids, not their jobs
 };
 Result<ArrayActionRequest> decode_array_action(std::string_view verb, std::string_view body);
 // POST /v1/jobs/{ref}/retry: an empty body or {}, or {"from_start": true} (a job with steps runs

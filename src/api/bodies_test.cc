@@ -104,6 +104,27 @@ TEST(DecodeArrayAction, RetryTakesFromStartBesideFailed) {
                  "unknown field 'from_start'");
 }
 
+TEST(DecodeArrayAction, EveryActionTakesBrief) {
+  for (std::string_view verb : {"cancel", "hold", "release", "retry"}) {
+    auto brief = decode_array_action(verb, R"({"brief": true})");
+    ASSERT_TRUE(brief) << verb << ": " << brief.error().message;
+    EXPECT_TRUE(brief->brief) << verb;
+    auto full = decode_array_action(verb, R"({"brief": false})");
+    ASSERT_TRUE(full) << verb;
+    EXPECT_FALSE(full->brief) << verb;
+    auto none = decode_array_action(verb, "");
+    ASSERT_TRUE(none) << verb;
+    EXPECT_FALSE(none->brief) << verb << ": the jobs, as before, unless asked";
+  }
+  auto retry = decode_array_action("retry", R"({"brief": true, "failed": true})");
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->action, daemon::ArrayAction::kRetryFailed);
+  EXPECT_TRUE(retry->brief);
+  EXPECT_REFUSED(decode_array_action("cancel", R"({"brief": "yes"})"), "field 'brief' must be true or false, not string");
+  EXPECT_REFUSED(decode_array_action("hold", R"({"brevity": true})"),
+                 "unknown field 'brevity'; send {} or no body, or {\"brief\": true}");
+}
+
 TEST(DecodeSubmit, NamesTheFieldOfEachError) {
   EXPECT_TRUE(decode_submit(R"({"argv":["true"]})"));
   EXPECT_REFUSED(decode_submit(R"({"argv":["true"],"not_before":"2400-01-01T00:00:00Z"})"), "field 'not_before'");

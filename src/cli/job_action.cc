@@ -20,10 +20,12 @@ struct Answers {
 };
 
 // An array's answer (POST /v1/arrays/{ref}/<verb>): each element acted on as if alone, then
-// each it refused.
+// each it refused. A brief answer (what the table asks for) has the elements' ids, not their jobs.
 void take_array_answer(Context& ctx, bool json, const EachPost& post, const Json& acted, Answers& out) {
   bool requested = json_string(acted, "cancel") == "requested";
-  for (Json job : json_array(acted, "jobs")) {
+  Json jobs = json_array(acted, "jobs");
+  for (const Json& id : json_array(acted, "ids")) jobs.push_back(Json{{"id", id}});
+  for (Json job : jobs) {
     if (requested) {
       job["cancel"] = "requested";
       job["note"] = acted.value("note", "");
@@ -48,7 +50,13 @@ int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, con
     std::string label = post.label(ref);
     auto answer = ctx.client().post_json(post.target(ref), post.body);
     if (!answer && answer.error().code == "not_found" && post.array_target) {
-      auto acted = ctx.client().post_json(post.array_target(ref), post.array_body);
+      // Without --json only the ids are printed: the daemon need not send a million jobs.
+      Json array_body = post.array_body;
+      if (!json) array_body["brief"] = true;
+      auto acted = ctx.client().post_json(post.array_target(ref), array_body);
+      if (!acted && acted.error().code == "invalid_argument" && !json) {
+        acted = ctx.client().post_json(post.array_target(ref), post.array_body);  // a daemon before "brief"
+      }
       if (acted) {
         take_array_answer(ctx, json, post, *acted, out);
         continue;

@@ -200,6 +200,53 @@ TEST_F(JsonOutput, RetryOfAnArrayIsOneRequestAndListsEachElement) {
             "gpuq: cannot hold job 4: job 4 stays blocked: job 9 failed\n");
 }
 
+// Without --json an array's action asks for the elements' ids only ({"brief": true}: a million
+// jobs need not travel), and prints a line per id as before; with --json it asks for the jobs.
+// A daemon that does not know "brief" (400) is asked again without it.
+TEST_F(JsonOutput, AnArraysActionWithoutJsonAsksForTheIdsOnly) {
+  constexpr std::string_view kNoJob = R"({"error":{"code":"not_found","message":"no job named 'four'"}})";
+  script({{"/v1/jobs/four/cancel", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/cancel", json_answer(200, R"({"array":{"id":1,"name":"four"},"ids":[2,3],"refused":[]})")}});
+  EXPECT_EQ(run({"cancel", "four"}), kExitOk) << err();
+  EXPECT_EQ(sent_body(1), Json({{"brief", true}}));
+  EXPECT_EQ(out(), "cancelled job 2\ncancelled job 3\n");
+
+  // A cancel the store cannot record yet (202) says so for each element.
+  process_.out.str("");
+  process_.daemon.requests.clear();
+  script({{"/v1/jobs/four/cancel", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/cancel",
+           json_answer(202, R"({"array":{"id":1,"name":"four"},"ids":[2],"refused":[],"cancel":"requested",)"
+                            R"("note":"the store cannot be written now"})")}});
+  EXPECT_EQ(run({"cancel", "four"}), kExitOk) << err();
+  EXPECT_EQ(out(), "cancel of job 2 requested: the store cannot be written now\n");
+
+  // An older daemon refuses the field: the same request again, without it.
+  process_.out.str("");
+  process_.daemon.requests.clear();
+  constexpr std::string_view kUnknown =
+      R"({"error":{"code":"invalid_argument","message":"unknown field 'brief'; send {} or no body"}})";
+  script({{"/v1/jobs/four/hold", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/hold", json_answer(400, std::string(kUnknown))},
+          {"/v1/arrays/four/hold", json_answer(200, fmt::format(R"({{"array":{{"id":1,"name":"four"}},"jobs":[{}],"refused":[]}})",
+                                                                job(2, "held")))}});
+  EXPECT_EQ(run({"hold", "four"}), kExitOk) << err();
+  EXPECT_EQ(sent_body(1), Json({{"brief", true}}));
+  EXPECT_EQ(sent_body(2), Json::object());
+  EXPECT_EQ(out(), "held job 2\n");
+  EXPECT_EQ(err(), "");
+
+  // --json: the jobs, as the API answers them by default.
+  process_.out.str("");
+  process_.daemon.requests.clear();
+  script({{"/v1/jobs/four/cancel", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four/cancel", json_answer(200, fmt::format(R"({{"array":{{"id":1,"name":"four"}},"jobs":[{}],"refused":[]}})",
+                                                                  job(2, "cancelled")))}});
+  EXPECT_EQ(run({"cancel", "four", "--json"}), kExitOk) << err();
+  EXPECT_EQ(sent_body(1), Json::object());
+  EXPECT_EQ(printed(), array_of({job(2, "cancelled")}));
+}
+
 // A job the daemon does not know ends the wait at once: there is no state to print.
 TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
   script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},

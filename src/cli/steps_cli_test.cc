@@ -143,7 +143,8 @@ TEST_F(StepsCli, RetryFromStartOfAnArraySendsItWithTheArraysRetry) {
           {"/v1/arrays/grid/retry", json_answer(200, acted)}});
   EXPECT_EQ(run({"retry", "grid", "--from-start", "--failed"}), 0) << err();
   EXPECT_EQ(sent_body(0), Json::parse(R"({"from_start":true})"));
-  EXPECT_EQ(sent_body(1), Json::parse(R"({"failed":true,"from_start":true})"));
+  EXPECT_EQ(sent_body(1), Json::parse(R"({"failed":true,"from_start":true,"brief":true})"))
+      << "the table prints ids only: it asks for them alone";
   EXPECT_EQ(out(), "requeued job 11\n");
 }
 

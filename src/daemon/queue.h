@@ -95,9 +95,11 @@ struct Cancelled {
 // `gpuq cancel|hold|release|retry NAME` on a whole array (Queue::act_on_array); kRetryFailed
 // is `retry --failed`.
 enum class ArrayAction { kCancel, kHold, kRelease, kRetry, kRetryFailed };
-// What an action on an array did: the elements it acted on (as they are now), those it could
-// not act on (id and why), and whether the store has recorded it (see Cancelled).
+// What an action on an array did: the elements it acted on (their ids, and, when asked for, the
+// jobs as they are now), those it could not act on (id and why), and whether the store has
+// recorded it (see Cancelled).
 struct ArrayActed {
+  std::vector<int64_t> ids;
   std::vector<Job> jobs;
   std::vector<std::pair<int64_t, std::string>> refused;
   bool recorded = true;
@@ -261,8 +263,10 @@ class Queue {
   // a cancel stops the running elements and ends the waiting ones; hold and release take the
   // pending or held ones; retry the failed (and, but for kRetryFailed, cancelled and blocked)
   // ones. kConflict when it applies to none. `from_start` (retries): each element with steps
-  // runs every step again, as Queue::retry's.
-  Result<ArrayActed> act_on_array(int64_t array_id, ArrayAction action, bool from_start = false);
+  // runs every step again, as Queue::retry's. Without `with_jobs` the answer has the elements'
+  // ids only (a brief answer), and the jobs are not read again.
+  Result<ArrayActed> act_on_array(int64_t array_id, ArrayAction action, bool from_start = false,
+                                  bool with_jobs = true);
   Result<bool> set_draining(bool draining);
   // `gpuq release --attention GPU`: a person checked the GPU; it serves again. `gpu` is a
   // resource name ("gpu1") or a device index ("1").

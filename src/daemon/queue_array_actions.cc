@@ -4,6 +4,7 @@
 // (docs/sweeps.md, "One unit"). A cancel also signals the running elements, each recorded as a
 // single cancel of a running job is. A retry `from_start` runs every step of each element with
 // steps again, as `gpuq retry --from-start` of one job does (Queue::retry).
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,39 +52,49 @@ std::string either(const std::vector<JobState>& states) {
 
 }  // namespace
 
-Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, bool from_start) {
+Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, bool from_start, bool with_jobs) {
   auto array = store_.find_array(array_id);
   if (!array) return tl::unexpected(array.error());
   if (!*array) return fail(Code::kNotFound, fmt::format("no array {}", array_id));
   std::vector<JobState> states = states_for(action);
   bool retry = action == ArrayAction::kRetry || action == ArrayAction::kRetryFailed;
-  // A retry reads their runs; nothing here (or in the answer) reads their environments.
-  auto targets = store_.array_jobs(array_id, states, retry, /*with_env=*/false);
-  if (!targets) return tl::unexpected(targets.error());
+  // A retry reads their specs and runs (without environments); a cancel, hold or release only
+  // their ids and states (for a million elements, a million pairs rather than a million specs).
+  std::vector<Job> targets;
+  std::vector<std::pair<int64_t, JobState>> states_now;
+  if (retry) {
+    auto read = store_.array_jobs(array_id, states, /*with_runs=*/true, /*with_env=*/false);
+    if (!read) return tl::unexpected(read.error());
+    targets = std::move(*read);
+  } else {
+    auto read = store_.array_job_states(array_id, states);
+    if (!read) return tl::unexpected(read.error());
+    states_now = std::move(*read);
+  }
   // An element the store has in one state but memory in another (a cancel not yet recorded)
   // is not acted on: memory is what the scheduler follows.
-  auto live = [&](const Job& job) -> ActiveJob* {
-    auto it = active_.find(job.id);
+  auto live = [&](int64_t id) -> ActiveJob* {
+    auto it = active_.find(id);
     return it == active_.end() || it->second.cancel_requested ? nullptr : &it->second;
   };
   ArrayActed acted;
   std::vector<int64_t> ids;     // acted on, in this transaction
   std::vector<int64_t> others;  // acted on outside it (running elements asked to stop)
   if (action == ArrayAction::kCancel) {
-    for (const Job& job : *targets) {
-      ActiveJob* a = live(job);
+    for (const auto& [id, state] : states_now) {
+      ActiveJob* a = live(id);
       if (!a) continue;
-      (a->state == JobState::kRunning ? others : ids).push_back(job.id);
+      (a->state == JobState::kRunning ? others : ids).push_back(id);
     }
   } else if (!retry) {
     JobState from = action == ArrayAction::kHold ? JobState::kPending : JobState::kHeld;
-    for (const Job& job : *targets) {
-      if (ActiveJob* a = live(job); a && a->state == from) ids.push_back(job.id);
+    for (const auto& [id, state] : states_now) {
+      if (ActiveJob* a = live(id); a && a->state == from) ids.push_back(id);
     }
   } else {
-    for (const Job& job : *targets) {
+    for (const Job& job : targets) {
       if (job.state == JobState::kBlocked) {
-        ActiveJob* a = live(job);
+        ActiveJob* a = live(job.id);
         if (!a) continue;
         auto verdict = evaluate_job_dependencies(*a, [this](int64_t id) { return state_of(id); });
         if (verdict.kind == DependencyVerdict::Kind::kImpossible) {
@@ -103,11 +114,10 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, boo
                                              verb_of(action), either(states)));
   }
   nlohmann::json tag = {{"array", array_id}};
-  std::unordered_map<int64_t, const Job*> by_id;
-  for (const Job& job : *targets) by_id[job.id] = &job;
+  std::unordered_map<int64_t, const Job*> by_id;  // a retry's elements
+  for (const Job& job : targets) by_id[job.id] = &job;
   auto committed = commit([&]() -> Status {
     for (int64_t id : ids) {
-      JobState from = by_id.at(id)->state;
       if (action == ArrayAction::kCancel) {
         if (auto st = set_state(id, active_.at(id).state, JobState::kCancelled, "cancelled by request"); !st) return st;
         if (auto st = add_event("job.cancelled", id, std::nullopt, tag); !st) return st;
@@ -119,6 +129,7 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, boo
         if (auto st = add_event("job.released", id, std::nullopt, tag); !st) return st;
       } else {
         const Job& job = *by_id.at(id);
+        JobState from = job.state;
         if (auto st = set_state(id, from, JobState::kPending, ""); !st) return st;
         if (auto st = store_.set_retry_at(id, 0); !st) return st;
         if (auto st = store_.set_retry_base(id, job.runs.empty() ? 0 : job.runs.back().number); !st) return st;
@@ -171,13 +182,22 @@ Result<ArrayActed> Queue::act_on_array(int64_t array_id, ArrayAction action, boo
   }
   if (retry) unblock_now();
   request_pass();
+  std::unordered_set<int64_t> wanted(ids.begin(), ids.end());
+  wanted.insert(others.begin(), others.end());
+  if (!with_jobs) {
+    // By id, the order the jobs would have.
+    acted.ids.assign(wanted.begin(), wanted.end());
+    std::sort(acted.ids.begin(), acted.ids.end());
+    return acted;
+  }
   // The elements acted on as they are now, in one read.
   auto now = store_.array_jobs(array_id, {}, true, /*with_env=*/false);
   if (!now) return tl::unexpected(now.error());
-  std::unordered_set<int64_t> wanted(ids.begin(), ids.end());
-  wanted.insert(others.begin(), others.end());
   for (Job& job : *now) {
-    if (wanted.count(job.id)) acted.jobs.push_back(std::move(job));
+    if (wanted.count(job.id)) {
+      acted.ids.push_back(job.id);
+      acted.jobs.push_back(std::move(job));
+    }
   }
   return acted;
 }

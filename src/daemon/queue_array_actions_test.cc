@@ -111,6 +111,38 @@ TEST_F(ArrayActionTest, CancelStopsTheRunningElementsAndEndsTheWaitingOnesAtOnce
             "array four has no element to cancel: none is pending, held, running or blocked");
 }
 
+// A brief answer (the API's {"brief": true}) has the ids of every element acted on, the running
+// ones asked to stop included, by id, and no jobs: nothing is read again for it.
+TEST_F(ArrayActionTest, ABriefAnswerHasTheIdsOfEveryElementActedOnAndNoJobs) {
+  start("fake:2");
+  auto ids = queue_array("five", "0-4");
+  ASSERT_EQ(states(ids), (std::vector<JobState>{kRunning, kRunning, kPending, kPending, kPending}));
+  auto held = queue_->act_on_array(array_id_, ArrayAction::kHold, false, /*with_jobs=*/false);
+  world_->run();
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_EQ(held->ids, (std::vector<int64_t>{ids[2], ids[3], ids[4]}));
+  EXPECT_TRUE(held->jobs.empty());
+  EXPECT_EQ(states(ids), (std::vector<JobState>{kRunning, kRunning, kHeld, kHeld, kHeld}));
+
+  auto cancelled = queue_->act_on_array(array_id_, ArrayAction::kCancel, false, /*with_jobs=*/false);
+  world_->run();
+  ASSERT_TRUE(cancelled) << cancelled.error().message;
+  EXPECT_EQ(cancelled->ids, ids) << "the running ones too, in the array's order";
+  EXPECT_TRUE(cancelled->jobs.empty());
+  EXPECT_TRUE(cancelled->recorded);
+  EXPECT_EQ(states(ids), (std::vector<JobState>{kRunning, kRunning, kCancelled, kCancelled, kCancelled}));
+  EXPECT_THAT(shim(ids[0], 1)->signals, ElementsAre(SIGTERM));
+  EXPECT_EQ(count("job.cancelled"), 3);
+
+  // The full answer has the same elements, as jobs.
+  end_run(ids[0], 1, stopped_by_signal(SIGTERM));
+  end_run(ids[1], 1, stopped_by_signal(SIGTERM));
+  auto retried = act(ArrayAction::kRetry);
+  ASSERT_TRUE(retried) << retried.error().message;
+  EXPECT_EQ(retried->ids, ids);
+  EXPECT_EQ(ids_of(*retried), ids);
+}
+
 TEST_F(ArrayActionTest, ACancelThatCannotBeRecordedStillHoldsAndIsRecordedLater) {
   start("fake:1");
   auto ids = queue_array("three", "0-2");

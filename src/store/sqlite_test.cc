@@ -36,5 +36,19 @@ TEST(Sqlite, TheWritableConnectionSyncsEveryCommit) {
   std::filesystem::remove_all(dir);
 }
 
+// SQLite keeps no memory statistics in this process: with them every allocation it makes takes
+// a global mutex (sqlite.cc). sqlite3_memory_used() reads 0 when they are off.
+TEST(Sqlite, KeepsNoMemoryStatistics) {
+  auto dir = std::filesystem::temp_directory_path() / ("gpuq-sqlite-mem-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    auto db = Database::open((dir / "t.db").string(), false);
+    ASSERT_TRUE(db) << db.error().message;
+    ASSERT_TRUE((*db)->exec("CREATE TABLE t (x TEXT); INSERT INTO t VALUES (hex(randomblob(5000)))"));
+    EXPECT_EQ(sqlite3_memory_used(), 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuq::store

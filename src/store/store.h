@@ -246,6 +246,10 @@ class Store {
   // action on a million elements reads, as it answers no environment.
   Result<std::vector<Job>> array_jobs(int64_t array_id, const std::vector<JobState>& states,
                                       bool with_runs, bool with_env = true);
+  // The same elements' ids and states only, by id: what a cancel, hold or release of a whole
+  // array needs to know of them (no spec, no runs).
+  Result<std::vector<std::pair<int64_t, JobState>>> array_job_states(int64_t array_id,
+                                                                     const std::vector<JobState>& states);
   // Arrays with an element pending, held, running or blocked, by id (read at daemon start).
   Result<std::vector<JobArray>> active_arrays();
   // The id the next insert_array gives (ids are never reused); for the one writer only.

@@ -122,6 +122,26 @@ Result<std::vector<Job>> Store::array_jobs(int64_t array_id, const std::vector<J
                     [array_id](Statement& s) { s.bind(1, array_id); }, with_runs, with_env);
 }
 
+Result<std::vector<std::pair<int64_t, JobState>>> Store::array_job_states(int64_t array_id,
+                                                                          const std::vector<JobState>& states) {
+  std::string in;
+  for (JobState state : states) in += fmt::format("{}'{}'", in.empty() ? "" : ",", to_string(state));
+  auto stmt = db_->prepare(fmt::format("SELECT id, state FROM jobs WHERE array_id = ?{} ORDER BY id",
+                                       in.empty() ? "" : fmt::format(" AND state IN ({})", in)));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, array_id);
+  std::vector<std::pair<int64_t, JobState>> out;
+  while (true) {
+    auto row = stmt->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    auto state = parse_job_state(stmt->text(1));
+    if (!state) return tl::unexpected(state.error());
+    out.emplace_back(stmt->int64(0), *state);
+  }
+  return out;
+}
+
 Result<std::vector<JobArray>> Store::active_arrays() {
   // Each array, and whether it has an unfinished element: a few probes of jobs_by_array per
   // array (arrays go with their last element), not a pass over the unfinished jobs' rows.

@@ -173,6 +173,29 @@ TEST_F(ArrayStoreTest, AnArrayAndItsElementsRoundTrip) {
   EXPECT_EQ(page->finished.size(), 1u);
 }
 
+// What a cancel, hold or release of a whole array reads: each element's id and state, by id,
+// of the states asked for (all of them when none is named), and nothing of other arrays.
+TEST_F(ArrayStoreTest, TheElementsIdsAndStatesOnly) {
+  int64_t array = add_array(sample_array("sweep", 4));
+  int64_t other = add_array(sample_array("other", 1));
+  int64_t a = add_job("sweep[0]", array, JobState::kPending);
+  int64_t b = add_job("sweep[1]", array, JobState::kSucceeded, 2000);
+  add_job("other[0]", other, JobState::kPending);
+  int64_t c = add_job("sweep[2]", array, JobState::kHeld);
+  int64_t d = add_job("sweep[3]", array, JobState::kRunning);
+  using Pairs = std::vector<std::pair<int64_t, JobState>>;
+  auto waiting = store_->array_job_states(array, {JobState::kHeld, JobState::kPending});
+  ASSERT_TRUE(waiting) << waiting.error().message;
+  EXPECT_EQ(*waiting, (Pairs{{a, JobState::kPending}, {c, JobState::kHeld}}));
+  auto all = store_->array_job_states(array, {});
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(*all, (Pairs{{a, JobState::kPending}, {b, JobState::kSucceeded}, {c, JobState::kHeld},
+                         {d, JobState::kRunning}}));
+  auto none = store_->array_job_states(array, {JobState::kFailed});
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
 TEST_F(ArrayStoreTest, ASecondArrayWithTheSameNameIsRefused) {
   int64_t first = add_array(sample_array("sweep", 3));
   JobArray again = sample_array("sweep", 5);

@@ -158,6 +158,19 @@ TEST(Sweeps, CancelHoldReleaseAndRetryActOnAnArraysElements) {
   EXPECT_EQ(held.out, "held job 2\nheld job 3\nheld job 4\n") << "the pending ones; job 1 runs";
   auto released = h.gpuq({"release", "four"});
   EXPECT_EQ(released.out, "released job 2\nreleased job 3\nreleased job 4\n") << released.err;
+  // The API's brief answer: the ids of the elements acted on, no jobs (what the table asks for).
+  auto brief = unix_post(h.home() + "/gpuq.sock", "/v1/arrays/four/hold", R"({"brief": true})");
+  ASSERT_EQ(brief.status, 200) << brief.body;
+  nlohmann::json held_ids = nlohmann::json::parse(brief.body);
+  EXPECT_EQ(held_ids["ids"], (nlohmann::json{2, 3, 4}));
+  EXPECT_FALSE(held_ids.contains("jobs")) << brief.body;
+  EXPECT_EQ(held_ids["array"]["name"], "four");
+  auto full = unix_post(h.home() + "/gpuq.sock", "/v1/arrays/four/release", "{}");
+  ASSERT_EQ(full.status, 200) << full.body;
+  nlohmann::json released_jobs = nlohmann::json::parse(full.body);
+  ASSERT_EQ(released_jobs["jobs"].size(), 3u) << "without brief, the jobs as before";
+  EXPECT_EQ(released_jobs["jobs"][0]["name"], "four[1]");
+  EXPECT_FALSE(released_jobs.contains("ids"));
   std::filesystem::remove(h.path("gate"));
   ASSERT_EQ(h.gpuq({"wait", "four", "--timeout", "60s"}).status, 1);
   auto again = h.gpuq({"retry", "four", "--failed"});
