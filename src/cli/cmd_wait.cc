@@ -4,6 +4,9 @@
 // by the daemon's event log (long-polls), never by polling job states on a timer.
 // Order matters so that no change is missed: read the event log's last seq first, then the
 // jobs' states, then long-poll for events after that seq and re-read the jobs they name.
+// An array's elements are read from its one summary (GET /v1/arrays/{ref}: id, name, state),
+// not one request each; an element is read in full only when an event names it, when it ends
+// other than succeeded (its reason is printed), or for --json (which prints whole jobs).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@ namespace {
 struct WaitedJob {
   std::string ref;
   Json job;
+  bool summary = false;  // an array's line for it (id, name, state, ...), not the whole job
   std::string state() const { return json_string(job, "state"); }
   // Finished for `wait`: terminal, or blocked (it cannot run until a person acts).
   bool done() const {
@@ -51,9 +55,7 @@ class Waiter {
         if (array) {
           for (const auto& element : json_array(*array, "jobs")) {
             std::string id = std::to_string(json_int(element, "id").value_or(0));
-            auto one = ctx_.client().get_json(job_path(id));
-            if (!one) return report_job_error(id, one.error());
-            jobs_.push_back({id, std::move(*one)});
+            jobs_.push_back({id, element, /*summary=*/true});
           }
           continue;
         }
@@ -75,9 +77,7 @@ class Waiter {
       if (!changed) return ctx_.report(changed.error());
       for (auto& waited : jobs_) {
         if (waited.done() || !changed->contains(json_int(waited.job, "id").value_or(-1))) continue;
-        auto job = ctx_.client().get_json(job_path(waited.ref));
-        if (!job) return report_job_error(waited.ref, job.error());
-        waited.job = std::move(*job);
+        if (int status = read_whole(waited); status != kExitOk) return status;
       }
     }
   }
@@ -124,6 +124,26 @@ class Waiter {
     return changed;
   }
 
+  // Reads the job afresh, whole; a non-zero exit status when that failed (reported).
+  int read_whole(WaitedJob& waited) {
+    auto job = ctx_.client().get_json(job_path(waited.ref));
+    if (!job) return report_job_error(waited.ref, job.error());
+    waited.job = std::move(*job);
+    waited.summary = false;
+    return kExitOk;
+  }
+
+  // The elements still known by their array's summary, read whole: each of them with --json,
+  // else those that did not succeed (their reason is printed). A timeout's message needs only
+  // their states, which the summary has.
+  int read_summaries() {
+    for (auto& waited : jobs_) {
+      if (!waited.summary || (!json_ && waited.succeeded())) continue;
+      if (int status = read_whole(waited); status != kExitOk) return status;
+    }
+    return kExitOk;
+  }
+
   int report_job_error(const std::string& ref, const CliError& error) {
     if (error.exit_code == kExitNoDaemon) return ctx_.report(error);
     return ctx_.report(error.exit_code, fmt::format("job {}: {}", ref, error.message));
@@ -139,6 +159,7 @@ class Waiter {
   }
 
   int finish() {
+    if (int status = read_summaries(); status != kExitOk) return status;
     print_jobs();
     int status = kExitOk;
     for (const auto& waited : jobs_) {
@@ -152,6 +173,9 @@ class Waiter {
   }
 
   int timed_out() {
+    if (json_) {
+      if (int status = read_summaries(); status != kExitOk) return status;
+    }
     print_jobs();
     std::string unfinished;
     for (const auto& waited : jobs_) {

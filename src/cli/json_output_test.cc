@@ -247,6 +247,50 @@ TEST_F(JsonOutput, AnArraysActionWithoutJsonAsksForTheIdsOnly) {
   EXPECT_EQ(printed(), array_of({job(2, "cancelled")}));
 }
 
+// An array's wait reads its elements from the array's one summary, not one request each: an
+// element is read whole when an event names it, when it ended other than succeeded (for its
+// reason), and, with --json, at the end (whole jobs are printed).
+TEST_F(JsonOutput, WaitOnAnArrayReadsItsSummaryNotEachElement) {
+  constexpr std::string_view kNoJob = R"({"error":{"code":"not_found","message":"no job named 'four'"}})";
+  constexpr std::string_view kSummary =
+      R"({"array":{"id":1,"name":"four"},"counts":{},"jobs":[)"
+      R"({"id":2,"name":"four[0]","state":"succeeded","runs":1,"exit_code":0,"signal":null},)"
+      R"({"id":3,"name":"four[1]","state":"failed","runs":1,"exit_code":3,"signal":null},)"
+      R"({"id":4,"name":"four[2]","state":"running","runs":1,"exit_code":null,"signal":null},)"
+      R"({"id":5,"name":"four[3]","state":"succeeded","runs":1,"exit_code":0,"signal":null}]})";
+  auto named = [](int id, std::string_view name, std::string_view state, std::string_view reason) {
+    return fmt::format(R"({{"id":{},"name":"{}","state":"{}","priority":50,"reason":"{}"}})", id, name, state,
+                       reason);
+  };
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
+          {"/v1/jobs/four", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four", json_answer(200, std::string(kSummary))},
+          {"/v1/events?after=9&wait_ms=30000",
+           json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":4}],"last_seq":10})")},
+          {"/v1/jobs/4", json_answer(200, named(4, "four[2]", "succeeded", ""))},
+          {"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))}});
+  EXPECT_EQ(run({"wait", "four"}), kExitFailed);
+  EXPECT_EQ(process_.daemon.requests.size(), 6u) << "no request for the elements that ended well";
+  EXPECT_EQ(out(), "");
+  EXPECT_EQ(err(), "gpuq: job 3 (four[1]) failed: exit code 3\n");
+
+  // --json: every element whole, in the array's order.
+  process_.err.str("");
+  process_.daemon.requests.clear();
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
+          {"/v1/jobs/four", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/four", json_answer(200, std::string(kSummary))},
+          {"/v1/events?after=9&wait_ms=30000",
+           json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":4}],"last_seq":10})")},
+          {"/v1/jobs/4", json_answer(200, named(4, "four[2]", "succeeded", ""))},
+          {"/v1/jobs/2", json_answer(200, named(2, "four[0]", "succeeded", ""))},
+          {"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))},
+          {"/v1/jobs/5", json_answer(200, named(5, "four[3]", "succeeded", ""))}});
+  EXPECT_EQ(run({"wait", "four", "--json"}), kExitFailed);
+  EXPECT_EQ(printed(), array_of({named(2, "four[0]", "succeeded", ""), named(3, "four[1]", "failed", "exit code 3"),
+                                 named(4, "four[2]", "succeeded", ""), named(5, "four[3]", "succeeded", "")}));
+}
+
 // A job the daemon does not know ends the wait at once: there is no state to print.
 TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
   script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},
