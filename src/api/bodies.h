@@ -56,7 +56,8 @@ Result<ReleaseBody> decode_release(std::string_view body);
 // POST /v1/arrays/{ref}/cancel|hold|release|retry: an empty body or {}; retry also takes
 // {"failed": true}, which retries the failed elements only (`gpuq retry NAME --failed`), and
 // {"from_start": true}, with which each element with steps runs every step again (`gpuq retry
-// NAME --from-start`).
+// NAME --from-start`); each takes {"brief": true}, which answers the elements' ids instead of
+// their jobs.
 struct ArrayActionRequest {
   daemon::ArrayAction action = daemon::ArrayAction::kCancel;
   bool from_start = false;

@@ -64,8 +64,12 @@ class Waiter {
       jobs_.push_back({ref, std::move(*job)});
     }
     for (;;) {
-      if (std::all_of(jobs_.begin(), jobs_.end(), [](const WaitedJob& j) { return j.done(); })) {
-        return finish();
+      auto all_done = [&] { return std::all_of(jobs_.begin(), jobs_.end(), [](const WaitedJob& j) { return j.done(); }); };
+      if (all_done()) {
+        // The elements known by their summary are read whole now; one retried meanwhile is not
+        // done any more, and the wait goes on (its events are after the cursor).
+        if (int status = read_summaries(); status != kExitOk) return status;
+        if (all_done()) return finish();
       }
       int64_t wait_ms = kWaitPollMax.count();
       if (timeout_) {
@@ -124,9 +128,14 @@ class Waiter {
     return changed;
   }
 
-  // Reads the job afresh, whole; a non-zero exit status when that failed (reported).
+  // Reads the job afresh, whole; a non-zero exit status when that failed (reported). An element
+  // pruned since its array's summary keeps that summary (it has its final state).
   int read_whole(WaitedJob& waited) {
     auto job = ctx_.client().get_json(job_path(waited.ref));
+    if (!job && waited.summary && job.error().code == "not_found") {
+      waited.summary = false;  // as whole as it gets
+      return kExitOk;
+    }
     if (!job) return report_job_error(waited.ref, job.error());
     waited.job = std::move(*job);
     waited.summary = false;
@@ -159,7 +168,6 @@ class Waiter {
   }
 
   int finish() {
-    if (int status = read_summaries(); status != kExitOk) return status;
     print_jobs();
     int status = kExitOk;
     for (const auto& waited : jobs_) {

@@ -162,7 +162,8 @@ struct EachPost {
 int post_each(Context& ctx, const std::vector<std::string>& refs, bool json, const EachPost& post);
 // POSTs /v1/jobs/{ref}/<action> for each job and prints "<done> job <id>" (post_each).
 // A ref that names an array (docs/sweeps.md) is acted on as one, in one request
-// (POST /v1/arrays/{ref}/<action> with `array_body`).
+// (POST /v1/arrays/{ref}/<action> with `array_body`, and, without --json, "brief": true: the
+// answer's ids are printed, a line each).
 // `job_body` is what each job's POST sends (retry: {"from_start": true}).
 int run_job_action(Context& ctx, const std::vector<std::string>& refs, bool json,
                    std::string_view action, std::string_view done, Json array_body = Json::object(),

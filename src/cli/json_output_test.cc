@@ -291,6 +291,27 @@ TEST_F(JsonOutput, WaitOnAnArrayReadsItsSummaryNotEachElement) {
                                  named(4, "four[2]", "succeeded", ""), named(5, "four[3]", "succeeded", "")}));
 }
 
+// An element the summary showed failed but that was retried before it was read whole is not
+// done: the wait goes on until it ends, and a pruned element keeps its summary line.
+TEST_F(JsonOutput, WaitOnAnArrayGoesOnForAnElementRetriedMeanwhile) {
+  constexpr std::string_view kNoJob = R"({"error":{"code":"not_found","message":"no job named 'two'"}})";
+  constexpr std::string_view kSummary =
+      R"({"array":{"id":1,"name":"two"},"counts":{},"jobs":[)"
+      R"({"id":2,"name":"two[0]","state":"cancelled","runs":0,"exit_code":null,"signal":null},)"
+      R"({"id":3,"name":"two[1]","state":"failed","runs":1,"exit_code":3,"signal":null}]})";
+  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
+          {"/v1/jobs/two", json_answer(404, std::string(kNoJob))},
+          {"/v1/arrays/two", json_answer(200, std::string(kSummary))},
+          {"/v1/jobs/2", json_answer(404, R"({"error":{"code":"not_found","message":"no job 2"}})")},
+          {"/v1/jobs/3", json_answer(200, R"({"id":3,"name":"two[1]","state":"pending","reason":""})")},
+          {"/v1/events?after=9&wait_ms=30000",
+           json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":3}],"last_seq":10})")},
+          {"/v1/jobs/3", json_answer(200, R"({"id":3,"name":"two[1]","state":"succeeded","reason":""})")}});
+  EXPECT_EQ(run({"wait", "two"}), kExitFailed) << "two[0] was cancelled";
+  EXPECT_EQ(err(), "gpuq: job 2 (two[0]) cancelled\n") << "pruned since: its summary line stands";
+  EXPECT_EQ(process_.daemon.requests.size(), 7u);
+}
+
 // A job the daemon does not know ends the wait at once: there is no state to print.
 TEST_F(JsonOutput, WaitOnAnUnknownJobPrintsNothing) {
   script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":0})")},
