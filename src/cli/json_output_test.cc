@@ -262,13 +262,19 @@ TEST_F(JsonOutput, WaitOnAnArrayReadsItsSummaryNotEachElement) {
     return fmt::format(R"({{"id":{},"name":"{}","state":"{}","priority":50,"reason":"{}"}})", id, name, state,
                        reason);
   };
-  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
-          {"/v1/jobs/four", json_answer(404, std::string(kNoJob))},
-          {"/v1/arrays/four", json_answer(200, std::string(kSummary))},
-          {"/v1/events?after=9&wait_ms=30000",
-           json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":4}],"last_seq":10})")},
-          {"/v1/jobs/4", json_answer(200, named(4, "four[2]", "succeeded", ""))},
-          {"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))}});
+  // The cursor, the array's summary, and the event that ends four[2], which is read whole.
+  auto until_the_end = [&](std::vector<std::pair<std::string, Result<HttpResponse>>> then) {
+    std::vector<std::pair<std::string, Result<HttpResponse>>> steps = {
+        {"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
+        {"/v1/jobs/four", json_answer(404, std::string(kNoJob))},
+        {"/v1/arrays/four", json_answer(200, std::string(kSummary))},
+        {"/v1/events?after=9&wait_ms=30000",
+         json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":4}],"last_seq":10})")},
+        {"/v1/jobs/4", json_answer(200, named(4, "four[2]", "succeeded", ""))}};
+    steps.insert(steps.end(), then.begin(), then.end());
+    script(std::move(steps));
+  };
+  until_the_end({{"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))}});
   EXPECT_EQ(run({"wait", "four"}), kExitFailed);
   EXPECT_EQ(process_.daemon.requests.size(), 6u) << "no request for the elements that ended well";
   EXPECT_EQ(out(), "");
@@ -277,15 +283,9 @@ TEST_F(JsonOutput, WaitOnAnArrayReadsItsSummaryNotEachElement) {
   // --json: every element whole, in the array's order.
   process_.err.str("");
   process_.daemon.requests.clear();
-  script({{"/v1/events?after=0&limit=0", json_answer(200, R"({"events":[],"last_seq":9})")},
-          {"/v1/jobs/four", json_answer(404, std::string(kNoJob))},
-          {"/v1/arrays/four", json_answer(200, std::string(kSummary))},
-          {"/v1/events?after=9&wait_ms=30000",
-           json_answer(200, R"({"events":[{"seq":10,"kind":"job.succeeded","job":4}],"last_seq":10})")},
-          {"/v1/jobs/4", json_answer(200, named(4, "four[2]", "succeeded", ""))},
-          {"/v1/jobs/2", json_answer(200, named(2, "four[0]", "succeeded", ""))},
-          {"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))},
-          {"/v1/jobs/5", json_answer(200, named(5, "four[3]", "succeeded", ""))}});
+  until_the_end({{"/v1/jobs/2", json_answer(200, named(2, "four[0]", "succeeded", ""))},
+                 {"/v1/jobs/3", json_answer(200, named(3, "four[1]", "failed", "exit code 3"))},
+                 {"/v1/jobs/5", json_answer(200, named(5, "four[3]", "succeeded", ""))}});
   EXPECT_EQ(run({"wait", "four", "--json"}), kExitFailed);
   EXPECT_EQ(printed(), array_of({named(2, "four[0]", "succeeded", ""), named(3, "four[1]", "failed", "exit code 3"),
                                  named(4, "four[2]", "succeeded", ""), named(5, "four[3]", "succeeded", "")}));
