@@ -63,11 +63,22 @@ Result<Job> job_from_row(const Statement& row) {
   return job;
 }
 
+Result<Job> job_from_row_without_env(const Statement& row) {
+  auto job = job_from_row(row);
+  if (job) job->spec.env.clear();
+  return job;
+}
+
 const std::string& job_columns(bool with_env) {
   static const std::string kWithout = [] {
     std::string columns = kJobColumns;
     const std::string stored = kStoredSpec;
-    columns.replace(columns.find(stored), stored.size(), "json_remove(" + stored + ", '$.env')");
+    // An element's row keeps only its own variables, a few bytes: SQLite's JSON parse and render
+    // of its spec would cost more than they save (a sixth of a restart with a million), so the
+    // reader drops them (without_environment).
+    columns.replace(columns.find(stored), stored.size(),
+                    "CASE WHEN array_id IS NULL THEN json_remove(" + stored + ", '$.env') ELSE " +
+                        stored + " END");
     columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
     return columns;
   }();

@@ -51,11 +51,14 @@ inline bool spec_kept_apart(const std::string& spec) { return spec.size() > kInl
 // job_specs holds the spec when it is kept apart, and nothing for the job otherwise.
 Status write_spec_apart(Database& db, int64_t job_id, const std::string& spec);
 
-// A job from a row of kJobColumns (or job_columns(false)), its runs left empty.
+// A job from a row of kJobColumns, its runs left empty.
 Result<Job> job_from_row(const Statement& row);
+// A job from a row of job_columns(false), its runs left empty and spec.env empty.
+Result<Job> job_from_row_without_env(const Statement& row);
 
-// kJobColumns, or without `with_env` the same with the spec's environment removed by SQLite
-// and no array's joined: the environment is most of a spec's text (and of its decoding).
+// kJobColumns, or without `with_env` the same with no array's environment joined and a job's
+// own environment removed by SQLite (an element's few variables are left to
+// job_from_row_without_env): the environment is most of a spec's text (and of its decoding).
 const std::string& job_columns(bool with_env);
 
 // A run from a row of kRunColumns.

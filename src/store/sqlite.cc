@@ -102,6 +102,12 @@ int64_t Database::vm_steps() const {
   return steps;
 }
 
+int64_t Database::sorts() const {
+  int64_t sorts = 0;
+  for (const auto& [sql, stmt] : cache_) sorts += sqlite3_stmt_status(stmt, SQLITE_STMTSTATUS_SORT, 0);
+  return sorts;
+}
+
 Status Database::exec(std::string_view sql) {
   char* message = nullptr;
   std::string text(sql);

@@ -44,6 +44,7 @@ class Statement {
   int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::string text(int col) const;
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int column_count() const { return sqlite3_column_count(stmt_); }
 
  private:
   sqlite3_stmt* stmt_;
@@ -67,6 +68,9 @@ class Database {
   // query's work that does not depend on the machine, so a test can check that a read does
   // not grow with the history kept (exec() statements are not counted).
   int64_t vm_steps() const;
+  // Sorts (ORDER BY or GROUP BY that no index gives) every prepared statement has made since
+  // it was prepared: a test checks that a read of a million rows never sorts them.
+  int64_t sorts() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -95,11 +95,11 @@ class Store {
   Result<std::optional<Job>> find_job_by_name(const std::string& name, bool with_runs = true);
   // Every job, oldest first; `active_only` keeps pending, held, running and blocked jobs.
   Result<std::vector<Job>> list_jobs(bool active_only, bool with_runs);
-  // Every unfinished job (pending, held, running, blocked) in id order with its runs, handed
-  // to `visit` one at a time and dropped after it, and without its environment (spec.env
-  // empty, an array's shared one not joined): what the daemon's recovery needs of a million
-  // queued jobs without holding them all, or their environments, at once. Stops at the first
-  // error `visit` returns.
+  // Every unfinished job (pending, held, running, blocked) with its runs, by state (as text),
+  // then id, the order of the jobs_active index, so that nothing is sorted; handed to `visit`
+  // one at a time and dropped after it, and without its environment (spec.env empty, an array's
+  // shared one not joined): what the daemon's recovery needs of a million queued jobs without
+  // holding them all, or their environments, at once. Stops at the first error `visit` returns.
   Status each_active_job(const std::function<Status(const Job&)>& visit);
   Result<std::vector<QueuedJob>> queued_jobs();  // state = pending
   Result<std::vector<Run>> running_runs();
@@ -231,6 +231,8 @@ class Store {
   // Virtual-machine steps of this store's queries so far (Database::vm_steps), for tests
   // that check a read's cost does not grow with history.
   int64_t vm_steps() const { return db_->vm_steps(); }
+  // Sorts this store's queries have made so far (Database::sorts), for tests of a big read.
+  int64_t sorts() const { return db_->sorts(); }
 
   // --- job arrays (store_arrays.cc) ---
   // Records an array (its id is ignored) and returns its new id; a name another array has is

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -214,6 +215,49 @@ TEST_F(ArrayStoreTest, ASecondArrayWithTheSameNameIsRefused) {
   EXPECT_EQ((*kept)->id, first);
   EXPECT_EQ((*kept)->size, 3);
   EXPECT_EQ(count_rows("SELECT COUNT(*) FROM arrays"), 1);
+}
+
+// An element's reads without the environment leave out its own variables too, as SQLite's
+// json_remove leaves out a job's own environment: only the fields scheduling needs are read.
+TEST_F(ArrayStoreTest, AnElementReadWithoutTheEnvironmentHasNone) {
+  JobArray array = sample_array("sweep", 1);
+  array.base = R"({"argv":["true"],"cwd":"/tmp","env":{"HOME":"/root"}})";
+  int64_t array_id = add_array(array);
+  Job element;
+  element.spec.name = "sweep[0]";
+  element.spec.cwd = "/tmp";
+  element.spec.argv = {"true", "0"};
+  element.spec.env = {{"GPUQ_ARRAY_INDEX", "0"}};
+  element.spec.gpus = 2;
+  element.spec.lanes = {"net"};
+  element.state = JobState::kPending;
+  element.submitted_at_ms = 1000;
+  element.array_id = array_id;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    auto inserted = store_->insert_job(element);
+    if (!inserted) return tl::unexpected(inserted.error());
+    return ok();
+  }));
+  auto whole = store_->array_jobs(array_id, {}, false, true);
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->size(), 1u);
+  EXPECT_EQ(whole->front().spec.env,
+            (std::map<std::string, std::string>{{"GPUQ_ARRAY_INDEX", "0"}, {"HOME", "/root"}}));
+  auto lean = store_->array_jobs(array_id, {}, false, false);
+  ASSERT_TRUE(lean);
+  ASSERT_EQ(lean->size(), 1u);
+  EXPECT_TRUE(lean->front().spec.env.empty());
+  EXPECT_EQ(lean->front().spec.argv, element.spec.argv);
+  std::vector<Job> recovered;
+  ASSERT_TRUE(store_->each_active_job([&](const Job& job) -> Status {
+    recovered.push_back(job);
+    return ok();
+  }));
+  ASSERT_EQ(recovered.size(), 1u);
+  EXPECT_TRUE(recovered.front().spec.env.empty());
+  EXPECT_EQ(recovered.front().spec.gpus, 2);
+  EXPECT_EQ(recovered.front().spec.lanes, std::vector<std::string>{"net"});
+  EXPECT_EQ(recovered.front().array_id, array_id);
 }
 
 // The schema holds what the store's callers must not get wrong.

@@ -16,7 +16,7 @@ Result<std::vector<Job>> Store::query_jobs(const std::string& where,
   auto stmt = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", job_columns(with_env), where));
   if (!stmt) return tl::unexpected(stmt.error());
   bind(*stmt);
-  auto jobs = collect<Job>(*stmt, job_from_row);
+  auto jobs = collect<Job>(*stmt, with_env ? job_from_row : job_from_row_without_env);
   if (!jobs || !with_runs || jobs->empty()) return jobs;
   // The runs of exactly these jobs, in one query through runs_by_job: neither one query per
   // job nor a pass over every run ever recorded.
@@ -56,16 +56,24 @@ Result<std::vector<Job>> Store::list_jobs(bool active_only, bool with_runs) {
 }
 
 Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
-  // Nothing of an unfinished job's recovery reads its environment.
+  // Both reads walk jobs_active, (state, id), in its own order: ORDER BY id made SQLite sort
+  // every unfinished row, specs and all, in a temporary B-tree before the first came back (a
+  // million of them spilled to disk). Nothing of an unfinished job's recovery reads its
+  // environment.
   const std::string where = "WHERE state IN ('pending','held','running','blocked')";
-  auto jobs = db_->prepare(fmt::format("SELECT {} FROM jobs {} ORDER BY id", job_columns(false), where));
+  auto jobs = db_->prepare(
+      fmt::format("SELECT {} FROM jobs {} ORDER BY state, id", job_columns(false), where));
   if (!jobs) return tl::unexpected(jobs.error());
-  // Their runs, by job in the same order: both statements step together.
+  // Their runs, in the same order, each with its job's state (the order's first key): both
+  // statements step together.
   auto runs = db_->prepare(fmt::format(
-      "SELECT {} FROM runs WHERE job_id IN (SELECT id FROM jobs {}) ORDER BY job_id, number",
+      "SELECT {}, active_state FROM runs JOIN (SELECT id AS active_id, state AS active_state "
+      "FROM jobs {}) ON runs.job_id = active_id ORDER BY active_state, active_id, number",
       kRunColumns, where));
   if (!runs) return tl::unexpected(runs.error());
+  const int run_state_column = runs->column_count() - 1;
   std::optional<Run> next_run;
+  std::string next_run_state;
   auto step_run = [&]() -> Status {
     next_run.reset();
     auto row = runs->step();
@@ -74,6 +82,7 @@ Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
     auto run = run_from_row(*runs);
     if (!run) return tl::unexpected(run.error());
     next_run = std::move(*run);
+    next_run_state = runs->text(run_state_column);
     return ok();
   };
   if (auto st = step_run(); !st) return st;
@@ -81,9 +90,15 @@ Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
     auto row = jobs->step();
     if (!row) return tl::unexpected(row.error());
     if (!*row) return ok();
-    auto job = job_from_row(*jobs);
+    auto job = job_from_row_without_env(*jobs);
     if (!job) return tl::unexpected(job.error());
-    while (next_run && next_run->job_id <= job->id) {
+    // The state as stored, the order's first key.
+    std::string state = jobs->text(2);
+    auto before_or_this = [&] {
+      int by_state = next_run_state.compare(state);
+      return by_state < 0 || (by_state == 0 && next_run->job_id <= job->id);
+    };
+    while (next_run && before_or_this()) {
       if (next_run->job_id == job->id) job->runs.push_back(std::move(*next_run));
       if (auto st = step_run(); !st) return st;
     }

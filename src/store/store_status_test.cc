@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "store/schema.h"
@@ -299,8 +300,9 @@ TEST_F(StatusJobsTest, ReadsDoNotGrowWithTheFinishedHistory) {
   EXPECT_LT(page_large, page_small * 3 / 2) << "steps with 50 finished jobs: " << page_small;
 }
 
-// The recovery's read: every unfinished job with its own runs, in id order, as a full load
-// has them, less the environment (its own, and its array's).
+// The recovery's read: every unfinished job with its own runs, as a full load has them, less the
+// environment (its own, and its array's), by state and then id (jobs_active's order), and with
+// nothing sorted: a sort of a million unfinished rows was most of a restart.
 TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
   int64_t pending = seed_job(JobState::kPending, 0, 2);
   seed_job(JobState::kSucceeded, 100, 1);
@@ -322,17 +324,22 @@ TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
     env_id = *id;
     return ok();
   }));
+  int64_t running_too = seed_job(JobState::kRunning, 0, 3);
   auto full = store_->list_jobs(true, true);
   ASSERT_TRUE(full);
+  std::map<int64_t, Job> full_by_id;
+  for (const Job& job : *full) full_by_id[job.id] = job;
   std::vector<Job> seen;
+  int64_t sorts = store_->sorts();
   ASSERT_TRUE(store_->each_active_job([&](const Job& job) -> Status {
     seen.push_back(job);
     return ok();
   }));
-  EXPECT_EQ(ids_of(seen), (Ids{pending, running, held, env_id}));
+  EXPECT_EQ(store_->sorts(), sorts);
+  EXPECT_EQ(ids_of(seen), (Ids{held, pending, env_id, running, running_too}));
   ASSERT_EQ(seen.size(), full->size());
   for (size_t i = 0; i < seen.size(); ++i) {
-    Job expected = (*full)[i];
+    Job expected = full_by_id[seen[i].id];
     expected.spec.env.clear();
     EXPECT_EQ(seen[i].spec.env, expected.spec.env);
     EXPECT_TRUE(same_work(seen[i].spec, expected.spec)) << "job " << seen[i].id;
@@ -344,9 +351,11 @@ TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
       EXPECT_EQ(seen[i].runs[r].number, expected.runs[r].number);
     }
   }
-  EXPECT_EQ(seen[3].spec.gpus, 3);
-  EXPECT_EQ(seen[3].spec.lanes, std::vector<std::string>{"net"});
-  EXPECT_EQ((*full)[3].spec.env.size(), 2u);
+  EXPECT_EQ(seen[2].spec.gpus, 3);
+  EXPECT_EQ(seen[2].spec.lanes, std::vector<std::string>{"net"});
+  EXPECT_EQ(full_by_id[env_id].spec.env.size(), 2u);
+  EXPECT_EQ(seen[1].runs.size(), 2u);
+  EXPECT_EQ(seen[4].runs.size(), 3u);
   // The visitor's error ends the walk and is returned.
   int visits = 0;
   auto stopped = store_->each_active_job([&](const Job&) -> Status {
