@@ -502,8 +502,8 @@ Result<size_t> count_param(const Target& target, std::string_view key, size_t ma
 
 Result<std::optional<PendingPage>> decode_pending_page(const Target& target) {
   if (!target.find("pending_limit")) {
-    if (target.find("pending_offset")) {
-      return invalid_argument("pending_offset needs pending_limit (the page's size)");
+    for (const char* key : {"pending_offset", "held_limit"}) {
+      if (target.find(key)) return invalid_argument(fmt::format("{} needs pending_limit (the page's size)", key));
     }
     return std::optional<PendingPage>();
   }
@@ -515,6 +515,11 @@ Result<std::optional<PendingPage>> decode_pending_page(const Target& target) {
     auto offset = count_param(target, "pending_offset", std::numeric_limits<int32_t>::max());
     if (!offset) return tl::unexpected(offset.error());
     page.offset = *offset;
+  }
+  if (target.find("held_limit")) {
+    auto held = count_param(target, "held_limit", kMaxPendingLimit);
+    if (!held) return tl::unexpected(held.error());
+    page.held_limit = *held;
   }
   return std::optional<PendingPage>(page);
 }

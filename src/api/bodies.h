@@ -119,13 +119,15 @@ Result<ReportQuery> decode_report_query(const Target& target, int64_t now_ms);
 inline constexpr size_t kStatusFinished = 10;
 Result<std::optional<size_t>> decode_status_finished(const Target& target);
 
-// GET /v1/status?pending_limit=N&pending_offset=M: one page of the pending jobs in serving
-// order, N from 0 to kMaxPendingLimit, M from 0 to INT32_MAX (default 0; only with N). nullopt
-// when neither is given (every unfinished job).
+// GET /v1/status?pending_limit=N&pending_offset=M&held_limit=H: one page of the pending jobs
+// in serving order, N from 0 to kMaxPendingLimit, M from 0 to INT32_MAX (default 0; only with
+// N), and with H (0 to kMaxPendingLimit; only with N) the oldest H held jobs and the oldest H
+// blocked ones (default: every one). nullopt when none is given (every unfinished job).
 inline constexpr size_t kMaxPendingLimit = 10'000;
 struct PendingPage {
   size_t offset = 0;
   size_t limit = 0;
+  std::optional<size_t> held_limit;
 };
 Result<std::optional<PendingPage>> decode_pending_page(const Target& target);
 

@@ -354,6 +354,22 @@ TEST(DecodeQueries, StatusFinishedAndThePendingPage) {
   EXPECT_EQ(decode_pending_page(parse_target("/v1/status")).value(), std::nullopt);
   EXPECT_FALSE(decode_pending_page(parse_target("/v1/status?pending_offset=7")));
   EXPECT_FALSE(decode_pending_page(parse_target("/v1/status?pending_limit=10001")));
+  EXPECT_EQ(page->held_limit, std::nullopt);
+  // held_limit: the held and blocked jobs listed, with the page only.
+  page = decode_pending_page(parse_target("/v1/status?pending_limit=100&held_limit=0")).value();
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->held_limit, 0u);
+  page = decode_pending_page(parse_target("/v1/status?pending_limit=1&held_limit=10000")).value();
+  EXPECT_EQ(page->held_limit, 10000u);
+  auto alone = decode_pending_page(parse_target("/v1/status?held_limit=7"));
+  ASSERT_FALSE(alone);
+  EXPECT_EQ(alone.error().message, "held_limit needs pending_limit (the page's size)");
+  for (const char* bad : {"/v1/status?pending_limit=1&held_limit=10001", "/v1/status?pending_limit=1&held_limit=-1",
+                          "/v1/status?pending_limit=1&held_limit="}) {
+    auto refused = decode_pending_page(parse_target(bad));
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message.find("held_limit="), std::string::npos) << refused.error().message;
+  }
 }
 
 TEST(DecodeQueries, StreamCursor) {

@@ -255,6 +255,8 @@ Response Server::status(const Target& target) {
                          {"finished_total", list->finished_total},
                          {"arrays", std::move(list->arrays)}};
   if (list->pending_total) body["pending_total"] = *list->pending_total;
+  if (list->held_total) body["held_total"] = *list->held_total;
+  if (list->blocked_total) body["blocked_total"] = *list->blocked_total;
   return json_response(http::status::ok, body);
 }
 

@@ -218,6 +218,8 @@ class Server {
     std::string eta_note;
     int64_t finished_total = 0;
     std::optional<int64_t> pending_total;  // set for a page
+    std::optional<int64_t> held_total;     // set for a page with held_limit
+    std::optional<int64_t> blocked_total;  // set for a page with held_limit
     nlohmann::json arrays;                 // the arrays with an unfinished element
   };
   Result<StatusList> status_list(const Target& target, std::optional<size_t> finished);

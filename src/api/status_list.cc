@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The jobs of GET /v1/status: every unfinished job and the latest finished ones, or, with
-// ?pending_limit=N&pending_offset=M, the unfinished jobs that are not pending and one page of
-// the pending ones in serving order (docs/api.md, "Status"). Each pending job carries its ETA
+// ?pending_limit=N&pending_offset=M, the unfinished jobs that are not pending (with
+// &held_limit=H, the oldest H held and H blocked ones) and one page of the pending ones in
+// serving order (docs/api.md, "Status"). Each pending job carries its ETA
 // and its serving position (1-based, the order the scheduler considers pending jobs in).
 #include <algorithm>
 #include <iterator>
@@ -143,7 +144,7 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   if (*page) {
     size_t finished_limit = finished ? *finished : static_cast<size_t>(std::numeric_limits<int64_t>::max());
     auto q = store_->queue_page((*page)->offset, (*page)->limit, fifo, finished_limit,
-                                collapse ? &collapsed : nullptr);
+                                collapse ? &collapsed : nullptr, (*page)->held_limit);
     if (!q) return tl::unexpected(q.error());
     attach_reasons(q->others);
     attach_reasons(q->pending);
@@ -155,6 +156,10 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     if (!current) return tl::unexpected(current.error());
     etas = *current;
     out.pending_total = q->pending_total;
+    if ((*page)->held_limit) {
+      out.held_total = q->held_total;
+      out.blocked_total = q->blocked_total;
+    }
     out.finished_total = q->finished_total;
     // The others by id, the page in serving order, then the finished jobs by id.
     listed = std::move(q->others);

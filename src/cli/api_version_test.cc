@@ -25,7 +25,7 @@ TEST(ApiVersionText, OnlyAWholeNumberFromOneIsAVersion) {
 }
 
 TEST_F(ApiVersion, ADaemonOfAnotherVersionIsRefusedWithBothVersionsAndTheWayOut) {
-  script({{"/v1/status?pending_limit=100&arrays=collapse",
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
            json_answer(200, R"({"jobs":[],"gpus":[]})", {{"gpuq-api", "2"}})}});
   EXPECT_EQ(run({"status"}), kExitFailed);
   EXPECT_EQ(out(), "");

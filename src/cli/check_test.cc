@@ -147,7 +147,7 @@ TEST_F(Check, ShowSaysAJobsOwnWatcherLimits) {
 }
 
 TEST_F(Check, StatusListsLastingWaits) {
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, R"j({"gpu_mode": "fake", "resources": [],
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, R"j({"gpu_mode": "fake", "resources": [],
       "lanes": [], "jobs": [], "watch": [
         {"kind": "queue.idle_with_work", "job": null, "for_ms": 720000,
          "detail": {"why": "1 GPU(s) free while 2 job(s) wait"}},

@@ -174,7 +174,20 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
                                    [](const Json* j) { return json_string(*j, "state") == "pending"; });
     pending_hidden = std::max<int64_t>(0, *total - listed);
   }
-  if (shown.empty() && hidden == 0 && pending_hidden == 0 && arrays.empty()) return "no jobs\n";
+  // With ?held_limit= the held and blocked jobs the daemon left out (the newest), counted too.
+  auto left_out = [&](const char* state) -> int64_t {
+    auto total = json_int(answer, fmt::format("{}_total", state));
+    if (!total) return 0;
+    int64_t listed = std::count_if(shown.begin(), shown.end(),
+                                   [state](const Json* j) { return json_string(*j, "state") == state; });
+    return std::max<int64_t>(0, *total - listed);
+  };
+  const int64_t held_hidden = left_out("held");
+  const int64_t blocked_hidden = left_out("blocked");
+  if (shown.empty() && hidden == 0 && pending_hidden == 0 && held_hidden == 0 &&
+      blocked_hidden == 0 && arrays.empty()) {
+    return "no jobs\n";
+  }
   // An older daemon says nothing of ETAs; then the column would only hold dashes.
   bool etas = has_etas(shown);
   std::vector<std::string> headers = {"ID", "NAME", "STATE", "PRI", "GPUS", "TIME"};
@@ -210,6 +223,11 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
                        "(gpuq status --all lists every one)\n",
                        format_count(pending_hidden), pending_hidden == 1 ? "" : "s", kPendingShown);
   }
+  for (const auto& [count, state] : {std::pair{held_hidden, "held"}, std::pair{blocked_hidden, "blocked"}}) {
+    if (count == 0) continue;
+    out += fmt::format("{} more {} job{}: those above are the oldest {} (gpuq status --all lists every one)\n",
+                       format_count(count), state, count == 1 ? "" : "s", kPendingShown);
+  }
   if (hidden > 0) {
     out +=
         fmt::format("{} more finished job{} (gpuq status --all)\n",
@@ -233,6 +251,7 @@ int run_status(Context& ctx, const StatusOptions& options) {
   // --expand and one user's view list every one.
   if (collapse && !options.all) {
     params.push_back(fmt::format("pending_limit={}", kPendingShown));
+    params.push_back(fmt::format("held_limit={}", kPendingShown));
   }
   if (collapse) params.push_back("arrays=collapse");
   if (!user.empty()) params.push_back("user=" + percent_encode(user));

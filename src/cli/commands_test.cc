@@ -133,7 +133,7 @@ TEST_F(Commands, StatusShowsActiveJobsAndTheLastTenFinished) {
   std::string body =
       R"({"gpu_mode":"fake:1","resources":[{"name":"gpu0","index":0,"state":"busy","job":20,"model":"fake"}],"jobs":[)" +
       jobs + "]}";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   EXPECT_NE(text.find("NAME  INDEX  STATE  JOB  MODEL  NOTE\ngpu0  0      busy   20   fake\n"),
@@ -162,7 +162,7 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
     jobs += "," + job_json(id, "failed", R"(,"finished_at":"2026-11-29T10:00:00.000Z")");
   }
   std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"finished_total":1204})";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_NE(out().find("\n3     -     running"), std::string::npos) << out();
   EXPECT_NE(out().find("\n1195  -     failed"), std::string::npos) << out();
@@ -170,7 +170,7 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
 
   process_.out.str("");
   body = R"({"resources":[],"jobs":[],"finished_total":0})";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_TRUE(out().ends_with("no jobs\n")) << out();
 }
@@ -180,7 +180,7 @@ TEST_F(Commands, StatusCountsTheFinishedJobsTheDaemonLeftOut) {
 TEST_F(Commands, StatusListsTheFirstPendingJobsAndCountsTheRest) {
   std::string jobs = job_json(3, "running") + "," + job_json(900, "pending") + "," + job_json(7, "pending");
   std::string body = R"({"resources":[],"jobs":[)" + jobs + R"(],"pending_total":1000000,"finished_total":0})";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   size_t seven = text.find("\n7    -     pending"), nine_hundred = text.find("\n900  -     pending");
@@ -190,9 +190,29 @@ TEST_F(Commands, StatusListsTheFirstPendingJobsAndCountsTheRest) {
                              "(gpuq status --all lists every one)\n"))
       << text;
 
+  // Held and blocked jobs past the first 100 (the oldest), counted each; and only left-out
+  // ones: not "no jobs".
+  process_.out.str("");
+  jobs = job_json(3, "running") + "," + job_json(4, "held") + "," + job_json(5, "blocked");
+  body = R"({"resources":[],"jobs":[)" + jobs + R"(],"pending_total":0,"held_total":1250,"blocked_total":1,"finished_total":0})";
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_NE(out().find("\n4   -     held"), std::string::npos) << out();
+  EXPECT_TRUE(out().ends_with("\n1,249 more held jobs: those above are the oldest 100 (gpuq status --all "
+                              "lists every one)\n"))
+      << out();
+  EXPECT_EQ(out().find("more blocked"), std::string::npos) << out();
+  process_.out.str("");
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
+           json_answer(200, R"({"resources":[],"jobs":[],"pending_total":0,"held_total":0,"blocked_total":2,"finished_total":0})")}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_TRUE(out().ends_with("\n2 more blocked jobs: those above are the oldest 100 (gpuq status --all "
+                              "lists every one)\n"))
+      << out();
+
   // Only pending jobs, all left out (a page past the end): not "no jobs".
   process_.out.str("");
-  script({{"/v1/status?pending_limit=100&arrays=collapse",
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
            json_answer(200, R"({"resources":[],"jobs":[],"pending_total":1,"finished_total":0})")}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_TRUE(out().ends_with("1 more pending job: those above are the first 100 to be served "
@@ -214,7 +234,7 @@ TEST_F(Commands, StatusShowsAnUnfinishedArrayAsOneLineAmongTheJobs) {
       R"("counts":{"pending":5,"running":2,"succeeded":2,"failed":1}}])";
   std::string body = R"({"resources":[],"jobs":[)" + job_json(3, "running") + "," +
                      job_json(20, "pending") + "]," + arrays + "}";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   size_t job3 = text.find("\n3     -       running");

@@ -38,7 +38,7 @@ class Remote : public testing::ScriptedCli {
     args.insert(args.begin(), {"--home", home});
     return run_cli(args, Hooks{}, process_.io);
   }
-  void status_script() { script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, R"({"jobs":[],"resources":[]})")}}); }
+  void status_script() { script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, R"({"jobs":[],"resources":[]})")}}); }
   void health_script(const std::string& http) {
     script({{"/v1/health", json_answer(200, R"({"ok":true,"http":)" + http + "}")}});
   }
@@ -99,7 +99,7 @@ TEST_F(Remote, TheHomesTokenGoesNowhereElse) {
   testing::TempDir home;
   home.write("token", kToken + "\n");
   home.write("token.listen", "127.0.0.1:7878\n");
-  script({{"/v1/status?pending_limit=100&arrays=collapse",
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
            json_answer(401, R"({"error":{"code":"unauthenticated","message":"this needs the daemon's token"}})")}});
   EXPECT_EQ(run_in(home.path(), {"--url", "http://evil.example:80", "status"}), kExitFailed);
   ASSERT_EQ(tokens.size(), 1u);
@@ -129,7 +129,7 @@ TEST_F(Remote, DashboardMakesNoLinkForAnotherAddress) {
 TEST_F(Remote, WithoutARecordTheHomesTokenGoesNowhere) {
   testing::TempDir home;
   home.write("token", kToken + "\n");
-  script({{"/v1/status?pending_limit=100&arrays=collapse",
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
            json_answer(401, R"({"error":{"code":"unauthenticated","message":"this needs the daemon's token"}})")}});
   EXPECT_EQ(run_in(home.path(), {"--url", "http://127.0.0.1:7878", "status"}), kExitFailed);
   ASSERT_EQ(tokens.size(), 1u);
@@ -138,7 +138,7 @@ TEST_F(Remote, WithoutARecordTheHomesTokenGoesNowhere) {
 }
 
 TEST_F(Remote, AnUnreachableUrlIsNamed) {
-  script({{"/v1/status?pending_limit=100&arrays=collapse", fail(Code::kUnavailable, "nothing is listening on http://127.0.0.1:1")}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", fail(Code::kUnavailable, "nothing is listening on http://127.0.0.1:1")}});
   EXPECT_EQ(run({"--url", "http://127.0.0.1:1", "--token", kToken, "status"}), kExitNoDaemon);
   EXPECT_NE(err().find("no daemon answers at http://127.0.0.1:1"), std::string::npos) << err();
 }

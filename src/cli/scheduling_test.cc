@@ -350,7 +350,7 @@ TEST_F(Scheduling, StatusShowsDrainingLanesAndEtas) {
       R"("lanes":[{"name":"net","capacity":1,"used":1,"excludes":["gpu"],"jobs":[1]},)"
       R"({"name":"cpu","capacity":4,"used":0,"excludes":[],"jobs":[]}],"jobs":[)" +
       jobs + "]}";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   std::string text = out();
   EXPECT_TRUE(text.starts_with("DRAINING: nothing new starts; running jobs finish")) << text;
@@ -374,7 +374,7 @@ TEST_F(Scheduling, StatusShowsDrainingLanesAndEtas) {
 TEST_F(Scheduling, StatusWithoutSchedulingFieldsLooksAsBefore) {
   std::string body = R"({"gpu_mode":"fake:1","draining":false,"resources":[],"lanes":[],"jobs":[)" +
                      job_json(1, "pending", R"(,"reason":"r")") + "]}";
-  script({{"/v1/status?pending_limit=100&arrays=collapse", json_answer(200, body)}});
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
   EXPECT_EQ(run({"status"}), 0);
   EXPECT_EQ(out().find("DRAINING"), std::string::npos) << out();
   EXPECT_EQ(out().find("CAPACITY"), std::string::npos) << out();

@@ -9,7 +9,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 18> kMigrations = {
+constexpr std::array<const char*, 19> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -328,6 +328,13 @@ CREATE TABLE job_specs (
 );
 INSERT INTO job_specs(id, spec) SELECT id, spec FROM jobs WHERE length(CAST(spec AS BLOB)) > 2048;
 UPDATE jobs SET spec = '' WHERE id IN (SELECT id FROM job_specs);
+)sql",
+    // 19: jobs_waiting_single: the held and blocked jobs that are not an array's elements, by
+    // id, so that `gpuq status`'s page of the queue (status?held_limit=&arrays=collapse) reads
+    // the first of them, and counts them, without visiting a held array of a million elements.
+    R"sql(
+CREATE INDEX jobs_waiting_single ON jobs(state, id)
+  WHERE state IN ('held','blocked') AND array_id IS NULL;
 )sql",
 };
 

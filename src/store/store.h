@@ -170,17 +170,20 @@ class Store {
   Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit,
                                  const std::vector<int64_t>* left_out_arrays = nullptr);
 
-  // A page of the queue: every unfinished job that is not pending, the pending ones in
-  // serving order (`fifo`: queue_order alone, else priority then queue_order; then id),
-  // `offset` of them skipped and at most `limit` listed, and the latest `finished_limit`
-  // finished jobs, all with runs. Read through jobs_pending_order (schema 9): the cost follows
-  // the page, not the queue (FIFO order sorts the pending jobs).
+  // A page of the queue: every running job, the held and the blocked ones (each the oldest
+  // `waiting_limit` by id, nullopt: every one), the pending ones in serving order (`fifo`:
+  // queue_order alone, else priority then queue_order; then id), `offset` of them skipped and
+  // at most `limit` listed, and the latest `finished_limit` finished jobs, all with runs. Read
+  // through jobs_pending_order (schema 9) and jobs_waiting_single (schema 19): the cost
+  // follows the page, not the queue (FIFO order sorts the pending jobs).
   struct QueuePage {
     std::vector<Job> others;    // held, running, blocked: by id
     std::vector<Job> pending;   // the page, in serving order
     std::vector<Job> finished;  // by id
     int64_t pending_total = 0;
     int64_t finished_total = 0;
+    int64_t held_total = 0;     // the held jobs, listed or not
+    int64_t blocked_total = 0;  // the blocked jobs, listed or not
   };
   // How many jobs are unfinished (pending, held, running, blocked): an index count.
   Result<int64_t> active_count();
@@ -197,7 +200,8 @@ class Store {
   // set of array ids, every unfinished array) are left out of all three lists and the counts:
   // the page and pending_total are then read through jobs_pending_single (schema 17).
   Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0,
-                               const std::vector<int64_t>* left_out_arrays = nullptr);
+                               const std::vector<int64_t>* left_out_arrays = nullptr,
+                               std::optional<size_t> waiting_limit = std::nullopt);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
   // A run with what the report groups it by.

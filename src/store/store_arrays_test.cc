@@ -172,6 +172,18 @@ TEST_F(ArrayStoreTest, AnArrayAndItsElementsRoundTrip) {
   ASSERT_TRUE(page) << page.error().message;
   EXPECT_EQ(page->pending_total, 4);
   EXPECT_EQ(page->finished.size(), 1u);
+  EXPECT_EQ(page->held_total, 0);
+  // A held element is counted only while its array is not collapsed; a held job alone always.
+  int64_t held_alone = add_job("held-alone", 0, JobState::kHeld);
+  add_job("grid[lr=9e-4]", grid, JobState::kHeld);
+  page = store_->queue_page(0, 10, false, 10, &unfinished, 10);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->others), Ids{held_alone});
+  EXPECT_EQ(page->held_total, 1);
+  EXPECT_EQ(page->blocked_total, 0);
+  page = store_->queue_page(0, 10, false, 10, nullptr, 10);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(page->held_total, 2);
 }
 
 // What a cancel, hold or release of a whole array reads: each element's id and state, by id,

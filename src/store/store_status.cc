@@ -4,6 +4,9 @@
 // jobs_pending_order) so that neither a long history nor a deep queue costs much here.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -173,7 +176,8 @@ Result<int64_t> Store::active_count() {
 
 Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo,
                                            size_t finished_limit,
-                                           const std::vector<int64_t>* left_out_arrays) {
+                                           const std::vector<int64_t>* left_out_arrays,
+                                           std::optional<size_t> waiting_limit) {
   QueuePage page;
   const std::string left_out = left_out_arrays ? fmt::format("[{}]", fmt::join(*left_out_arrays, ",")) : "";
   if (finished_limit > 0) {
@@ -196,10 +200,30 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   const char* singles = left_out_arrays ? " AND array_id IS NULL" : "";
   // kActive repeats jobs_active's WHERE, which SQLite needs to use that partial index: without
   // it, this read every row of the table.
-  auto others = query_jobs(fmt::format("WHERE state IN ('held','running','blocked') AND {}{}", kActive, singles),
+  auto others = query_jobs(fmt::format("WHERE state = 'running' AND {}{}", kActive, singles),
                            [](Statement&) {}, true);
   if (!others) return tl::unexpected(others.error());
   page.others = std::move(*others);
+  // The held and the blocked ones, the oldest first, and how many there are. Without the
+  // arrays' elements these are jobs_waiting_single's ranges; with them, jobs_active's.
+  for (const char* state : {"held", "blocked"}) {
+    const std::string where =
+        left_out_arrays
+            ? fmt::format("state = '{}' AND state IN ('held','blocked') AND array_id IS NULL", state)
+            : fmt::format("state = '{}' AND {}", state, kActive);
+    const int64_t most = waiting_limit ? static_cast<int64_t>(*waiting_limit) : -1;  // -1: no limit
+    auto waiting = query_jobs(
+        fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY {} WHERE {} ORDER BY id LIMIT ?)",
+                    left_out_arrays ? "jobs_waiting_single" : "jobs_active", where),
+        [most](Statement& s) { s.bind(1, most); }, true);
+    if (!waiting) return tl::unexpected(waiting.error());
+    auto total = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
+                                               left_out_arrays ? "jobs_waiting_single" : "jobs_active", where));
+    if (!total) return tl::unexpected(total.error());
+    (std::string_view(state) == "held" ? page.held_total : page.blocked_total) = *total;
+    std::move(waiting->begin(), waiting->end(), std::back_inserter(page.others));
+  }
+  std::sort(page.others.begin(), page.others.end(), [](const Job& a, const Job& b) { return a.id < b.id; });
   // The page's ids in serving order: a range of jobs_pending_order for the priority order.
   std::string order_sql =
       fifo ? fmt::format("SELECT id FROM jobs WHERE state = 'pending'{} ORDER BY queue_order, id "

@@ -137,6 +137,40 @@ TEST_F(UsageStore, AQueuePageIsInServingOrder) {
   EXPECT_EQ(page->pending_total, 4);
 }
 
+// With a limit, a page lists every running job but only the oldest held and blocked ones, and
+// counts them all: a million held jobs cost `gpuq status` a page, not a million lines.
+TEST_F(UsageStore, AQueuePageListsTheOldestHeldAndBlockedJobsAndCountsThemAll) {
+  Ids held, blocked;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(job(JobState::kHeld, 50, 10 + i));
+    blocked.push_back(job(JobState::kBlocked, 50, 20 + i));
+  }
+  int64_t running = job(JobState::kRunning, 50, 30);
+  int64_t pending = job(JobState::kPending, 50, 40);
+  auto page = store_->queue_page(0, 10, false, 0, nullptr, 2);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->others), (Ids{held[0], blocked[0], held[1], blocked[1], running}));
+  EXPECT_EQ(page->held_total, 5);
+  EXPECT_EQ(page->blocked_total, 5);
+  EXPECT_EQ(ids_of(page->pending), Ids{pending});
+  // A limit of 0 lists none of them; no limit lists every one.
+  page = store_->queue_page(0, 10, false, 0, nullptr, 0);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ids_of(page->others), Ids{running});
+  EXPECT_EQ(page->held_total, 5);
+  page = store_->queue_page(0, 10, false);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->others.size(), 11u);
+  EXPECT_EQ(page->blocked_total, 5);
+  // Collapsed (no array here): the same jobs, through jobs_waiting_single.
+  Ids no_arrays;
+  page = store_->queue_page(0, 10, false, 0, &no_arrays, 3);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->others), (Ids{held[0], blocked[0], held[1], blocked[1], held[2], blocked[2], running}));
+  EXPECT_EQ(page->held_total, 5);
+  EXPECT_EQ(page->blocked_total, 5);
+}
+
 TEST_F(UsageStore, TheRunsOfAWindowAreThoseThatOverlapIt) {
   int64_t a = job(JobState::kSucceeded, 50, 1024, "ann");
   int64_t b = job(JobState::kRunning, 50, 2048, "bob");

@@ -164,8 +164,22 @@ TEST(Report, StatusPagesPendingJobsInServingOrderAndMovesCanBeUndone) {
   EXPECT_EQ(page["jobs"][2]["serving_position"], 2);
   EXPECT_EQ(page["jobs"][3]["serving_position"], 3);
   EXPECT_EQ(page["jobs"][2]["user"], my_user());
+  EXPECT_FALSE(page.contains("held_total"));
+  // held_limit lists the oldest held (and blocked) jobs and counts them all.
+  int64_t held_too = h.submit_sh("true", {"--gpus", "1", "--hold"});
+  nlohmann::json limited = get_json(h, "/v1/status?active=1&pending_limit=0&held_limit=1");
+  ids.clear();
+  for (const auto& j : limited["jobs"]) ids.push_back(j["id"].get<int64_t>());
+  EXPECT_EQ(ids, (std::vector<int64_t>{blocker, held}));
+  EXPECT_EQ(limited["held_total"], 2);
+  EXPECT_EQ(limited["blocked_total"], 0);
+  auto text = h.gpuq({"status"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("\n" + std::to_string(held_too) + " "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("more held"), std::string::npos) << text.out;
   nlohmann::json all = get_json(h, "/v1/status?active=1");
   EXPECT_FALSE(all.contains("pending_total"));
+  EXPECT_FALSE(all.contains("held_total"));
   for (const auto& j : all["jobs"]) {
     if (j["id"] == urgent) {
       EXPECT_EQ(j["serving_position"], 1);
