@@ -12,9 +12,9 @@ tl::unexpected<Error> sqlite_error(sqlite3* db, std::string_view what) {
 }
 
 // Once per process, before SQLite's first use: no memory statistics. With them (the default of
-// the library Debian builds) every allocation SQLite makes takes and releases a global mutex,
-// some 14% of the daemon's CPU in a store-bound request (a cancel of 100,000 elements, perf);
-// nothing here reads them. Each connection is used by one thread at a time, and opened
+// the library Debian builds) every allocation SQLite makes takes and releases a global mutex:
+// 14% of the perf samples of a store-bound request (a cancel of 100,000 elements), ~10% of its
+// CPU. Nothing here reads them. Each connection is used by one thread at a time, and opened
 // SQLITE_OPEN_NOMUTEX. A process that used SQLite before this keeps its statistics
 // (sqlite3_config refuses once the library is initialised), which is only slower.
 void configure_sqlite_once() {
