@@ -450,7 +450,9 @@ Result<Window> decode_timeline_query(const Target& target, int64_t now_ms) {
   };
   auto to = epoch_ms("to_ms", now_ms);
   if (!to) return tl::unexpected(to.error());
-  auto from = epoch_ms("from_ms", *to - kDayMs);
+  // A day before the end, but not before the epoch: an end within the first day of 1970 (to_ms=0
+  // too) gives a window from 0, which from_ms could name, or none.
+  auto from = epoch_ms("from_ms", std::max<int64_t>(0, *to - kDayMs));
   if (!from) return tl::unexpected(from.error());
   return checked_window(*from, *to, "from_ms", "to_ms");
 }

@@ -416,6 +416,12 @@ TEST(DecodeTimelineQuery, TheWindowAndItsDefaults) {
   EXPECT_TRUE(timeline(fmt::format("from_ms={}", kNowMs - limits::kMaxReportWindowMs)));
   EXPECT_TRUE(timeline("from_ms=0&to_ms=1"));
   EXPECT_TRUE(timeline(fmt::format("from_ms={}&to_ms={}", limits::kEndOfTimeMs - 1, limits::kEndOfTimeMs)));
+  // The default start is a day before the end, but never before the epoch, which `from_ms`
+  // cannot name either.
+  window = timeline("to_ms=3600000");
+  ASSERT_TRUE(window) << window.error().message;
+  EXPECT_EQ(window->from_ms, 0);
+  EXPECT_EQ(window->to_ms, 3'600'000);
 }
 
 TEST(DecodeTimelineQuery, RefusesWhatItCannotReadNamingTheParameterAndTheRange) {
@@ -428,6 +434,7 @@ TEST(DecodeTimelineQuery, RefusesWhatItCannotReadNamingTheParameterAndTheRange) 
   EXPECT_REFUSED(timeline("to_ms=4102444800001"), "query parameter 'to_ms' must be a whole number from 0 to 4102444800000");
   EXPECT_REFUSED(timeline(fmt::format("from_ms={}&to_ms={}", kNowMs, kNowMs)), "from_ms must come before to_ms");
   EXPECT_REFUSED(timeline(fmt::format("from_ms={}", kNowMs + 1)), "from_ms must come before to_ms");
+  EXPECT_REFUSED(timeline("to_ms=0"), "from_ms must come before to_ms");
   EXPECT_REFUSED(timeline(fmt::format("from_ms={}", kNowMs - limits::kMaxReportWindowMs - 1)),
                  "the window from from_ms to to_ms is longer than 90 days");
 }
