@@ -72,7 +72,7 @@ void define_client_commands(CLI::App& app, ClientOptions& p) {
   if (auto* status = add_command(app, p, "status", "show GPUs and jobs")) {
     status->add_flag("--json", p.status.json, "print the daemon's answer as JSON");
     status->add_flag("--all", p.status.all,
-                      "show every job: every finished one, and every pending one past the first 100");
+                      "show every job: every finished one, and every pending, held or blocked one past the first 100");
     status->add_flag("--expand", p.status.expand,
                      "list each element of an unfinished array (default: one line per array)");
     auto* user = status->add_option("--user", p.status.user, "list only the jobs of this user (login name)");

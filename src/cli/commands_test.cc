@@ -202,6 +202,13 @@ TEST_F(Commands, StatusListsTheFirstPendingJobsAndCountsTheRest) {
                               "lists every one)\n"))
       << out();
   EXPECT_EQ(out().find("more blocked"), std::string::npos) << out();
+  // An older daemon lists every held job and counts none: nothing is said to be left out.
+  process_.out.str("");
+  body = R"({"resources":[],"jobs":[)" + jobs + R"(],"pending_total":0,"finished_total":0})";
+  script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse", json_answer(200, body)}});
+  EXPECT_EQ(run({"status"}), 0);
+  EXPECT_NE(out().find("\n4   -     held"), std::string::npos) << out();
+  EXPECT_EQ(out().find(" more "), std::string::npos) << out();
   process_.out.str("");
   script({{"/v1/status?pending_limit=100&held_limit=100&arrays=collapse",
            json_answer(200, R"({"resources":[],"jobs":[],"pending_total":0,"held_total":0,"blocked_total":2,"finished_total":0})")}});

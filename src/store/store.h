@@ -100,6 +100,7 @@ class Store {
   // one at a time and dropped after it, and without its environment (spec.env empty, an array's
   // shared one not joined): what the daemon's recovery needs of a million queued jobs without
   // holding them all, or their environments, at once. Stops at the first error `visit` returns.
+  // The read walks the index while `visit` runs: `visit` must not write to this store.
   Status each_active_job(const std::function<Status(const Job&)>& visit);
   Result<std::vector<QueuedJob>> queued_jobs();  // state = pending
   Result<std::vector<Run>> running_runs();

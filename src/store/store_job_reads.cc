@@ -92,8 +92,8 @@ Status Store::each_active_job(const std::function<Status(const Job&)>& visit) {
     if (!*row) return ok();
     auto job = job_from_row_without_env(*jobs);
     if (!job) return tl::unexpected(job.error());
-    // The state as stored, the order's first key.
-    std::string state = jobs->text(2);
+    // The state as stored (to_string writes it so), the order's first key.
+    const std::string state(to_string(job->state));
     auto before_or_this = [&] {
       int by_state = next_run_state.compare(state);
       return by_state < 0 || (by_state == 0 && next_run->job_id <= job->id);

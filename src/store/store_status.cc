@@ -217,10 +217,15 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
                     left_out_arrays ? "jobs_waiting_single" : "jobs_active", where),
         [most](Statement& s) { s.bind(1, most); }, true);
     if (!waiting) return tl::unexpected(waiting.error());
-    auto total = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
-                                               left_out_arrays ? "jobs_waiting_single" : "jobs_active", where));
-    if (!total) return tl::unexpected(total.error());
-    (std::string_view(state) == "held" ? page.held_total : page.blocked_total) = *total;
+    int64_t& total = std::string_view(state) == "held" ? page.held_total : page.blocked_total;
+    if (waiting_limit) {  // without a limit every one is listed: counted without a query
+      auto counted = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
+                                                  left_out_arrays ? "jobs_waiting_single" : "jobs_active", where));
+      if (!counted) return tl::unexpected(counted.error());
+      total = *counted;
+    } else {
+      total = static_cast<int64_t>(waiting->size());
+    }
     std::move(waiting->begin(), waiting->end(), std::back_inserter(page.others));
   }
   std::sort(page.others.begin(), page.others.end(), [](const Job& a, const Job& b) { return a.id < b.id; });
