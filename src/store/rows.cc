@@ -75,7 +75,7 @@ const std::string& job_columns(bool with_env) {
     const std::string stored = kStoredSpec;
     // An element's row keeps only its own variables, a few bytes: SQLite's JSON parse and render
     // of its spec would cost more than they save (a sixth of a restart with a million), so the
-    // reader drops them (without_environment).
+    // reader drops them (job_from_row_without_env).
     columns.replace(columns.find(stored), stored.size(),
                     "CASE WHEN array_id IS NULL THEN json_remove(" + stored + ", '$.env') ELSE " +
                         stored + " END");

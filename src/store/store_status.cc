@@ -206,6 +206,7 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   page.others = std::move(*others);
   // The held and the blocked ones, the oldest first, and how many there are. Without the
   // arrays' elements these are jobs_waiting_single's ranges; with them, jobs_active's.
+  const char* waiting_index = left_out_arrays ? "jobs_waiting_single" : "jobs_active";
   for (const char* state : {"held", "blocked"}) {
     const std::string where =
         left_out_arrays
@@ -214,17 +215,16 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
     const int64_t most = waiting_limit ? static_cast<int64_t>(*waiting_limit) : -1;  // -1: no limit
     auto waiting = query_jobs(
         fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY {} WHERE {} ORDER BY id LIMIT ?)",
-                    left_out_arrays ? "jobs_waiting_single" : "jobs_active", where),
+                    waiting_index, where),
         [most](Statement& s) { s.bind(1, most); }, true);
     if (!waiting) return tl::unexpected(waiting.error());
     int64_t& total = std::string_view(state) == "held" ? page.held_total : page.blocked_total;
-    if (waiting_limit) {  // without a limit every one is listed: counted without a query
+    total = static_cast<int64_t>(waiting->size());
+    if (waiting_limit && waiting->size() == *waiting_limit) {  // a full page may have left some out
       auto counted = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
-                                                  left_out_arrays ? "jobs_waiting_single" : "jobs_active", where));
+                                                  waiting_index, where));
       if (!counted) return tl::unexpected(counted.error());
       total = *counted;
-    } else {
-      total = static_cast<int64_t>(waiting->size());
     }
     std::move(waiting->begin(), waiting->end(), std::back_inserter(page.others));
   }
