@@ -144,6 +144,11 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       checker_(actor, options_.condition_threads),
       file_watcher_(actor),
       cleaner_(os::make_linux_process_table(), options_.cleanup) {
+  // Shims exec'd from gpuq-shim are started a run ahead (runner/spare_shim.h); a spawner's are
+  // forked from its small process already.
+  if (!options_.spawner && options_.spare_shim && !options_.shim_executable.empty()) {
+    spare_shim_ = std::make_unique<runner::SpareShim>(options_.shim_executable);
+  }
   if (options_.containment.kind != "cgroup") return;
   auto started = runner::CgroupCleaner::start(*cgroup_files_, options_.cleanup);
   if (!started) {
@@ -225,25 +230,56 @@ Result<std::optional<os::UserIdentity>> RealWorld::submitter_identity(const std:
 Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& run_dir,
                                                             const std::string& run_id,
                                                             const std::string& cgroup_user) {
-  auto launched = options_.spawner ? options_.spawner->launch(run_dir)
-                                   : runner::launch_shim(options_.shim_executable, run_dir);
-  if (!launched) return tl::unexpected(launched.error());
-  pid_t pid = launched->pid();
-  uint64_t ticks = launched->start_ticks();
-  auto pidfd = os::open_pidfd_checked(pid, ticks);
-  if (!pidfd) {
-    { runner::LaunchedShim dropped = std::move(*launched); }  // its go pipe closes: the shim exits
-    ::waitpid(pid, nullptr, 0);  // a gpuq-shim is this process's child: reaped (a no-op otherwise)
-    return tl::unexpected(pidfd.error());
+  std::unique_ptr<ShimProcess> shim = take_spare_shim(run_dir);
+  if (!shim) {
+    auto launched = options_.spawner ? options_.spawner->launch(run_dir)
+                                     : runner::launch_shim(options_.shim_executable, run_dir);
+    if (!launched) return tl::unexpected(launched.error());
+    pid_t pid = launched->pid();
+    uint64_t ticks = launched->start_ticks();
+    auto pidfd = os::open_pidfd_checked(pid, ticks);
+    if (!pidfd) {
+      { runner::LaunchedShim dropped = std::move(*launched); }  // its go pipe closes: the shim exits
+      ::waitpid(pid, nullptr, 0);  // a gpuq-shim is this process's child: reaped (a no-op otherwise)
+      return tl::unexpected(pidfd.error());
+    }
+    // Watched from here on: a shim given up below is reaped when it exits (~RealShim).
+    shim = std::make_unique<RealShim>(actor_, pid, ticks, *pidfd, std::move(*launched));
   }
-  // Watched from here on: a shim given up below is reaped when it exits (~RealShim).
-  auto shim = std::make_unique<RealShim>(actor_, pid, ticks, *pidfd, std::move(*launched));
+  refill_spare_shim_later();
   // Placed while it waits for its go byte: everything the job starts is born in its cgroup.
   if (cgroups_) {
-    if (auto placed = cgroups_->place(run_id, pid, cgroup_user); !placed) return tl::unexpected(placed.error());
+    if (auto placed = cgroups_->place(run_id, shim->pid(), cgroup_user); !placed) {
+      return tl::unexpected(placed.error());
+    }
   }
   return shim;
 }
+
+std::unique_ptr<ShimProcess> RealWorld::take_spare_shim(const std::string& run_dir) {
+  if (!spare_shim_) return nullptr;
+  auto taken = spare_shim_->take(run_dir);
+  if (!taken) return nullptr;
+  pid_t pid = taken->launched.pid();
+  uint64_t ticks = taken->launched.start_ticks();
+  return std::make_unique<RealShim>(actor_, pid, ticks, taken->pidfd, std::move(taken->launched));
+}
+
+void RealWorld::refill_spare_shim_later() {
+  if (!spare_shim_ || spare_refill_posted_) return;
+  spare_refill_posted_ = true;
+  std::weak_ptr<bool> alive = alive_;
+  asio::post(actor_, [this, alive] {
+    auto live = alive.lock();
+    if (!live || !*live) return;
+    spare_refill_posted_ = false;
+    // None could be started (no processes left, the binary gone): the next start spawns its
+    // own shim, and that spawn's error is the start's, reported as every failed start is.
+    (void)spare_shim_->refill();
+  });
+}
+
+pid_t RealWorld::spare_shim_pid() const { return spare_shim_ ? spare_shim_->pid() : 0; }
 
 Result<std::unique_ptr<ShimProcess>> RealWorld::adopt_shim(pid_t pid, uint64_t start_ticks) {
   auto pidfd = os::open_pidfd_checked(pid, start_ticks);

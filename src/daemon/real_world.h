@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The queue actor's World (world.h) on a real machine: the system clock and Asio timers on the
 // actor's io_context, SQLite transactions of the daemon's store, shims launched (gpuq-shim by
-// posix_spawn, else through the spawner) and watched and signalled through pidfds, and reaped
+// posix_spawn, one kept started ahead of the next run, else through the spawner) and watched and signalled through pidfds, and reaped
 // when they are this process's children, run files on disk (run.json with the job's user's
 // groups, so the shim looks nobody up), condition
 // checks on the ConditionChecker's threads, cleanup sweeps on the Cleaner's thread, and the
@@ -29,6 +29,7 @@
 #include "runner/cgroup.h"
 #include "runner/cgroup_cleaner.h"
 #include "runner/cleaner.h"
+#include "runner/spare_shim.h"
 #include "runner/spawner.h"
 #include "store/store.h"
 
@@ -42,6 +43,9 @@ struct RealWorldOptions {
   // under root and cleans up by it; "marker" sweeps /proc for the run's marker.
   runner::Containment containment;
   int condition_threads = 2;
+  // Without a spawner: one shim is kept started ahead of the next run (runner/spare_shim.h),
+  // from the first start on.
+  bool spare_shim = true;
 };
 
 class RealWorld : public World {
@@ -89,6 +93,8 @@ class RealWorld : public World {
   // The containment in use: the options' one, or "marker" when its cgroup cleaner could not
   // start (the reason says why).
   const runner::Containment& containment() const { return options_.containment; }
+  // The shim waiting for the next start (runner/spare_shim.h); 0 when there is none.
+  pid_t spare_shim_pid() const;
 
  private:
   // On the container cleanup worker: the run's containers removed by label within the cleanup
@@ -98,6 +104,10 @@ class RealWorld : public World {
   // On the pull worker: the pull's log opened for appending (made as the job's user's), or -1
   // when it cannot be kept (daemon.log says why; the pull goes on without it).
   int open_pull_log(const ImagePrep& request);
+  // The spare shim assigned `run_dir` and watched; null when there is none to take.
+  std::unique_ptr<ShimProcess> take_spare_shim(const std::string& run_dir);
+  // A new spare, started once the actor's current work is done (never on a start's path).
+  void refill_spare_shim_later();
   boost::asio::io_context& actor_;
   store::Store& store_;
   RealWorldOptions options_;
@@ -126,6 +136,8 @@ class RealWorld : public World {
   std::unique_ptr<runner::CgroupFiles> cgroup_files_ = runner::make_real_cgroup_files();
   std::unique_ptr<runner::RunCgroups> cgroups_;
   std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
+  std::unique_ptr<runner::SpareShim> spare_shim_;  // null with a spawner
+  bool spare_refill_posted_ = false;
   // Cleared by the destructor before the threads stop: late results are dropped, not posted to
   // an actor that is going away.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -97,6 +98,52 @@ TEST_F(RealWorldTest, AnAdoptedProcessIsSignalledThroughItsPidfdOnly) {
   while (!exited) ioc_.run_one();
   EXPECT_EQ((*shim)->signal(SIGTERM), os::SignalResult::kGone) << "exited (and reaped): never a reused pid";
   EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), -1) << "already reaped by the exit watch";
+}
+
+// A start takes the shim kept waiting (runner/spare_shim.h) instead of spawning one, and the next
+// is started once the actor's turn is over, never inside the start.
+TEST_F(RealWorldTest, AStartTakesTheWaitingSpareShimAndTheNextIsStartedAfterTheTurn) {
+  RealWorldOptions options;
+  options.shim_executable = GPUQ_SHIM_FOR_TEST;
+  world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
+  EXPECT_EQ(world_->spare_shim_pid(), 0) << "none before the first start";
+  auto run = [&](int number) {
+    runner::RunSpec spec;
+    spec.argv = {"sh", "-c", "echo $$ > ran"};
+    spec.cwd = (dir_ / "jobs" / "1" / ("run-" + std::to_string(number))).string();
+    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
+    return spec.cwd;
+  };
+  std::string first_dir = run(1);
+  auto first = world_->launch_shim(first_dir, "1-1-a", "");
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(world_->spare_shim_pid(), 0) << "started after the turn, not inside the start";
+  ioc_.poll();
+  pid_t spare = world_->spare_shim_pid();
+  ASSERT_GT(spare, 0);
+  EXPECT_NE(spare, (*first)->pid());
+
+  std::string second_dir = run(2);
+  auto second = world_->launch_shim(second_dir, "1-2-b", "");
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ((*second)->pid(), spare) << "the waiting spare, assigned this run";
+  EXPECT_EQ((*second)->start_ticks(), *os::process_start_ticks(spare));
+  bool exited = false;
+  (*second)->on_exit([&] { exited = true; });
+  ASSERT_TRUE((*second)->release());
+  while (!exited) ioc_.run_one();
+  auto record = world_->read_exit_record(second_dir);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(second_dir + "/ran")) << "it ran the run it was assigned";
+  EXPECT_FALSE(std::filesystem::exists(first_dir + "/ran")) << "the first was never released";
+  pid_t next = world_->spare_shim_pid();
+  EXPECT_GT(next, 0) << "refilled after the second start";
+  EXPECT_NE(next, spare);
+  first->reset();
+  world_.reset();  // lets the waiting spare go and reaps it
+  EXPECT_EQ(::waitpid(next, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
 }
 
 TEST_F(RealWorldTest, ARunDirectoryIsNeverReused) {

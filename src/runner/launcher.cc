@@ -2,12 +2,14 @@
 #include "runner/launcher.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
 #include <unistd.h>
 
 #include "os/process.h"
+#include "runner/shim.h"
 
 extern char** environ;
 
@@ -35,13 +37,33 @@ Status LaunchedShim::release() {
   return ok();
 }
 
+Status LaunchedShim::assign(const std::string& run_dir) {
+  if (run_dir.empty() || run_dir.size() > kMaxAssignedRunDir) {
+    return fail(Code::kInvalidArgument, "a run directory of " + std::to_string(run_dir.size()) +
+                                            " bytes cannot be assigned to a spare shim");
+  }
+  // One write of at most PIPE_BUF bytes: atomic, and the empty pipe takes it whole.
+  auto length = static_cast<uint32_t>(run_dir.size());
+  std::string message(reinterpret_cast<const char*>(&length), sizeof length);
+  message += run_dir;
+  ssize_t n;
+  do {
+    n = ::write(go_fd_, message.data(), message.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(message.size())) return errno_error("assigning the spare shim its run");
+  return ok();
+}
+
 std::string shim_binary_beside(const std::string& full) {
   const auto slash = full.rfind('/');
   std::string shim = (slash == std::string::npos ? std::string(".") : full.substr(0, slash)) + "/gpuq-shim";
   return ::access(shim.c_str(), X_OK) == 0 ? shim : "";
 }
 
-Result<LaunchedShim> launch_shim(const std::string& executable, const std::string& run_dir) {
+namespace {
+
+// Spawns `executable shim run_dir_word 3`, the read end of its go pipe as fd 3.
+Result<LaunchedShim> spawn_shim(const std::string& executable, const std::string& run_dir_word) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return errno_error("pipe");
   posix_spawn_file_actions_t actions;
@@ -60,7 +82,7 @@ Result<LaunchedShim> launch_shim(const std::string& executable, const std::strin
                                       POSIX_SPAWN_SETSIGDEF);
   std::string shim_word = "shim", go_word = "3";
   char* argv[] = {const_cast<char*>(executable.c_str()), shim_word.data(),
-                  const_cast<char*>(run_dir.c_str()), go_word.data(), nullptr};
+                  const_cast<char*>(run_dir_word.c_str()), go_word.data(), nullptr};
   pid_t pid = 0;
   int rc = posix_spawn(&pid, executable.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -77,6 +99,16 @@ Result<LaunchedShim> launch_shim(const std::string& executable, const std::strin
     return tl::unexpected(ticks.error());
   }
   return LaunchedShim(pid, *ticks, pipe_fds[1]);
+}
+
+}  // namespace
+
+Result<LaunchedShim> launch_shim(const std::string& executable, const std::string& run_dir) {
+  return spawn_shim(executable, run_dir);
+}
+
+Result<LaunchedShim> launch_spare_shim(const std::string& executable) {
+  return spawn_shim(executable, std::string(kSpareRunDirWord));
 }
 
 }  // namespace gpuq::runner

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -478,6 +479,33 @@ int PreparedShim::run(int go_fd) {
 
 int run_shim(const std::string& run_dir, int go_fd) { return PreparedShim::prepare(run_dir).run(go_fd); }
 
+namespace {
+
+// Reads exactly `size` bytes; false at end of file (or an error) before them.
+bool read_exactly(int fd, char* into, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, into + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// A spare shim's run directory, as the daemon assigns it (shim.h); nullopt when the daemon let
+// it go unassigned (end of file) or sent something else.
+std::optional<std::string> read_assigned_run_dir(int go_fd) {
+  uint32_t length = 0;
+  if (!read_exactly(go_fd, reinterpret_cast<char*>(&length), sizeof length)) return std::nullopt;
+  if (length == 0 || length > kMaxAssignedRunDir) return std::nullopt;
+  std::string run_dir(length, '\0');
+  if (!read_exactly(go_fd, run_dir.data(), length)) return std::nullopt;
+  return run_dir;
+}
+
+}  // namespace
+
 int shim_main(int argc, char** argv) {
   if (argc != 3) {
     std::fprintf(stderr, "gpuq shim: internal command, started by the daemon (RUN_DIR GO_FD)\n");
@@ -486,7 +514,10 @@ int shim_main(int argc, char** argv) {
   int go_fd = std::atoi(argv[2]);
   // Nothing of the daemon's (its socket, its lock, its store) may reach the job.
   ::close_range(static_cast<unsigned>(go_fd) + 1, ~0U, 0);
-  return run_shim(argv[1], go_fd);
+  if (std::strcmp(argv[1], kSpareRunDirWord) != 0) return run_shim(argv[1], go_fd);
+  auto run_dir = read_assigned_run_dir(go_fd);
+  if (!run_dir) return 0;  // a spare never needed: nothing was asked of it
+  return run_shim(*run_dir, go_fd);
 }
 
 }  // namespace gpuq::runner

@@ -10,6 +10,7 @@
 // daemon restarts. Single-threaded; owns its process.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -39,7 +40,14 @@ class PreparedShim {
 // for the shim process. The caller has made this process a session leader with no other fds.
 int run_shim(const std::string& run_dir, int go_fd);
 
-// Entry point; argv = {"shim", RUN_DIR, GO_FD}. Returns the process exit status.
+// A spare shim (launcher.h) is started as `shim - GO_FD`: before anything else it reads its run
+// directory from GO_FD, its length first (4 bytes, this machine's order, 1 to
+// kMaxAssignedRunDir), then the path; end of file before that means it was never needed, and it
+// exits 0 having written nothing. Then it goes on as `shim RUN_DIR GO_FD` would.
+inline constexpr const char* kSpareRunDirWord = "-";
+inline constexpr size_t kMaxAssignedRunDir = 4000;  // the length and the path fit PIPE_BUF
+
+// Entry point; argv = {"shim", RUN_DIR or "-", GO_FD}. Returns the process exit status.
 int shim_main(int argc, char** argv);
 
 }  // namespace gpuq::runner

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// A spare shim (runner/spare_shim.h) against the real gpuq-shim: assigned a run, it runs it as a
+// shim launched for it would; unassigned or dead, it is never handed a run and never left behind.
+#include "runner/spare_shim.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <filesystem>
+#include <string>
+
+#include "os/process.h"
+#include "runner/run_files.h"
+#include "runner/shim.h"
+
+namespace gpuq::runner {
+namespace {
+
+class SpareShimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("gpuq-spare-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void write_spec(const std::string& run_dir, std::vector<std::string> argv) {
+    RunSpec spec;
+    spec.argv = std::move(argv);
+    spec.env = {{"PATH", "/usr/bin:/bin"}};
+    spec.cwd = dir_;
+    ASSERT_TRUE(write_run_spec(run_dir, spec));
+  }
+  // Whether `pid` is still a child of this process (alive or a zombie not reaped yet).
+  static bool still_a_child(pid_t pid) {
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+  }
+  std::string dir_;
+};
+
+TEST_F(SpareShimTest, ATakenSpareRunsTheRunItWasAssigned) {
+  write_spec(dir_, {"sh", "-c", "echo ran in $PWD; exit 4"});
+  SpareShim spare(GPUQ_SHIM_FOR_TEST);
+  EXPECT_EQ(spare.pid(), 0) << "none before the first refill";
+  ASSERT_TRUE(spare.refill());
+  pid_t waiting = spare.pid();
+  ASSERT_GT(waiting, 0);
+  auto ticks = os::process_start_ticks(waiting);
+  ASSERT_TRUE(ticks);
+  EXPECT_TRUE(spare.refill()) << "one is waiting already: nothing to do";
+  EXPECT_EQ(spare.pid(), waiting);
+
+  auto taken = spare.take(dir_);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(spare.pid(), 0) << "taken: none waits until the next refill";
+  EXPECT_EQ(taken->launched.pid(), waiting);
+  EXPECT_EQ(taken->launched.start_ticks(), *ticks);
+  EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_))) << "it waits for its go byte";
+  ASSERT_TRUE(taken->launched.release());
+  int status = 0;
+  ASSERT_EQ(::waitpid(waiting, &status, 0), waiting);
+  ::close(taken->pidfd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 4);
+  EXPECT_TRUE(record->released);
+  EXPECT_EQ(*os::read_file(log_path(dir_)), "ran in " + dir_ + "\n");
+}
+
+TEST_F(SpareShimTest, AnAssignedSpareDroppedBeforeItsGoRunsNothingAndSaysSo) {
+  write_spec(dir_, {"sh", "-c", "touch ran"});
+  SpareShim spare(GPUQ_SHIM_FOR_TEST);
+  ASSERT_TRUE(spare.refill());
+  auto taken = spare.take(dir_);
+  ASSERT_TRUE(taken);
+  pid_t pid = taken->launched.pid();
+  { LaunchedShim dropped = std::move(taken->launched); }  // the daemon died before the go
+  ::close(taken->pidfd);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran"));
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_FALSE(record->released);
+}
+
+TEST_F(SpareShimTest, AnUnassignedSpareIsReapedWithItsOwnerAndWritesNothing) {
+  pid_t pid = 0;
+  {
+    SpareShim spare(GPUQ_SHIM_FOR_TEST);
+    ASSERT_TRUE(spare.refill());
+    pid = spare.pid();
+    EXPECT_TRUE(still_a_child(pid));
+  }
+  EXPECT_FALSE(still_a_child(pid)) << "reaped by the destructor";
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+TEST_F(SpareShimTest, ASpareThatDiedWhileItWaitedIsNeverHandedOut) {
+  write_spec(dir_, {"true"});
+  SpareShim spare(GPUQ_SHIM_FOR_TEST);
+  ASSERT_TRUE(spare.refill());
+  pid_t pid = spare.pid();
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  siginfo_t info{};  // until it has died (a zombie still: reaped only by take())
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_FALSE(spare.take(dir_));
+  EXPECT_EQ(spare.pid(), 0);
+  EXPECT_FALSE(still_a_child(pid)) << "reaped";
+  ASSERT_TRUE(spare.refill()) << "a new one takes its place";
+  EXPECT_NE(spare.pid(), pid);
+}
+
+TEST_F(SpareShimTest, ARunDirectoryThatCannotBeSentIsRefused) {
+  auto launched = launch_spare_shim(GPUQ_SHIM_FOR_TEST);
+  ASSERT_TRUE(launched);
+  auto refused = launched->assign(std::string(kMaxAssignedRunDir + 1, 'a'));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_FALSE(launched->assign(""));
+  pid_t pid = launched->pid();
+  { LaunchedShim dropped = std::move(*launched); }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "never assigned: it exits quietly";
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace gpuq::runner
