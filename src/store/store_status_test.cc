@@ -367,5 +367,47 @@ TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
   EXPECT_EQ(visits, 1);
 }
 
+// A deep queue, held and pending jobs interleaved by id, some with runs: every job is visited
+// once, in the index's order, with its own runs and spec, to the end (a statement stepped again
+// after its last row would start over), and a visitor's error deep in the walk still ends it.
+TEST_F(StatusJobsTest, EachActiveJobVisitsADeepQueueOnceInOrder) {
+  constexpr int kJobs = 4000;
+  std::vector<int64_t> held, pending;
+  std::map<int64_t, int> runs_of;
+  ASSERT_TRUE(store_->transaction([&]() -> Status {
+    for (int i = 0; i < kJobs; ++i) {
+      JobState state = i % 3 == 0 ? JobState::kHeld : JobState::kPending;
+      int runs = i % 7 == 0 ? 2 : 0;
+      auto id = insert_job_rows(state, 0, runs, 0);
+      if (!id) return tl::unexpected(id.error());
+      (state == JobState::kHeld ? held : pending).push_back(*id);
+      runs_of[*id] = runs;
+    }
+    return ok();
+  }));
+  Ids expected = held;  // by state ('held' before 'pending'), then id
+  expected.insert(expected.end(), pending.begin(), pending.end());
+  std::vector<int64_t> seen;
+  bool all_whole = true;
+  ASSERT_TRUE(store_->each_active_job([&](const Job& job) -> Status {
+    seen.push_back(job.id);
+    bool whole = job.spec.argv == std::vector<std::string>{"true"} && job.spec.cwd == "/tmp" &&
+                 static_cast<int>(job.runs.size()) == runs_of[job.id];
+    for (const gpuq::Run& run : job.runs) whole = whole && run.job_id == job.id;
+    all_whole = all_whole && whole;
+    return ok();
+  }));
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kJobs)) << "each once, and the walk ends";
+  EXPECT_EQ(seen, expected);
+  EXPECT_TRUE(all_whole) << "each job with its own spec and runs";
+  int visits = 0;
+  auto stopped = store_->each_active_job([&](const Job&) -> Status {
+    return ++visits == 3000 ? fail(Code::kInternal, "stop deep in the walk") : ok();
+  });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().message, "stop deep in the walk");
+  EXPECT_EQ(visits, 3000);
+}
+
 }  // namespace
 }  // namespace gpuq::store
