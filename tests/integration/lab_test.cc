@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <chrono>
 #include <thread>
 #include <map>
 #include <string>
@@ -60,12 +61,24 @@ class Lab : public ::testing::Test {
     made_ = made_ && !copied && !copied_full && shell("chmod 0755 " + binary_ + " " + full_copy) == 0;
   }
   static void TearDownTestSuite() {
-    for (const char* role : {"alice", "bob", "carol", "eve"}) shell("userdel " + name_of(role));
+    for (const char* role : {"alice", "bob", "carol", "eve"}) remove_user(name_of(role));
     shell("groupdel " + group());
     std::error_code ignored;
     if (!binary_.empty()) fs::remove_all(fs::path(binary_).parent_path(), ignored);
   }
   static std::string group() { return name_of("lab"); }
+  // userdel refuses a user with a process left (a job of theirs still dying as the suite ends),
+  // which left the user on the machine: their processes are killed first, and a user that still
+  // cannot be removed fails the suite, named.
+  static void remove_user(const std::string& name) {
+    if (shell("id -u " + name) != 0) return;  // never made
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      shell("pkill -KILL -u " + name);
+      if (shell("userdel " + name) == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "userdel " << name << " kept failing for 5 s: the user is left on this machine";
+  }
 
   void SetUp() override {
     if (!made_) GTEST_SKIP() << "needs root with useradd and runuser to make the box's users";
