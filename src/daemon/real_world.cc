@@ -144,8 +144,8 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       checker_(actor, options_.condition_threads),
       file_watcher_(actor),
       cleaner_(os::make_linux_process_table(), options_.cleanup) {
-  // Shims exec'd from gpuq-shim are started a run ahead (runner/spare_shim.h); a spawner's are
-  // forked from its small process already.
+  // Shims that are exec'd (gpuq-shim, or gpuqd alone when no spawner could start) are started
+  // a run ahead (runner/spare_shim.h); a spawner's are forked from its small process already.
   if (!options_.spawner && options_.spare_shim && !options_.shim_executable.empty()) {
     spare_shim_ = std::make_unique<runner::SpareShim>(options_.shim_executable);
   }

@@ -36,7 +36,7 @@
 namespace gpuq::daemon {
 
 struct RealWorldOptions {
-  std::string shim_executable;             // gpuq-shim (or gpuqd), run as `EXECUTABLE shim RUN_DIR 3`
+  std::string shim_executable;             // gpuq-shim (or gpuqd), run as `EXECUTABLE shim RUN_DIR 3` (a spare: `shim - 3`)
   runner::ShimSpawner* spawner = nullptr;  // forks shims when there is no gpuq-shim; null: exec shim_executable
   runner::CleanupLimits cleanup;           // the Cleaner's poll, grace and limit
   // Where runs are contained (runner/cgroup.h): kind "cgroup" puts each run in its own cgroup

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Starts a run's shim (`<gpuq> shim RUN_DIR 3`, or a spare as `<gpuq> shim - 3`) in its own session with posix_spawn, which is
-// safe in the multi-threaded daemon. The shim waits on a pipe until release() so that the
-// daemon can record the run (pid and start time) before any job code runs: if the daemon dies
-// in between, the pipe closes and the shim exits without running anything.
+// Starts a run's shim (`<gpuq> shim RUN_DIR 3`, or a spare as `<gpuq> shim - 3`) in its own
+// session with posix_spawn, which is safe in the multi-threaded daemon. The shim waits on a pipe
+// until release() so that the daemon can record the run (pid and start time) before any job
+// code runs: if the daemon dies in between, the pipe closes and the shim exits without running
+// anything.
 // Owns the write end of that pipe until release() or destruction. Not thread-safe.
 #pragma once
 

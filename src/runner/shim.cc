@@ -508,7 +508,7 @@ std::optional<std::string> read_assigned_run_dir(int go_fd) {
 
 int shim_main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "gpuq shim: internal command, started by the daemon (RUN_DIR GO_FD)\n");
+    std::fprintf(stderr, "gpuq shim: internal command, started by the daemon (RUN_DIR|- GO_FD)\n");
     return 2;
   }
   int go_fd = std::atoi(argv[2]);

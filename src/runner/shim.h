@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `gpuq shim RUN_DIR GO_FD`: the small supervisor that sits between the daemon and one run.
+// `gpuq shim RUN_DIR GO_FD` (or `shim - GO_FD`, a spare: below): the small supervisor that sits
+// between the daemon and one run.
 // Started by the daemon in its own session; it waits until the daemon has recorded the run
 // (a byte on GO_FD; end of file without it means "never mind" and it exits), then starts the
 // job in a new process group with output appended to the run's log, waits for it, removes

@@ -7,11 +7,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "os/boot_clock.h"
 #include "os/process.h"
 
 namespace gpuq::runner {
 
 SpareShim::~SpareShim() { drop(); }
+
+int64_t SpareShim::age_ms() const {
+  static const int64_t ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  const auto started_ms = static_cast<int64_t>(spare_->start_ticks()) * 1000 / ticks_per_second;
+  return os::boot_clock_ms() - started_ms;
+}
 
 void SpareShim::drop() {
   if (!spare_) return;
@@ -32,8 +39,10 @@ Status SpareShim::refill() {
   auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
   if (!pidfd) {
     pid_t pid = launched->pid();
-    { LaunchedShim dropped = std::move(*launched); }  // its pipe closes: it exits
-    ::waitpid(pid, nullptr, 0);
+    ::kill(pid, SIGKILL);  // our child, not reaped yet: the pid is still its
+    { LaunchedShim dropped = std::move(*launched); }
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     return tl::unexpected(pidfd.error());
   }
   spare_.emplace(std::move(*launched));
@@ -46,7 +55,7 @@ std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
   // A pidfd reads as ready once its process has exited: a spare killed while it waited is
   // reaped here, never handed out.
   pollfd exited{pidfd_, POLLIN, 0};
-  if (::poll(&exited, 1, 0) != 0) {
+  if (::poll(&exited, 1, 0) != 0 || age_ms() > max_age_ms_) {
     drop();
     return std::nullopt;
   }

@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <csignal>
 #include <filesystem>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "os/process.h"
 #include "runner/run_files.h"
@@ -92,7 +94,7 @@ TEST_F(SpareShimTest, AnAssignedSpareDroppedBeforeItsGoRunsNothingAndSaysSo) {
   EXPECT_FALSE(record->released);
 }
 
-TEST_F(SpareShimTest, AnUnassignedSpareIsReapedWithItsOwnerAndWritesNothing) {
+TEST_F(SpareShimTest, AnUnassignedSpareIsReapedWithItsOwner) {
   pid_t pid = 0;
   {
     SpareShim spare(GPUQ_SHIM_FOR_TEST);
@@ -101,7 +103,6 @@ TEST_F(SpareShimTest, AnUnassignedSpareIsReapedWithItsOwnerAndWritesNothing) {
     EXPECT_TRUE(still_a_child(pid));
   }
   EXPECT_FALSE(still_a_child(pid)) << "reaped by the destructor";
-  EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }
 
 TEST_F(SpareShimTest, ASpareThatDiedWhileItWaitedIsNeverHandedOut) {
@@ -117,6 +118,39 @@ TEST_F(SpareShimTest, ASpareThatDiedWhileItWaitedIsNeverHandedOut) {
   EXPECT_FALSE(still_a_child(pid)) << "reaped";
   ASSERT_TRUE(spare.refill()) << "a new one takes its place";
   EXPECT_NE(spare.pid(), pid);
+}
+
+// Its start time becomes the run's shim's, where the marker sweep after the run begins to look:
+// a spare kept too long is replaced, never handed out.
+TEST_F(SpareShimTest, ASpareOlderThanItsMaximumAgeIsReplacedNotHandedOut) {
+  write_spec(dir_, {"true"});
+  SpareShim spare(GPUQ_SHIM_FOR_TEST, /*max_age_ms=*/10);
+  ASSERT_TRUE(spare.refill());
+  pid_t old = spare.pid();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 30 ms past its age, beyond a tick
+  EXPECT_FALSE(spare.take(dir_));
+  EXPECT_EQ(spare.pid(), 0);
+  EXPECT_FALSE(still_a_child(old)) << "reaped";
+  EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_))) << "it was never assigned the run";
+  ASSERT_TRUE(spare.refill());
+  auto fresh = spare.take(dir_);
+  ASSERT_TRUE(fresh) << "a fresh one is handed out";
+  ::close(fresh->pidfd);
+}
+
+// A spare someone stopped (SIGSTOP) still goes with its owner: it is killed, not asked to read
+// its pipe's end, so the owner's thread cannot hang on it.
+TEST_F(SpareShimTest, AStoppedSpareIsKilledAndReapedWithItsOwner) {
+  pid_t pid = 0;
+  {
+    SpareShim spare(GPUQ_SHIM_FOR_TEST);
+    ASSERT_TRUE(spare.refill());
+    pid = spare.pid();
+    ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+    siginfo_t info{};
+    ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOWAIT), 0);
+  }
+  EXPECT_FALSE(still_a_child(pid)) << "killed and reaped by the destructor";
 }
 
 TEST_F(SpareShimTest, ARunDirectoryThatCannotBeSentIsRefused) {
