@@ -76,6 +76,56 @@ TEST(Containment, AnEscapedSleeperIsKilledByTheRunsCgroupAndItsCpuTimeRecorded) 
 
 // A run that left nothing behind ends without a cleanup event of its own (its confirmation
 // rides in the next commit): what its cgroup accounted for is recorded all the same.
+// The daemon's child waiting as a spare shim (`gpuq-shim shim - 3`), 0 when there is none.
+pid_t spare_shim_of(pid_t daemon) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != daemon) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (argv.find(std::string("shim\0-\0", 7)) != std::string::npos) return std::stoi(name);
+  }
+  return 0;
+}
+
+// A run that takes the shim started ahead of it (runner/spare_shim.h) is placed in its own
+// cgroup as it is assigned, before its go: its job is born there, and an escape from its
+// session is killed by that cgroup as a spawned shim's would be.
+TEST(Containment, ARunOfTheSpareShimIsBornInItsOwnCgroup) {
+  TestCgroup cg;
+  SKIP_WITHOUT_CGROUP(cg);
+  Harness h("fake:1");
+  write_config(h, cg.dir());
+  h.start();
+  int64_t first = h.submit_sh("true", {"--gpus", "1"});
+  ASSERT_EQ(h.gpuq({"wait", std::to_string(first), "--timeout", "30s"}).status, 0);
+  pid_t spare = 0;
+  ASSERT_TRUE(wait_until([&] { return (spare = spare_shim_of(h.daemon_pid())) != 0; }, 5'000))
+      << "no spare shim after the first run";
+  int64_t id = h.submit_sh(std::string(kEscape) + "echo $PPID > shim.pid; cat /proc/self/cgroup > cgroup.txt",
+                           {"--gpus", "1"});
+  ASSERT_TRUE(h.wait_for(id, [](const nlohmann::json& j) { return j["state"] == "succeeded"; }))
+      << h.show(id).dump();
+  EXPECT_EQ(read_pid(h, "shim.pid"), spare) << "the second run's shim is the spare";
+  const std::string run_id = h.show(id)["runs"][0]["run_id"].get<std::string>();
+  std::ifstream cgroup_file(h.path("cgroup.txt"));
+  std::string cgroup((std::istreambuf_iterator<char>(cgroup_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(cgroup.find("/runs/" + run_id), std::string::npos) << cgroup;
+  pid_t sleeper = read_pid(h, "sleeper.pid");
+  ASSERT_GT(sleeper, 0);
+  EXPECT_TRUE(wait_until([&] { return !process_alive(sleeper); }, 10'000)) << "the escaped sleeper lives on";
+  h.stop();
+}
+
 TEST(Containment, ACleanRunsCpuTimeIsRecordedToo) {
   TestCgroup cg;
   SKIP_WITHOUT_CGROUP(cg);
