@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "harness.h"
 #include "test_cgroup.h"
@@ -76,23 +78,40 @@ TEST(Containment, AnEscapedSleeperIsKilledByTheRunsCgroupAndItsCpuTimeRecorded) 
 
 // A run that left nothing behind ends without a cleanup event of its own (its confirmation
 // rides in the next commit): what its cgroup accounted for is recorded all the same.
-// The daemon's child waiting as a spare shim (`gpuq-shim shim - 3`), 0 when there is none.
-pid_t spare_shim_of(pid_t daemon) {
+// A process's children (by /proc/PID/stat's parent), each with its state letter.
+std::vector<std::pair<pid_t, char>> children_of(pid_t parent) {
+  std::vector<std::pair<pid_t, char>> children;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
+    const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
+    std::ifstream in(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(text.substr(close + 2));
     char state = 0;
     pid_t ppid = 0;
     rest >> state >> ppid;
-    if (ppid != daemon) continue;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (argv.find(std::string("shim\0-\0", 7)) != std::string::npos) return std::stoi(name);
+    if (ppid == parent) children.emplace_back(std::stoi(name), state);
+  }
+  return children;
+}
+
+// The daemon's children that have exited and that it has not reaped (zombies).
+std::vector<pid_t> zombie_children(pid_t parent) {
+  std::vector<pid_t> zombies;
+  for (const auto& [pid, state] : children_of(parent)) {
+    if (state == 'Z') zombies.push_back(pid);
+  }
+  return zombies;
+}
+
+// The daemon's child waiting as a spare shim (`gpuq-shim shim - 3`), 0 when there is none.
+pid_t spare_shim_of(pid_t daemon) {
+  for (const auto& [pid, state] : children_of(daemon)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (state != 'Z' && argv.find(std::string("shim\0-\0", 7)) != std::string::npos) return pid;
   }
   return 0;
 }
@@ -165,25 +184,6 @@ TEST(Containment, ARunAdoptedByARestartedDaemonIsCleanedUpByItsCgroup) {
   int64_t next = h.submit_sh("true", {"--gpus", "1"});
   EXPECT_EQ(h.gpuq({"wait", std::to_string(next), "--timeout", "30s"}).status, 0);
   h.stop();
-}
-
-// The daemon's children that have exited and that it has not reaped (zombies).
-std::vector<pid_t> zombie_children(pid_t parent) {
-  std::vector<pid_t> zombies;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(text.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (state == 'Z' && ppid == parent) zombies.push_back(std::stoi(name));
-  }
-  return zombies;
 }
 
 // A run whose shim was started but could not be placed in its cgroup (here: the runs' cgroup
