@@ -164,8 +164,9 @@ class Store {
     std::vector<Job> finished;  // the latest to finish (finished_at, then id), by id
     int64_t finished_total = 0;  // finished jobs in the store
   };
-  // What GET /v1/status shows, with runs: every unfinished job and the latest
-  // `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
+  // What GET /v1/status shows, with runs and without the specs' environments (no status shows
+  // one, and they are most of a spec's text and of its decoding): every unfinished job and the
+  // latest `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
   // number of finished jobs beyond those returned.
   // With `left_out_arrays` (ids), the elements of those arrays are left out, finished or not.
   Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit,
@@ -174,7 +175,8 @@ class Store {
   // A page of the queue: every running job, the held and the blocked ones (each the oldest
   // `waiting_limit` by id, nullopt: every one), the pending ones in serving order (`fifo`:
   // queue_order alone, else priority then queue_order; then id), `offset` of them skipped and
-  // at most `limit` listed, and the latest `finished_limit` finished jobs, all with runs. Read
+  // at most `limit` listed, and the latest `finished_limit` finished jobs, all with runs and,
+  // as status_jobs', without environments. Read
   // through jobs_pending_order (schema 9) and jobs_waiting_single (schema 19): the cost
   // follows the page, not the queue (FIFO order sorts the pending jobs).
   struct QueuePage {

@@ -99,9 +99,9 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
                                            kActive, kLatestFinishedOutsideArrays),
                                [limit, list = fmt::format("[{}]", fmt::join(*left_out_arrays, ","))](
                                    Statement& s) { s.bind(1, limit).bind(2, list); },
-                               true)
+                               true, /*with_env=*/false)
                   : query_jobs(fmt::format("WHERE {} OR id IN ({})", kActive, kLatestFinished),
-                               [limit](Statement& s) { s.bind(1, limit); }, true);
+                               [limit](Statement& s) { s.bind(1, limit); }, true, /*with_env=*/false);
   if (!jobs) return tl::unexpected(jobs.error());
   for (Job& job : *jobs) (is_terminal(job.state) ? out.finished : out.active).push_back(std::move(job));
   auto finished_total = single_int(*db_, kFinishedTotal);
@@ -187,10 +187,10 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
                          [finished_limit, &left_out](Statement& s) {
                            s.bind(1, static_cast<int64_t>(finished_limit)).bind(2, left_out);
                          },
-                         true)
+                         true, /*with_env=*/false)
             : query_jobs(fmt::format("WHERE id IN ({})", kLatestFinished),
                          [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
-                         true);
+                         true, /*with_env=*/false);
     if (!finished) return tl::unexpected(finished.error());
     page.finished = std::move(*finished);
   }
@@ -201,7 +201,7 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   // kActive repeats jobs_active's WHERE, which SQLite needs to use that partial index: without
   // it, this read every row of the table.
   auto others = query_jobs(fmt::format("WHERE state = 'running' AND {}{}", kActive, singles),
-                           [](Statement&) {}, true);
+                           [](Statement&) {}, true, /*with_env=*/false);
   if (!others) return tl::unexpected(others.error());
   page.others = std::move(*others);
   // The held and the blocked ones, the oldest first, and how many there are. Without the
@@ -216,7 +216,7 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
     auto waiting = query_jobs(
         fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY {} WHERE {} ORDER BY id LIMIT ?)",
                     waiting_index, where),
-        [most](Statement& s) { s.bind(1, most); }, true);
+        [most](Statement& s) { s.bind(1, most); }, true, /*with_env=*/false);
     if (!waiting) return tl::unexpected(waiting.error());
     int64_t& total = std::string_view(state) == "held" ? page.held_total : page.blocked_total;
     total = static_cast<int64_t>(waiting->size());
@@ -249,7 +249,7 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   if (!ids.empty()) {
     std::string list = fmt::format("[{}]", fmt::join(ids, ","));
     auto jobs = query_jobs("WHERE id IN (SELECT value FROM json_each(?))",
-                           [&list](Statement& s) { s.bind(1, list); }, true);
+                           [&list](Statement& s) { s.bind(1, list); }, true, /*with_env=*/false);
     if (!jobs) return tl::unexpected(jobs.error());
     std::unordered_map<int64_t, size_t> rank;
     for (size_t i = 0; i < ids.size(); ++i) rank[ids[i]] = i;

@@ -367,6 +367,63 @@ TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
   EXPECT_EQ(visits, 1);
 }
 
+// GET /v1/status shows no job's environment, which is most of a spec's text: the status reads
+// leave it out (SQLite removes it) and keep everything else a full load has.
+TEST_F(StatusJobsTest, TheStatusReadsLeaveTheEnvironmentOut) {
+  auto insert = [&](JobState state, int64_t finished_at_ms) {
+    Job job;
+    job.state = state;
+    job.spec.cwd = "/tmp";
+    job.spec.argv = {"python", "train.py"};
+    job.spec.env = {{"HOME", "/root"}, {"PATH", "/usr/bin"}};
+    job.spec.gpus = 2;
+    job.spec.estimate_ms = 60'000;
+    job.submitted_at_ms = 1;
+    job.finished_at_ms = finished_at_ms;
+    int64_t id = 0;
+    EXPECT_TRUE(store_->transaction([&]() -> Status {
+      auto inserted = store_->insert_job(job);
+      if (!inserted) return tl::unexpected(inserted.error());
+      id = *inserted;
+      return ok();
+    }));
+    return id;
+  };
+  int64_t pending = insert(JobState::kPending, 0);
+  int64_t held = insert(JobState::kHeld, 0);
+  int64_t finished = insert(JobState::kSucceeded, 100);
+  auto full = store_->find_job(pending, false);
+  ASSERT_TRUE(full && *full);
+  ASSERT_EQ((*full)->spec.env.size(), 2u);  // stored, and read by a full load
+
+  auto check = [&](const std::vector<Job>& jobs, const std::string& read) {
+    for (const Job& job : jobs) {
+      auto loaded = store_->find_job(job.id, false);
+      ASSERT_TRUE(loaded && *loaded);
+      JobSpec expected = (*loaded)->spec;
+      expected.env.clear();
+      EXPECT_TRUE(job.spec.env.empty()) << read << ": job " << job.id;
+      EXPECT_TRUE(same_work(job.spec, expected)) << read << ": job " << job.id;
+      EXPECT_EQ(job.spec.gpus, 2);
+      EXPECT_EQ(job.spec.argv, (std::vector<std::string>{"python", "train.py"}));
+    }
+  };
+  auto listed = store_->status_jobs(10);
+  ASSERT_TRUE(listed) << listed.error().message;
+  EXPECT_EQ(ids_of(listed->active), (Ids{pending, held}));
+  EXPECT_EQ(ids_of(listed->finished), (Ids{finished}));
+  check(listed->active, "status_jobs");
+  check(listed->finished, "status_jobs");
+  auto page = store_->queue_page(0, 10, false, 10, nullptr, 10);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->pending), (Ids{pending}));
+  EXPECT_EQ(ids_of(page->others), (Ids{held}));
+  EXPECT_EQ(ids_of(page->finished), (Ids{finished}));
+  check(page->pending, "queue_page");
+  check(page->others, "queue_page");
+  check(page->finished, "queue_page");
+}
+
 // A deep queue, held and pending jobs interleaved by id, some with runs: every job is visited
 // once, in the index's order, with its own runs and spec, to the end (a statement stepped again
 // after its last row would start over), and a visitor's error deep in the walk still ends it.
