@@ -146,8 +146,9 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
       cleaner_(os::make_linux_process_table(), options_.cleanup) {
   // Shims that are exec'd (gpuq-shim, or gpuqd alone when no spawner could start) are started
   // a run ahead (runner/spare_shim.h); a spawner's are forked from its small process already.
-  if (!options_.spawner && options_.spare_shim && !options_.shim_executable.empty()) {
-    spare_shim_ = std::make_unique<runner::SpareShim>(options_.shim_executable);
+  if (!options_.spawner && options_.spare_shims > 0 && !options_.shim_executable.empty()) {
+    spare_shim_ = std::make_unique<runner::SpareShim>(
+        options_.shim_executable, runner::SpareShim::kMaxAgeMs, options_.spare_shims);
   }
   if (options_.containment.kind != "cgroup") return;
   auto started = runner::CgroupCleaner::start(*cgroup_files_, options_.cleanup);
@@ -266,17 +267,26 @@ std::unique_ptr<ShimProcess> RealWorld::take_spare_shim(const std::string& run_d
 }
 
 void RealWorld::refill_spare_shim_later() {
-  if (!spare_shim_ || spare_refill_posted_) return;
-  spare_refill_posted_ = true;
+  if (!spare_shim_) return;
   std::weak_ptr<bool> alive = alive_;
-  asio::post(actor_, [this, alive] {
-    auto live = alive.lock();
-    if (!live || !*live) return;
-    spare_refill_posted_ = false;
-    // None could be started (no processes left, the binary gone): the next start spawns its
-    // own shim, and that spawn's error is the start's, reported as every failed start is.
-    (void)spare_shim_->refill();
-  });
+  // Each spawn waits for gpuq-shim's exec (posix_spawn's vfork), 0.6-6 ms: on the spares' own
+  // thread, so that the actor answers and starts meanwhile. A start that finds none waiting
+  // spawns its own shim, as with no spares.
+  while (spare_shim_->waiting() + spare_refills_in_flight_ < spare_shim_->capacity()) {
+    ++spare_refills_in_flight_;
+    spare_worker_.post([this, alive, executable = spare_shim_->executable()] {
+      auto started = std::make_shared<Result<runner::SpareShim::Started>>(
+          runner::SpareShim::start(executable));
+      asio::post(actor_, [this, alive, started] {
+        auto live = alive.lock();
+        if (!live || !*live) return;  // the spare is killed and reaped with this handler
+        --spare_refills_in_flight_;
+        // None could be started (no processes left, the binary gone): a start spawns its own
+        // shim, and that spawn's error is the start's, reported as every failed start is.
+        if (*started) spare_shim_->keep(std::move(**started));
+      });
+    });
+  }
 }
 
 pid_t RealWorld::spare_shim_pid() const { return spare_shim_ ? spare_shim_->pid() : 0; }

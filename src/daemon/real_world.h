@@ -43,9 +43,10 @@ struct RealWorldOptions {
   // under root and cleans up by it; "marker" sweeps /proc for the run's marker.
   runner::Containment containment;
   int condition_threads = 2;
-  // Without a spawner: one shim is kept started ahead of the next run (runner/spare_shim.h),
-  // from the first start on.
-  bool spare_shim = true;
+  // Without a spawner: this many shims are kept started ahead of the next runs
+  // (runner/spare_shim.h), from the first start on; 0: none. The daemon keeps one per GPU (at
+  // most 8), so that a burst of starts onto idle GPUs spawns none.
+  size_t spare_shims = 1;
 };
 
 class RealWorld : public World {
@@ -95,6 +96,8 @@ class RealWorld : public World {
   const runner::Containment& containment() const { return options_.containment; }
   // The shim waiting for the next start (runner/spare_shim.h); 0 when there is none.
   pid_t spare_shim_pid() const;
+  // How many spare shims wait.
+  size_t spare_shims_waiting() const { return spare_shim_ ? spare_shim_->waiting() : 0; }
 
  private:
   // On the container cleanup worker: the run's containers removed by label within the cleanup
@@ -106,7 +109,8 @@ class RealWorld : public World {
   int open_pull_log(const ImagePrep& request);
   // The spare shim assigned `run_dir` and watched; null when there is none to take.
   std::unique_ptr<ShimProcess> take_spare_shim(const std::string& run_dir);
-  // A new spare, started once the actor's current work is done (never on a start's path).
+  // New spares until the capacity is met, started on spare_worker_ and kept by the actor (never
+  // on a start's path).
   void refill_spare_shim_later();
   boost::asio::io_context& actor_;
   store::Store& store_;
@@ -137,7 +141,10 @@ class RealWorld : public World {
   std::unique_ptr<runner::RunCgroups> cgroups_;
   std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
   std::unique_ptr<runner::SpareShim> spare_shim_;  // null with a spawner
-  bool spare_refill_posted_ = false;
+  size_t spare_refills_in_flight_ = 0;  // spares being started for spare_shim_
+  // Starts the spares (runner::SpareShim::start), off the actor. It stops before spare_shim_ is
+  // destroyed; a spare it started for a world that is going away is killed and reaped.
+  SerialWorker spare_worker_;
   // Cleared by the destructor before the threads stop: late results are dropped, not posted to
   // an actor that is going away.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -118,8 +118,17 @@ TEST_F(RealWorldTest, AStartTakesTheWaitingSpareShimAndTheNextIsStartedAfterTheT
   auto first = world_->launch_shim(first_dir, "1-1-a", "");
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_EQ(world_->spare_shim_pid(), 0) << "started after the turn, not inside the start";
-  ioc_.poll();
-  pid_t spare = world_->spare_shim_pid();
+  // Started on the spare's own thread and kept by the actor: the loop runs until it is.
+  auto spare_after = [&](pid_t previous) {
+    auto busy = asio::make_work_guard(ioc_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (world_->spare_shim_pid() == previous && std::chrono::steady_clock::now() < deadline) {
+      ioc_.restart();
+      ioc_.run_one_for(std::chrono::milliseconds(10));
+    }
+    return world_->spare_shim_pid();
+  };
+  pid_t spare = spare_after(0);
   ASSERT_GT(spare, 0);
   EXPECT_NE(spare, (*first)->pid());
 
@@ -137,13 +146,54 @@ TEST_F(RealWorldTest, AStartTakesTheWaitingSpareShimAndTheNextIsStartedAfterTheT
   EXPECT_EQ(record->exit_code, 0);
   EXPECT_TRUE(std::filesystem::exists(second_dir + "/ran")) << "it ran the run it was assigned";
   EXPECT_FALSE(std::filesystem::exists(first_dir + "/ran")) << "the first was never released";
-  pid_t next = world_->spare_shim_pid();
+  pid_t next = spare_after(0);
   EXPECT_GT(next, 0) << "refilled after the second start";
   EXPECT_NE(next, spare);
   first->reset();
   world_.reset();  // lets the waiting spare go and reaps it
   EXPECT_EQ(::waitpid(next, nullptr, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD);
+}
+
+// With a spare per GPU, a burst of starts (a queue released onto idle GPUs) takes a waiting spare
+// for each run and spawns none on the actor's thread; they are refilled afterwards.
+TEST_F(RealWorldTest, ABurstOfStartsTakesOneWaitingSpareEach) {
+  RealWorldOptions options;
+  options.shim_executable = GPUQ_SHIM_FOR_TEST;
+  options.spare_shims = 3;
+  world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
+  auto run_dir = [&](int number) {
+    runner::RunSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = (dir_ / "jobs" / std::to_string(number) / "run-1").string();
+    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
+    return spec.cwd;
+  };
+  auto wait_for_spares = [&](size_t count) {
+    auto busy = asio::make_work_guard(ioc_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (world_->spare_shims_waiting() < count && std::chrono::steady_clock::now() < deadline) {
+      ioc_.restart();
+      ioc_.run_one_for(std::chrono::milliseconds(10));
+    }
+    return world_->spare_shims_waiting();
+  };
+  std::vector<std::unique_ptr<ShimProcess>> shims;
+  auto first = world_->launch_shim(run_dir(1), "1-1-a", "");
+  ASSERT_TRUE(first) << first.error().message;
+  shims.push_back(std::move(*first));
+  ASSERT_EQ(wait_for_spares(3), 3u) << "three started after the first start";
+  for (int number = 2; number <= 4; ++number) {
+    pid_t expected = world_->spare_shim_pid();
+    auto shim = world_->launch_shim(run_dir(number), "1-" + std::to_string(number), "");
+    ASSERT_TRUE(shim) << shim.error().message;
+    EXPECT_EQ((*shim)->pid(), expected) << "start " << number << " took the oldest spare";
+    shims.push_back(std::move(*shim));
+  }
+  EXPECT_EQ(world_->spare_shims_waiting(), 0u) << "each start took one; none was spawned instead";
+  EXPECT_EQ(wait_for_spares(3), 3u) << "refilled after the burst";
+  shims.clear();
+  world_.reset();
 }
 
 TEST_F(RealWorldTest, ARunDirectoryIsNeverReused) {

@@ -12,61 +12,70 @@
 
 namespace gpuq::runner {
 
-SpareShim::~SpareShim() { drop(); }
-
-int64_t SpareShim::age_ms() const {
-  static const int64_t ticks_per_second = ::sysconf(_SC_CLK_TCK);
-  const auto started_ms = static_cast<int64_t>(spare_->start_ticks()) * 1000 / ticks_per_second;
-  return os::boot_clock_ms() - started_ms;
-}
-
-void SpareShim::drop() {
-  if (!spare_) return;
-  pid_t pid = spare_->pid();
-  // It holds nothing yet: killed, so that a spare stopped by someone cannot hold this thread.
-  (void)os::signal_pidfd(pidfd_, SIGKILL);
-  spare_.reset();
-  ::close(pidfd_);
-  pidfd_ = -1;
+SpareShim::Started::~Started() {
+  if (!launched_) return;
+  pid_t pid = launched_->pid();
+  // It holds nothing yet: killed before it is reaped, so that one stopped by someone cannot
+  // hold this thread. Through its pidfd when there is one; else by pid, still its own (our
+  // child, not reaped yet).
+  if (pidfd_.valid()) {
+    (void)os::signal_pidfd(pidfd_.get(), SIGKILL);
+  } else {
+    ::kill(pid, SIGKILL);
+  }
+  launched_.reset();  // its go pipe closes
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
 
-Status SpareShim::refill() {
-  if (spare_) return ok();
-  auto launched = launch_spare_shim(executable_);
+int64_t SpareShim::age_ms(const Started& spare) const {
+  static const int64_t ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  const auto started_ms = static_cast<int64_t>(spare.launched_->start_ticks()) * 1000 / ticks_per_second;
+  return os::boot_clock_ms() - started_ms;
+}
+
+Result<SpareShim::Started> SpareShim::start(const std::string& executable) {
+  auto launched = launch_spare_shim(executable);
   if (!launched) return tl::unexpected(launched.error());
   auto pidfd = os::open_pidfd_checked(launched->pid(), launched->start_ticks());
   if (!pidfd) {
-    pid_t pid = launched->pid();
-    ::kill(pid, SIGKILL);  // our child, not reaped yet: the pid is still its
-    { LaunchedShim dropped = std::move(*launched); }
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    Started unwatched(std::move(*launched), os::UniqueFd());  // killed and reaped here
     return tl::unexpected(pidfd.error());
   }
-  spare_.emplace(std::move(*launched));
-  pidfd_ = *pidfd;
+  return Started(std::move(*launched), os::UniqueFd(*pidfd));
+}
+
+void SpareShim::keep(Started started) {
+  if (!started.launched_ || spares_.size() >= capacity_) return;  // dropped: killed and reaped
+  spares_.push_back(std::move(started));
+}
+
+Status SpareShim::refill() {
+  while (spares_.size() < capacity_) {
+    auto started = start(executable_);
+    if (!started) return tl::unexpected(started.error());
+    keep(std::move(*started));
+  }
   return ok();
 }
 
 std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
-  if (!spare_) return std::nullopt;
-  // A pidfd reads as ready once its process has exited: a spare killed while it waited is
-  // reaped here, never handed out.
-  pollfd exited{pidfd_, POLLIN, 0};
-  if (::poll(&exited, 1, 0) != 0 || age_ms() > max_age_ms_) {
-    drop();
-    return std::nullopt;
+  while (!spares_.empty()) {
+    Started& oldest = spares_.front();
+    // A pidfd reads as ready once its process has exited: a spare killed while it waited is
+    // reaped here, never handed out; so is one too old.
+    pollfd exited{oldest.pidfd_.get(), POLLIN, 0};
+    if (age_ms(oldest) > max_age_ms_ || ::poll(&exited, 1, 0) != 0 ||
+        !oldest.launched_->assign(run_dir)) {
+      spares_.pop_front();
+      continue;
+    }
+    Taken taken{std::move(*oldest.launched_), oldest.pidfd_.release()};
+    oldest.launched_.reset();
+    spares_.pop_front();
+    return taken;
   }
-  if (!spare_->assign(run_dir)) {
-    drop();
-    return std::nullopt;
-  }
-  Taken taken{std::move(*spare_), pidfd_};
-  spare_.reset();
-  pidfd_ = -1;
-  return taken;
+  return std::nullopt;
 }
 
 }  // namespace gpuq::runner

@@ -1,24 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// One shim started ahead of the run it will serve (launcher.h's launch_spare_shim). A start
-// takes it and assigns it its run directory, one write to a pipe, instead of spawning a shim
-// on its path: posix_spawn waits for the exec, and the shim's start time is then read from
-// /proc and a pidfd opened, 0.3-0.9 ms of the daemon's thread on a 2-core machine, which a
-// submit that starts its job on an idle GPU waits for. The owner refills the spare after the
-// start, off its path. The spare is never given a run it was not assigned: unassigned, it
-// holds no run, no GPU and no file; it exits when its pipe closes (the daemon gone), and is
-// killed and reaped when this object is destroyed. A spare's start time becomes its run's
-// shim's, which the marker sweep after the run uses as the start of the processes it looks
-// at: one older than max_age_ms is not handed out but replaced, so that start stays close to
-// the run's own.
-// Thread rules: one thread at a time. Owns the spare process until it is taken.
+// Shims started ahead of the runs they will serve (launcher.h's launch_spare_shim), at most
+// `capacity` waiting. A start takes one and assigns it its run directory, one write to a pipe,
+// instead of spawning a shim on its path: posix_spawn waits for the exec (its vfork: 0.6-6 ms
+// here), and the shim's start time is then read from /proc and a pidfd opened. The owner
+// refills after the start, off its path; with as many waiting as it has GPUs, a burst of starts
+// (a queue released onto idle GPUs) spawns none of its shims itself. A spare is never given a
+// run it was not assigned: unassigned, it holds no run, no GPU and no file; it exits when its
+// pipe closes (the daemon gone), and is killed and reaped when this object is destroyed. A
+// spare's start time becomes its run's shim's, which the marker sweep after the run uses as
+// the start of the processes it looks at: one older than max_age_ms is not handed out but
+// replaced, so that start stays close to the run's own.
+// An owner on an event loop starts spares elsewhere with start(), which any thread may call,
+// and hands each over with keep().
+// Thread rules: start() on any thread; the rest one thread at a time. Owns the spare processes
+// until they are taken.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <sys/types.h>
 
 #include "base/status.h"
+#include "os/unique_fd.h"
 #include "runner/launcher.h"
 
 namespace gpuq::runner {
@@ -26,9 +31,8 @@ namespace gpuq::runner {
 class SpareShim {
  public:
   static constexpr int64_t kMaxAgeMs = 10'000;
-  explicit SpareShim(std::string executable, int64_t max_age_ms = kMaxAgeMs)
-      : executable_(std::move(executable)), max_age_ms_(max_age_ms) {}
-  ~SpareShim();
+  explicit SpareShim(std::string executable, int64_t max_age_ms = kMaxAgeMs, size_t capacity = 1)
+      : executable_(std::move(executable)), max_age_ms_(max_age_ms), capacity_(capacity) {}
   SpareShim(const SpareShim&) = delete;
   SpareShim& operator=(const SpareShim&) = delete;
 
@@ -37,24 +41,51 @@ class SpareShim {
     LaunchedShim launched;
     int pidfd = -1;
   };
-  // The spare, assigned `run_dir` (run.json must be there), or nullopt when there is none, it
-  // died while it waited, or it is older than max_age_ms (then reaped): the caller spawns one
-  // of its own.
+  // A spare started: on its way to the SpareShim that keeps it, or waiting there. One dropped
+  // (its owner full or gone, or the spare dead or too old) is killed and reaped.
+  class Started {
+   public:
+    Started(LaunchedShim launched, os::UniqueFd pidfd)
+        : launched_(std::move(launched)), pidfd_(std::move(pidfd)) {}
+    Started(Started&& other) noexcept
+        : launched_(std::move(other.launched_)), pidfd_(std::move(other.pidfd_)) {
+      other.launched_.reset();  // the moved-from one owns no process
+    }
+    Started& operator=(Started&&) = delete;
+    ~Started();
+    pid_t pid() const { return launched_ ? launched_->pid() : 0; }
+
+   private:
+    friend class SpareShim;
+    std::optional<LaunchedShim> launched_;  // empty once handed over
+    os::UniqueFd pidfd_;
+  };
+  // Starts a spare of `executable`: its exec is waited for, its pidfd opened. Any thread.
+  static Result<Started> start(const std::string& executable);
+  // Keeps `started` waiting; when `capacity` wait already, `started` is dropped instead.
+  void keep(Started started);
+  // The oldest waiting spare that lives and is younger than max_age_ms, assigned `run_dir`
+  // (run.json must be there; those before it are reaped), or nullopt when there is none: the
+  // caller spawns one of its own.
   std::optional<Taken> take(const std::string& run_dir);
-  // Starts a spare when there is none. An error says why none could be (no processes left, the
-  // shim binary gone); the next take() finds none.
+  // Starts spares on this thread (start() and keep()) until `capacity` wait. An error says why
+  // one could not be (no processes left, the shim binary gone); take() finds fewer.
   Status refill();
-  // The waiting spare's pid; 0 when there is none.
-  pid_t pid() const { return spare_ ? spare_->pid() : 0; }
+
+  const std::string& executable() const { return executable_; }
+  size_t capacity() const { return capacity_; }
+  size_t waiting() const { return spares_.size(); }
+  // The oldest waiting spare's pid (the next take()'s, while it lives and is young enough); 0
+  // when none waits.
+  pid_t pid() const { return spares_.empty() ? 0 : spares_.front().pid(); }
 
  private:
-  void drop();  // kills the spare and reaps it
-  int64_t age_ms() const;  // since the spare started (its start ticks against the boot clock)
+  int64_t age_ms(const Started& spare) const;  // since it started (start ticks, boot clock)
 
   std::string executable_;
   int64_t max_age_ms_;
-  std::optional<LaunchedShim> spare_;
-  int pidfd_ = -1;
+  size_t capacity_;
+  std::deque<Started> spares_;  // oldest first
 };
 
 }  // namespace gpuq::runner

@@ -11,8 +11,10 @@
 #include <csignal>
 #include <filesystem>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "os/process.h"
 #include "runner/run_files.h"
@@ -124,10 +126,12 @@ TEST_F(SpareShimTest, ASpareThatDiedWhileItWaitedIsNeverHandedOut) {
 // a spare kept too long is replaced, never handed out.
 TEST_F(SpareShimTest, ASpareOlderThanItsMaximumAgeIsReplacedNotHandedOut) {
   write_spec(dir_, {"true"});
-  SpareShim spare(GPUQ_SHIM_FOR_TEST, /*max_age_ms=*/10);
+  // An age is read from start ticks (10 ms apart): a fresh spare can read up to a tick plus its
+  // spawn old, so the maximum is well above that, and the old one is kept well beyond it.
+  SpareShim spare(GPUQ_SHIM_FOR_TEST, /*max_age_ms=*/300);
   ASSERT_TRUE(spare.refill());
   pid_t old = spare.pid();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // 30 ms past its age, beyond a tick
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_FALSE(spare.take(dir_));
   EXPECT_EQ(spare.pid(), 0);
   EXPECT_FALSE(still_a_child(old)) << "reaped";
@@ -151,6 +155,105 @@ TEST_F(SpareShimTest, AStoppedSpareIsKilledAndReapedWithItsOwner) {
     ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOWAIT), 0);
   }
   EXPECT_FALSE(still_a_child(pid)) << "killed and reaped by the destructor";
+}
+
+// An owner on an event loop starts its spare on another thread (the spawn waits for the exec)
+// and keeps it on its own: the spare it keeps is the one that thread started, and runs its run.
+TEST_F(SpareShimTest, ASpareStartedOnAnotherThreadIsKeptAndRunsItsRun) {
+  write_spec(dir_, {"sh", "-c", "exit 3"});
+  SpareShim spare(GPUQ_SHIM_FOR_TEST);
+  std::optional<Result<SpareShim::Started>> started;
+  std::thread([&] { started.emplace(SpareShim::start(spare.executable())); }).join();
+  ASSERT_TRUE(started && *started) << (*started).error().message;
+  pid_t pid = (**started).pid();
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(spare.pid(), 0) << "not the owner's until kept";
+  spare.keep(std::move(**started));
+  EXPECT_EQ(spare.pid(), pid);
+  started.reset();  // the moved-from one owns nothing: the kept spare is left alone
+  EXPECT_TRUE(still_a_child(pid));
+  auto taken = spare.take(dir_);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->launched.pid(), pid);
+  ASSERT_TRUE(taken->launched.release());
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(taken->pidfd);
+  auto record = read_exit_record(dir_);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->exit_code, 3);
+}
+
+// A spare started for an owner that has one already, or that is gone, is killed and reaped where
+// it is dropped: never left running or a zombie.
+TEST_F(SpareShimTest, AStartedSpareNotKeptIsKilledAndReaped) {
+  SpareShim spare(GPUQ_SHIM_FOR_TEST);
+  ASSERT_TRUE(spare.refill());
+  pid_t waiting = spare.pid();
+  auto second = SpareShim::start(spare.executable());
+  ASSERT_TRUE(second) << second.error().message;
+  pid_t extra = second->pid();
+  ASSERT_NE(extra, waiting);
+  spare.keep(std::move(*second));
+  EXPECT_EQ(spare.pid(), waiting) << "the one waiting stays";
+  second = tl::unexpected(Error{Code::kInternal, "dropped"});  // destroys the moved-from one
+  EXPECT_FALSE(still_a_child(extra)) << "the second was killed and reaped by keep()";
+  EXPECT_TRUE(still_a_child(waiting));
+
+  pid_t orphan = 0;
+  {
+    auto started = SpareShim::start(spare.executable());
+    ASSERT_TRUE(started);
+    orphan = started->pid();
+    ASSERT_TRUE(still_a_child(orphan));
+  }
+  EXPECT_FALSE(still_a_child(orphan)) << "dropped on its way: killed and reaped";
+}
+
+// A pool of three: refill starts three, take() hands them out oldest first, skipping (and
+// reaping) one that died while it waited, and one more than the pool holds is not kept.
+TEST_F(SpareShimTest, APoolHandsOutItsSparesOldestFirstAndSkipsTheDead) {
+  SpareShim spare(GPUQ_SHIM_FOR_TEST, SpareShim::kMaxAgeMs, /*capacity=*/3);
+  ASSERT_TRUE(spare.refill());
+  ASSERT_EQ(spare.waiting(), 3u);
+  std::vector<pid_t> pids;
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 3; ++i) {
+    dirs.push_back(dir_ + "/run-" + std::to_string(i));
+    std::filesystem::create_directories(dirs.back());
+    write_spec(dirs.back(), {"true"});
+  }
+  auto first = spare.take(dirs[0]);
+  ASSERT_TRUE(first);
+  pids.push_back(first->launched.pid());
+  pid_t second_oldest = spare.pid();
+  ASSERT_GT(second_oldest, 0);
+  ASSERT_EQ(::kill(second_oldest, SIGKILL), 0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(second_oldest), &info, WEXITED | WNOWAIT), 0);
+  auto next = spare.take(dirs[1]);
+  ASSERT_TRUE(next) << "the dead one is skipped, the third handed out";
+  EXPECT_NE(next->launched.pid(), second_oldest);
+  EXPECT_FALSE(still_a_child(second_oldest)) << "reaped";
+  EXPECT_EQ(spare.waiting(), 0u);
+  EXPECT_FALSE(spare.take(dirs[2])) << "none left";
+
+  ASSERT_TRUE(spare.refill());
+  auto extra = SpareShim::start(spare.executable());
+  ASSERT_TRUE(extra);
+  pid_t extra_pid = extra->pid();
+  spare.keep(std::move(*extra));
+  EXPECT_EQ(spare.waiting(), 3u) << "full: the fourth is not kept";
+  EXPECT_FALSE(still_a_child(extra_pid)) << "killed and reaped";
+  for (auto* taken : {&*first, &*next}) {
+    pid_t pid = taken->launched.pid();
+    ASSERT_TRUE(taken->launched.release());
+    ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+    ::close(taken->pidfd);
+  }
+  EXPECT_TRUE(read_exit_record(dirs[0]));
+  EXPECT_TRUE(read_exit_record(dirs[1]));
+  EXPECT_FALSE(std::filesystem::exists(exit_record_path(dirs[2])));
 }
 
 TEST_F(SpareShimTest, ARunDirectoryThatCannotBeSentIsRefused) {
