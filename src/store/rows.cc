@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/rows.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "model/spec_json.h"
@@ -69,16 +70,25 @@ Result<Job> job_from_row_without_env(const Statement& row) {
   return job;
 }
 
+namespace {
+// The length above which a single job's spec has its environment removed by SQLite.
+constexpr size_t kEnvRemovedAboveBytes = 512;
+}  // namespace
+
 const std::string& job_columns(bool with_env) {
   static const std::string kWithout = [] {
     std::string columns = kJobColumns;
     const std::string stored = kStoredSpec;
-    // An element's row keeps only its own variables, a few bytes: SQLite's JSON parse and render
-    // of its spec would cost more than they save (a sixth of a restart with a million), so the
-    // reader drops them (job_from_row_without_env).
+    // SQLite's json_remove parses and renders the whole spec: it pays only where the environment
+    // is most of a long spec (a submit's captured environment is 1-2 KiB). An element's row keeps
+    // only its own variables, and a short spec holds a short environment, a few bytes to decode:
+    // there the JSON work would cost more than it saves (a sixth of a restart with a million
+    // elements; as much with a million single jobs of 100-byte specs), so the reader drops them
+    // (job_from_row_without_env). A spec kept apart (jobs.spec empty) is long.
     columns.replace(columns.find(stored), stored.size(),
-                    "CASE WHEN array_id IS NULL THEN json_remove(" + stored + ", '$.env') ELSE " +
-                        stored + " END");
+                    fmt::format("CASE WHEN array_id IS NULL AND (spec = '' OR length(spec) > {}) "
+                                "THEN json_remove({}, '$.env') ELSE {} END",
+                                kEnvRemovedAboveBytes, stored, stored));
     columns.replace(columns.find(", (SELECT json_extract(base"), std::string::npos, ", NULL");
     return columns;
   }();

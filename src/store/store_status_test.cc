@@ -370,12 +370,15 @@ TEST_F(StatusJobsTest, EachActiveJobIsTheFullLoadWithoutTheEnvironment) {
 // GET /v1/status shows no job's environment, which is most of a spec's text: the status reads
 // leave it out (SQLite removes it) and keep everything else a full load has.
 TEST_F(StatusJobsTest, TheStatusReadsLeaveTheEnvironmentOut) {
-  auto insert = [&](JobState state, int64_t finished_at_ms) {
+  // Short specs are read whole and their environments dropped after decoding; a longer one's
+  // is removed by SQLite (a medium one kept in the row, a long one kept apart): either way none.
+  auto insert = [&](JobState state, int64_t finished_at_ms, size_t padding = 0) {
     Job job;
     job.state = state;
     job.spec.cwd = "/tmp";
     job.spec.argv = {"python", "train.py"};
     job.spec.env = {{"HOME", "/root"}, {"PATH", "/usr/bin"}};
+    if (padding > 0) job.spec.env["PADDING"] = std::string(padding, 'x');
     job.spec.gpus = 2;
     job.spec.estimate_ms = 60'000;
     job.submitted_at_ms = 1;
@@ -390,11 +393,14 @@ TEST_F(StatusJobsTest, TheStatusReadsLeaveTheEnvironmentOut) {
     return id;
   };
   int64_t pending = insert(JobState::kPending, 0);
-  int64_t held = insert(JobState::kHeld, 0);
-  int64_t finished = insert(JobState::kSucceeded, 100);
+  int64_t held = insert(JobState::kHeld, 0, 800);
+  int64_t finished = insert(JobState::kSucceeded, 100, 4000);
   auto full = store_->find_job(pending, false);
   ASSERT_TRUE(full && *full);
   ASSERT_EQ((*full)->spec.env.size(), 2u);  // stored, and read by a full load
+  auto long_one = store_->find_job(finished, false);
+  ASSERT_TRUE(long_one && *long_one);
+  ASSERT_EQ((*long_one)->spec.env.at("PADDING").size(), 4000u);
 
   auto check = [&](const std::vector<Job>& jobs, const std::string& read) {
     for (const Job& job : jobs) {
@@ -422,6 +428,13 @@ TEST_F(StatusJobsTest, TheStatusReadsLeaveTheEnvironmentOut) {
   check(page->pending, "queue_page");
   check(page->others, "queue_page");
   check(page->finished, "queue_page");
+  std::vector<Job> active;
+  ASSERT_TRUE(store_->each_active_job([&](const Job& job) -> Status {
+    active.push_back(job);
+    return ok();
+  }));
+  EXPECT_EQ(ids_of(active), (Ids{held, pending}));  // by state, then id
+  check(active, "each_active_job");
 }
 
 // A deep queue, held and pending jobs interleaved by id, some with runs: every job is visited
