@@ -122,6 +122,12 @@ class Agent {
     int64_t next_end_push_mono = 0;
     std::string end_note;             // declared outputs that matched nothing, at the end
     uint64_t log_pushed_bytes = 0;    // log_size() when last published (0: none yet)
+    // At the end, the log's last part: published (or given up on, end_log_note says so), and
+    // the failed pushes of it so far and when to try again.
+    bool end_log_done = false;
+    int end_log_failures = 0;
+    int64_t next_end_log_mono = 0;
+    std::string end_log_note;
     bool started = false;             // handed to the daemon (local_id set)
     int64_t next_start_mono = 0;      // not started: when to try again (inputs, the daemon)
     std::string reclaimed_from;       // the node whose expired lease it was taken from
@@ -227,7 +233,13 @@ class Agent {
   bool push_at_end(Held& held);
   // Marks outputs that still fail as not pushed; a note naming them ("" when none).
   std::string outputs_not_pushed(Held& held);
-  void push_log(Held& held, const LocalJob& local);
+  // Publishes the log's tail when the runs wrote more since the last time; false when that
+  // failed (true when there was nothing new).
+  bool push_log(Held& held, const LocalJob& local);
+  // At a job's end: its log's last part published, a failed push tried again (paced as an
+  // output's) for kEndPushRounds rounds, then given up with a note. True once the end may be
+  // published.
+  bool push_log_at_end(Held& held, const LocalJob& local, int64_t mono);
 
   // agent_nodes.cc: the other nodes' heartbeats.
   void watch_nodes(int64_t mono);

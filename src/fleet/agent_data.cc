@@ -242,13 +242,34 @@ bool Agent::push_at_end(Held& held) {
   }
 }
 
-void Agent::push_log(Held& held, const LocalJob& local) {
+bool Agent::push_log(Held& held, const LocalJob& local) {
   // Nothing written since the last push: nothing read. (The size of the whole log, not of what
   // is kept of it: a log past max_log_bytes keeps one size while its tail moves on.)
   const uint64_t size = log_size(local.logs);
-  if (size == held.log_pushed_bytes && held.log_pushed_bytes > 0) return;
-  if (store_.put(keys::log(held.job.id, held.claim.attempt), log_tail(local.logs, options_.max_log_bytes)))
-    held.log_pushed_bytes = size;
+  if (size == held.log_pushed_bytes && held.log_pushed_bytes > 0) return true;
+  if (!store_.put(keys::log(held.job.id, held.claim.attempt), log_tail(local.logs, options_.max_log_bytes)))
+    return false;
+  held.log_pushed_bytes = size;
+  return true;
+}
+
+bool Agent::push_log_at_end(Held& held, const LocalJob& local, int64_t mono) {
+  if (held.end_log_done) return true;
+  if (held.end_log_failures > 0 && mono < held.next_end_log_mono) return false;
+  if (push_log(held, local)) {
+    held.end_log_done = true;
+    return true;
+  }
+  if (++held.end_log_failures >= kEndPushRounds) {
+    held.end_log_done = true;
+    held.end_log_note = fmt::format(
+        "its log's last part could not be published ({} tries): the fleet's copy stops at what "
+        "was pushed while it ran",
+        held.end_log_failures);
+    return true;
+  }
+  held.next_end_log_mono = mono + output_retry_ms(held.end_log_failures, options_.sync_every_ms);
+  return false;
 }
 
 }  // namespace gpuq::fleet

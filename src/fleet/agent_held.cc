@@ -243,7 +243,7 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
     if (mono >= held.next_renew_mono && !renew(held, mono, wall)) continue;
     take_push(held);
     if (local && mono >= held.next_sync_mono && lease_fresh(held, mono)) {
-      push_log(held, *local);
+      (void)push_log(held, *local);  // one that fails is tried again at the next sync
       begin_push(held, false);
       take_push(held);  // done already when transfers are inline
       held.next_sync_mono = mono + options_.sync_every_ms;
@@ -258,14 +258,16 @@ bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall
   // A renewal first: the claim is still ours for a whole lease, so what follows is published
   // by the holder and by no one else.
   // Renewed again while its outputs are pushed (they may take longer than a lease).
-  if ((held.end_push_rounds == 0 || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
-  if (held.end_push_rounds == 0) push_log(held, local);
+  const bool first = held.end_push_rounds == 0 && held.end_log_failures == 0;
+  if ((first || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
+  // Its log's last part before the end (a reader of the end reads the whole log).
+  if (!push_log_at_end(held, local, mono)) return false;
   if (!push_at_end(held)) return false;
   held.claim.state = final_state(local.state);
   held.claim.exit_code = local.exit_code;
   held.claim.runs = local.runs;
   held.claim.reason = local.reason;
-  for (const std::string& note : {held.end_note, outputs_not_pushed(held)}) {
+  for (const std::string& note : {held.end_note, held.end_log_note, outputs_not_pushed(held)}) {
     if (!note.empty()) held.claim.reason += (held.claim.reason.empty() ? "" : "; ") + note;
   }
   return publish_end(held, wall);

@@ -86,5 +86,49 @@ TEST_F(FleetAgentLog, ALogPastItsLimitIsPublishedAgainAsItsTailMovesOn) {
   EXPECT_EQ(second->body, "[the first 16 bytes are left out: the fleet keeps the last 8]\nghijKLMN");
 }
 
+// A run that ended: its log's last part is published before its end is. A failed push of it
+// is tried again (the end waits); one that keeps failing gives way after the end's rounds of
+// pushes, and the end's reason says the log stops short.
+TEST_F(FleetAgentLog, TheLogsLastPartIsPublishedBeforeTheEnd) {
+  for (int failures : {1, -1}) {
+    SCOPED_TRACE(failures == 1 ? "the last push fails once" : "every last push fails");
+    auto bucket = std::make_shared<Bucket>();
+    Node a(bucket, "a", 1, "", "", [](AgentOptions& o) { o.sync_every_ms = 1'000; });
+    a.start();
+    FleetJob job = seed(a.store, "any", 1, 5);
+    a.run_until(100);
+    LocalJob& run = a.executor.jobs.at(claim_of(a.store, job.id).local_id);
+    const std::string log = path(fmt::format("output-{}.log", failures));
+    run.state = JobState::kRunning;
+    run.started = true;
+    run.runs = 1;
+    run.logs = {log};
+    std::ofstream(log, std::ios::binary) << "step 1\n";
+    a.run_until(kLease);
+    auto synced = a.store.get(keys::log(job.id, 1));
+    ASSERT_TRUE(synced) << synced.error().message;
+    ASSERT_EQ(synced->body, log_tail(run.logs, AgentOptions{}.max_log_bytes));
+
+    std::ofstream(log, std::ios::binary | std::ios::app) << "done: 60 steps\n";
+    run.state = JobState::kSucceeded;
+    run.exit_code = 0;
+    a.store.fail_puts_of(keys::log(job.id, 1), failures);
+    a.nudge();
+    a.run_until(kLease + 10 * 60'000);
+    Claim claim = claim_of(a.store, job.id);
+    EXPECT_EQ(claim.state, "succeeded");
+    auto last = a.store.get(keys::log(job.id, 1));
+    ASSERT_TRUE(last) << last.error().message;
+    if (failures == 1) {
+      EXPECT_EQ(last->body, log_tail(run.logs, AgentOptions{}.max_log_bytes));
+      EXPECT_EQ(claim.reason.find("log"), std::string::npos) << claim.reason;
+    } else {
+      EXPECT_EQ(last->body, synced->body);
+      EXPECT_NE(claim.reason.find("its log's last part could not be published"), std::string::npos)
+          << claim.reason;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuq::fleet

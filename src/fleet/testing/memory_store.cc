@@ -51,6 +51,10 @@ Result<Object> MemoryStore::get(const std::string& key, const std::string& if_no
 Result<std::string> MemoryStore::put(const std::string& key, std::string_view body) {
   ++counts_.put;
   if (auto up = reachable(key); !up) return tl::unexpected(up.error());
+  if (key == fail_put_key_ && fail_puts_ != 0) {
+    if (fail_puts_ > 0) --fail_puts_;
+    return fail(Code::kUnavailable, fmt::format("{}: {}: cannot connect", describe(), key));
+  }
   std::lock_guard lock(bucket_->mutex);
   return write(key, body);
 }

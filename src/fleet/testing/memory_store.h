@@ -58,6 +58,11 @@ class MemoryStore : public ObjectStore {
   void set_cut_off(bool cut) { cut_off_ = cut; }
   // The next `n` calls of this store fail with kUnavailable.
   void fail_next(int n) { fail_next_ = n; }
+  // The next `n` puts of `key` fail with kUnavailable (-1: every one); other calls go through.
+  void fail_puts_of(std::string key, int n) {
+    fail_put_key_ = std::move(key);
+    fail_puts_ = n;
+  }
   const RequestCounts& counts() const { return counts_; }
   void reset_counts() { counts_ = {}; }
 
@@ -68,6 +73,8 @@ class MemoryStore : public ObjectStore {
   std::shared_ptr<Bucket> bucket_;
   bool cut_off_ = false;
   int fail_next_ = 0;
+  std::string fail_put_key_;
+  int fail_puts_ = 0;
   RequestCounts counts_;
 };
 
