@@ -148,7 +148,7 @@ RealWorld::RealWorld(asio::io_context& actor, store::Store& store, RealWorldOpti
   // a run ahead (runner/spare_shim.h); a spawner's are forked from its small process already.
   if (!options_.spawner && options_.spare_shims > 0 && !options_.shim_executable.empty()) {
     spare_shim_ = std::make_unique<runner::SpareShim>(
-        options_.shim_executable, runner::SpareShim::kMaxAgeMs, options_.spare_shims);
+        options_.shim_executable, options_.spare_max_age_ms, options_.spare_shims);
   }
   if (options_.containment.kind != "cgroup") return;
   auto started = runner::CgroupCleaner::start(*cgroup_files_, options_.cleanup);
@@ -260,6 +260,12 @@ Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& r
 std::unique_ptr<ShimProcess> RealWorld::take_spare_shim(const std::string& run_dir) {
   if (!spare_shim_) return nullptr;
   auto taken = spare_shim_->take(run_dir);
+  // Spares passed over (too old after an idle spell, or dead) are killed and reaped on the
+  // spares' thread, not on the start's path.
+  if (auto retired = spare_shim_->retired(); !retired.empty()) {
+    auto dropped = std::make_shared<std::vector<runner::SpareShim::Started>>(std::move(retired));
+    spare_worker_.post([dropped] { dropped->clear(); });
+  }
   if (!taken) return nullptr;
   pid_t pid = taken->launched.pid();
   uint64_t ticks = taken->launched.start_ticks();

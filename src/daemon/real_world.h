@@ -47,6 +47,7 @@ struct RealWorldOptions {
   // (runner/spare_shim.h), from the first start on; 0: none. The daemon keeps one per GPU (at
   // most 8), so that a burst of starts onto idle GPUs spawns none.
   size_t spare_shims = 1;
+  int64_t spare_max_age_ms = runner::SpareShim::kMaxAgeMs;  // tests shorten it
 };
 
 class RealWorld : public World {

@@ -10,6 +10,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
+#include <algorithm>
 #include <thread>
 #include <limits>
 
@@ -193,6 +196,75 @@ TEST_F(RealWorldTest, ABurstOfStartsTakesOneWaitingSpareEach) {
   EXPECT_EQ(world_->spare_shims_waiting(), 0u) << "each start took one; none was spawned instead";
   EXPECT_EQ(wait_for_spares(3), 3u) << "refilled after the burst";
   shims.clear();
+  world_.reset();
+}
+
+// This process's children waiting as spare shims (`gpuq-shim shim - 3`).
+std::vector<pid_t> waiting_spares() {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    if (parent != ::getpid() || state == 'Z') continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (argv.find(std::string("shim\0-\0", 7)) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// After an idle spell every spare is too old to hand out: a start spawns its own shim, and the
+// old spares are killed and reaped off its path (on the spares' thread), then replaced.
+TEST_F(RealWorldTest, SparesTooOldAfterAnIdleSpellAreReapedAndReplaced) {
+  RealWorldOptions options;
+  options.shim_executable = GPUQ_SHIM_FOR_TEST;
+  options.spare_shims = 2;
+  options.spare_max_age_ms = 300;  // ticks are 10 ms apart: well above a fresh spare's age
+  world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
+  auto run_dir = [&](int number) {
+    runner::RunSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = (dir_ / "jobs" / std::to_string(number) / "run-1").string();
+    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
+    return spec.cwd;
+  };
+  auto run_loop_until = [&](const std::function<bool()>& done) {
+    auto busy = asio::make_work_guard(ioc_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      ioc_.restart();
+      ioc_.run_one_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  };
+  auto first = world_->launch_shim(run_dir(1), "1-1-a", "");
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 2; }));
+  std::vector<pid_t> old = waiting_spares();
+  ASSERT_EQ(old.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto second = world_->launch_shim(run_dir(2), "1-2-b", "");
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(std::find(old.begin(), old.end(), (*second)->pid()), old.end()) << "a spare too old";
+  EXPECT_TRUE(run_loop_until([&] {
+    std::vector<pid_t> now = waiting_spares();
+    return std::none_of(old.begin(), old.end(), [&](pid_t pid) {
+      return std::find(now.begin(), now.end(), pid) != now.end() || ::kill(pid, 0) == 0;
+    });
+  })) << "the old spares are killed and reaped";
+  EXPECT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 2; })) << "and replaced";
+  first->reset();
+  second->reset();
   world_.reset();
 }
 

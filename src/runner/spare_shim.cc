@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "os/boot_clock.h"
 #include "os/process.h"
 
@@ -67,6 +69,7 @@ std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
     pollfd exited{oldest.pidfd_.get(), POLLIN, 0};
     if (age_ms(oldest) > max_age_ms_ || ::poll(&exited, 1, 0) != 0 ||
         !oldest.launched_->assign(run_dir)) {
+      retired_.push_back(std::move(oldest));
       spares_.pop_front();
       continue;
     }
@@ -77,5 +80,7 @@ std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
   }
   return std::nullopt;
 }
+
+std::vector<SpareShim::Started> SpareShim::retired() { return std::exchange(retired_, {}); }
 
 }  // namespace gpuq::runner

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 #include "base/status.h"
 #include "os/unique_fd.h"
@@ -65,9 +66,13 @@ class SpareShim {
   // Keeps `started` waiting; when `capacity` wait already, `started` is dropped instead.
   void keep(Started started);
   // The oldest waiting spare that lives and is younger than max_age_ms, assigned `run_dir`
-  // (run.json must be there; those before it are reaped), or nullopt when there is none: the
-  // caller spawns one of its own.
+  // (run.json must be there), or nullopt when there is none: the caller spawns one of its own.
+  // Those passed over (dead, too old) are set aside for retired(), not reaped here: after an
+  // idle spell every spare is too old, and killing and reaping them all is not the start's work.
   std::optional<Taken> take(const std::string& run_dir);
+  // The spares take() passed over, handed out to be dropped (killed and reaped) where the
+  // caller likes; none are kept.
+  std::vector<Started> retired();
   // Starts spares on this thread (start() and keep()) until `capacity` wait. An error says why
   // one could not be (no processes left, the shim binary gone); take() finds fewer.
   Status refill();
@@ -86,6 +91,7 @@ class SpareShim {
   int64_t max_age_ms_;
   size_t capacity_;
   std::deque<Started> spares_;  // oldest first
+  std::vector<Started> retired_;
 };
 
 }  // namespace gpuq::runner

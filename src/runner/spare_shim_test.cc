@@ -47,6 +47,16 @@ class SpareShimTest : public ::testing::Test {
     siginfo_t info{};
     return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0;
   }
+  // The spares take() passed over are exactly `pids`, and dropping them reaps each.
+  static void expect_retired(SpareShim& spare, const std::vector<pid_t>& pids) {
+    std::vector<SpareShim::Started> retired = spare.retired();
+    std::vector<pid_t> got;
+    for (const auto& r : retired) got.push_back(r.pid());
+    EXPECT_EQ(got, pids);
+    EXPECT_TRUE(spare.retired().empty()) << "handed out once";
+    retired.clear();
+    for (pid_t pid : pids) EXPECT_FALSE(still_a_child(pid)) << pid << " killed and reaped when dropped";
+  }
   std::string dir_;
 };
 
@@ -113,11 +123,11 @@ TEST_F(SpareShimTest, ASpareThatDiedWhileItWaitedIsNeverHandedOut) {
   ASSERT_TRUE(spare.refill());
   pid_t pid = spare.pid();
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  siginfo_t info{};  // until it has died (a zombie still: reaped only by take())
+  siginfo_t info{};  // until it has died (a zombie still: reaped once it is dropped)
   ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
   EXPECT_FALSE(spare.take(dir_));
   EXPECT_EQ(spare.pid(), 0);
-  EXPECT_FALSE(still_a_child(pid)) << "reaped";
+  expect_retired(spare, {pid});
   ASSERT_TRUE(spare.refill()) << "a new one takes its place";
   EXPECT_NE(spare.pid(), pid);
 }
@@ -134,7 +144,8 @@ TEST_F(SpareShimTest, ASpareOlderThanItsMaximumAgeIsReplacedNotHandedOut) {
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_FALSE(spare.take(dir_));
   EXPECT_EQ(spare.pid(), 0);
-  EXPECT_FALSE(still_a_child(old)) << "reaped";
+  EXPECT_TRUE(still_a_child(old)) << "set aside, not reaped by the start";
+  expect_retired(spare, {old});
   EXPECT_FALSE(std::filesystem::exists(exit_record_path(dir_))) << "it was never assigned the run";
   ASSERT_TRUE(spare.refill());
   auto fresh = spare.take(dir_);
@@ -234,7 +245,7 @@ TEST_F(SpareShimTest, APoolHandsOutItsSparesOldestFirstAndSkipsTheDead) {
   auto next = spare.take(dirs[1]);
   ASSERT_TRUE(next) << "the dead one is skipped, the third handed out";
   EXPECT_NE(next->launched.pid(), second_oldest);
-  EXPECT_FALSE(still_a_child(second_oldest)) << "reaped";
+  expect_retired(spare, {second_oldest});
   EXPECT_EQ(spare.waiting(), 0u);
   EXPECT_FALSE(spare.take(dirs[2])) << "none left";
 
