@@ -262,7 +262,8 @@ int serve(const cli::DaemonFlags& flags) {
   world_options.spawner = spawner.get();
   world_options.cleanup = {config->cleanup_poll_ms, config->kill_grace_ms, config->cleanup_limit_ms};
   world_options.containment = containment;
-  // One spare shim per GPU (at most 8): a queue released onto idle GPUs starts every run on one.
+  // One spare shim per GPU (at most 8): while starts come less than 10 s apart (spares older
+  // than that are replaced), a burst of them onto idle GPUs starts every run on one.
   world_options.spare_shims = std::clamp<size_t>(inventory->resources.size(), 1, 8);
   daemon::RealWorld world(actor_ioc, **store, world_options);
   daemon::QueueOptions options;

@@ -45,7 +45,8 @@ struct RealWorldOptions {
   int condition_threads = 2;
   // Without a spawner: this many shims are kept started ahead of the next runs
   // (runner/spare_shim.h), from the first start on; 0: none. The daemon keeps one per GPU (at
-  // most 8), so that a burst of starts onto idle GPUs spawns none.
+  // most 8), so that a burst of starts onto idle GPUs spawns none while the spares are young
+  // (a start after a quiet spell finds them too old and spawns its own; they are replaced).
   size_t spare_shims = 1;
   int64_t spare_max_age_ms = runner::SpareShim::kMaxAgeMs;  // tests shorten it
 };

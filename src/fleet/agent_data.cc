@@ -243,6 +243,9 @@ bool Agent::push_at_end(Held& held) {
 }
 
 bool Agent::push_log(Held& held, const LocalJob& local) {
+  // A local job with no logs (not started, or gone from the daemon) has nothing to publish: an
+  // empty log must not replace what was published while it ran.
+  if (local.logs.empty()) return true;
   // Nothing written since the last push: nothing read. (The size of the whole log, not of what
   // is kept of it: a log past max_log_bytes keeps one size while its tail moves on.)
   const uint64_t size = log_size(local.logs);

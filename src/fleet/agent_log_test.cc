@@ -130,5 +130,34 @@ TEST_F(FleetAgentLog, TheLogsLastPartIsPublishedBeforeTheEnd) {
   }
 }
 
+// A job whose local job is gone (the daemon lost it) ends failed; the log published while it
+// ran stays as it was: a job that is gone has no logs to read, not an empty one.
+TEST_F(FleetAgentLog, ALogIsKeptWhenTheLocalJobIsGone) {
+  auto bucket = std::make_shared<Bucket>();
+  Node a(bucket, "a", 1, "", "", [](AgentOptions& o) { o.sync_every_ms = 1'000; });
+  a.start();
+  FleetJob job = seed(a.store, "any", 1, 5);
+  a.run_until(100);
+  const int64_t local_id = claim_of(a.store, job.id).local_id;
+  LocalJob& run = a.executor.jobs.at(local_id);
+  run.state = JobState::kRunning;
+  run.started = true;
+  run.runs = 1;
+  run.logs = {path("gone.log")};
+  std::ofstream(path("gone.log"), std::ios::binary) << "step 1\n";
+  a.run_until(kLease);
+  auto synced = a.store.get(keys::log(job.id, 1));
+  ASSERT_TRUE(synced) << synced.error().message;
+  ASSERT_NE(synced->body.find("step 1"), std::string::npos);
+  a.executor.jobs.erase(local_id);
+  a.nudge();
+  a.run_until(kLease + 60'000);
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "failed");
+  auto kept = a.store.get(keys::log(job.id, 1));
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->body, synced->body);
+}
+
 }  // namespace
 }  // namespace gpuq::fleet

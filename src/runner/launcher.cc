@@ -6,6 +6,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "os/process.h"
@@ -94,8 +95,12 @@ Result<LaunchedShim> spawn_shim(const std::string& executable, const std::string
   }
   auto ticks = os::process_start_ticks(pid);
   if (!ticks) {
-    // It cannot have run the job (it waits for the pipe); let it go and report.
+    // It cannot have run the job (it waits for the pipe): killed and reaped (our child, not
+    // reaped yet, so the pid is still its own), and the error reported.
     ::close(pipe_fds[1]);
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     return tl::unexpected(ticks.error());
   }
   return LaunchedShim(pid, *ticks, pipe_fds[1]);

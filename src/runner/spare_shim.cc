@@ -11,6 +11,7 @@
 
 #include "os/boot_clock.h"
 #include "os/process.h"
+#include "runner/shim.h"
 
 namespace gpuq::runner {
 
@@ -62,10 +63,13 @@ Status SpareShim::refill() {
 }
 
 std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
+  // A run directory no spare can be sent (runner/shim.h) would be refused by each of them: the
+  // caller's own shim gets it on its command line instead, and the spares stay.
+  if (run_dir.empty() || run_dir.size() > kMaxAssignedRunDir) return std::nullopt;
   while (!spares_.empty()) {
     Started& oldest = spares_.front();
-    // A pidfd reads as ready once its process has exited: a spare killed while it waited is
-    // reaped here, never handed out; so is one too old.
+    // A pidfd reads as ready once its process has exited: a spare killed while it waited is set
+    // aside, never handed out; so is one too old.
     pollfd exited{oldest.pidfd_.get(), POLLIN, 0};
     if (age_ms(oldest) > max_age_ms_ || ::poll(&exited, 1, 0) != 0 ||
         !oldest.launched_->assign(run_dir)) {

@@ -4,7 +4,8 @@
 // instead of spawning a shim on its path: posix_spawn waits for the exec (its vfork: 0.6-6 ms
 // here), and the shim's start time is then read from /proc and a pidfd opened. The owner
 // refills after the start, off its path; with as many waiting as it has GPUs, a burst of starts
-// (a queue released onto idle GPUs) spawns none of its shims itself. A spare is never given a
+// (a queue released onto idle GPUs) spawns none of its shims itself while the spares are
+// younger than max_age_ms. A spare is never given a
 // run it was not assigned: unassigned, it holds no run, no GPU and no file; it exits when its
 // pipe closes (the daemon gone), and is killed and reaped when this object is destroyed. A
 // spare's start time becomes its run's shim's, which the marker sweep after the run uses as

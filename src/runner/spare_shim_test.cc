@@ -175,7 +175,8 @@ TEST_F(SpareShimTest, ASpareStartedOnAnotherThreadIsKeptAndRunsItsRun) {
   SpareShim spare(GPUQ_SHIM_FOR_TEST);
   std::optional<Result<SpareShim::Started>> started;
   std::thread([&] { started.emplace(SpareShim::start(spare.executable())); }).join();
-  ASSERT_TRUE(started && *started) << (*started).error().message;
+  ASSERT_TRUE(started.has_value());
+  ASSERT_TRUE(*started) << started->error().message;
   pid_t pid = (**started).pid();
   ASSERT_GT(pid, 0);
   EXPECT_EQ(spare.pid(), 0) << "not the owner's until kept";
@@ -265,6 +266,18 @@ TEST_F(SpareShimTest, APoolHandsOutItsSparesOldestFirstAndSkipsTheDead) {
   EXPECT_TRUE(read_exit_record(dirs[0]));
   EXPECT_TRUE(read_exit_record(dirs[1]));
   EXPECT_FALSE(std::filesystem::exists(exit_record_path(dirs[2])));
+}
+
+// A run directory too long to be sent to a spare is not tried on each of them: none is handed
+// out (the caller's own shim gets it on its command line) and the spares stay waiting.
+TEST_F(SpareShimTest, ARunDirectoryTooLongForASpareLeavesThePoolAlone) {
+  SpareShim spare(GPUQ_SHIM_FOR_TEST, SpareShim::kMaxAgeMs, /*capacity=*/2);
+  ASSERT_TRUE(spare.refill());
+  pid_t oldest = spare.pid();
+  EXPECT_FALSE(spare.take(std::string(kMaxAssignedRunDir + 1, 'a')));
+  EXPECT_EQ(spare.waiting(), 2u);
+  EXPECT_EQ(spare.pid(), oldest);
+  EXPECT_TRUE(spare.retired().empty());
 }
 
 TEST_F(SpareShimTest, ARunDirectoryThatCannotBeSentIsRefused) {
