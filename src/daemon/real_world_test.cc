@@ -43,6 +43,25 @@ class RealWorldTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
+  // Runs the actor's loop until `done` (work from other threads arrives meanwhile), at most
+  // 10 s; whether it is done.
+  bool run_loop_until(const std::function<bool()>& done) {
+    auto busy = asio::make_work_guard(ioc_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      ioc_.restart();
+      ioc_.run_one_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+  // The run directory of job `job`'s first run, made with a spec of `true`.
+  std::string true_run_dir(int job) {
+    runner::RunSpec spec;
+    spec.argv = {"true"};
+    spec.cwd = (dir_ / "jobs" / std::to_string(job) / "run-1").string();
+    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
+    return spec.cwd;
+  }
   asio::io_context ioc_;
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
@@ -123,12 +142,7 @@ TEST_F(RealWorldTest, AStartTakesTheWaitingSpareShimAndTheNextIsStartedAfterTheT
   EXPECT_EQ(world_->spare_shim_pid(), 0) << "started after the turn, not inside the start";
   // Started on the spare's own thread and kept by the actor: the loop runs until it is.
   auto spare_after = [&](pid_t previous) {
-    auto busy = asio::make_work_guard(ioc_);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (world_->spare_shim_pid() == previous && std::chrono::steady_clock::now() < deadline) {
-      ioc_.restart();
-      ioc_.run_one_for(std::chrono::milliseconds(10));
-    }
+    run_loop_until([&] { return world_->spare_shim_pid() != previous; });
     return world_->spare_shim_pid();
   };
   pid_t spare = spare_after(0);
@@ -165,30 +179,18 @@ TEST_F(RealWorldTest, ABurstOfStartsTakesOneWaitingSpareEach) {
   options.shim_executable = GPUQ_SHIM_FOR_TEST;
   options.spare_shims = 3;
   world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
-  auto run_dir = [&](int number) {
-    runner::RunSpec spec;
-    spec.argv = {"true"};
-    spec.cwd = (dir_ / "jobs" / std::to_string(number) / "run-1").string();
-    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
-    return spec.cwd;
-  };
   auto wait_for_spares = [&](size_t count) {
-    auto busy = asio::make_work_guard(ioc_);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (world_->spare_shims_waiting() < count && std::chrono::steady_clock::now() < deadline) {
-      ioc_.restart();
-      ioc_.run_one_for(std::chrono::milliseconds(10));
-    }
+    run_loop_until([&] { return world_->spare_shims_waiting() >= count; });
     return world_->spare_shims_waiting();
   };
   std::vector<std::unique_ptr<ShimProcess>> shims;
-  auto first = world_->launch_shim(run_dir(1), "1-1-a", "");
+  auto first = world_->launch_shim(true_run_dir(1), "1-1-a", "");
   ASSERT_TRUE(first) << first.error().message;
   shims.push_back(std::move(*first));
   ASSERT_EQ(wait_for_spares(3), 3u) << "three started after the first start";
   for (int number = 2; number <= 4; ++number) {
     pid_t expected = world_->spare_shim_pid();
-    auto shim = world_->launch_shim(run_dir(number), "1-" + std::to_string(number), "");
+    auto shim = world_->launch_shim(true_run_dir(number), "1-" + std::to_string(number), "");
     ASSERT_TRUE(shim) << shim.error().message;
     EXPECT_EQ((*shim)->pid(), expected) << "start " << number << " took the oldest spare";
     shims.push_back(std::move(*shim));
@@ -231,30 +233,14 @@ TEST_F(RealWorldTest, SparesTooOldAfterAnIdleSpellAreReapedAndReplaced) {
   options.spare_shims = 2;
   options.spare_max_age_ms = 300;  // ticks are 10 ms apart: well above a fresh spare's age
   world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
-  auto run_dir = [&](int number) {
-    runner::RunSpec spec;
-    spec.argv = {"true"};
-    spec.cwd = (dir_ / "jobs" / std::to_string(number) / "run-1").string();
-    EXPECT_TRUE(world_->create_run_dir(spec.cwd, spec));
-    return spec.cwd;
-  };
-  auto run_loop_until = [&](const std::function<bool()>& done) {
-    auto busy = asio::make_work_guard(ioc_);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      ioc_.restart();
-      ioc_.run_one_for(std::chrono::milliseconds(10));
-    }
-    return done();
-  };
-  auto first = world_->launch_shim(run_dir(1), "1-1-a", "");
+  auto first = world_->launch_shim(true_run_dir(1), "1-1-a", "");
   ASSERT_TRUE(first) << first.error().message;
   std::vector<pid_t> old;
   ASSERT_TRUE(run_loop_until([&] {
     return world_->spare_shims_waiting() == 2 && (old = waiting_spares()).size() == 2;
   })) << world_->spare_shims_waiting() << " spares kept, " << old.size() << " seen waiting in /proc";
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  auto second = world_->launch_shim(run_dir(2), "1-2-b", "");
+  auto second = world_->launch_shim(true_run_dir(2), "1-2-b", "");
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_EQ(std::find(old.begin(), old.end(), (*second)->pid()), old.end()) << "a spare too old";
   EXPECT_TRUE(run_loop_until([&] {
