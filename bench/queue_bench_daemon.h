@@ -153,9 +153,11 @@ inline double percentile(std::vector<double> values, double p) {
 }
 
 // The whole `gpuq status` command against `d` (its default view): milliseconds.
-inline double run_status(Daemon& d) {
+inline double run_status(Daemon& d, const std::vector<std::string>& options = {}) {
+  std::vector<std::string> argv = {d.binary, "--home", d.home, "status"};
+  argv.insert(argv.end(), options.begin(), options.end());
   auto t0 = Clock::now();
-  auto r = gpuq::os::run_command({d.binary, "--home", d.home, "status"}, gpuq::Millis(120'000));
+  auto r = gpuq::os::run_command(argv, gpuq::Millis(120'000));
   double ms = ms_since(t0);
   if (!r || r->exit_code != 0) {
     std::fprintf(stderr, "gpuq status failed: %s\n", r ? r->err.c_str() : r.error().message.c_str());

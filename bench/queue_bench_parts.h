@@ -37,6 +37,7 @@ struct QueuedCost {
   double undrain_ms = 0;                // the first pass that starts jobs
   double undrain_starts_ms = 0;         // of it, starting them
   std::vector<double> status_ms;        // `gpuq status` (the default view) with them queued
+  std::vector<double> user_status_ms;   // `gpuq status --user` of a user with none of them
   double restart_ms = 0, rss_restarted_mib = 0;  // the daemon started again with them queued
 };
 QueuedCost measure_queued(const std::string& binary, const std::string& dir, int count, int bulk,

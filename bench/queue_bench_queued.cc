@@ -78,6 +78,9 @@ QueuedCost measure_queued(const std::string& binary, const std::string& dir, int
     cost.dependency_ms = pass_after(d, [&] { d.call(Method::kPost, "/v1/jobs/gate/cancel"); });
   }
   for (int i = 0; i < status_calls; ++i) cost.status_ms.push_back(run_status(d));
+  for (int i = 0; i < status_calls; ++i) {
+    cost.user_status_ms.push_back(run_status(d, {"--user", "someone-else"}));
+  }
   cost.restart_ms = d.restart();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   cost.rss_restarted_mib = rss_mib(d.pid());
@@ -103,6 +106,7 @@ void print_queued(const QueuedCost& cost, int count, int bulk) {
   }
   std::printf("%-44s %12.1f\n", "gpuq status with them queued, p50 (ms)", percentile(cost.status_ms, 0.5));
   std::printf("%-44s %12.1f\n", "gpuq status with them queued, max (ms)", percentile(cost.status_ms, 1.0));
+  std::printf("%-44s %12.1f\n", "gpuq status --user (none of them), p50 (ms)", percentile(cost.user_status_ms, 0.5));
   std::printf("%-44s %12.0f\n", "restart with them queued, to first pass (ms)", cost.restart_ms);
   std::printf("%-44s %12.1f\n", "  daemon RSS after the restart (MiB)", cost.rss_restarted_mib);
   std::printf("%-44s %12.2f\n", "pass after undrain (ms)", cost.undrain_ms);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <malloc.h>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -166,7 +167,10 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     std::move(q->pending.begin(), q->pending.end(), std::back_inserter(listed));
     std::move(q->finished.begin(), q->finished.end(), std::back_inserter(listed));
   } else {
-    auto jobs = store_->status_jobs(finished, collapse ? &collapsed : nullptr);
+    // One user's jobs are chosen by the store: a user's view beside a million queued jobs of
+    // others reads an index, not the million.
+    auto jobs = store_->status_jobs(finished, collapse ? &collapsed : nullptr,
+                                    only_user.empty() ? nullptr : &only_user);
     if (!jobs) return tl::unexpected(jobs.error());
     attach_reasons(jobs->active);
     // The ETAs come from the whole queue (current_etas reads only what they need, and counts
@@ -174,8 +178,17 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     auto current = etas_for(jobs->active, now);
     if (!current) return tl::unexpected(current.error());
     etas = *current;
-    // Serving positions count the pending jobs listed: none while elements are left out.
-    if (!collapse || collapsed.empty()) {
+    // Serving positions count every pending job: none while elements are left out. The store
+    // finds those of one user's jobs; the rest are all listed here.
+    if ((!collapse || collapsed.empty()) && !only_user.empty()) {
+      std::unordered_set<int64_t> pending;
+      for (const Job& job : jobs->active) {
+        if (job.state == JobState::kPending) pending.insert(job.id);
+      }
+      auto found = store_->serving_positions(pending, fifo);
+      if (!found) return tl::unexpected(found.error());
+      positions = std::move(*found);
+    } else if (!collapse || collapsed.empty()) {
       std::vector<const Job*> pending;
       for (const Job& job : jobs->active) {
         if (job.state == JobState::kPending) pending.push_back(&job);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -168,9 +169,17 @@ class Store {
   // one, and they are most of a spec's text and of its decoding): every unfinished job and the
   // latest `finished_limit` finished ones (nullopt: all). Indexed: its cost does not grow with the
   // number of finished jobs beyond those returned.
-  // With `left_out_arrays` (ids), the elements of those arrays are left out, finished or not.
+  // With `left_out_arrays` (ids), the elements of those arrays are left out, finished or not;
+  // with `user`, the jobs of others are (read through an index: their rows are not), and
+  // finished_total still counts everyone's.
   Result<StatusJobs> status_jobs(std::optional<size_t> finished_limit,
-                                 const std::vector<int64_t>* left_out_arrays = nullptr);
+                                 const std::vector<int64_t>* left_out_arrays = nullptr,
+                                 const std::string* user = nullptr);
+  // The serving positions of the pending jobs `pending` (1-based among every pending job, in
+  // queue_page's order): id -> position, for those that are pending. Reads the pending ids in
+  // that order (an index, for the priority order) up to the last of them.
+  Result<std::unordered_map<int64_t, int64_t>> serving_positions(
+      const std::unordered_set<int64_t>& pending, bool fifo);
 
   // A page of the queue: every running job, the held and the blocked ones (each the oldest
   // `waiting_limit` by id, nullopt: every one), the pending ones in serving order (`fifo`:

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/store.h"
 
@@ -103,5 +104,12 @@ class StoreFixture : public ::testing::Test {
   std::string path_;
   std::unique_ptr<Store> store_;
 };
+
+// The ids of `jobs`, in their order.
+inline std::vector<int64_t> ids_of(const std::vector<Job>& jobs) {
+  std::vector<int64_t> out;
+  for (const Job& job : jobs) out.push_back(job.id);
+  return out;
+}
 
 }  // namespace gpuq::store::testing

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -21,20 +22,18 @@ namespace {
 
 constexpr const char* kActive = "state IN ('pending','held','running','blocked')";
 
-// The latest finished jobs: the newest entries of jobs_finished (schema 7), whose WHERE
-// (finished_at IS NOT NULL) this repeats, as SQLite uses a partial index only for a query
-// that implies its WHERE.
-constexpr const char* kLatestFinished =
-    "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
-    "state IN ('succeeded','failed','cancelled','skipped') "
-    "ORDER BY finished_at DESC, id DESC LIMIT ?";
-
-// The same, less the elements of the arrays listed in ?2 (a JSON list of ids).
-constexpr const char* kLatestFinishedOutsideArrays =
-    "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
-    "state IN ('succeeded','failed','cancelled','skipped') AND "
-    "(array_id IS NULL OR array_id NOT IN (SELECT value FROM json_each(?2))) "
-    "ORDER BY finished_at DESC, id DESC LIMIT ?1";
+// The latest finished jobs (?1 of them): the newest entries of jobs_finished (schema 7), whose
+// WHERE (finished_at IS NOT NULL) this repeats, as SQLite uses a partial index only for a query
+// that implies its WHERE. With `outside_arrays`, less the elements of the arrays listed in ?2 (a
+// JSON list of ids); with `of_user`, only user ?3's.
+std::string latest_finished(bool outside_arrays, bool of_user) {
+  return fmt::format(
+      "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
+      "state IN ('succeeded','failed','cancelled','skipped'){}{} "
+      "ORDER BY finished_at DESC, id DESC LIMIT ?1",
+      outside_arrays ? " AND (array_id IS NULL OR array_id NOT IN (SELECT value FROM json_each(?2)))" : "",
+      of_user ? " AND user = ?3" : "");
+}
 
 // Every job is active or finished: all jobs (which SQLite counts page by page in its smallest
 // index, without decoding rows) less the active ones (an index range).
@@ -87,27 +86,54 @@ Result<int64_t> single_int(Database& db, const std::string& sql) {
 }  // namespace
 
 Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limit,
-                                             const std::vector<int64_t>* left_out_arrays) {
+                                             const std::vector<int64_t>* left_out_arrays,
+                                             const std::string* user) {
   StatusJobs out;
   // LIMIT -1 is SQLite's "no limit".
   int64_t limit = finished_limit ? static_cast<int64_t>(*finished_limit) : -1;
-  auto jobs = left_out_arrays
-                  // The unfinished jobs alone found in jobs_eta, which covers array_id: the
-                  // elements' rows are not read.
-                  ? query_jobs(fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_eta WHERE {} "
-                                           "AND array_id IS NULL) OR id IN ({})",
-                                           kActive, kLatestFinishedOutsideArrays),
-                               [limit, list = fmt::format("[{}]", fmt::join(*left_out_arrays, ","))](
-                                   Statement& s) { s.bind(1, limit).bind(2, list); },
-                               true, /*with_env=*/false)
-                  : query_jobs(fmt::format("WHERE {} OR id IN ({})", kActive, kLatestFinished),
-                               [limit](Statement& s) { s.bind(1, limit); }, true, /*with_env=*/false);
+  // Without the arrays' elements, or of one user, the unfinished jobs are found in jobs_eta,
+  // which covers array_id and user: the rows of the others are not read (a user's jobs among a
+  // million queued: the index, ~60 bytes a job, not a million specs).
+  const std::string active =
+      left_out_arrays || user
+          ? fmt::format("id IN (SELECT id FROM jobs INDEXED BY jobs_eta WHERE {}{}{})", kActive,
+                        left_out_arrays ? " AND array_id IS NULL" : "", user ? " AND user = ?3" : "")
+          : std::string(kActive);
+  const std::string list = left_out_arrays ? fmt::format("[{}]", fmt::join(*left_out_arrays, ",")) : "";
+  auto jobs = query_jobs(fmt::format("WHERE {} OR id IN ({})", active,
+                                     latest_finished(left_out_arrays != nullptr, user != nullptr)),
+                         [&](Statement& s) {
+                           s.bind(1, limit);
+                           if (left_out_arrays) s.bind(2, list);
+                           if (user) s.bind(3, *user);
+                         },
+                         true, /*with_env=*/false);
   if (!jobs) return tl::unexpected(jobs.error());
   for (Job& job : *jobs) (is_terminal(job.state) ? out.finished : out.active).push_back(std::move(job));
   auto finished_total = single_int(*db_, kFinishedTotal);
   if (!finished_total) return tl::unexpected(finished_total.error());
   out.finished_total = *finished_total;
   return out;
+}
+
+Result<std::unordered_map<int64_t, int64_t>> Store::serving_positions(
+    const std::unordered_set<int64_t>& pending, bool fifo) {
+  std::unordered_map<int64_t, int64_t> positions;
+  if (pending.empty()) return positions;
+  // Every pending id in serving order (jobs_pending_order alone, for the priority order), read
+  // up to the last of those asked for.
+  auto stmt = db_->prepare(
+      fifo ? "SELECT id FROM jobs WHERE state = 'pending' ORDER BY queue_order, id"
+           : "SELECT id FROM jobs INDEXED BY jobs_pending_order WHERE state = 'pending' "
+             "ORDER BY priority, queue_order, id");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (int64_t position = 1; positions.size() < pending.size(); ++position) {
+    auto row = stmt->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    if (int64_t id = stmt->int64(0); pending.count(id)) positions[id] = position;
+  }
+  return positions;
 }
 
 Result<std::vector<Job>> Store::eta_jobs() {
@@ -183,12 +209,12 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   if (finished_limit > 0) {
     auto finished =
         left_out_arrays
-            ? query_jobs(fmt::format("WHERE id IN ({})", kLatestFinishedOutsideArrays),
+            ? query_jobs(fmt::format("WHERE id IN ({})", latest_finished(true, false)),
                          [finished_limit, &left_out](Statement& s) {
                            s.bind(1, static_cast<int64_t>(finished_limit)).bind(2, left_out);
                          },
                          true, /*with_env=*/false)
-            : query_jobs(fmt::format("WHERE id IN ({})", kLatestFinished),
+            : query_jobs(fmt::format("WHERE id IN ({})", latest_finished(false, false)),
                          [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
                          true, /*with_env=*/false);
     if (!finished) return tl::unexpected(finished.error());

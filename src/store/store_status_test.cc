@@ -17,11 +17,7 @@ namespace {
 using StatusJobsTest = testing::StoreFixture;
 using Ids = std::vector<int64_t>;
 
-Ids ids_of(const std::vector<Job>& jobs) {
-  Ids out;
-  for (const Job& job : jobs) out.push_back(job.id);
-  return out;
-}
+using testing::ids_of;
 
 TEST_F(StatusJobsTest, EveryActiveJobAndTheLatestFinishedWithTheirRuns) {
   int64_t pending = seed_job(JobState::kPending);

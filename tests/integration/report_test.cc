@@ -188,6 +188,22 @@ TEST(Report, StatusPagesPendingJobsInServingOrderAndMovesCanBeUndone) {
       EXPECT_EQ(j["serving_position"], 4);
     }
   }
+  // One user's view (gpuq status --user, --mine): that user's jobs, their serving positions
+  // still among the whole queue's, read by the store (status_jobs with a user).
+  nlohmann::json mine = get_json(h, "/v1/status?active=1&user=" + my_user());
+  EXPECT_EQ(mine["jobs"].size(), all["jobs"].size());
+  for (const auto& j : mine["jobs"]) {
+    if (j["id"] == urgent) {
+      EXPECT_EQ(j["serving_position"], 1);
+    }
+    if (j["id"] == second) {
+      EXPECT_EQ(j["serving_position"], 3);
+    }
+    if (j["id"] == held) {
+      EXPECT_FALSE(j.contains("serving_position"));  // pending jobs alone have one
+    }
+  }
+  EXPECT_TRUE(get_json(h, "/v1/status?active=1&user=nobody-of-this-box")["jobs"].empty());
   EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/status?pending_offset=3").status, 400);
 
   // Moving `second` to the top says where it was: after `first`.
