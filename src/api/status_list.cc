@@ -127,8 +127,17 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   StatusList out;
   auto summaries = store_->active_array_summaries();
   if (!summaries) return tl::unexpected(summaries.error());
-  // ?user=NAME (gpuq status --user, --mine): only that user's jobs and arrays.
+  // ?user=NAME (gpuq status --user, --mine): only that user's jobs and arrays. With
+  // &user_page=1 and a page, the page and its totals are that user's too.
   const std::string only_user = target.param("user");
+  const std::string user_page_param = target.param("user_page");
+  if (!user_page_param.empty() && user_page_param != "0" && user_page_param != "1") {
+    return invalid_argument(fmt::format("bad user_page '{}': use 1 (or 0)", user_page_param));
+  }
+  const bool user_page = user_page_param == "1";
+  if (user_page && (only_user.empty() || !*page)) {
+    return invalid_argument("user_page=1 needs user=NAME and pending_limit (the page's size)");
+  }
   out.arrays = nlohmann::json::array();
   for (const auto& summary : *summaries) {
     if (!only_user.empty() && array_owner(summary.array.id) != only_user) continue;
@@ -145,12 +154,21 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
   if (*page) {
     size_t finished_limit = finished ? *finished : static_cast<size_t>(std::numeric_limits<int64_t>::max());
     auto q = store_->queue_page((*page)->offset, (*page)->limit, fifo, finished_limit,
-                                collapse ? &collapsed : nullptr, (*page)->held_limit);
+                                collapse ? &collapsed : nullptr, (*page)->held_limit,
+                                user_page ? &only_user : nullptr);
     if (!q) return tl::unexpected(q.error());
     attach_reasons(q->others);
     attach_reasons(q->pending);
-    // Serving positions count every pending job: none while elements are left out.
-    for (size_t i = 0; i < q->pending.size() && (!collapse || collapsed.empty()); ++i) {
+    // Serving positions count every pending job: none while elements are left out. A user's
+    // page is not a range of the whole queue: the store finds where its jobs stand.
+    if (user_page && (!collapse || collapsed.empty())) {
+      std::unordered_set<int64_t> ids;
+      for (const Job& job : q->pending) ids.insert(job.id);
+      auto found = store_->serving_positions(ids, fifo);
+      if (!found) return tl::unexpected(found.error());
+      positions = std::move(*found);
+    }
+    for (size_t i = 0; i < q->pending.size() && !user_page && (!collapse || collapsed.empty()); ++i) {
       positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
     }
     auto current = etas_for(q->pending, now);

@@ -241,17 +241,19 @@ std::string render_jobs(const Json& answer, bool all, bool collapsed, int64_t no
 int run_status(Context& ctx, const StatusOptions& options) {
   // Without a parameter the daemon lists as many finished jobs as this shows (kFinishedShown).
   // The table shows an unfinished array as one line unless --expand; --json lists every job.
-  // One user's jobs (--user, --mine) are listed one by one: an array's line would count others'.
+  // One user's view (--user, --mine) is the same table of that user's jobs (an array's elements
+  // share their submitter, so its line counts that user's alone).
   std::string user = options.user;
   if (options.mine) user = ctx.io().login ? ctx.io().login() : "";
-  bool collapse = !options.json && !options.expand && user.empty();
+  bool collapse = !options.json && !options.expand;
   std::vector<std::string> params;
   if (options.all) params.push_back("finished=all");
-  // The table lists the first pending jobs to be served and counts the rest; --json, --all,
-  // --expand and one user's view list every one.
+  // The table lists the first pending jobs to be served and counts the rest; --json, --all and
+  // --expand list every one. A user's page is the first of theirs, with their counts.
   if (collapse && !options.all) {
     params.push_back(fmt::format("pending_limit={}", kPendingShown));
     params.push_back(fmt::format("held_limit={}", kPendingShown));
+    if (!user.empty()) params.push_back("user_page=1");
   }
   if (collapse) params.push_back("arrays=collapse");
   if (!user.empty()) params.push_back("user=" + percent_encode(user));

@@ -267,13 +267,21 @@ TEST_F(Commands, StatusJsonIsTheDaemonsAnswer) {
   EXPECT_EQ(out(), body + "\n");
 }
 
-// --user and --mine ask the daemon for one user's jobs, listed one by one (no array lines).
+// --user and --mine ask the daemon for the page of one user's jobs (user_page=1: the first of
+// theirs to be served, their counts), with their arrays as one line each; --all and --json
+// for every one of their jobs.
 TEST_F(Commands, StatusOfOneUserAsksTheDaemonForTheirJobs) {
-  std::string body = R"({"resources":[],"jobs":[]})";
-  script({{"/v1/status?user=ann%20b", json_answer(200, body)}});
+  std::string body = R"({"resources":[],"jobs":[],"pending_total":120,"held_total":0,"blocked_total":0,)"
+                     R"("arrays":[{"id":3,"name":"sweep","counts":{"pending":2},"first_job":7,"last_job":8}]})";
+  script({{"/v1/status?pending_limit=100&held_limit=100&user_page=1&arrays=collapse&user=ann%20b",
+           json_answer(200, body)}});
   EXPECT_EQ(run({"status", "--user", "ann b"}), 0) << err();
-  script({{"/v1/status?finished=all&user=me", json_answer(200, body)}});
+  EXPECT_NE(out().find("sweep"), std::string::npos) << out();
+  EXPECT_NE(out().find("120 more pending jobs"), std::string::npos) << out();
+  script({{"/v1/status?finished=all&arrays=collapse&user=me", json_answer(200, body)}});
   EXPECT_EQ(run({"status", "--all", "--mine"}), 0) << err();
+  script({{"/v1/status?user=me", json_answer(200, body)}});
+  EXPECT_EQ(run({"status", "--json", "--mine"}), 0) << err();
   EXPECT_NE(run({"status", "--mine", "--user", "ann"}), 0);
 }
 

@@ -211,9 +211,13 @@ class Store {
   // With `left_out_arrays` (?arrays=collapse), the elements of those arrays (a JSON-listable
   // set of array ids, every unfinished array) are left out of all three lists and the counts:
   // the page and pending_total are then read through jobs_pending_single (schema 17).
+  // With `user`, the page of that user's jobs alone: every list and every total is theirs, the
+  // unfinished ones read through jobs_eta (one pass counts them; a page of theirs is sorted from
+  // another), their finished ones counted row by row.
   Result<QueuePage> queue_page(size_t offset, size_t limit, bool fifo, size_t finished_limit = 0,
                                const std::vector<int64_t>* left_out_arrays = nullptr,
-                               std::optional<size_t> waiting_limit = std::nullopt);
+                               std::optional<size_t> waiting_limit = std::nullopt,
+                               const std::string* user = nullptr);
 
   // --- usage (store_usage.cc): what the timeline and the report read, by time window ---
   // A run with what the report groups it by.

@@ -25,14 +25,14 @@ constexpr const char* kActive = "state IN ('pending','held','running','blocked')
 // The latest finished jobs (?1 of them): the newest entries of jobs_finished (schema 7), whose
 // WHERE (finished_at IS NOT NULL) this repeats, as SQLite uses a partial index only for a query
 // that implies its WHERE. With `outside_arrays`, less the elements of the arrays listed in ?2 (a
-// JSON list of ids); with `of_user`, only user ?3's.
+// JSON list of ids); with `of_user`, only user ?9's.
 std::string latest_finished(bool outside_arrays, bool of_user) {
   return fmt::format(
       "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
       "state IN ('succeeded','failed','cancelled','skipped'){}{} "
       "ORDER BY finished_at DESC, id DESC LIMIT ?1",
       outside_arrays ? " AND (array_id IS NULL OR array_id NOT IN (SELECT value FROM json_each(?2)))" : "",
-      of_user ? " AND user = ?3" : "");
+      of_user ? " AND user = ?9" : "");
 }
 
 // Every job is active or finished: all jobs (which SQLite counts page by page in its smallest
@@ -83,6 +83,19 @@ Result<int64_t> single_int(Database& db, const std::string& sql) {
   return stmt->int64(0);
 }
 
+// How many finished jobs `user` has: through jobs_finished, each row's user read, so the cost
+// follows the history (everyone's is an index count).
+Result<int64_t> finished_count_of(Database& db, const std::string& user) {
+  auto stmt = db.prepare(
+      "SELECT COUNT(*) FROM jobs WHERE finished_at IS NOT NULL AND "
+      "state IN ('succeeded','failed','cancelled','skipped') AND user = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->bind(1, user);
+  auto row = stmt->step();
+  if (!row) return tl::unexpected(row.error());
+  return stmt->int64(0);
+}
+
 }  // namespace
 
 Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limit,
@@ -97,7 +110,7 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
   const std::string active =
       left_out_arrays || user
           ? fmt::format("id IN (SELECT id FROM jobs INDEXED BY jobs_eta WHERE {}{}{})", kActive,
-                        left_out_arrays ? " AND array_id IS NULL" : "", user ? " AND user = ?3" : "")
+                        left_out_arrays ? " AND array_id IS NULL" : "", user ? " AND user = ?9" : "")
           : std::string(kActive);
   const std::string list = left_out_arrays ? fmt::format("[{}]", fmt::join(*left_out_arrays, ",")) : "";
   auto jobs = query_jobs(fmt::format("WHERE {} OR id IN ({})", active,
@@ -105,7 +118,7 @@ Result<Store::StatusJobs> Store::status_jobs(std::optional<size_t> finished_limi
                          [&](Statement& s) {
                            s.bind(1, limit);
                            if (left_out_arrays) s.bind(2, list);
-                           if (user) s.bind(3, *user);
+                           if (user) s.bind(9, *user);
                          },
                          true, /*with_env=*/false);
   if (!jobs) return tl::unexpected(jobs.error());
@@ -203,20 +216,24 @@ Result<int64_t> Store::active_count() {
 Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fifo,
                                            size_t finished_limit,
                                            const std::vector<int64_t>* left_out_arrays,
-                                           std::optional<size_t> waiting_limit) {
+                                           std::optional<size_t> waiting_limit,
+                                           const std::string* user) {
   QueuePage page;
   const std::string left_out = left_out_arrays ? fmt::format("[{}]", fmt::join(*left_out_arrays, ",")) : "";
+  // One user's page: every query below keeps that user's jobs (?9), and the unfinished ones are
+  // found in jobs_eta, which covers state, priority, queue order, array_id and user.
+  const char* of_user = user ? " AND user = ?9" : "";
+  auto bind_user = [user](Statement& s) {
+    if (user) s.bind(9, *user);
+  };
   if (finished_limit > 0) {
-    auto finished =
-        left_out_arrays
-            ? query_jobs(fmt::format("WHERE id IN ({})", latest_finished(true, false)),
-                         [finished_limit, &left_out](Statement& s) {
-                           s.bind(1, static_cast<int64_t>(finished_limit)).bind(2, left_out);
-                         },
-                         true, /*with_env=*/false)
-            : query_jobs(fmt::format("WHERE id IN ({})", latest_finished(false, false)),
-                         [finished_limit](Statement& s) { s.bind(1, static_cast<int64_t>(finished_limit)); },
-                         true, /*with_env=*/false);
+    auto finished = query_jobs(fmt::format("WHERE id IN ({})", latest_finished(left_out_arrays != nullptr, user != nullptr)),
+                               [&](Statement& s) {
+                                 s.bind(1, static_cast<int64_t>(finished_limit));
+                                 if (left_out_arrays) s.bind(2, left_out);
+                                 bind_user(s);
+                               },
+                               true, /*with_env=*/false);
     if (!finished) return tl::unexpected(finished.error());
     page.finished = std::move(*finished);
   }
@@ -226,51 +243,80 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
   const char* singles = left_out_arrays ? " AND array_id IS NULL" : "";
   // kActive repeats jobs_active's WHERE, which SQLite needs to use that partial index: without
   // it, this read every row of the table.
-  auto others = query_jobs(fmt::format("WHERE state = 'running' AND {}{}", kActive, singles),
-                           [](Statement&) {}, true, /*with_env=*/false);
+  auto others = query_jobs(fmt::format("WHERE state = 'running' AND {}{}{}", kActive, singles, of_user),
+                           bind_user, true, /*with_env=*/false);
   if (!others) return tl::unexpected(others.error());
   page.others = std::move(*others);
+  // A user's counts by state, in one pass over jobs_eta: a page of someone with none of a
+  // million queued jobs reads no more than that.
+  if (user) {
+    auto stmt = db_->prepare(fmt::format(
+        "SELECT state, COUNT(*) FROM jobs INDEXED BY jobs_eta WHERE {}{}{} GROUP BY state", kActive,
+        singles, of_user));
+    if (!stmt) return tl::unexpected(stmt.error());
+    bind_user(*stmt);
+    while (true) {
+      auto row = stmt->step();
+      if (!row) return tl::unexpected(row.error());
+      if (!*row) break;
+      const std::string state = stmt->text(0);
+      if (state == "pending") page.pending_total = stmt->int64(1);
+      if (state == "held") page.held_total = stmt->int64(1);
+      if (state == "blocked") page.blocked_total = stmt->int64(1);
+    }
+  }
   // The held and the blocked ones, the oldest first, and how many there are. Without the
   // arrays' elements these are jobs_waiting_single's ranges; with them, jobs_active's.
-  const char* waiting_index = left_out_arrays ? "jobs_waiting_single" : "jobs_active";
+  const char* waiting_index = user ? "jobs_eta" : left_out_arrays ? "jobs_waiting_single" : "jobs_active";
   for (const char* state : {"held", "blocked"}) {
+    int64_t& total = std::string_view(state) == "held" ? page.held_total : page.blocked_total;
+    if (user && total == 0) continue;
     const std::string where =
-        left_out_arrays
+        left_out_arrays && !user
             ? fmt::format("state = '{}' AND state IN ('held','blocked') AND array_id IS NULL", state)
-            : fmt::format("state = '{}' AND {}", state, kActive);
+            : fmt::format("state = '{}' AND {}{}{}", state, kActive, singles, of_user);
     const int64_t most = waiting_limit ? static_cast<int64_t>(*waiting_limit) : -1;  // -1: no limit
     auto waiting = query_jobs(
-        fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY {} WHERE {} ORDER BY id LIMIT ?)",
+        fmt::format("WHERE id IN (SELECT id FROM jobs INDEXED BY {} WHERE {} ORDER BY id LIMIT ?1)",
                     waiting_index, where),
-        [most](Statement& s) { s.bind(1, most); }, true, /*with_env=*/false);
+        [&](Statement& s) {
+          s.bind(1, most);
+          bind_user(s);
+        },
+        true, /*with_env=*/false);
     if (!waiting) return tl::unexpected(waiting.error());
-    int64_t& total = std::string_view(state) == "held" ? page.held_total : page.blocked_total;
-    total = static_cast<int64_t>(waiting->size());
-    if (waiting_limit && waiting->size() == *waiting_limit) {  // a full page may have left some out
-      auto counted = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
-                                                  waiting_index, where));
-      if (!counted) return tl::unexpected(counted.error());
-      total = *counted;
+    if (!user) {
+      total = static_cast<int64_t>(waiting->size());
+      if (waiting_limit && waiting->size() == *waiting_limit) {  // a full page may have left some out
+        auto counted = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs INDEXED BY {} WHERE {}",
+                                                    waiting_index, where));
+        if (!counted) return tl::unexpected(counted.error());
+        total = *counted;
+      }
     }
     std::move(waiting->begin(), waiting->end(), std::back_inserter(page.others));
   }
   std::sort(page.others.begin(), page.others.end(), [](const Job& a, const Job& b) { return a.id < b.id; });
-  // The page's ids in serving order: a range of jobs_pending_order for the priority order.
-  std::string order_sql =
-      fifo ? fmt::format("SELECT id FROM jobs WHERE state = 'pending'{} ORDER BY queue_order, id "
-                         "LIMIT ? OFFSET ?", singles)
-           : fmt::format("SELECT id FROM jobs INDEXED BY {} WHERE state = 'pending'{} "
-                         "ORDER BY priority, queue_order, id LIMIT ? OFFSET ?",
-                         left_out_arrays ? "jobs_pending_single" : "jobs_pending_order", singles);
-  auto ids_stmt = db_->prepare(order_sql);
-  if (!ids_stmt) return tl::unexpected(ids_stmt.error());
-  ids_stmt->bind(1, static_cast<int64_t>(limit)).bind(2, static_cast<int64_t>(offset));
+  // The page's ids in serving order: a range of jobs_pending_order for the priority order (for
+  // one user, the first of theirs in jobs_eta, sorted).
+  const char* pending_index =
+      user ? "jobs_eta" : left_out_arrays ? "jobs_pending_single" : "jobs_pending_order";
+  std::string order_sql = fmt::format(
+      "SELECT id FROM jobs {} WHERE state = 'pending'{}{}{} ORDER BY {}queue_order, id LIMIT ?1 OFFSET ?2",
+      fifo && !user ? "" : fmt::format("INDEXED BY {}", pending_index), user ? fmt::format(" AND {}", kActive) : "",
+      singles, of_user, fifo ? "" : "priority, ");
   std::vector<int64_t> ids;
-  while (true) {
-    auto row = ids_stmt->step();
-    if (!row) return tl::unexpected(row.error());
-    if (!*row) break;
-    ids.push_back(ids_stmt->int64(0));
+  if (!user || page.pending_total > static_cast<int64_t>(offset)) {
+    auto ids_stmt = db_->prepare(order_sql);
+    if (!ids_stmt) return tl::unexpected(ids_stmt.error());
+    ids_stmt->bind(1, static_cast<int64_t>(limit)).bind(2, static_cast<int64_t>(offset));
+    bind_user(*ids_stmt);
+    while (true) {
+      auto row = ids_stmt->step();
+      if (!row) return tl::unexpected(row.error());
+      if (!*row) break;
+      ids.push_back(ids_stmt->int64(0));
+    }
   }
   if (!ids.empty()) {
     std::string list = fmt::format("[{}]", fmt::join(ids, ","));
@@ -283,10 +329,12 @@ Result<Store::QueuePage> Store::queue_page(size_t offset, size_t limit, bool fif
               [&rank](const Job& a, const Job& b) { return rank[a.id] < rank[b.id]; });
     page.pending = std::move(*jobs);
   }
-  auto pending = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs WHERE state = 'pending'{}", singles));
-  if (!pending) return tl::unexpected(pending.error());
-  page.pending_total = *pending;
-  auto finished_total = single_int(*db_, kFinishedTotal);
+  if (!user) {
+    auto pending = single_int(*db_, fmt::format("SELECT COUNT(*) FROM jobs WHERE state = 'pending'{}", singles));
+    if (!pending) return tl::unexpected(pending.error());
+    page.pending_total = *pending;
+  }
+  auto finished_total = user ? finished_count_of(*db_, *user) : single_int(*db_, kFinishedTotal);
   if (!finished_total) return tl::unexpected(finished_total.error());
   page.finished_total = *finished_total;
   return page;

@@ -40,6 +40,13 @@ class UserStatus : public UserStatusTest {
     }
     return id ? *id : 0;
   }
+  Result<int64_t> add_array() {
+    JobArray sweep;
+    sweep.name = "sweep";
+    sweep.sweep = R"({"array": "0-1"})";
+    sweep.size = 2;
+    return store_->insert_array(sweep);
+  }
 };
 
 TEST_F(UserStatus, OnlyThatUsersActiveAndLatestFinishedJobs) {
@@ -71,11 +78,7 @@ TEST_F(UserStatus, OnlyThatUsersActiveAndLatestFinishedJobs) {
 }
 
 TEST_F(UserStatus, WithArraysLeftOutTheUsersSinglesAlone) {
-  JobArray sweep;
-  sweep.name = "sweep";
-  sweep.sweep = R"({"array": "0-1"})";
-  sweep.size = 2;
-  auto array = store_->insert_array(sweep);
+  auto array = add_array();
   ASSERT_TRUE(array) << array.error().message;
   const int64_t single = add("ann", JobState::kPending);
   add("ann", JobState::kPending, 50, 0, *array);
@@ -119,6 +122,71 @@ TEST_F(UserStatus, ReadsNotTheRowsOfOthersJobs) {
   // A scan of an index entry per job is left, but no row of bob's is read and decoded.
   EXPECT_LT(ann_large, everyone / 4) << "all 2,005 jobs: " << everyone << " steps";
   EXPECT_LT(ann_large - ann_small, (everyone - ann_small) / 4);
+}
+
+TEST_F(UserStatus, AUsersPageListsAndCountsTheirJobsAlone) {
+  const int64_t b1 = add("bob", JobState::kPending, 10);
+  const int64_t a_late = add("ann", JobState::kPending, 60);
+  const int64_t a_first = add("ann", JobState::kPending, 20);
+  add("bob", JobState::kHeld);
+  const int64_t a_held = add("ann", JobState::kHeld);
+  const int64_t a_held_too = add("ann", JobState::kHeld);
+  const int64_t a_running = add("ann", JobState::kRunning);
+  add("bob", JobState::kRunning);
+  const int64_t a_blocked = add("ann", JobState::kBlocked);
+  const int64_t a_mid = add("ann", JobState::kPending, 40);
+  add("bob", JobState::kSucceeded, 50, 900);
+  const int64_t a_done = add("ann", JobState::kFailed, 50, 100);
+  const std::string ann = "ann";
+
+  auto page = store_->queue_page(0, 2, false, 5, nullptr, 1, &ann);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->pending), (Ids{a_first, a_mid}));  // the first two of hers to be served
+  EXPECT_EQ(page->pending_total, 3);
+  EXPECT_EQ(ids_of(page->others), (Ids{a_held, a_running, a_blocked}));  // the oldest held
+  EXPECT_EQ(page->held_total, 2);
+  EXPECT_EQ(page->blocked_total, 1);
+  EXPECT_EQ(ids_of(page->finished), (Ids{a_done}));
+  EXPECT_EQ(page->finished_total, 1);
+
+  page = store_->queue_page(2, 2, false, 0, nullptr, std::nullopt, &ann);  // the next page
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ids_of(page->pending), (Ids{a_late}));
+  EXPECT_EQ(ids_of(page->others), (Ids{a_held, a_held_too, a_running, a_blocked}));
+
+  page = store_->queue_page(0, 5, /*fifo=*/true, 0, nullptr, std::nullopt, &ann);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ids_of(page->pending), (Ids{a_late, a_first, a_mid}));  // queue order alone
+
+  const std::string nobody = "nobody";
+  page = store_->queue_page(0, 5, false, 5, nullptr, 5, &nobody);
+  ASSERT_TRUE(page);
+  EXPECT_TRUE(page->pending.empty());
+  EXPECT_TRUE(page->others.empty());
+  EXPECT_TRUE(page->finished.empty());
+  EXPECT_EQ(page->pending_total + page->held_total + page->blocked_total + page->finished_total, 0);
+
+  page = store_->queue_page(0, 5, false, 5);  // everyone's, as before
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->pending.front().id, b1);
+  EXPECT_EQ(page->pending_total, 4);
+  EXPECT_EQ(page->finished_total, 2);
+}
+
+TEST_F(UserStatus, AUsersPageLeavesTheirArraysElementsOut) {
+  auto array = add_array();
+  ASSERT_TRUE(array) << array.error().message;
+  add("ann", JobState::kPending, 10, 0, *array);
+  add("ann", JobState::kHeld, 10, 0, *array);
+  const int64_t single = add("ann", JobState::kPending, 50);
+  const std::string ann = "ann";
+  const std::vector<int64_t> left_out = {*array};
+  auto page = store_->queue_page(0, 5, false, 5, &left_out, 5, &ann);
+  ASSERT_TRUE(page) << page.error().message;
+  EXPECT_EQ(ids_of(page->pending), (Ids{single}));
+  EXPECT_EQ(page->pending_total, 1);
+  EXPECT_EQ(page->held_total, 0);
+  EXPECT_TRUE(page->others.empty());
 }
 
 TEST_F(UserStatus, ServingPositionsCountTheWholeQueue) {

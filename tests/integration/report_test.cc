@@ -204,6 +204,24 @@ TEST(Report, StatusPagesPendingJobsInServingOrderAndMovesCanBeUndone) {
     }
   }
   EXPECT_TRUE(get_json(h, "/v1/status?active=1&user=nobody-of-this-box")["jobs"].empty());
+  // A user's page (user_page=1, what gpuq status --mine asks for): the first of theirs to be
+  // served, where it stands in the whole queue, and their totals.
+  nlohmann::json my_page = get_json(h, "/v1/status?active=1&pending_limit=1&held_limit=1&user_page=1&user=" + my_user());
+  EXPECT_EQ(my_page["pending_total"], 4);
+  EXPECT_EQ(my_page["held_total"], 2);
+  ids.clear();
+  for (const auto& j : my_page["jobs"]) ids.push_back(j["id"].get<int64_t>());
+  EXPECT_EQ(ids, (std::vector<int64_t>{blocker, held, urgent}));
+  EXPECT_EQ(my_page["jobs"][2]["serving_position"], 1);
+  nlohmann::json none = get_json(h, "/v1/status?pending_limit=5&held_limit=5&user_page=1&user=nobody-of-this-box");
+  EXPECT_EQ(none["pending_total"], 0);
+  EXPECT_TRUE(none["jobs"].empty());
+  EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/status?pending_limit=5&user_page=1").status, 400);
+  EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/status?user=x&user_page=1").status, 400);
+  EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/status?pending_limit=5&user=x&user_page=yes").status, 400);
+  auto mine_text = h.gpuq({"status", "--mine"});
+  ASSERT_EQ(mine_text.status, 0) << mine_text.err;
+  EXPECT_NE(mine_text.out.find("\n" + std::to_string(urgent) + " "), std::string::npos) << mine_text.out;
   EXPECT_EQ(unix_get(h.home() + "/gpuq.sock", "/v1/status?pending_offset=3").status, 400);
 
   // Moving `second` to the top says where it was: after `first`.
