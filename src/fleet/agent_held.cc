@@ -257,8 +257,10 @@ void Agent::tend_held(int64_t mono, int64_t wall) {
 bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall) {
   // A renewal first: the claim is still ours for a whole lease, so what follows is published
   // by the holder and by no one else.
-  // Renewed again while its outputs are pushed (they may take longer than a lease).
-  const bool first = held.end_push_rounds == 0 && held.end_log_failures == 0;
+  // Renewed again while its outputs are pushed (they may take longer than a lease), at the
+  // lease's pace: not at every tend while a push begun during the run is still in flight.
+  const bool first = !held.end_renewed;
+  held.end_renewed = true;
   if ((first || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
   // Its log's last part before the end (a reader of the end reads the whole log).
   if (!push_log_at_end(held, local, mono)) return false;

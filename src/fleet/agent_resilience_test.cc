@@ -5,6 +5,9 @@
 // different leases. Virtual clocks, an in-memory bucket, fake daemons (agent_test_support.h).
 #include "fleet/agent.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "fleet/agent_test_support.h"
 
 namespace gpuq::fleet {
@@ -171,6 +174,51 @@ TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   EXPECT_TRUE(std::filesystem::exists(a.dir / "shards/19"));
   EXPECT_EQ(a.executor.count("job.claim_lost"), 0);
   EXPECT_TRUE(a.executor.cancelled.empty());
+}
+
+// A job that ends while a push of its outputs begun during its run is still in flight waits
+// for that push, and its claim is renewed at the lease's pace meanwhile, not at every step (the
+// end's first renewal was taken for a first call at every step until a round of its own began).
+TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
+  auto bucket = std::make_shared<Bucket>();
+  ManualTransfersNode a(bucket);
+  ASSERT_TRUE(a.agent->start(0, 0));
+  FleetJob job = seed_with_data(a.store, 1, {}, {"out/*.txt"});
+  int64_t t = 0;
+  while (a.executor.jobs.empty() && t < kLease) {
+    t += 100;
+    a.agent->step(t, t);
+    a.transfers.run_all();
+  }
+  ASSERT_EQ(a.executor.jobs.size(), 1u);
+  const int64_t local_id = a.executor.jobs.begin()->first;
+  std::filesystem::create_directories(a.dir / "out");
+  std::ofstream(a.dir / "out/result.txt") << "42";
+  while (a.transfers.waiting() == 0 && t < 10 * kLease) {
+    t += 1'000;
+    a.agent->step(t, t);
+  }
+  ASSERT_EQ(a.transfers.waiting(), 1u) << "a sync while it ran handed a push to the queue";
+
+  a.executor.end(local_id, 0);
+  a.agent->nudge();
+  const int before = claim_of(a.store, job.id).renewal;
+  const int64_t ended = t;
+  for (t = ended + 100; t <= ended + kLease / 2; t += 100) a.agent->step(t, t);  // 300 steps
+  EXPECT_EQ(claim_of(a.store, job.id).state, "running") << "its end waits for the push";
+  const int renewals = claim_of(a.store, job.id).renewal - before;
+  EXPECT_GE(renewals, 1) << "renewed at its end";
+  EXPECT_LE(renewals, 4) << "every lease/6 (10 s), not at each of the 300 steps";
+
+  a.transfers.run_all();
+  a.agent->nudge();
+  for (int i = 0; i < 5 && claim_of(a.store, job.id).state == "running"; ++i) {
+    t += 100;
+    a.agent->step(t, t);
+    a.transfers.run_all();
+  }
+  EXPECT_EQ(claim_of(a.store, job.id).state, "succeeded");
+  EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
 }
 
 class FlakyReplaceStore : public MemoryStore {
