@@ -262,9 +262,11 @@ bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall
   const bool first = !held.end_renewed;
   held.end_renewed = true;
   if ((first || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
-  // Its log's last part before the end (a reader of the end reads the whole log).
-  if (!push_log_at_end(held, local, mono)) return false;
-  if (!push_at_end(held)) return false;
+  // Its log's last part and its outputs before the end (a reader of the end reads the whole
+  // log and finds every output), side by side: a log tried again does not hold outputs back.
+  const bool log_done = push_log_at_end(held, local, mono);
+  const bool outputs_done = push_at_end(held);
+  if (!log_done || !outputs_done) return false;
   held.claim.state = final_state(local.state);
   held.claim.exit_code = local.exit_code;
   held.claim.runs = local.runs;

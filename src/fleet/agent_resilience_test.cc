@@ -176,20 +176,27 @@ TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   EXPECT_TRUE(a.executor.cancelled.empty());
 }
 
-// A job that ends while a push of its outputs begun during its run is still in flight waits
-// for that push, and its claim is renewed at the lease's pace meanwhile, not at every step (the
-// end's first renewal was taken for a first call at every step until a round of its own began).
-TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
-  auto bucket = std::make_shared<Bucket>();
-  ManualTransfersNode a(bucket);
-  ASSERT_TRUE(a.agent->start(0, 0));
-  FleetJob job = seed_with_data(a.store, 1, {}, {"out/*.txt"});
+// A job declaring out/*.txt, claimed by `a` and handed to its daemon; returns the node's time.
+int64_t start_job_with_outputs(ManualTransfersNode& a, FleetJob& job) {
+  EXPECT_TRUE(a.agent->start(0, 0));
+  job = seed_with_data(a.store, 1, {}, {"out/*.txt"});
   int64_t t = 0;
   while (a.executor.jobs.empty() && t < kLease) {
     t += 100;
     a.agent->step(t, t);
     a.transfers.run_all();
   }
+  return t;
+}
+
+// A job that ends while a push of its outputs begun during its run is still in flight waits
+// for that push, and its claim is renewed at the lease's pace meanwhile, not at every step (the
+// end's first renewal was taken for a first call at every step until a round of its own began).
+TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
+  auto bucket = std::make_shared<Bucket>();
+  ManualTransfersNode a(bucket);
+  FleetJob job;
+  int64_t t = start_job_with_outputs(a, job);
   ASSERT_EQ(a.executor.jobs.size(), 1u);
   const int64_t local_id = a.executor.jobs.begin()->first;
   std::filesystem::create_directories(a.dir / "out");
@@ -219,6 +226,35 @@ TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
   }
   EXPECT_EQ(claim_of(a.store, job.id).state, "succeeded");
   EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
+}
+
+// At a job's end its log's last part and its outputs are pushed side by side: a log whose push
+// fails (tried again for up to 1+2+4 sync intervals) does not hold the outputs back.
+TEST(FleetAgent, AFailingLastLogPushDoesNotHoldTheOutputsBack) {
+  auto bucket = std::make_shared<Bucket>();
+  ManualTransfersNode a(bucket);
+  FleetJob job;
+  int64_t t = start_job_with_outputs(a, job);
+  ASSERT_EQ(a.executor.jobs.size(), 1u);
+  std::filesystem::create_directories(a.dir / "out");
+  std::ofstream(a.dir / "out/result.txt") << "42";
+  std::ofstream(a.dir / "run.log") << "done\n";
+  a.store.fail_puts_of(keys::log(job.id, 1), -1);
+  a.executor.end(a.executor.jobs.begin()->first, 0, (a.dir / "run.log").string());
+  a.agent->nudge();
+  t += 100;
+  a.agent->step(t, t);
+  EXPECT_EQ(a.transfers.waiting(), 1u) << "the outputs' push began with the end's first try of the log";
+  a.transfers.run_all();
+  EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
+  for (int i = 0; i < 2000 && claim_of(a.store, job.id).state == "running"; ++i) {
+    t += 1'000;
+    a.agent->step(t, t);
+    a.transfers.run_all();
+  }
+  Claim claim = claim_of(a.store, job.id);
+  EXPECT_EQ(claim.state, "succeeded");
+  EXPECT_NE(claim.reason.find("its log's last part could not be published"), std::string::npos) << claim.reason;
 }
 
 class FlakyReplaceStore : public MemoryStore {
