@@ -160,8 +160,9 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     attach_reasons(q->others);
     attach_reasons(q->pending);
     // Serving positions count every pending job: none while elements are left out. A user's
-    // page is not a range of the whole queue: the store finds where its jobs stand.
-    if (user_page && (!collapse || collapsed.empty())) {
+    // page is not a range of the whole queue: the store finds where its jobs stand, counting
+    // the elements too, so those are given even while elements are left out.
+    if (user_page) {
       std::unordered_set<int64_t> ids;
       for (const Job& job : q->pending) ids.insert(job.id);
       auto found = store_->serving_positions(ids, fifo);
@@ -197,8 +198,9 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     if (!current) return tl::unexpected(current.error());
     etas = *current;
     // Serving positions count every pending job: none while elements are left out. The store
-    // finds those of one user's jobs; the rest are all listed here.
-    if ((!collapse || collapsed.empty()) && !only_user.empty()) {
+    // finds those of one user's jobs (counting the elements, so even while they are left out);
+    // the rest are all listed here.
+    if (!only_user.empty()) {
       std::unordered_set<int64_t> pending;
       for (const Job& job : jobs->active) {
         if (job.state == JobState::kPending) pending.insert(job.id);

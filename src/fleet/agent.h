@@ -119,7 +119,7 @@ class Agent {
     std::map<std::string, LocalOutput> outputs;  // by path relative to the workdir
     bool resuming = false;            // a reclaimed attempt: earlier outputs pulled first
     int end_push_rounds = 0;          // pushes since the local job ended
-    bool end_renewed = false;         // the claim was renewed (or tried) when its end began
+    bool end_renewed = false;         // the claim was renewed since its local job ended
     int64_t next_end_push_mono = 0;
     std::string end_note;             // declared outputs that matched nothing, at the end
     uint64_t log_pushed_bytes = 0;    // log_size() when last published (0: none yet)

@@ -259,9 +259,13 @@ bool Agent::finish(Held& held, const LocalJob& local, int64_t mono, int64_t wall
   // by the holder and by no one else.
   // Renewed again while its outputs are pushed (they may take longer than a lease), at the
   // lease's pace: not at every tend while a push begun during the run is still in flight.
-  const bool first = !held.end_renewed;
-  held.end_renewed = true;
-  if ((first || mono >= held.next_renew_mono) && !renew(held, mono, wall)) return false;
+  // Nothing is pushed until one renewal at the end has succeeded (a failed one is tried again
+  // at the next tend): the outputs' keys are every attempt's, and a claim taken over meanwhile
+  // must not have its holder's outputs overwritten.
+  if (!held.end_renewed || mono >= held.next_renew_mono) {
+    if (!renew(held, mono, wall)) return false;
+    held.end_renewed = true;
+  }
   // Its log's last part and its outputs before the end (a reader of the end reads the whole
   // log and finds every output), side by side: a log tried again does not hold outputs back.
   const bool log_done = push_log_at_end(held, local, mono);

@@ -176,7 +176,8 @@ TEST(FleetAgent, AnInputThatTakesLongerThanALeaseToPullKeepsTheClaimRenewed) {
   EXPECT_TRUE(a.executor.cancelled.empty());
 }
 
-// A job declaring out/*.txt, claimed by `a` and handed to its daemon; returns the node's time.
+// A job declaring out/*.txt, claimed by `a` and handed to its daemon, which wrote
+// out/result.txt; returns the node's time.
 int64_t start_job_with_outputs(ManualTransfersNode& a, FleetJob& job) {
   EXPECT_TRUE(a.agent->start(0, 0));
   job = seed_with_data(a.store, 1, {}, {"out/*.txt"});
@@ -186,7 +187,16 @@ int64_t start_job_with_outputs(ManualTransfersNode& a, FleetJob& job) {
     a.agent->step(t, t);
     a.transfers.run_all();
   }
+  std::filesystem::create_directories(a.dir / "out");
+  std::ofstream(a.dir / "out/result.txt") << "42";
   return t;
+}
+
+// The output start_job_with_outputs wrote, as its push left it in the data store.
+void expect_output_pushed(ManualTransfersNode& a) {
+  auto pushed = a.data.get("data/out/result.txt");
+  ASSERT_TRUE(pushed) << pushed.error().message;
+  EXPECT_EQ(pushed->body, "42");
 }
 
 // A job that ends while a push of its outputs begun during its run is still in flight waits
@@ -199,8 +209,6 @@ TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
   int64_t t = start_job_with_outputs(a, job);
   ASSERT_EQ(a.executor.jobs.size(), 1u);
   const int64_t local_id = a.executor.jobs.begin()->first;
-  std::filesystem::create_directories(a.dir / "out");
-  std::ofstream(a.dir / "out/result.txt") << "42";
   while (a.transfers.waiting() == 0 && t < 10 * kLease) {
     t += 1'000;
     a.agent->step(t, t);
@@ -225,7 +233,7 @@ TEST(FleetAgent, AnEndWaitingForAPushInFlightRenewsAtTheLeasesPace) {
     a.transfers.run_all();
   }
   EXPECT_EQ(claim_of(a.store, job.id).state, "succeeded");
-  EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
+  expect_output_pushed(a);
 }
 
 // At a job's end its log's last part and its outputs are pushed side by side: a log whose push
@@ -236,8 +244,6 @@ TEST(FleetAgent, AFailingLastLogPushDoesNotHoldTheOutputsBack) {
   FleetJob job;
   int64_t t = start_job_with_outputs(a, job);
   ASSERT_EQ(a.executor.jobs.size(), 1u);
-  std::filesystem::create_directories(a.dir / "out");
-  std::ofstream(a.dir / "out/result.txt") << "42";
   std::ofstream(a.dir / "run.log") << "done\n";
   a.store.fail_puts_of(keys::log(job.id, 1), -1);
   a.executor.end(a.executor.jobs.begin()->first, 0, (a.dir / "run.log").string());
@@ -246,7 +252,7 @@ TEST(FleetAgent, AFailingLastLogPushDoesNotHoldTheOutputsBack) {
   a.agent->step(t, t);
   EXPECT_EQ(a.transfers.waiting(), 1u) << "the outputs' push began with the end's first try of the log";
   a.transfers.run_all();
-  EXPECT_EQ(a.data.get("data/out/result.txt")->body, "42");
+  expect_output_pushed(a);
   for (int i = 0; i < 2000 && claim_of(a.store, job.id).state == "running"; ++i) {
     t += 1'000;
     a.agent->step(t, t);
@@ -255,6 +261,34 @@ TEST(FleetAgent, AFailingLastLogPushDoesNotHoldTheOutputsBack) {
   Claim claim = claim_of(a.store, job.id);
   EXPECT_EQ(claim.state, "succeeded");
   EXPECT_NE(claim.reason.find("its log's last part could not be published"), std::string::npos) << claim.reason;
+}
+
+// The end's first renewal fails: nothing is pushed before a renewal succeeds. The outputs'
+// keys are every attempt's, so a node whose claim was taken over meanwhile must not push.
+TEST(FleetAgent, NothingIsPushedAtTheEndBeforeARenewalSucceeds) {
+  auto bucket = std::make_shared<Bucket>();
+  ManualTransfersNode a(bucket);
+  FleetJob job;
+  int64_t t = start_job_with_outputs(a, job);
+  ASSERT_EQ(a.executor.jobs.size(), 1u);
+  const int before = claim_of(a.store, job.id).renewal;
+  a.store.fail_puts_of(keys::claim(job.id), 1);
+  a.executor.end(a.executor.jobs.begin()->first, 0);
+  a.agent->nudge();
+  t += 100;
+  a.agent->step(t, t);  // the end's first tend: its renewal fails
+  ASSERT_EQ(claim_of(a.store, job.id).renewal, before);
+  EXPECT_EQ(a.transfers.waiting(), 0u) << "nothing pushed after a failed renewal";
+  a.agent->nudge();  // tended again at once (as when a transfer ends)
+  const int64_t ended = t;
+  while (a.transfers.waiting() == 0 && t < ended + kLease) {
+    t += 100;
+    a.agent->step(t, t);
+  }
+  ASSERT_EQ(a.transfers.waiting(), 1u) << "its outputs' push began";
+  EXPECT_GT(claim_of(a.store, job.id).renewal, before) << "after a renewal that succeeded";
+  a.transfers.run_all();
+  expect_output_pushed(a);
 }
 
 class FlakyReplaceStore : public MemoryStore {

@@ -9,7 +9,7 @@
 namespace gpuq::store {
 namespace {
 
-constexpr std::array<const char*, 19> kMigrations = {
+constexpr std::array<const char*, 20> kMigrations = {
     // 1: jobs, runs, resources, events, meta.
     R"sql(
 CREATE TABLE jobs (
@@ -335,6 +335,12 @@ UPDATE jobs SET spec = '' WHERE id IN (SELECT id FROM job_specs);
     R"sql(
 CREATE INDEX jobs_waiting_single ON jobs(state, id)
   WHERE state IN ('held','blocked') AND array_id IS NULL;
+)sql",
+    // 20: jobs_finished_user: the finished jobs of each user, latest last, so that one user's
+    // view (`gpuq status --user`, --mine) finds their latest finished jobs and counts them
+    // without reading the whole history.
+    R"sql(
+CREATE INDEX jobs_finished_user ON jobs(user, finished_at, id) WHERE finished_at IS NOT NULL;
 )sql",
 };
 

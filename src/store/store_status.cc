@@ -25,12 +25,14 @@ constexpr const char* kActive = "state IN ('pending','held','running','blocked')
 // The latest finished jobs (?1 of them): the newest entries of jobs_finished (schema 7), whose
 // WHERE (finished_at IS NOT NULL) this repeats, as SQLite uses a partial index only for a query
 // that implies its WHERE. With `outside_arrays`, less the elements of the arrays listed in ?2 (a
-// JSON list of ids); with `of_user`, only user ?9's.
+// JSON list of ids); with `of_user`, only user ?9's, the newest entries of jobs_finished_user
+// (schema 20): the cost follows that user's history, not everyone's.
 std::string latest_finished(bool outside_arrays, bool of_user) {
   return fmt::format(
-      "SELECT id FROM jobs WHERE finished_at IS NOT NULL AND "
+      "SELECT id FROM jobs{} WHERE finished_at IS NOT NULL AND "
       "state IN ('succeeded','failed','cancelled','skipped'){}{} "
       "ORDER BY finished_at DESC, id DESC LIMIT ?1",
+      of_user ? " INDEXED BY jobs_finished_user" : "",
       outside_arrays ? " AND (array_id IS NULL OR array_id NOT IN (SELECT value FROM json_each(?2)))" : "",
       of_user ? " AND user = ?9" : "");
 }
@@ -83,11 +85,11 @@ Result<int64_t> single_int(Database& db, const std::string& sql) {
   return stmt->int64(0);
 }
 
-// How many finished jobs `user` has: through jobs_finished, each row's user read, so the cost
-// follows the history (everyone's is an index count).
+// How many finished jobs `user` has: a range of jobs_finished_user (schema 20), whose WHERE
+// this repeats, each of the user's rows read for its state (as latest_finished's).
 Result<int64_t> finished_count_of(Database& db, const std::string& user) {
   auto stmt = db.prepare(
-      "SELECT COUNT(*) FROM jobs WHERE finished_at IS NOT NULL AND "
+      "SELECT COUNT(*) FROM jobs INDEXED BY jobs_finished_user WHERE finished_at IS NOT NULL AND "
       "state IN ('succeeded','failed','cancelled','skipped') AND user = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->bind(1, user);

@@ -189,6 +189,34 @@ TEST_F(UserStatus, AUsersPageLeavesTheirArraysElementsOut) {
   EXPECT_TRUE(page->others.empty());
 }
 
+// A user's latest finished jobs and their count come from jobs_finished_user: the history of
+// everyone else is not walked (it was, row by row, until one user's jobs were found).
+TEST_F(UserStatus, ReadsNotTheFinishedHistoryOfOthers) {
+  for (int i = 0; i < 5; ++i) add("ann", JobState::kPending);
+  const int64_t done = add("ann", JobState::kSucceeded, 50, 10);
+  const std::string ann = "ann";
+  auto cost = [&] {
+    int64_t steps = store_->vm_steps();
+    auto jobs = store_->status_jobs(10, nullptr, &ann);
+    EXPECT_TRUE(jobs) << jobs.error().message;
+    if (jobs) {
+      EXPECT_EQ(ids_of(jobs->finished), (Ids{done}));
+    }
+    auto page = store_->queue_page(0, 5, false, 10, nullptr, 5, &ann);
+    EXPECT_TRUE(page) << page.error().message;
+    if (page) {
+      EXPECT_EQ(ids_of(page->finished), (Ids{done}));
+      EXPECT_EQ(page->finished_total, 1);
+    }
+    return store_->vm_steps() - steps;
+  };
+  seed_history(50, 1000);  // finished later than ann's, by no one she is
+  const int64_t small = cost();
+  seed_history(1950, 2000);
+  const int64_t large = cost();
+  EXPECT_LT(large, small * 3 / 2) << "steps with 50 finished jobs of others: " << small;
+}
+
 TEST_F(UserStatus, ServingPositionsCountTheWholeQueue) {
   const int64_t a = add("bob", JobState::kPending, 50);
   const int64_t b = add("ann", JobState::kPending, 60);

@@ -48,13 +48,16 @@ Result<Object> MemoryStore::get(const std::string& key, const std::string& if_no
   return object;
 }
 
+Status MemoryStore::put_fault(const std::string& key) {
+  if (key != fail_put_key_ || fail_puts_ == 0) return ok();
+  if (fail_puts_ > 0) --fail_puts_;
+  return fail(Code::kUnavailable, fmt::format("{}: {}: cannot connect", describe(), key));
+}
+
 Result<std::string> MemoryStore::put(const std::string& key, std::string_view body) {
   ++counts_.put;
   if (auto up = reachable(key); !up) return tl::unexpected(up.error());
-  if (key == fail_put_key_ && fail_puts_ != 0) {
-    if (fail_puts_ > 0) --fail_puts_;
-    return fail(Code::kUnavailable, fmt::format("{}: {}: cannot connect", describe(), key));
-  }
+  if (auto fault = put_fault(key); !fault) return tl::unexpected(fault.error());
   std::lock_guard lock(bucket_->mutex);
   return write(key, body);
 }
@@ -70,6 +73,7 @@ Result<std::string> MemoryStore::create(const std::string& key, std::string_view
 Result<std::string> MemoryStore::replace(const std::string& key, std::string_view body, const std::string& etag) {
   ++counts_.put;
   if (auto up = reachable(key); !up) return tl::unexpected(up.error());
+  if (auto fault = put_fault(key); !fault) return tl::unexpected(fault.error());
   std::lock_guard lock(bucket_->mutex);
   auto it = bucket_->objects.find(key);
   if (it == bucket_->objects.end()) return fail(Code::kNotFound, fmt::format("{}: {}: no such key", describe(), key));

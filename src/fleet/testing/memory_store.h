@@ -58,7 +58,8 @@ class MemoryStore : public ObjectStore {
   void set_cut_off(bool cut) { cut_off_ = cut; }
   // The next `n` calls of this store fail with kUnavailable.
   void fail_next(int n) { fail_next_ = n; }
-  // The next `n` puts of `key` fail with kUnavailable (-1: every one); other calls go through.
+  // The next `n` puts of `key` (conditional replaces too) fail with kUnavailable (-1: every
+  // one); other calls go through.
   void fail_puts_of(std::string key, int n) {
     fail_put_key_ = std::move(key);
     fail_puts_ = n;
@@ -69,6 +70,7 @@ class MemoryStore : public ObjectStore {
  private:
   Status reachable(const std::string& key);
   Result<std::string> write(const std::string& key, std::string_view body);  // mutex held
+  Status put_fault(const std::string& key);  // the fault fail_puts_of asked for, if any
 
   std::shared_ptr<Bucket> bucket_;
   bool cut_off_ = false;
