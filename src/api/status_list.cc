@@ -28,6 +28,17 @@ bool serves_before(const Job& a, const Job& b, bool fifo) {
   return a.queue_order != b.queue_order ? a.queue_order < b.queue_order : a.id < b.id;
 }
 
+// The serving positions of the pending jobs among `jobs` in the whole queue (a user's, who
+// are not a range of it), found by the store.
+Result<std::unordered_map<int64_t, int64_t>> positions_in_queue(store::Store& store,
+                                                                const std::vector<Job>& jobs, bool fifo) {
+  std::unordered_set<int64_t> pending;
+  for (const Job& job : jobs) {
+    if (job.state == JobState::kPending) pending.insert(job.id);
+  }
+  return store.serving_positions(pending, fifo);
+}
+
 // An unfinished array in GET /v1/status: the Array, its counts by state and the range of its
 // elements' ids.
 nlohmann::json array_summary_json(const store::Store::ArraySummary& summary) {
@@ -163,14 +174,13 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     // page is not a range of the whole queue: the store finds where its jobs stand, counting
     // the elements too, so those are given even while elements are left out.
     if (user_page) {
-      std::unordered_set<int64_t> ids;
-      for (const Job& job : q->pending) ids.insert(job.id);
-      auto found = store_->serving_positions(ids, fifo);
+      auto found = positions_in_queue(*store_, q->pending, fifo);
       if (!found) return tl::unexpected(found.error());
       positions = std::move(*found);
-    }
-    for (size_t i = 0; i < q->pending.size() && !user_page && (!collapse || collapsed.empty()); ++i) {
-      positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
+    } else if (!collapse || collapsed.empty()) {
+      for (size_t i = 0; i < q->pending.size(); ++i) {
+        positions[q->pending[i].id] = static_cast<int64_t>((*page)->offset + i + 1);
+      }
     }
     auto current = etas_for(q->pending, now);
     if (!current) return tl::unexpected(current.error());
@@ -201,11 +211,7 @@ Result<Server::StatusList> Server::status_list(const Target& target, std::option
     // finds those of one user's jobs (counting the elements, so even while they are left out);
     // the rest are all listed here.
     if (!only_user.empty()) {
-      std::unordered_set<int64_t> pending;
-      for (const Job& job : jobs->active) {
-        if (job.state == JobState::kPending) pending.insert(job.id);
-      }
-      auto found = store_->serving_positions(pending, fifo);
+      auto found = positions_in_queue(*store_, jobs->active, fifo);
       if (!found) return tl::unexpected(found.error());
       positions = std::move(*found);
     } else if (!collapse || collapsed.empty()) {
