@@ -458,6 +458,7 @@ awaitable<void> Server::session(Socket socket, ConnectionPools::Id id) {
   }
   SocketDeadline write_deadline(context_.api_ioc, socket);
   boost::beast::flat_buffer buffer;
+  buffer.reserve(limits::kRequestReadChunk);
   while (true) {
     boost::system::error_code ec;
     Request request;

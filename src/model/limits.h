@@ -85,6 +85,10 @@ inline constexpr int kReservedDescriptors = 256;
 // Refusals (503) still being answered at once; past this, a refused connection is closed
 // without an answer, so that a flood of refusals holds no more sockets than this.
 inline constexpr int kMaxLingeringRefusals = 64;
+// Each connection's read buffer starts this large, so that a request of this size (a submit
+// with its environment is 2-8 KiB) is read with one call; Beast's first read is 512 bytes
+// otherwise, a 2 KiB submit four reads and four polls. At every cap full, 6 MiB in all.
+inline constexpr size_t kRequestReadChunk = 8 << 10;
 // daemon.connections_refused is recorded at most once in this long, with the counts since
 // the last one.
 inline constexpr std::chrono::milliseconds kRefusalEventInterval{60'000};

@@ -52,7 +52,7 @@ JobLaunch::JobLaunch(const RunSpec& spec, std::vector<std::string> argv, const s
   sigset_t none;
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr_, &none);
-  sigset_t defaults = ignored_signals();
+  sigset_t defaults = every_signal();
   posix_spawnattr_setsigdefault(&attr_, &defaults);
   posix_spawnattr_setpgroup(&attr_, 0);
   posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
@@ -103,7 +103,7 @@ Result<pid_t> JobLaunch::spawn_as_user(const RunSpec& spec, int log_fd) {
       ::_exit(127);
     };
     ::setpgid(0, 0);
-    sigset_t defaults = ignored_signals();
+    sigset_t defaults = every_signal();
     for (int sig = 1; sig < NSIG; ++sig) {
       if (sigismember(&defaults, sig) == 1) ::signal(sig, SIG_DFL);
     }
@@ -186,18 +186,12 @@ Result<pid_t> JobLaunch::spawn_runtime() {
   return pid;
 }
 
-sigset_t JobLaunch::ignored_signals() {
-  static const sigset_t ignored = [] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    for (int sig = 1; sig < NSIG; ++sig) {
-      struct sigaction current{};
-      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) sigaddset(&set, sig);
-    }
-    return set;
-  }();
-  return ignored;
+sigset_t JobLaunch::every_signal() {
+  sigset_t set;
+  sigfillset(&set);  // glibc's leaves out its two internal signals
+  sigdelset(&set, SIGKILL);
+  sigdelset(&set, SIGSTOP);
+  return set;
 }
 
 }  // namespace gpuq::runner
