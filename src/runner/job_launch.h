@@ -72,7 +72,7 @@ class JobLaunch {
   // SIGPIPE), so this equals resetting only the ignored ones, without reading each signal's
   // disposition first: glibc's posix_spawn sets each signal of this set once in the child,
   // where for a signal outside it it reads the disposition and then sets it (121 sigaction
-  // calls per run, and 63 more in the shim to find the ignored ones, became 64).
+  // calls per run, and 63 more in the shim to find the ignored ones, became 63).
   static sigset_t every_signal();
 
   std::vector<std::string> argv_strings_;
