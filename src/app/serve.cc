@@ -2,6 +2,7 @@
 #include "app/serve.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -74,6 +76,11 @@ int detach(const HomeLayout& layout, int& ready_fd) {
     std::fputs(message.empty() ? fmt::format("gpuq daemon: failed to start; see {}\n", layout.daemon_log()).c_str()
                                : message.c_str(),
                stderr);
+    // The pipe's end came with the child's exit, whose teardown may still run: reap it, so that
+    // when a start is reported failed no process of it is left (a script that starts another
+    // daemon next, or looks for this one, finds none).
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
     return 1;
   }
   ::close(fds[0]);

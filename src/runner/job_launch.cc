@@ -86,6 +86,7 @@ Result<pid_t> JobLaunch::spawn(const RunSpec& spec, int log_fd) {
 }
 
 Result<pid_t> JobLaunch::spawn_as_user(const RunSpec& spec, int log_fd) {
+  const sigset_t ignored = ignored_signals();  // read here: the child only resets them
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return errno_error("pipe");
   pid_t pid = ::fork();
@@ -103,9 +104,8 @@ Result<pid_t> JobLaunch::spawn_as_user(const RunSpec& spec, int log_fd) {
       ::_exit(127);
     };
     ::setpgid(0, 0);
-    sigset_t defaults = every_signal();
     for (int sig = 1; sig < NSIG; ++sig) {
-      if (sigismember(&defaults, sig) == 1) ::signal(sig, SIG_DFL);
+      if (sigismember(&ignored, sig) == 1) ::signal(sig, SIG_DFL);
     }
     sigset_t none;
     sigemptyset(&none);
@@ -187,11 +187,25 @@ Result<pid_t> JobLaunch::spawn_runtime() {
 }
 
 sigset_t JobLaunch::every_signal() {
-  sigset_t set;
+  sigset_t set{};
   sigfillset(&set);  // glibc's leaves out its two internal signals
   sigdelset(&set, SIGKILL);
   sigdelset(&set, SIGSTOP);
   return set;
+}
+
+sigset_t JobLaunch::ignored_signals() {
+  static const sigset_t ignored = [] {
+    sigset_t set{};
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    for (int sig = 1; sig < NSIG; ++sig) {
+      struct sigaction current{};
+      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) sigaddset(&set, sig);
+    }
+    return set;
+  }();
+  return ignored;
 }
 
 }  // namespace gpuq::runner

@@ -67,13 +67,18 @@ class JobLaunch {
   Result<pid_t> spawn_runtime();
 
 
-  // The signals whose disposition the job starts with at default: all but SIGKILL and SIGSTOP.
-  // An exec resets caught signals itself and keeps ignored ones (nohup's SIGHUP, the shim's
-  // SIGPIPE), so this equals resetting only the ignored ones, without reading each signal's
-  // disposition first: glibc's posix_spawn sets each signal of this set once in the child,
-  // where for a signal outside it it reads the disposition and then sets it (121 sigaction
-  // calls per run, and 63 more in the shim to find the ignored ones, became 63).
+  // The job starts with every signal at its default disposition. An exec resets caught signals
+  // itself and keeps ignored ones (nohup's SIGHUP, the shim's SIGPIPE), so resetting either set
+  // below gives the job the same dispositions.
+  // every_signal(): all but SIGKILL and SIGSTOP, for posix_spawn's POSIX_SPAWN_SETSIGDEF. glibc's
+  // child sets each signal of that set once, where it reads and then sets each signal outside
+  // it: naming only the ignored ones cost 121 sigaction calls a run, and the shim's reading of
+  // them 62 more; all of them, 63 in all.
   static sigset_t every_signal();
+  // ignored_signals(): the ones this process ignores, and SIGPIPE, read once per process (62
+  // sigaction calls), for a fork() child (a run as another user) that resets only those: one
+  // call each there, rather than one per signal for each process a run starts.
+  static sigset_t ignored_signals();
 
   std::vector<std::string> argv_strings_;
   std::vector<std::string> env_strings_;

@@ -109,6 +109,27 @@ TEST_F(ShimUserTest, TheJobRunsAsItsUserWithTheirEnvironmentAndNoCapability) {
   EXPECT_EQ(owner_of(run_spec_path(run_dir)).uid, 0u);
 }
 
+// A run of another user is forked, not posix_spawn'd: a signal ignored by whoever started the
+// daemon (nohup's SIGHUP) and the shim's own SIGPIPE must not stay ignored in the job there
+// either.
+TEST_F(ShimUserTest, TheJobOfAnotherUserStartsWithNoSignalIgnored) {
+  std::string run_dir = make_run(11, ann_, {"grep", "SigIgn", "/proc/self/status"});
+  struct sigaction ignore{}, before{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &before);  // inherited by the shim this test launches
+  auto shim = start(run_dir);
+  ::sigaction(SIGHUP, &before, nullptr);
+  ::waitpid(shim.pid(), nullptr, 0);
+  auto record = read_exit_record(run_dir);
+  ASSERT_TRUE(record) << record.error().message;
+  auto line = *os::read_file(log_path(run_dir));
+  ASSERT_EQ(record->exit_code, 0) << line << record->error;
+  ASSERT_EQ(line.rfind("SigIgn:\t", 0), 0u) << line;
+  // Only glibc's two internal signals (32, 33) may be, as in ShimTest's run of the daemon's user.
+  uint64_t ignored = std::stoull(line.substr(8), nullptr, 16);
+  EXPECT_EQ(ignored & ~((uint64_t{1} << 31) | (uint64_t{1} << 32)), 0u) << line;
+}
+
 TEST_F(ShimUserTest, ARunSpecTheUserReplacedIsRefusedAndNothingRuns) {
   std::string run_dir = make_run(2, ann_, {"true"});
   ASSERT_EQ(::chown(run_dir.c_str(), ann_.uid, ann_.gid), 0);  // as a started run's is
