@@ -55,8 +55,10 @@ int run(int argc, char** argv) {
                  "also seed a store with this many finished jobs and time `gpuq status` and the "
                  "daemon's memory against an empty store (e.g. 100000)")
       ->check(CLI::NonNegativeNumber);
+  // At least one: each status figure is the median of these calls. (CLI11's PositiveNumber
+  // refused 0 with "not in range 0.000000 to 1.79e308", which reads as if 0 were allowed.)
   app.add_option("--status-calls", status_calls, "`gpuq status` calls per daemon with --finished-jobs")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1'000'000));
   app.add_option("--queued-jobs", queued_jobs,
                  "also queue this many jobs on a drained fake:64 daemon and report its memory and "
                  "scheduling pass time, settled and after a hold, a release, releases of many "

@@ -66,6 +66,26 @@ const submitAs = (user, script, flags) => JSON.parse(gpuqAs(user, ['submit', '--
 const linkOf = (user) => JSON.parse(gpuqAs(user, ['dashboard', '--no-open', '--json'])).url;
 const status = () => unixGet(socket, '/v1/status');
 
+// userdel refuses a user who still has a process, a zombie included (this machine's init reaps
+// orphans only every few seconds): the user's processes are killed and userdel tried again, for
+// up to 30 s; a user still there then fails the test, named, instead of staying on the machine.
+async function removeUser(user) {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    let uid;
+    try { uid = uidOf(user); } catch (_) { return; }  // never made, or gone
+    for (const pid of pidsOfUid(uid)) { try { process.kill(pid, 'SIGKILL'); } catch (_) { /* gone */ } }
+    const r = sh('userdel', [user], { mayFail: true });
+    if (r.status === 0) return;
+    if (Date.now() > deadline) {
+      console.error(`cleanup: userdel ${user} kept failing for 30 s (${r.stderr.trim()}): the user is left on this machine`);
+      process.exitCode = 1;
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 async function cleanUp() {
   if (browser) await browser.close().catch(() => {});
   if (daemonPid && alive(daemonPid)) {
@@ -78,7 +98,7 @@ async function cleanUp() {
   for (const user of made) { try { left.push(...pidsOfUid(uidOf(user))); } catch (_) { /* no such user */ } }
   for (const pid of left) { try { process.kill(pid, 'SIGKILL'); } catch (_) { /* gone */ } }
   await waitFor(() => left.every((p) => !alive(p)), 'the test users\' processes to end', 10000).catch(() => {});
-  for (const user of made) sh('userdel', [user], { mayFail: true });
+  for (const user of made) await removeUser(user);
   sh('groupdel', [group], { mayFail: true });
   if (!process.env.GPUQ_KEEP_TEST_DIRS) rmSync(dir, { recursive: true, force: true });
 }
