@@ -8,13 +8,13 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <optional>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "daemon/run_lifecycle.h"
+#include "model/image_ref.h"
 #include "os/identity.h"
 #include "runner/container_run_spec.h"
 
@@ -22,13 +22,6 @@ namespace gpuq::daemon {
 namespace {
 
 using Ids = std::pair<uid_t, gid_t>;
-
-std::optional<uint32_t> number(std::string_view text) {
-  uint32_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
-}
 
 // The host's uid and gid of a login name.
 std::optional<Ids> ids_of_login(const std::string& name) {
@@ -44,13 +37,9 @@ std::optional<Ids> ids_of_login(const std::string& name) {
 // The host ids a --container-user of the form UID or UID:GID names; nullopt for a name, which
 // only the image knows.
 std::optional<Ids> ids_of_container_user(const std::string& user) {
-  auto colon = user.find(':');
-  auto uid = number(std::string_view(user).substr(0, colon));
-  if (!uid) return std::nullopt;
-  if (colon == std::string::npos) return Ids{*uid, *uid};
-  auto gid = number(std::string_view(user).substr(colon + 1));
-  if (!gid) return std::nullopt;
-  return Ids{*uid, *gid};
+  auto ids = container_user_ids(user);
+  if (!ids) return std::nullopt;
+  return Ids{ids->first, ids->second};
 }
 
 }  // namespace

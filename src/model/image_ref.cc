@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace gpuq {
 namespace {
@@ -193,6 +194,22 @@ Status check_container_user(std::string_view user) {
       fmt::format(
           "'{}' is not a container user: write UID:GID (as 1000:1000), UID, or NAME[:GROUP]",
           clip_for_message(user)));
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> container_user_ids(std::string_view user) {
+  auto number = [](std::string_view text) -> std::optional<uint32_t> {
+    uint32_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+  };
+  size_t colon = user.find(':');
+  auto uid = number(user.substr(0, colon));
+  if (!uid) return std::nullopt;
+  if (colon == std::string_view::npos) return std::pair{*uid, *uid};
+  auto gid = number(user.substr(colon + 1));
+  if (!gid) return std::nullopt;
+  return std::pair{*uid, *gid};
 }
 
 }  // namespace gpuq

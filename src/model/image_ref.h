@@ -10,7 +10,10 @@
 // resolved or pulled here. Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 
@@ -24,5 +27,9 @@ Status check_image_reference(std::string_view reference);
 // or NAME[:GROUP] with names of letters, digits, '_', '.' and '-'. ok() or kInvalidArgument
 // naming the form.
 Status check_container_user(std::string_view user);
+
+// The host uid and gid a container user of numbers names (UID: the gid is the uid; UID:GID);
+// nullopt for NAME[:GROUP] (only the image knows those) and for anything else.
+std::optional<std::pair<uint32_t, uint32_t>> container_user_ids(std::string_view user);
 
 }  // namespace gpuq

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <chrono>
@@ -254,6 +255,33 @@ TEST_F(Lab, ASingleUserDaemonLetsNoOtherUserIn) {
   EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
   auto me = harness_.gpuq_json({"status", "--json"});
   EXPECT_TRUE(me.contains("jobs"));
+}
+
+// A daemon that is not root cannot give a run directory to another uid: a container user of
+// numbers other than its own is refused at the submit (it used to be accepted, then every start
+// failed and was retried for ever); its own uid is accepted.
+TEST_F(Lab, ADaemonOfAUserRefusesAContainerUserOfAnotherUid) {
+  const std::string home = harness_.path("eve") + "/home";
+  auto started = as("eve", {"daemon", "--home", home, "--gpus", "fake:1", "--http", "off", "--detach"});
+  ASSERT_EQ(started.status, 0) << started.err;
+  auto refused = as("eve", {"--home", home, "submit", "--image", "busybox", "--container-user",
+                            "4321:4322", "--", "true"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("--container-user 4321:4322: this daemon runs as uid"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("cannot give the run directory to uid 4321"), std::string::npos) << refused.err;
+  const passwd* eve = ::getpwnam(name_of("eve").c_str());
+  ASSERT_NE(eve, nullptr);
+  const std::string uid = std::to_string(eve->pw_uid);
+  auto own = as("eve", {"--home", home, "submit", "--id-only", "--hold", "--image", "busybox",
+                        "--container-user", uid, "--", "true"});
+  EXPECT_EQ(own.status, 0) << own.err;
+  std::ifstream lock(home + "/daemon.lock");
+  pid_t daemon = 0;
+  lock >> daemon;
+  ASSERT_GT(daemon, 0);
+  ::kill(daemon, SIGTERM);
+  for (int i = 0; i < 100 && ::kill(daemon, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 TEST_F(Lab, EachUsersDashboardTokenActsWithTheirRightsUntilRevoked) {
