@@ -105,29 +105,6 @@ class LinuxProcessTable : public ProcessTable {
     return static_cast<pid_t>(pid);
   }
 
-  std::optional<PidCounters> pid_counters() override {
-    PidCounters counters;
-    // /proc/stat: one line per CPU and interrupt counts before "processes N".
-    std::string stat;
-    UniqueFd stat_fd(::open("/proc/stat", O_RDONLY | O_CLOEXEC));
-    if (stat_fd.get() < 0 || !read_all(stat_fd.get(), stat, size_t{1} << 22)) return std::nullopt;
-    size_t at = stat.find("\nprocesses ");
-    if (at == std::string::npos) return std::nullopt;
-    counters.forks = std::strtoull(stat.c_str() + at + 11, nullptr, 10);
-    // /proc/loadavg: "0.54 1.45 1.55 RUNNING/TASKS LAST_PID".
-    UniqueFd load_fd(::open("/proc/loadavg", O_RDONLY | O_CLOEXEC));
-    auto load = load_fd.get() < 0 ? std::nullopt : read_rendered(load_fd.get(), 128);
-    size_t slash = load ? load->find('/') : std::string::npos;
-    if (slash == std::string::npos) return std::nullopt;
-    counters.tasks = std::strtoull(load->c_str() + slash + 1, nullptr, 10);
-    UniqueFd max_fd(::open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC));
-    auto max = max_fd.get() < 0 ? std::nullopt : read_rendered(max_fd.get(), 32);
-    if (!max) return std::nullopt;
-    counters.pid_max = std::strtoull(max->c_str(), nullptr, 10);
-    if (counters.forks == 0 || counters.tasks == 0 || counters.pid_max == 0) return std::nullopt;
-    return counters;
-  }
-
   std::optional<std::string> env_value(pid_t pid, std::string_view name) override {
     UniqueFd fd(::open(proc_path(pid, "environ").c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return std::nullopt;

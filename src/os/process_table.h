@@ -37,14 +37,6 @@ struct ProcessFacts {
   pid_t session = 0;         // its session id (field 6)
 };
 
-// What bounds how far the kernel's next pid can have moved between two readings: the tasks
-// (processes and threads) made since boot, those that exist now, and the largest pid + 1.
-struct PidCounters {
-  uint64_t forks = 0;    // "processes" of /proc/stat: every fork and thread since boot
-  uint64_t tasks = 0;    // tasks that exist now, threads included (/proc/loadavg)
-  uint64_t pid_max = 0;  // /proc/sys/kernel/pid_max: pids wrap to 300 past it
-};
-
 enum class SignalResult {
   kSent,
   kGone,    // vanished, a zombie, or the pid was reused (start ticks differ)
@@ -73,15 +65,11 @@ class ProcessTable {
   // a process whose pid was not given between two readings, and that was there at the first,
   // is the same process at the second (runner/cleanup.h uses this to read fewer processes).
   virtual std::optional<pid_t> last_pid() { return std::nullopt; }
-  // The counters now (PidCounters), nullopt when they cannot be read: between two readings at
-  // most forks pids were given out, so the next pid moved at most that far plus the pids in use
-  // it skipped, which bounds when it can have come round past pid_max (runner/cleanup.h).
-  virtual std::optional<PidCounters> pid_counters() { return std::nullopt; }
 };
 
 // The real one, over /proc. Per process, facts() is one read of /proc/PID/stat (its owner comes
 // from fstat of the same file) and env_value() one read of /proc/PID/environ; last_pid() reads
-// /proc/sys/kernel/ns_last_pid, pid_counters() /proc/stat, /proc/loadavg and pid_max.
+// /proc/sys/kernel/ns_last_pid.
 std::unique_ptr<ProcessTable> make_linux_process_table();
 
 // The login name of `uid` (getpwuid_r), or the number as text when it has none.
@@ -123,8 +111,6 @@ class FakeProcessTable : public ProcessTable {
   int scans() const { return scans_; }  // calls of pids()
   // What last_pid() answers: a test sets it as it adds processes (nullopt: unknown).
   std::optional<pid_t> last_pid_value;
-  // What pid_counters() answers (nullopt: unknown).
-  std::optional<PidCounters> pid_counters_value;
 
   // Run at the start of facts(pid) / env_value(pid) / signal(pid), before the table is read:
   // a test may add or remove processes there to model a fork, an exit or a reused pid in the
@@ -139,11 +125,6 @@ class FakeProcessTable : public ProcessTable {
   std::string cmdline(pid_t pid) override;
   SignalResult signal(pid_t pid, uint64_t start_ticks, int sig) override;
   std::optional<pid_t> last_pid() override { return last_pid_value; }
-  std::optional<PidCounters> pid_counters() override {
-    ++counter_reads_;
-    return pid_counters_value;
-  }
-  int counter_reads() const { return counter_reads_; }  // calls of pid_counters()
 
  private:
   std::map<pid_t, Process> processes_;
@@ -151,7 +132,6 @@ class FakeProcessTable : public ProcessTable {
   std::map<pid_t, int> env_reads_;
   std::map<pid_t, int> facts_reads_;
   int scans_ = 0;
-  int counter_reads_ = 0;
 };
 
 }  // namespace gpuq::os

@@ -9,25 +9,6 @@
 #include <unordered_map>
 
 namespace gpuq::runner {
-namespace {
-
-// The kernel gives pids from 300 up again once it passes pid_max.
-constexpr uint64_t kReservedPids = 300;
-
-// Whether the kernel's next pid cannot have gone round past pid_max and back since `then` (see
-// cleanup.h): it moved at most `forks` pids given plus the pids in use it skipped, and at no
-// moment were more in use than the tasks then and those forks.
-bool cannot_have_come_round(const std::optional<os::PidCounters>& then,
-                            const std::optional<os::PidCounters>& now) {
-  if (!then || !now || now->forks < then->forks) return false;
-  const uint64_t forks = now->forks - then->forks;
-  const uint64_t way_round = std::min(then->pid_max, now->pid_max);
-  if (way_round <= kReservedPids) return false;
-  // Each term is checked below way_round (at most 2^22 on Linux) first: no overflow.
-  return forks < way_round && then->tasks < way_round && then->tasks + 2 * forks < way_round - kReservedPids;
-}
-
-}  // namespace
 
 std::optional<uid_t> default_sweep_uid() {
   uid_t euid = ::geteuid();
@@ -84,17 +65,10 @@ void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted, i
     }
   };
 
-  // Read before the listing: a process made after this reading has a pid above it. The
-  // counters are read at most once per kKnownStartsMs of scans (after a pause, always): counters
-  // read before the latest scan's listing, however long before, still bound the forks and
-  // tasks since it, only less tightly.
-  const bool recent = now_ms >= known_at_ms_ && now_ms - known_at_ms_ <= kKnownStartsMs;
-  const bool read_counters = !counters_ || now_ms < counters_at_ms_ || now_ms - counters_at_ms_ > kKnownStartsMs;
-  std::optional<os::PidCounters> counters;
-  if (read_counters) counters = table_.pid_counters();
+  // Read before the listing: a process made after this reading has a pid above it.
   const std::optional<pid_t> last_pid = table_.last_pid();
   const bool known = known_last_pid_ && last_pid && *last_pid >= *known_last_pid_ &&
-                     (recent || cannot_have_come_round(counters_, counters));
+                     now_ms >= known_at_ms_ && now_ms - known_at_ms_ <= kKnownStartsMs;
   std::unordered_map<pid_t, uint64_t> starts;
   for (pid_t pid : table_.pids()) {
     if (known) {
@@ -132,10 +106,6 @@ void CleanupSweep::scan(std::vector<Found>& found, std::vector<bool>& tainted, i
   known_starts_ = std::move(starts);
   known_last_pid_ = last_pid;
   known_at_ms_ = now_ms;
-  if (read_counters) {
-    counters_ = counters;
-    counters_at_ms_ = now_ms;
-  }
 }
 
 void CleanupSweep::signal_found(Pending& pending, const std::vector<const os::ProcessFacts*>& mine,

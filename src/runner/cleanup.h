@@ -24,17 +24,11 @@
 //  - a process the previous scan read, older than every pending run, is not read again when
 //    its pid cannot have been given to a new process since: the table's last pid (read before
 //    each listing) has not wrapped, the pid is not among those given between the two readings,
-//    and the last pid cannot have come round past pid_max and back either. Either the previous
-//    scan was at most kKnownStartsMs ago (far less time than the kernel needs to give out every
-//    pid), or, after any pause, the table's counters bound how far it moved: by at most the
-//    tasks made since (forks) plus the pids in use it skipped, and never were more in use than
-//    the tasks then plus those forks; less than a way round (pid_max - 300) is enough. The
-//    counters are read before a listing at most once per kKnownStartsMs (counters from before
-//    an earlier scan bound more forks: still sound, less tight). Pids are given in increasing
-//    order, so such a process is the one read before. On a busy machine most processes are
-//    old: a scan then reads only the few new ones (100 trivial runs: 4,136 opens instead of
-//    10,236, and ~5% less of the daemon's own CPU per run), and so does the first scan after a
-//    pause (75 processes: 18 stat files read instead of 95).
+//    and the previous scan was at most kKnownStartsMs ago (far less time than the kernel needs
+//    to give out every pid and come round again). Pids are given in increasing order, so such
+//    a process is the one read before. On a busy machine most processes are old: a scan then
+//    reads only the few new ones (100 trivial runs: 4,136 opens instead of 10,236, and ~5%
+//    less of the daemon's own CPU per run).
 // Why two scans: a process forked after a scan listed the pids is missed by that scan, and one
 // caught in the middle of an exec shows an empty environment for a moment; the next scan sees
 // either.
@@ -171,10 +165,6 @@ class CleanupSweep {
   // listed them (see scan()).
   std::unordered_map<pid_t, uint64_t> known_starts_;
   std::optional<pid_t> known_last_pid_;
-  // The table's counters as read before the listing of a scan at counters_at_ms_ (the latest
-  // or an earlier one; nullopt: unknown).
-  std::optional<os::PidCounters> counters_;
-  int64_t counters_at_ms_ = 0;
   int64_t known_at_ms_ = 0;
 };
 

@@ -258,56 +258,6 @@ TEST_F(CleanupTest, APidGivenOutAgainIsReadAgainWhateverTheLastPidDid) {
   }
 }
 
-// After a pause longer than kKnownStartsMs, the table's counters say whether the last pid can
-// have gone round past pid_max and back since the previous scan: while it cannot, an old
-// process is the one read before and is not read again; when it can (many forks, or a table
-// crowded with tasks), or the counters are unknown or went backwards, every process is read.
-TEST_F(CleanupTest, AfterAPauseTheCountersSayWhetherAnOldProcessCanBeANewOne) {
-  const os::PidCounters then{1'000'000, 100, 32768};
-  struct Case {
-    const char* what;
-    std::optional<os::PidCounters> now;
-    int reads;  // of the old process, over both scans
-  };
-  for (const Case& c : {Case{"ten forks since", os::PidCounters{1'000'010, 100, 32768}, 1},
-                        Case{"just short of a way round", os::PidCounters{1'000'000 + 16'183, 100, 32768}, 1},
-                        Case{"enough forks to come round", os::PidCounters{1'000'000 + 16'184, 100, 32768}, 2},
-                        Case{"pid_max lowered since", os::PidCounters{1'000'010, 100, 400}, 2},
-                        Case{"counters unknown now", std::nullopt, 2},
-                        Case{"counters went backwards", os::PidCounters{999'999, 100, 32768}, 2}}) {
-    FakeProcessTable table;
-    table.add(1, 0, 5, 0, "");
-    table.add(1500, 1, 5, kUid, "", "an old daemon");  // older than the run
-    table.last_pid_value = 2002;
-    table.pid_counters_value = then;
-    CleanupSweep sweep(table, {50, 1000, 120'000}, kUid);
-    sweep.add(target(), 0);
-    ASSERT_TRUE(sweep.step(0).empty()) << c.what;
-    ASSERT_EQ(table.facts_reads(1500), 1) << c.what;
-    table.last_pid_value = 2010;
-    table.pid_counters_value = c.now;
-    auto out = sweep.step(60'000);  // a minute later: the second empty scan
-    ASSERT_EQ(out.size(), 1u) << c.what;
-    EXPECT_TRUE(out[0].confirmed) << c.what;
-    EXPECT_EQ(table.facts_reads(1500), c.reads) << c.what;
-  }
-}
-
-// Scans a poll apart read the counters once per kKnownStartsMs (every third scan here), not at
-// every scan: counters from before an earlier scan still bound the forks since the latest.
-TEST_F(CleanupTest, TheCountersAreReadOncePerKnownStartsMsOfScans) {
-  table_.last_pid_value = 2002;
-  table_.pid_counters_value = os::PidCounters{1'000'000, 100, 32768};
-  table_.add(2100, 1, 1600, kUid, "7-1-abc");  // the run's, and it survives every signal
-  table_.find(2100)->unkillable = true;
-  CleanupSweep sweep(table_, {50, 1000, 120'000}, kUid);
-  sweep.add(target(), 0);
-  const int scans_before = table_.scans();
-  for (int64_t now = 0; now <= 1000; now += 50) ASSERT_TRUE(sweep.step(now).empty());
-  EXPECT_EQ(table_.scans() - scans_before, 21);
-  EXPECT_EQ(table_.counter_reads(), 7) << "at 0, 150, 300, ... 900 ms";
-}
-
 TEST_F(CleanupTest, OtherUsersZombiesAndKernelThreadsAreSkipped) {
   table_.add(500, 1, 1200, 0, "7-1-abc");     // another user (root)
   table_.add(501, 1, 1200, kUid, "7-1-abc");  // a zombie
