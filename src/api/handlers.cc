@@ -399,12 +399,12 @@ awaitable<Response> Server::submit(const Request& request, Caller caller) {
   auto sweep = decode_sweep_submit(*body, context_.max_sweep_elements);
   if (!sweep) co_return error_response(sweep.error());
   if (*sweep) {
-    if (auto allowed = may_submit(caller, (*sweep)->base, context_.daemon_uid); !allowed) co_return error_response(allowed.error());
+    if (auto allowed = may_submit(caller, (*sweep)->base); !allowed) co_return error_response(allowed.error());
     co_return co_await submit_sweep(std::move(**sweep), std::move(caller.user));
   }
   Result<JobSpec> spec = spec_from_json(*body);
   if (!spec) co_return error_response(spec.error());
-  if (auto allowed = may_submit(caller, *spec, context_.daemon_uid); !allowed) co_return error_response(allowed.error());
+  if (auto allowed = may_submit(caller, *spec); !allowed) co_return error_response(allowed.error());
   spec->user = std::move(caller.user);  // who sent it, never the body's say
   // Before the actor sees it, which must never wait on a file system (docs/architecture.md).
   std::vector<DirToCheck> cwd(1);  // built step by step: GCC 12 miscompiles braces in coroutines
@@ -443,7 +443,7 @@ awaitable<Response> Server::submit_plan(const Request& request, Caller caller) {
   auto decoded = decode_plan(request.body(), context_.max_sweep_elements);
   if (!decoded) co_return error_response(decoded.error());
   for (JobSpec& job : decoded->jobs) {
-    if (auto allowed = may_submit(caller, job, context_.daemon_uid); !allowed) co_return error_response(allowed.error());
+    if (auto allowed = may_submit(caller, job); !allowed) co_return error_response(allowed.error());
     // A plan that replaces jobs may replace only its sender's (an admin's: anyone's).
     if (decoded->replace && !caller.admin && !job.name.empty()) {
       auto existing = store_->find_job_by_name(job.name, false);

@@ -7,8 +7,6 @@
 // commands and URLs are the daemon's configuration). Pure functions; thread-safe.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
 #include <string_view>
 
@@ -37,11 +35,8 @@ std::string action_words(Endpoint endpoint, std::string_view verb);
 Status permit(const Caller& caller, Need need, std::string_view action, std::string_view what,
               std::string_view owner);
 
-// Whether `caller` may submit `spec` to a daemon that runs as `daemon_uid`: anyone may, but only
-// an admin may choose who a container runs as (`--container-user`): everyone else's containers
-// run as their own uid and gid. And only a daemon run by root can give a run directory to
-// another uid: elsewhere a container user of numbers other than the daemon's uid is refused
-// (kInvalidArgument) here, at the submit, instead of failing each start of the job for ever.
-Status may_submit(const Caller& caller, const JobSpec& spec, uid_t daemon_uid);
+// Whether `caller` may submit `spec`: anyone may, but only an admin may choose who a container
+// runs as (`--container-user`): everyone else's containers run as their own uid and gid.
+Status may_submit(const Caller& caller, const JobSpec& spec);
 
 }  // namespace gpuq::api

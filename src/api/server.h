@@ -17,8 +17,6 @@
 // or the daemon (a handler that throws answers 500).
 #pragma once
 
-#include <unistd.h>
-
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -75,8 +73,6 @@ struct ServerContext {
   // Who may connect to the unix socket and who is an admin (docs/lab.md): a single-user
   // daemon's rules unless it runs with --system.
   PeerRules peers = {};
-  // Whom this daemon runs as: what a container user may be (api/permissions.h, may_submit).
-  uid_t daemon_uid = ::geteuid();
 };
 
 // The listener's limits that tests may lower; the defaults are model/limits.h's.

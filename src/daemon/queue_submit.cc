@@ -8,6 +8,7 @@
 #include "base/time.h"
 #include "daemon/queue.h"
 #include "daemon/user_limits.h"
+#include "model/image_ref.h"
 #include "os/process_table.h"
 #include "runner/container_run_spec.h"
 #include "runner/run_env.h"
@@ -41,6 +42,11 @@ Status Queue::check_and_resolve(JobSpec& spec,
   }
   if (spec.cwd.empty() || spec.cwd[0] != '/') {
     return bad(fmt::format("the working directory '{}' must be an absolute path", spec.cwd));
+  }
+  // Refused here, for every way in (a submit, an array, a plan, the fleet's agent), rather than
+  // by each start of the job, for ever.
+  if (auto st = check_container_user_on(spec.container_user, ::geteuid()); !st) {
+    return bad(st.error().message);
   }
   // Whether cwd exists is checked before the actor sees the request (a stat can hang on a dead
   // network mount, and the actor must never block): see api/server.h.

@@ -180,7 +180,12 @@ Status check_image_reference(std::string_view reference) {
 Status check_container_user(std::string_view user) {
   auto part_ok = [](std::string_view part) {
     if (part.empty() || part.size() > 32) return false;
-    if (std::all_of(part.begin(), part.end(), is_digit)) return true;
+    if (std::all_of(part.begin(), part.end(), is_digit)) {
+      // An id the kernel has: 4294967295 means "unchanged" to chown, and more does not fit.
+      uint32_t id = 0;
+      auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
+      return ec == std::errc() && end == part.data() + part.size() && id != UINT32_MAX;
+    }
     return (is_alnum(part.front()) || part.front() == '_') &&
            std::all_of(part.begin(), part.end(),
                        [](char c) { return is_alnum(c) || c == '_' || c == '.' || c == '-'; });
@@ -192,7 +197,8 @@ Status check_container_user(std::string_view user) {
   return fail(
       Code::kInvalidArgument,
       fmt::format(
-          "'{}' is not a container user: write UID:GID (as 1000:1000), UID, or NAME[:GROUP]",
+          "'{}' is not a container user: write UID:GID (as 1000:1000; ids below 4294967295), UID, "
+          "or NAME[:GROUP]",
           clip_for_message(user)));
 }
 
@@ -210,6 +216,17 @@ std::optional<std::pair<uint32_t, uint32_t>> container_user_ids(std::string_view
   auto gid = number(user.substr(colon + 1));
   if (!gid) return std::nullopt;
   return std::pair{*uid, *gid};
+}
+
+Status check_container_user_on(std::string_view user, uint32_t daemon_uid) {
+  auto ids = container_user_ids(user);
+  if (daemon_uid == 0 || !ids || ids->first == daemon_uid) return ok();
+  return fail(Code::kInvalidArgument,
+              fmt::format("--container-user {}: this daemon runs as uid {}, not as root, so it cannot "
+                          "give the run directory to uid {} (docs/containers.md); leave "
+                          "--container-user out (the containers then run as you), or run the job on "
+                          "a daemon run by root",
+                          clip_for_message(user), daemon_uid, ids->first));
 }
 
 }  // namespace gpuq

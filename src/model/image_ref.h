@@ -32,4 +32,10 @@ Status check_container_user(std::string_view user);
 // nullopt for NAME[:GROUP] (only the image knows those) and for anything else.
 std::optional<std::pair<uint32_t, uint32_t>> container_user_ids(std::string_view user);
 
+// Whether a daemon running as `daemon_uid` can run containers as `user` (a job's
+// container_user, "" for the submitter's): the run directory is given to a numeric user
+// (daemon/run_containers.cc), which takes root unless the uid is the daemon's own. ok(), or
+// kInvalidArgument naming the daemon's uid and the fix.
+Status check_container_user_on(std::string_view user, uint32_t daemon_uid);
+
 }  // namespace gpuq

@@ -91,5 +91,45 @@ TEST(ContainerUser, TakesIdsAndNames) {
   }
 }
 
+TEST(ContainerUser, NumbersOutsideTheKernelsIdsAreRefused) {
+  EXPECT_TRUE(check_container_user("4294967294:4294967294"));
+  for (const char* user : {"4294967295", "0:4294967295", "99999999999", "1000:99999999999"}) {
+    auto st = check_container_user(user);
+    ASSERT_FALSE(st) << user;
+    EXPECT_NE(st.error().message.find("ids below 4294967295"), std::string::npos) << st.error().message;
+  }
+}
+
+TEST(ContainerUser, IdsAreNumbersOnly) {
+  EXPECT_EQ(container_user_ids("4321:4322"), (std::pair<uint32_t, uint32_t>{4321, 4322}));
+  EXPECT_EQ(container_user_ids("7"), (std::pair<uint32_t, uint32_t>{7, 7}));
+  EXPECT_EQ(container_user_ids("app"), std::nullopt);
+  EXPECT_EQ(container_user_ids("7:app"), std::nullopt);
+  EXPECT_EQ(container_user_ids("7:"), std::nullopt);
+  EXPECT_EQ(container_user_ids(""), std::nullopt);
+  EXPECT_EQ(container_user_ids("99999999999"), std::nullopt);
+}
+
+// A daemon that is not root cannot chown the run directory to another uid: such a job was
+// accepted and then failed every start, retried for ever. It is refused at the submit now.
+TEST(ContainerUser, ADaemonNotRunByRootRefusesAnotherUid) {
+  auto refused = check_container_user_on("4321:4322", 1000);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+  EXPECT_NE(refused.error().message.find("--container-user 4321:4322: this daemon runs as uid 1000, not as "
+                                         "root, so it cannot give the run directory to uid 4321"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("leave --container-user out"), std::string::npos);
+  EXPECT_FALSE(check_container_user_on("0", 1000)) << "root inside is another uid for the chown too";
+  EXPECT_TRUE(check_container_user_on("0", 0)) << "a root daemon gives the directory to anyone";
+  EXPECT_TRUE(check_container_user_on("4321", 0));
+  for (const char* own : {"1000", "1000:1000", "1000:27"}) {
+    EXPECT_TRUE(check_container_user_on(own, 1000)) << own << ": the daemon's own uid needs no chown";
+  }
+  EXPECT_TRUE(check_container_user_on("app:app", 1000)) << "a name is the image's: nothing is given to it";
+  EXPECT_TRUE(check_container_user_on("", 1000)) << "the submitter's: no container user";
+}
+
 }  // namespace
 }  // namespace gpuq

@@ -262,6 +262,18 @@ TEST_F(Lab, ASingleUserDaemonLetsNoOtherUserIn) {
 // failed and was retried for ever); its own uid is accepted.
 TEST_F(Lab, ADaemonOfAUserRefusesAContainerUserOfAnotherUid) {
   const std::string home = harness_.path("eve") + "/home";
+  // Eve's daemon is stopped however the test ends (SIGKILL if it will not go).
+  struct StopDaemon {
+    std::string lock;
+    ~StopDaemon() {
+      std::ifstream in(lock);
+      pid_t pid = 0;
+      if (!(in >> pid) || pid <= 0) return;
+      ::kill(pid, SIGTERM);
+      for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+    }
+  } stop{home + "/daemon.lock"};
   auto started = as("eve", {"daemon", "--home", home, "--gpus", "fake:1", "--http", "off", "--detach"});
   ASSERT_EQ(started.status, 0) << started.err;
   auto refused = as("eve", {"--home", home, "submit", "--image", "busybox", "--container-user",
@@ -276,12 +288,13 @@ TEST_F(Lab, ADaemonOfAUserRefusesAContainerUserOfAnotherUid) {
   auto own = as("eve", {"--home", home, "submit", "--id-only", "--hold", "--image", "busybox",
                         "--container-user", uid, "--", "true"});
   EXPECT_EQ(own.status, 0) << own.err;
-  std::ifstream lock(home + "/daemon.lock");
-  pid_t daemon = 0;
-  lock >> daemon;
-  ASSERT_GT(daemon, 0);
-  ::kill(daemon, SIGTERM);
-  for (int i = 0; i < 100 && ::kill(daemon, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // A plan's job is refused the same way, and the plan's file names it.
+  std::ofstream(harness_.path("eve") + "/plan.json")
+      << R"({"jobs": [{"id": "a", "command": ["true"], "image": "busybox", "container_user": "4321"}]})";
+  auto plan = as("eve", {"--home", home, "submit", "plan.json"});
+  EXPECT_EQ(plan.status, 1);
+  EXPECT_NE(plan.err.find("plan.json"), std::string::npos) << plan.err;
+  EXPECT_NE(plan.err.find("--container-user 4321: this daemon runs as uid"), std::string::npos) << plan.err;
 }
 
 TEST_F(Lab, EachUsersDashboardTokenActsWithTheirRightsUntilRevoked) {

@@ -37,8 +37,9 @@ function pidsOfUid(uid) {
   for (const p of readdirSync('/proc')) {
     if (!/^\d+$/.test(p)) continue;
     try {
-      const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'latin1'));
-      if (m && Number(m[1]) === uid) out.push(Number(p));
+      // Real, effective, saved and file-system uid: userdel counts a process by any of them.
+      const m = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'latin1'));
+      if (m && m.slice(1).some((u) => Number(u) === uid)) out.push(Number(p));
     } catch (_) { /* gone */ }
   }
   return out;
@@ -72,15 +73,15 @@ const status = () => unixGet(socket, '/v1/status');
 async function removeUser(user) {
   const deadline = Date.now() + 30000;
   for (;;) {
-    let uid;
-    try { uid = uidOf(user); } catch (_) { return; }  // never made, or gone
-    for (const pid of pidsOfUid(uid)) { try { process.kill(pid, 'SIGKILL'); } catch (_) { /* gone */ } }
-    const r = sh('userdel', [user], { mayFail: true });
-    if (r.status === 0) return;
-    if (Date.now() > deadline) {
-      console.error(`cleanup: userdel ${user} kept failing for 30 s (${r.stderr.trim()}): the user is left on this machine`);
-      process.exitCode = 1;
-      return;
+    const id = sh('id', ['-u', user], { mayFail: true });
+    if (id.status !== 0 && /no such user/i.test(id.stderr || '')) return;  // never made, or gone
+    if (id.status === 0) {
+      for (const pid of pidsOfUid(Number(id.stdout.trim()))) { try { process.kill(pid, 'SIGKILL'); } catch (_) { /* gone */ } }
+      const r = sh('userdel', [user], { mayFail: true });
+      if (r.status === 0) return;
+      if (Date.now() > deadline) throw new Error(`userdel ${user} kept failing for 30 s (${(r.stderr || '').trim()}): the user is left on this machine`);
+    } else if (Date.now() > deadline) {
+      throw new Error(`id -u ${user} kept failing for 30 s: ${(id.stderr || '').trim()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -98,8 +99,14 @@ async function cleanUp() {
   for (const user of made) { try { left.push(...pidsOfUid(uidOf(user))); } catch (_) { /* no such user */ } }
   for (const pid of left) { try { process.kill(pid, 'SIGKILL'); } catch (_) { /* gone */ } }
   await waitFor(() => left.every((p) => !alive(p)), 'the test users\' processes to end', 10000).catch(() => {});
-  for (const user of made) await removeUser(user);
-  sh('groupdel', [group], { mayFail: true });
+  for (const user of made) {
+    try { await removeUser(user); } catch (e) { console.error(`cleanup: ${e.message}`); process.exitCode = 1; }
+  }
+  const g = sh('groupdel', [group], { mayFail: true });
+  if (g.status !== 0 && !/does not exist/.test(g.stderr || '')) {
+    console.error(`cleanup: groupdel ${group}: ${(g.stderr || '').trim()}`);
+    process.exitCode = 1;
+  }
   if (!process.env.GPUQ_KEEP_TEST_DIRS) rmSync(dir, { recursive: true, force: true });
 }
 
@@ -220,5 +227,5 @@ try {
   console.error(`test directory: ${dir}`);
   process.exitCode = 1;
 } finally {
-  await cleanUp().catch((e) => console.error(`cleanup: ${e}`));
+  await cleanUp().catch((e) => { console.error(`cleanup: ${e}`); process.exitCode = 1; });
 }
