@@ -260,39 +260,94 @@ Result<std::unique_ptr<ShimProcess>> RealWorld::launch_shim(const std::string& r
 std::unique_ptr<ShimProcess> RealWorld::take_spare_shim(const std::string& run_dir) {
   if (!spare_shim_) return nullptr;
   auto taken = spare_shim_->take(run_dir);
-  // Spares passed over (too old after an idle spell, or dead) are killed and reaped on the
-  // spares' thread, not on the start's path.
-  if (auto retired = spare_shim_->retired(); !retired.empty()) {
-    auto dropped = std::make_shared<std::vector<runner::SpareShim::Started>>(std::move(retired));
-    spare_worker_.post([dropped] { dropped->clear(); });
-  }
+  // Spares passed over (too old, or dead) are killed and reaped on the spares' thread, not on
+  // the start's path.
+  drop_retired_spares();
   if (!taken) return nullptr;
   pid_t pid = taken->launched.pid();
   uint64_t ticks = taken->launched.start_ticks();
   return std::make_unique<RealShim>(actor_, pid, ticks, taken->pidfd, std::move(taken->launched));
 }
 
-void RealWorld::refill_spare_shim_later() {
+void RealWorld::drop_retired_spares() {
+  if (auto retired = spare_shim_->retired(); !retired.empty()) {
+    auto dropped = std::make_shared<std::vector<runner::SpareShim::Started>>(std::move(retired));
+    spare_worker_.post([dropped] { dropped->clear(); });
+  }
+}
+
+int64_t RealWorld::spare_renewal_lead_ms() const { return options_.spare_max_age_ms / 4; }
+
+void RealWorld::arm_spare_renewal() {
+  auto until = spare_shim_->ms_until_aging(spare_renewal_lead_ms());
+  if (until) {
+    arm_spare_renewal_in(*until);
+  } else {
+    spare_renewal_.cancel();
+  }
+}
+
+void RealWorld::arm_spare_renewal_in(int64_t ms) {
+  // A maximum age this short (tests only) would renew spares without pause: none are.
+  if (options_.spare_max_age_ms < kShortestRenewedSpareAgeMs) return;
+  // On the steady clock, as the spares' ages are (boot clock): a step of the wall clock moves
+  // neither.
+  spare_renewal_.expires_after(std::chrono::milliseconds(ms));
+  std::weak_ptr<bool> alive = alive_;
+  spare_renewal_.async_wait([this, alive](const boost::system::error_code& error) {
+    auto live = alive.lock();
+    if (error || !live || !*live) return;  // re-armed, cancelled, or the world going away
+    renew_spares();
+  });
+}
+
+void RealWorld::renew_spares() {
+  if (spare_refills_in_flight_ > 0) return;  // its arrival arms the timer again
+  auto until = spare_shim_->ms_until_aging(spare_renewal_lead_ms());
+  if (!until) return;                                // every spare was taken
+  if (*until > 0) return arm_spare_renewal_in(*until);  // the oldest was taken: a younger one
+  // The replacement first: the aging spares are set aside when it arrives (keep_spare), so a
+  // start meanwhile still takes one of them.
+  for (size_t i = 0; i < kSparesRenewedWhileIdle; ++i) start_spare_later();
+}
+
+void RealWorld::keep_spare(Result<runner::SpareShim::Started>& started) {
+  --spare_refills_in_flight_;
+  // None could be started (no processes left, the binary gone): a start spawns its own shim,
+  // and that spawn's error is the start's, reported as every failed start is. The renewal is
+  // tried again a lead later, not at once.
+  if (!started) return arm_spare_renewal_in(spare_renewal_lead_ms());
+  // A younger spare is here: those about to age out go (the capacity counts them), once no
+  // other refill is on its way to take their place too.
+  if (spare_refills_in_flight_ == 0) {
+    spare_shim_->retire_aging(spare_renewal_lead_ms());
+    drop_retired_spares();
+  }
+  spare_shim_->keep(std::move(*started));
+  arm_spare_renewal();
+}
+
+void RealWorld::refill_spare_shim_later(size_t target) {
   if (!spare_shim_) return;
+  target = std::min(target, spare_shim_->capacity());
+  while (spare_shim_->waiting() + spare_refills_in_flight_ < target) start_spare_later();
+}
+
+void RealWorld::start_spare_later() {
+  ++spare_refills_in_flight_;
   std::weak_ptr<bool> alive = alive_;
   // Each spawn waits for gpuq-shim's exec (posix_spawn's vfork), 0.6-6 ms: on the spares' own
   // thread, so that the actor answers and starts meanwhile. A start that finds none waiting
   // spawns its own shim, as with no spares.
-  while (spare_shim_->waiting() + spare_refills_in_flight_ < spare_shim_->capacity()) {
-    ++spare_refills_in_flight_;
-    spare_worker_.post([this, alive, executable = spare_shim_->executable()] {
-      auto started = std::make_shared<Result<runner::SpareShim::Started>>(
-          runner::SpareShim::start(executable));
-      asio::post(actor_, [this, alive, started] {
-        auto live = alive.lock();
-        if (!live || !*live) return;  // the spare is killed and reaped with this handler
-        --spare_refills_in_flight_;
-        // None could be started (no processes left, the binary gone): a start spawns its own
-        // shim, and that spawn's error is the start's, reported as every failed start is.
-        if (*started) spare_shim_->keep(std::move(**started));
-      });
+  spare_worker_.post([this, alive, executable = spare_shim_->executable()] {
+    auto started = std::make_shared<Result<runner::SpareShim::Started>>(
+        runner::SpareShim::start(executable));
+    asio::post(actor_, [this, alive, started] {
+      auto live = alive.lock();
+      if (!live || !*live) return;  // the spare is killed and reaped with this handler
+      keep_spare(*started);
     });
-  }
+  });
 }
 
 pid_t RealWorld::spare_shim_pid() const { return spare_shim_ ? spare_shim_->pid() : 0; }

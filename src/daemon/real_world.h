@@ -16,6 +16,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -46,7 +47,7 @@ struct RealWorldOptions {
   // Without a spawner: this many shims are kept started ahead of the next runs
   // (runner/spare_shim.h), from the first start on; 0: none. The daemon keeps one per GPU (at
   // most 8), so that a burst of starts onto idle GPUs spawns none while the spares are young
-  // (a start after a quiet spell finds them too old and spawns its own; they are replaced).
+  // (after a quiet spell, one is kept young: see RealWorld::kSparesRenewedWhileIdle).
   size_t spare_shims = 1;
   int64_t spare_max_age_ms = runner::SpareShim::kMaxAgeMs;  // tests shorten it
 };
@@ -111,9 +112,28 @@ class RealWorld : public World {
   int open_pull_log(const ImagePrep& request);
   // The spare shim assigned `run_dir` and watched; null when there is none to take.
   std::unique_ptr<ShimProcess> take_spare_shim(const std::string& run_dir);
-  // New spares until the capacity is met, started on spare_worker_ and kept by the actor (never
-  // on a start's path).
-  void refill_spare_shim_later();
+  // New spares until `target` (at most the capacity) wait, started on spare_worker_ and kept by
+  // the actor (never on a start's path).
+  void refill_spare_shim_later(size_t target = SIZE_MAX);
+  // One spare started on spare_worker_ and handed to keep_spare on the actor.
+  void start_spare_later();
+  // The spares set aside (too old, dead) killed and reaped on spare_worker_.
+  void drop_retired_spares();
+  // While nothing starts, a spare is replaced this long before it would be too old to hand out
+  // (a quarter of the maximum age): the start after a quiet spell takes a young spare instead
+  // of spawning its shim on the actor. The replacement is started first and the aging spares
+  // set aside when it arrives. Once a burst's spares have aged out, only
+  // kSparesRenewedWhileIdle are kept young, so an idle daemon spawns one shim every 7.5 s.
+  static constexpr size_t kSparesRenewedWhileIdle = 1;
+  static constexpr int64_t kShortestRenewedSpareAgeMs = 100;
+  int64_t spare_renewal_lead_ms() const;
+  // spare_renewal_ set for when the oldest waiting spare will need replacing; cancelled when
+  // none waits.
+  void arm_spare_renewal();
+  void arm_spare_renewal_in(int64_t ms);
+  void renew_spares();
+  // A refill's spare arrived on the actor (or could not be started): kept, aging ones set aside.
+  void keep_spare(Result<runner::SpareShim::Started>& started);
   boost::asio::io_context& actor_;
   store::Store& store_;
   RealWorldOptions options_;
@@ -144,6 +164,7 @@ class RealWorld : public World {
   std::unique_ptr<runner::CgroupCleaner> cgroup_cleaner_;
   std::unique_ptr<runner::SpareShim> spare_shim_;  // null with a spawner
   size_t spare_refills_in_flight_ = 0;  // spares being started for spare_shim_
+  boost::asio::steady_timer spare_renewal_{actor_};  // renew_spares() when a spare ages
   // Starts the spares (runner::SpareShim::start), off the actor. It stops before spare_shim_ is
   // destroyed; a spare it started for a world that is going away is killed and reaped.
   SerialWorker spare_worker_;

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "base/time.h"
+#include "os/boot_clock.h"
 #include "os/process.h"
 #include "store/store.h"
 
@@ -225,8 +226,9 @@ std::vector<pid_t> waiting_spares() {
   return out;
 }
 
-// After an idle spell every spare is too old to hand out: a start spawns its own shim, and the
-// old spares are killed and reaped off its path (on the spares' thread), then replaced.
+// Spares left too old to hand out (here the loop does not run while they age, so the renewal's
+// timer cannot fire): a start spawns its own shim, and the old spares are killed and reaped off
+// its path (on the spares' thread), then replaced.
 TEST_F(RealWorldTest, SparesTooOldAfterAnIdleSpellAreReapedAndReplaced) {
   RealWorldOptions options;
   options.shim_executable = GPUQ_SHIM_FOR_TEST;
@@ -250,6 +252,62 @@ TEST_F(RealWorldTest, SparesTooOldAfterAnIdleSpellAreReapedAndReplaced) {
     });
   })) << "the old spares are killed and reaped";
   EXPECT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 2; })) << "and replaced";
+  first->reset();
+  second->reset();
+  world_.reset();
+}
+
+// While nothing starts, the spares are replaced before they would be too old: after a quiet
+// spell one young spare waits (not every one of the burst's), each is replaced before its
+// maximum age by one started first, and the start takes it instead of spawning its own shim on
+// the actor; the aged ones are killed and reaped.
+TEST_F(RealWorldTest, AfterAQuietSpellOneSpareIsKeptYoungAndTheStartTakesIt) {
+  RealWorldOptions options;
+  options.shim_executable = GPUQ_SHIM_FOR_TEST;
+  options.spare_shims = 2;
+  const int64_t max_age_ms = 1500;  // renewed at 1125 ms of age (a lead of a quarter)
+  options.spare_max_age_ms = max_age_ms;
+  world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
+  auto first = world_->launch_shim(true_run_dir(1), "1-1-a", "");
+  ASSERT_TRUE(first) << first.error().message;
+  std::vector<pid_t> burst;
+  ASSERT_TRUE(run_loop_until([&] {
+    return world_->spare_shims_waiting() == 2 && (burst = waiting_spares()).size() == 2;
+  }));
+  auto gone = [](const std::vector<pid_t>& pids) {
+    std::vector<pid_t> now = waiting_spares();
+    return std::none_of(pids.begin(), pids.end(), [&](pid_t pid) {
+      return std::find(now.begin(), now.end(), pid) != now.end() || ::kill(pid, 0) == 0;
+    });
+  };
+  // The loop runs the renewal's timer: the burst's two age out, one young spare replaces them.
+  pid_t young = 0;
+  ASSERT_TRUE(run_loop_until([&] {
+    young = world_->spare_shim_pid();
+    return gone(burst) && young > 0 && world_->spare_shims_waiting() == 1;
+  })) << "the burst's spares killed and reaped, one young one kept";
+  EXPECT_EQ(std::find(burst.begin(), burst.end(), young), burst.end());
+  auto young_ticks = os::process_start_ticks(young);
+  ASSERT_TRUE(young_ticks);
+  // Over its whole life: never more than one waits, and it is replaced before its maximum age.
+  size_t most_waiting = 0;
+  ASSERT_TRUE(run_loop_until([&] {
+    most_waiting = std::max(most_waiting, world_->spare_shims_waiting());
+    return world_->spare_shim_pid() != young;
+  }));
+  static const int64_t ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  const int64_t age_ms =
+      os::boot_clock_ms() - static_cast<int64_t>(*young_ticks) * 1000 / ticks_per_second;
+  EXPECT_LT(age_ms, max_age_ms) << "replaced while it could still be handed out";
+  EXPECT_EQ(most_waiting, 1u) << "one kept young while idle, not the capacity";
+  EXPECT_GT(world_->spare_shim_pid(), 0) << "its replacement was kept before it went";
+  ASSERT_TRUE(run_loop_until([&] { return gone({young}); })) << "killed and reaped";
+  pid_t waiting = world_->spare_shim_pid();
+  auto second = world_->launch_shim(true_run_dir(2), "1-2-b", "");
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ((*second)->pid(), waiting) << "the start took the young spare";
+  EXPECT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 2; }))
+      << "a start refills to the capacity";
   first->reset();
   second->reset();
   world_.reset();

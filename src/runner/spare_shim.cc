@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "os/boot_clock.h"
@@ -86,5 +87,23 @@ std::optional<SpareShim::Taken> SpareShim::take(const std::string& run_dir) {
 }
 
 std::vector<SpareShim::Started> SpareShim::retired() { return std::exchange(retired_, {}); }
+
+void SpareShim::retire_aging(int64_t lead_ms) {
+  std::deque<Started> kept;
+  for (Started& spare : spares_) {
+    pollfd exited{spare.pidfd_.get(), POLLIN, 0};
+    if (age_ms(spare) >= max_age_ms_ - lead_ms || ::poll(&exited, 1, 0) != 0) {
+      retired_.push_back(std::move(spare));
+    } else {
+      kept.push_back(std::move(spare));
+    }
+  }
+  spares_.swap(kept);
+}
+
+std::optional<int64_t> SpareShim::ms_until_aging(int64_t lead_ms) const {
+  if (spares_.empty()) return std::nullopt;
+  return std::max<int64_t>(0, max_age_ms_ - lead_ms - age_ms(spares_.front()));
+}
 
 }  // namespace gpuq::runner

@@ -68,12 +68,20 @@ class SpareShim {
   void keep(Started started);
   // The oldest waiting spare that lives and is younger than max_age_ms, assigned `run_dir`
   // (run.json must be there), or nullopt when there is none: the caller spawns one of its own.
-  // Those passed over (dead, too old) are set aside for retired(), not reaped here: after an
-  // idle spell every spare is too old, and killing and reaping them all is not the start's work.
+  // Those passed over (dead, too old) are set aside for retired(), not reaped here: when no
+  // owner renewed them (retire_aging) every spare is too old after an idle spell, and killing
+  // and reaping them all is not the start's work.
   std::optional<Taken> take(const std::string& run_dir);
   // The spares take() passed over, handed out to be dropped (killed and reaped) where the
   // caller likes; none are kept.
   std::vector<Started> retired();
+  // Sets aside for retired(), as take() would, every waiting spare that has exited or is
+  // max_age_ms - lead_ms old or more: its owner replaces them while nothing starts, so that the
+  // start after a quiet spell finds a young spare instead of spawning a shim on its own path.
+  void retire_aging(int64_t lead_ms);
+  // How long until the oldest waiting spare is max_age_ms - lead_ms old (0: it is, and
+  // retire_aging sets it aside); nullopt when none waits.
+  std::optional<int64_t> ms_until_aging(int64_t lead_ms) const;
   // Starts spares on this thread (start() and keep()) until `capacity` wait. An error says why
   // one could not be (no processes left, the shim binary gone); take() finds fewer.
   Status refill();

@@ -153,6 +153,54 @@ TEST_F(SpareShimTest, ASpareOlderThanItsMaximumAgeIsReplacedNotHandedOut) {
   ::close(fresh->pidfd);
 }
 
+// Its owner replaces spares ahead of their maximum age while nothing starts: retire_aging sets
+// aside the dead and those within the lead of it, keeps the young ones in their order, and
+// ms_until_aging says when the oldest kept one will need it.
+TEST_F(SpareShimTest, DeadAndAgingSparesAreSetAsideAheadAndTheYoungKept) {
+  SpareShim spare(GPUQ_SHIM_FOR_TEST, SpareShim::kMaxAgeMs, /*capacity=*/3);
+  EXPECT_EQ(spare.ms_until_aging(0), std::nullopt) << "none waits";
+  ASSERT_TRUE(spare.refill());
+  ASSERT_EQ(spare.waiting(), 3u);
+  pid_t oldest = spare.pid();
+  write_spec(dir_, {"true"});
+  auto taken = spare.take(dir_);  // to reach the second, then kill it
+  ASSERT_TRUE(taken);
+  pid_t dead = spare.pid();
+  ASSERT_EQ(::kill(dead, SIGKILL), 0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(dead), &info, WEXITED | WNOWAIT), 0);
+  ASSERT_TRUE(spare.refill());  // the third, then a fourth behind it
+  ASSERT_EQ(spare.waiting(), 3u);
+  { SpareShim::Taken dropped = std::move(*taken); ::close(dropped.pidfd); }
+  ASSERT_EQ(::waitpid(oldest, nullptr, 0), oldest) << "the taken one exits unreleased";
+
+  // Young (well under 10 s, less a 2.5 s lead): only the dead one is set aside.
+  const int64_t lead = SpareShim::kMaxAgeMs / 4;
+  auto until = spare.ms_until_aging(lead);
+  ASSERT_TRUE(until);
+  EXPECT_GT(*until, 0);
+  EXPECT_LE(*until, SpareShim::kMaxAgeMs - lead);
+  EXPECT_EQ(spare.pid(), dead) << "the oldest waiting";
+  spare.retire_aging(lead);
+  expect_retired(spare, {dead});
+  EXPECT_EQ(spare.waiting(), 2u) << "the young kept";
+  pid_t second_oldest = spare.pid();
+  EXPECT_GT(second_oldest, 0);
+
+  // A lead past the maximum age makes every spare aging: all are set aside, oldest first.
+  EXPECT_EQ(spare.ms_until_aging(SpareShim::kMaxAgeMs + 1), 0);
+  spare.retire_aging(SpareShim::kMaxAgeMs + 1);
+  EXPECT_EQ(spare.waiting(), 0u);
+  std::vector<SpareShim::Started> retired = spare.retired();
+  ASSERT_EQ(retired.size(), 2u);
+  EXPECT_EQ(retired[0].pid(), second_oldest);
+  pid_t youngest = retired[1].pid();
+  retired.clear();
+  EXPECT_FALSE(still_a_child(second_oldest)) << "killed and reaped when dropped";
+  EXPECT_FALSE(still_a_child(youngest)) << "killed and reaped when dropped";
+  EXPECT_EQ(spare.ms_until_aging(0), std::nullopt);
+}
+
 // A spare someone stopped (SIGSTOP) still goes with its owner: it is killed, not asked to read
 // its pipe's end, so the owner's thread cannot hang on it.
 TEST_F(SpareShimTest, AStoppedSpareIsKilledAndReapedWithItsOwner) {
