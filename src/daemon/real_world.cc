@@ -306,9 +306,15 @@ void RealWorld::renew_spares() {
   auto until = spare_shim_->ms_until_aging(spare_renewal_lead_ms());
   if (!until) return;                                // every spare was taken
   if (*until > 0) return arm_spare_renewal_in(*until);  // the oldest was taken: a younger one
-  // The replacement first: the aging spares are set aside when it arrives (keep_spare), so a
+  const size_t young = spare_shim_->young(spare_renewal_lead_ms());
+  if (young >= kSparesRenewedWhileIdle) {  // enough young ones wait: the aging ones just go
+    spare_shim_->retire_aging(spare_renewal_lead_ms());
+    drop_retired_spares();
+    return arm_spare_renewal();
+  }
+  // The replacements first: the aging spares are set aside when they arrive (keep_spare), so a
   // start meanwhile still takes one of them.
-  for (size_t i = 0; i < kSparesRenewedWhileIdle; ++i) start_spare_later();
+  for (size_t i = young; i < kSparesRenewedWhileIdle; ++i) start_spare_later();
 }
 
 void RealWorld::keep_spare(Result<runner::SpareShim::Started>& started) {

@@ -101,6 +101,15 @@ void SpareShim::retire_aging(int64_t lead_ms) {
   spares_.swap(kept);
 }
 
+size_t SpareShim::young(int64_t lead_ms) const {
+  size_t count = 0;
+  for (const Started& spare : spares_) {
+    pollfd exited{spare.pidfd_.get(), POLLIN, 0};
+    if (age_ms(spare) < max_age_ms_ - lead_ms && ::poll(&exited, 1, 0) == 0) ++count;
+  }
+  return count;
+}
+
 std::optional<int64_t> SpareShim::ms_until_aging(int64_t lead_ms) const {
   if (spares_.empty()) return std::nullopt;
   return std::max<int64_t>(0, max_age_ms_ - lead_ms - age_ms(spares_.front()));

@@ -79,6 +79,8 @@ class SpareShim {
   // max_age_ms - lead_ms old or more: its owner replaces them while nothing starts, so that the
   // start after a quiet spell finds a young spare instead of spawning a shim on its own path.
   void retire_aging(int64_t lead_ms);
+  // How many waiting spares live and are younger than max_age_ms - lead_ms.
+  size_t young(int64_t lead_ms) const;
   // How long until the oldest waiting spare is max_age_ms - lead_ms old (0: it is, and
   // retire_aging sets it aside); nullopt when none waits.
   std::optional<int64_t> ms_until_aging(int64_t lead_ms) const;

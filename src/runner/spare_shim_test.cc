@@ -180,6 +180,8 @@ TEST_F(SpareShimTest, DeadAndAgingSparesAreSetAsideAheadAndTheYoungKept) {
   ASSERT_TRUE(until);
   EXPECT_GT(*until, 0);
   EXPECT_LE(*until, SpareShim::kMaxAgeMs - lead);
+  EXPECT_EQ(spare.young(lead), 2u) << "the dead one is not young";
+  EXPECT_EQ(spare.young(SpareShim::kMaxAgeMs + 1), 0u);
   EXPECT_EQ(spare.pid(), dead) << "the oldest waiting";
   spare.retire_aging(lead);
   expect_retired(spare, {dead});
