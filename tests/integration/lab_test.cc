@@ -63,22 +63,24 @@ class Lab : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     for (const char* role : {"alice", "bob", "carol", "eve"}) remove_user(name_of(role));
-    shell("groupdel " + group());
+    if (shell("getent group " + group()) == 0 && shell("groupdel " + group()) != 0)
+      ADD_FAILURE() << "groupdel " << group() << " failed: the group is left on this machine";
     std::error_code ignored;
     if (!binary_.empty()) fs::remove_all(fs::path(binary_).parent_path(), ignored);
   }
   static std::string group() { return name_of("lab"); }
-  // userdel refuses a user with a process left (a job of theirs still dying as the suite ends),
-  // which left the user on the machine: their processes are killed first, and a user that still
-  // cannot be removed fails the suite, named.
+  // userdel refuses a user with a process left (a job of theirs still dying as the suite ends,
+  // or a zombie: where PID 1 reaps orphans only every few seconds, as on these machines), which
+  // left the user on the machine: their processes (by real and by effective uid) are killed
+  // first, for up to 30 s, and a user that still cannot be removed fails the suite, named.
   static void remove_user(const std::string& name) {
     if (shell("id -u " + name) != 0) return;  // never made
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      shell("pkill -KILL -u " + name);
+    for (int attempt = 0; attempt < 300; ++attempt) {
+      shell("pkill -KILL -U " + name + "; pkill -KILL -u " + name);
       if (shell("userdel " + name) == 0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ADD_FAILURE() << "userdel " << name << " kept failing for 5 s: the user is left on this machine";
+    ADD_FAILURE() << "userdel " << name << " kept failing for 30 s: the user is left on this machine";
   }
 
   void SetUp() override {
