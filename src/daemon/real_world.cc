@@ -304,17 +304,17 @@ void RealWorld::arm_spare_renewal_in(int64_t ms) {
 void RealWorld::renew_spares() {
   if (spare_refills_in_flight_ > 0) return;  // its arrival arms the timer again
   auto until = spare_shim_->ms_until_aging(spare_renewal_lead_ms());
-  if (!until) return;                                // every spare was taken
-  if (*until > 0) return arm_spare_renewal_in(*until);  // the oldest was taken: a younger one
-  const size_t young = spare_shim_->young(spare_renewal_lead_ms());
+  if (until && *until > 0) return arm_spare_renewal_in(*until);  // the oldest was taken
+  size_t young = spare_shim_->young(spare_renewal_lead_ms());
   if (young >= kSparesRenewedWhileIdle) {  // enough young ones wait: the aging ones just go
     spare_shim_->retire_aging(spare_renewal_lead_ms());
     drop_retired_spares();
-    return arm_spare_renewal();
+    young = spare_shim_->waiting();  // those it kept (one may have aged or died since)
   }
-  // The replacements first: the aging spares are set aside when they arrive (keep_spare), so a
-  // start meanwhile still takes one of them.
+  // The replacements first: aging spares are set aside when they arrive (keep_spare), so a
+  // start meanwhile still takes one of them. None waiting (a failed spawn's retry): started.
   for (size_t i = young; i < kSparesRenewedWhileIdle; ++i) start_spare_later();
+  if (spare_refills_in_flight_ == 0) arm_spare_renewal();
 }
 
 void RealWorld::keep_spare(Result<runner::SpareShim::Started>& started) {

@@ -101,6 +101,8 @@ class RealWorld : public World {
   pid_t spare_shim_pid() const;
   // How many spare shims wait.
   size_t spare_shims_waiting() const { return spare_shim_ ? spare_shim_->waiting() : 0; }
+  // How many spares are being started (spawned, not yet kept or given up).
+  size_t spare_shims_starting() const { return spare_refills_in_flight_; }
 
  private:
   // On the container cleanup worker: the run's containers removed by label within the cleanup

@@ -226,14 +226,16 @@ std::vector<pid_t> waiting_spares() {
   return out;
 }
 
-// Spares left too old to hand out (here the loop does not run while they age, so the renewal's
-// timer cannot fire): a start spawns its own shim, and the old spares are killed and reaped off
-// its path (on the spares' thread), then replaced.
+// Spares left too old to hand out (a maximum age too short to renew them): a start spawns its
+// own shim, and the old spares are killed and reaped off its path (on the spares' thread), then
+// replaced.
 TEST_F(RealWorldTest, SparesTooOldAfterAnIdleSpellAreReapedAndReplaced) {
   RealWorldOptions options;
   options.shim_executable = GPUQ_SHIM_FOR_TEST;
   options.spare_shims = 2;
-  options.spare_max_age_ms = 300;  // ticks are 10 ms apart: well above a fresh spare's age
+  // Under RealWorld::kShortestRenewedSpareAgeMs: no renewal, so only take() meets their age.
+  // Ticks are 10 ms apart: well above a fresh spare's age.
+  options.spare_max_age_ms = 99;
   world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
   auto first = world_->launch_shim(true_run_dir(1), "1-1-a", "");
   ASSERT_TRUE(first) << first.error().message;
@@ -308,6 +310,33 @@ TEST_F(RealWorldTest, AfterAQuietSpellOneSpareIsKeptYoungAndTheStartTakesIt) {
   EXPECT_EQ((*second)->pid(), waiting) << "the start took the young spare";
   EXPECT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 2; }))
       << "a start refills to the capacity";
+  first->reset();
+  second->reset();
+  world_.reset();
+}
+
+// A spare that could not be started while none waits is tried again a lead later by the
+// renewal, not only at the next start: the idle daemon gets its young spare back.
+TEST_F(RealWorldTest, ASpareThatCouldNotBeStartedIsTriedAgainWhileIdle) {
+  const std::string shim = (dir_ / "gpuq-shim").string();
+  std::filesystem::copy_file(GPUQ_SHIM_FOR_TEST, shim);
+  RealWorldOptions options;
+  options.shim_executable = shim;
+  options.spare_max_age_ms = 1500;  // a retry 375 ms after a failed spawn
+  world_ = std::make_unique<RealWorld>(ioc_, *store_, options);
+  auto first = world_->launch_shim(true_run_dir(1), "1-1-a", "");
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 1; }));
+  // The second start takes the spare; its refill fails: the binary is gone.
+  std::filesystem::rename(shim, shim + ".away");
+  auto second = world_->launch_shim(true_run_dir(2), "1-2-b", "");
+  ASSERT_TRUE(second) << second.error().message;
+  ASSERT_TRUE(run_loop_until([&] { return world_->spare_shims_starting() == 0; }));
+  EXPECT_EQ(world_->spare_shims_waiting(), 0u) << "its refill could not start one";
+  // No start follows; once the binary is back, the renewal's retry keeps a spare.
+  std::filesystem::rename(shim + ".away", shim);
+  EXPECT_TRUE(run_loop_until([&] { return world_->spare_shims_waiting() == 1; }))
+      << "the failed spawn was tried again while idle";
   first->reset();
   second->reset();
   world_.reset();
